@@ -1,0 +1,1 @@
+//! Executor (filled in by the exec stage).

@@ -1,0 +1,18 @@
+//! planner: which collective algorithm and protocol a machine should run, why,
+//! and whether that is true.
+//!
+//! The crate follows the data: `probe` -> `topo` -> `search` -> `model` ->
+//! `exec` -> `report` -> `cli`. Each stage reads only the stages before it.
+
+pub mod error;
+pub mod units;
+
+pub mod cli;
+pub mod exec;
+pub mod model;
+pub mod probe;
+pub mod report;
+pub mod search;
+pub mod topo;
+
+pub use error::{Error, Result};

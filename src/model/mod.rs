@@ -1,0 +1,1 @@
+//! Cost model (filled in by the model stage).

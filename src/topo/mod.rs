@@ -1,0 +1,335 @@
+//! The topology stage: what the machine is, in NCCL's terms.
+//!
+//! `xml` reads and writes NCCL's topology files, `build` turns an XML tree into
+//! a graph of nodes and links with NCCL's bandwidths, `paths` computes NCCL's
+//! path type, bottleneck bandwidth and hops for every pair of nodes, and
+//! `fixtures` holds the built-in machines. A `Topology` is one node (one host);
+//! a `Cluster` is that host replicated `--nodes` times and joined through NICs,
+//! the way NCCL sees a multi-node job (each rank searches its own host's graph).
+
+pub mod build;
+pub mod cluster;
+pub mod fixtures;
+pub mod paths;
+pub mod xml;
+
+pub use cluster::Cluster;
+pub use xml::XmlNode;
+
+use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableDiGraph};
+use serde::Serialize;
+
+/// NCCL's node types (`src/graph/topo.h`), in NCCL's order (before v2.30's DEV nodes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub enum NodeKind {
+    Gpu = 0,
+    Pci = 1,
+    Nvs = 2,
+    Cpu = 3,
+    Nic = 4,
+    Net = 5,
+}
+
+impl NodeKind {
+    pub const ALL: [NodeKind; 6] = [
+        NodeKind::Gpu,
+        NodeKind::Pci,
+        NodeKind::Nvs,
+        NodeKind::Cpu,
+        NodeKind::Nic,
+        NodeKind::Net,
+    ];
+    /// The name NCCL prints (`GPU`, `PCI`, `NVS`, `CPU`, `NIC`, `NET`).
+    pub fn nccl_name(self) -> &'static str {
+        ["GPU", "PCI", "NVS", "CPU", "NIC", "NET"][self as usize]
+    }
+}
+
+/// NCCL's link types; the numbers equal the path type a link alone makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum LinkKind {
+    Loc = 0,
+    Nvl = 1,
+    C2c = 3,
+    Pci = 4,
+    Sys = 9,
+    Net = 10,
+}
+
+impl LinkKind {
+    pub fn nccl_name(self) -> &'static str {
+        match self {
+            LinkKind::Loc => "LOC",
+            LinkKind::Nvl => "NVL",
+            LinkKind::C2c => "C2C",
+            LinkKind::Pci => "PCI",
+            LinkKind::Sys => "SYS",
+            LinkKind::Net => "NET",
+        }
+    }
+}
+
+/// NCCL's path types, best to worst (`src/include/graph.h`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub enum PathType {
+    Loc = 0,
+    Nvl = 1,
+    Nvb = 2,
+    C2c = 3,
+    Pix = 4,
+    Pxb = 5,
+    P2c = 6,
+    Pxn = 7,
+    Phb = 8,
+    Sys = 9,
+    Net = 10,
+    Dis = 11,
+}
+
+impl PathType {
+    pub const ALL: [PathType; 12] = [
+        PathType::Loc,
+        PathType::Nvl,
+        PathType::Nvb,
+        PathType::C2c,
+        PathType::Pix,
+        PathType::Pxb,
+        PathType::P2c,
+        PathType::Pxn,
+        PathType::Phb,
+        PathType::Sys,
+        PathType::Net,
+        PathType::Dis,
+    ];
+    pub fn nccl_name(self) -> &'static str {
+        [
+            "LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS", "NET", "DIS",
+        ][self as usize]
+    }
+    pub fn from_index(i: usize) -> Option<PathType> {
+        PathType::ALL.get(i).copied()
+    }
+    /// Parse NCCL's names (graph XML `typeintra`, `NCCL_P2P_LEVEL`), case-insensitive.
+    pub fn from_name(name: &str) -> Option<PathType> {
+        PathType::ALL
+            .iter()
+            .copied()
+            .find(|t| t.nccl_name().eq_ignore_ascii_case(name.trim()))
+    }
+    pub fn from_link(kind: LinkKind) -> PathType {
+        match kind {
+            LinkKind::Loc => PathType::Loc,
+            LinkKind::Nvl => PathType::Nvl,
+            LinkKind::C2c => PathType::C2c,
+            LinkKind::Pci => PathType::Pix,
+            LinkKind::Sys => PathType::Sys,
+            LinkKind::Net => PathType::Net,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum CpuArch {
+    X86,
+    Power,
+    Arm,
+    Unknown,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum CpuVendor {
+    Intel,
+    Amd,
+    Zhaoxin,
+    Unknown,
+}
+
+/// Intel CPU generation as NCCL classifies it by model number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum IntelModel {
+    Broadwell,
+    Skylake,
+    SapphireRapids,
+    EmeraldRapids,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GpuNode {
+    /// NVML / CUDA device index on its host (`dev`).
+    pub dev: i32,
+    /// NCCL rank (`rank`).
+    pub rank: i32,
+    /// Compute capability x10 + minor, e.g. 90 for sm_90.
+    pub sm: u32,
+    /// GPU Direct RDMA supported (`gdr`).
+    pub gdr: bool,
+    /// PCI bus id, lower case (`0000:00:06.0`).
+    pub busid: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CpuNode {
+    /// NUMA node (-1 when unknown, as in VMs).
+    pub numa: i64,
+    pub arch: CpuArch,
+    pub vendor: CpuVendor,
+    pub family: u32,
+    pub model: u32,
+    /// CPU list or mask as written in the XML `affinity` attribute, if any.
+    pub affinity: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NetNode {
+    /// Net plugin device index (`dev`).
+    pub dev: i64,
+    pub name: String,
+    /// Link speed in Mb/s (`speed`).
+    pub speed_mbps: f64,
+    /// Latency in µs reported by the plugin (`latency`, 0 for IB and sockets).
+    pub latency_us: f64,
+    pub port: i64,
+    pub guid: u64,
+    pub max_conn: i64,
+    pub gdr: bool,
+    /// CollNet (SHARP) capable (`coll`).
+    pub coll: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum NodeData {
+    Gpu(GpuNode),
+    /// PCI switch or bridge; `busid` empty for made-up parents.
+    Pci {
+        busid: String,
+        device_id: u64,
+    },
+    Nvs,
+    Cpu(CpuNode),
+    /// NIC PCI function (`busid` empty when the NIC is not a PCI device, e.g. virtio).
+    Nic {
+        busid: String,
+    },
+    Net(NetNode),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Node {
+    pub kind: NodeKind,
+    /// NCCL's 64-bit id: `(systemId << 56) | localId` (bus id as hex for PCI devices).
+    pub id: u64,
+    pub data: NodeData,
+}
+
+impl Node {
+    /// NCCL's log name: `GPU/0-60`, `NVS/0-0`, `CPU/0-ffffffffffffff`.
+    pub fn nccl_label(&self) -> String {
+        format!(
+            "{}/{:x}-{:x}",
+            self.kind.nccl_name(),
+            self.id >> 56,
+            self.id & 0x00ff_ffff_ffff_ffff
+        )
+    }
+    pub fn gpu(&self) -> Option<&GpuNode> {
+        match &self.data {
+            NodeData::Gpu(g) => Some(g),
+            _ => None,
+        }
+    }
+    pub fn cpu(&self) -> Option<&CpuNode> {
+        match &self.data {
+            NodeData::Cpu(c) => Some(c),
+            _ => None,
+        }
+    }
+    pub fn net(&self) -> Option<&NetNode> {
+        match &self.data {
+            NodeData::Net(n) => Some(n),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Link {
+    pub kind: LinkKind,
+    /// GB/s in this direction, as NCCL assigns it.
+    pub bw: f64,
+}
+
+/// NCCL's view of how one node reaches another.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Path {
+    pub ptype: PathType,
+    /// Bottleneck bandwidth, GB/s.
+    pub bw: f64,
+    /// The directed links crossed, in order (empty for a node to itself).
+    #[serde(skip)]
+    pub links: Vec<EdgeIndex>,
+}
+
+impl Path {
+    pub fn hops(&self) -> usize {
+        self.links.len()
+    }
+}
+
+/// One host's topology: NCCL's `ncclTopoSystem`.
+#[derive(Debug, Clone)]
+pub struct Topology {
+    /// Directed graph; every physical connection is two edges, one per direction,
+    /// because the search consumes bandwidth per direction.
+    pub graph: StableDiGraph<Node, Link>,
+    /// Nodes of each kind in NCCL's order (the index NCCL's search uses).
+    pub by_kind: [Vec<NodeIndex>; 6],
+    /// `paths[from.index()][to.index()]`; `None` where NCCL stores no path
+    /// (sources NCCL does not compute from, or unreachable nodes).
+    pub paths: Vec<Vec<Option<Path>>>,
+    /// Host hash from the XML (`host_hash`), kept for round trips.
+    pub host_hash: Option<String>,
+    /// The XML this topology was built from, kept so `--xml` writes exactly it.
+    pub xml: XmlNode,
+    /// Where it came from (`fixture hgx-h200-8`, a file path, `live probe`).
+    pub source: String,
+}
+
+impl Topology {
+    pub fn nodes(&self, kind: NodeKind) -> &[NodeIndex] {
+        &self.by_kind[kind as usize]
+    }
+    pub fn node(&self, idx: NodeIndex) -> &Node {
+        &self.graph[idx]
+    }
+    pub fn gpus(&self) -> impl Iterator<Item = (NodeIndex, &GpuNode)> + '_ {
+        self.nodes(NodeKind::Gpu)
+            .iter()
+            .filter_map(move |&i| self.graph[i].gpu().map(|g| (i, g)))
+    }
+    pub fn gpu_count(&self) -> usize {
+        self.nodes(NodeKind::Gpu).len()
+    }
+    pub fn path(&self, from: NodeIndex, to: NodeIndex) -> Option<&Path> {
+        self.paths
+            .get(from.index())
+            .and_then(|row| row.get(to.index()))
+            .and_then(|p| p.as_ref())
+    }
+    /// Lowest and highest compute capability over all GPUs (x10).
+    pub fn sm_range(&self) -> (u32, u32) {
+        let sms: Vec<u32> = self.gpus().map(|(_, g)| g.sm).collect();
+        (
+            sms.iter().copied().min().unwrap_or(0),
+            sms.iter().copied().max().unwrap_or(0),
+        )
+    }
+    /// First CPU's description (NCCL uses it for vendor-dependent constants).
+    pub fn first_cpu(&self) -> Option<&CpuNode> {
+        self.nodes(NodeKind::Cpu)
+            .first()
+            .and_then(|&i| self.graph[i].cpu())
+    }
+    pub fn has_nvswitch(&self) -> bool {
+        !self.nodes(NodeKind::Nvs).is_empty()
+    }
+}

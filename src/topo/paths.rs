@@ -1,0 +1,1 @@
+//! NCCL's path computation (`src/graph/paths.cc`).

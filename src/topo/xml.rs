@@ -1,0 +1,335 @@
+//! A generic XML element tree for NCCL's topology and graph files.
+//!
+//! NCCL's XML (`NCCL_TOPO_FILE`, `NCCL_TOPO_DUMP_FILE`, `NCCL_GRAPH_FILE`) uses
+//! attributes only, never text, so a tree of elements with ordered attributes
+//! is all we need. Keeping attribute order makes our dumps diff cleanly against
+//! NCCL's own. Every element remembers the line it started on so that later
+//! stages can name the file and line of a bad value.
+
+use crate::error::{Error, Result};
+use quick_xml::events::Event;
+use quick_xml::Reader;
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct XmlNode {
+    pub name: String,
+    pub attrs: Vec<(String, String)>,
+    pub children: Vec<XmlNode>,
+    /// 1-based line of the start tag in the source (0 when built in memory).
+    pub line: usize,
+}
+
+impl XmlNode {
+    pub fn new(name: impl Into<String>) -> Self {
+        XmlNode {
+            name: name.into(),
+            ..Default::default()
+        }
+    }
+
+    /// Builder-style attribute setter (keeps insertion order, replaces in place).
+    pub fn with_attr(mut self, key: &str, value: impl Into<String>) -> Self {
+        self.set_attr(key, value);
+        self
+    }
+
+    pub fn with_child(mut self, child: XmlNode) -> Self {
+        self.children.push(child);
+        self
+    }
+
+    pub fn attr(&self, key: &str) -> Option<&str> {
+        self.attrs
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Set an attribute, keeping its position if it exists.
+    pub fn set_attr(&mut self, key: &str, value: impl Into<String>) {
+        let value = value.into();
+        match self.attrs.iter_mut().find(|(k, _)| k == key) {
+            Some(slot) => slot.1 = value,
+            None => self.attrs.push((key.to_string(), value)),
+        }
+    }
+
+    /// Set an attribute only if it is missing (NCCL's "init if unset").
+    pub fn init_attr(&mut self, key: &str, value: impl Into<String>) {
+        if self.attr(key).is_none() {
+            self.attrs.push((key.to_string(), value.into()));
+        }
+    }
+
+    pub fn remove_attr(&mut self, key: &str) {
+        self.attrs.retain(|(k, _)| k != key);
+    }
+
+    pub fn children_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a XmlNode> + 'a {
+        self.children.iter().filter(move |c| c.name == name)
+    }
+
+    /// All descendants (depth first, pre-order), not including self.
+    pub fn descendants(&self) -> Vec<&XmlNode> {
+        let mut out = Vec::new();
+        fn walk<'a>(n: &'a XmlNode, out: &mut Vec<&'a XmlNode>) {
+            for c in &n.children {
+                out.push(c);
+                walk(c, out);
+            }
+        }
+        walk(self, &mut out);
+        out
+    }
+
+    /// A required attribute, or an error naming the file, line, element and attribute.
+    pub fn required(&self, key: &str, source: &str) -> Result<&str> {
+        self.attr(key).ok_or_else(|| {
+            Error::bad_input(format!(
+                "{source}:{}: <{}> is missing the attribute '{key}'",
+                self.line, self.name
+            ))
+        })
+    }
+
+    /// Parse an attribute with `parse`, naming file, line and value on failure.
+    /// Returns `Ok(None)` when the attribute is absent.
+    pub fn parsed<T>(
+        &self,
+        key: &str,
+        source: &str,
+        what: &str,
+        parse: impl Fn(&str) -> Option<T>,
+    ) -> Result<Option<T>> {
+        match self.attr(key) {
+            None => Ok(None),
+            Some(v) => parse(v).map(Some).ok_or_else(|| {
+                Error::bad_input(format!(
+                    "{source}:{}: <{} {key}=\"{v}\">: not {what}",
+                    self.line, self.name
+                ))
+            }),
+        }
+    }
+}
+
+/// Parse an integer the way NCCL's `strtol(.., 0)` does: `0x` hex, leading `0`
+/// octal is not used by NCCL's files so decimal otherwise; negative allowed.
+pub fn parse_int(text: &str) -> Option<i64> {
+    let t = text.trim();
+    let (neg, body) = match t.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, t),
+    };
+    let value = if let Some(hex) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+        i64::from_str_radix(hex, 16).ok()?
+    } else {
+        body.parse::<i64>().ok()?
+    };
+    Some(if neg { -value } else { value })
+}
+
+/// Parse an unsigned 64-bit value written in hex (`0x...`) or decimal.
+pub fn parse_u64(text: &str) -> Option<u64> {
+    let t = text.trim();
+    if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        u64::from_str_radix(hex, 16).ok()
+    } else {
+        t.parse::<u64>().ok()
+    }
+}
+
+fn line_of(text: &str, byte_pos: usize) -> usize {
+    let end = byte_pos.min(text.len());
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// Parse an XML document into its root element. `source` names the input in errors.
+pub fn parse(text: &str, source: &str) -> Result<XmlNode> {
+    let mut reader = Reader::from_str(text);
+    reader.config_mut().trim_text(true);
+    let mut stack: Vec<XmlNode> = Vec::new();
+    let mut root: Option<XmlNode> = None;
+    loop {
+        let start_pos = reader.buffer_position() as usize;
+        let event = reader.read_event().map_err(|e| {
+            Error::bad_input(format!(
+                "{source}:{}: malformed XML: {e}",
+                line_of(text, reader.error_position() as usize)
+            ))
+        })?;
+        match event {
+            Event::Start(ref e) | Event::Empty(ref e) => {
+                let is_empty = matches!(event, Event::Empty(_));
+                // The tag starts at the first '<' at or after the previous position.
+                let tag_pos = text[start_pos.min(text.len())..]
+                    .find('<')
+                    .map(|off| start_pos + off)
+                    .unwrap_or(start_pos);
+                let line = line_of(text, tag_pos);
+                let mut node = XmlNode {
+                    name: e.name().as_ref().to_string(),
+                    line,
+                    ..Default::default()
+                };
+                for attr in e.attributes() {
+                    let attr = attr.map_err(|err| {
+                        Error::bad_input(format!("{source}:{line}: malformed attribute: {err}"))
+                    })?;
+                    #[allow(deprecated)]
+                    let value = attr.unescape_value().map_err(|err| {
+                        Error::bad_input(format!(
+                            "{source}:{line}: malformed attribute value: {err}"
+                        ))
+                    })?;
+                    node.attrs
+                        .push((attr.key.as_ref().to_string(), value.into_owned()));
+                }
+                if is_empty {
+                    attach(&mut stack, &mut root, node, source)?;
+                } else {
+                    stack.push(node);
+                }
+            }
+            Event::End(_) => {
+                let node = stack.pop().ok_or_else(|| {
+                    Error::bad_input(format!(
+                        "{source}:{}: unexpected closing tag",
+                        line_of(text, start_pos)
+                    ))
+                })?;
+                attach(&mut stack, &mut root, node, source)?;
+            }
+            Event::Eof => break,
+            // Declarations, comments, processing instructions and whitespace carry nothing.
+            _ => {}
+        }
+    }
+    if let Some(open) = stack.last() {
+        return Err(Error::bad_input(format!(
+            "{source}:{}: truncated XML: <{}> is never closed",
+            open.line, open.name
+        )));
+    }
+    root.ok_or_else(|| Error::bad_input(format!("{source}: no XML element found")))
+}
+
+fn attach(
+    stack: &mut [XmlNode],
+    root: &mut Option<XmlNode>,
+    node: XmlNode,
+    source: &str,
+) -> Result<()> {
+    if let Some(parent) = stack.last_mut() {
+        parent.children.push(node);
+        Ok(())
+    } else if root.is_none() {
+        *root = Some(node);
+        Ok(())
+    } else {
+        Err(Error::bad_input(format!(
+            "{source}:{}: a second top-level element <{}>",
+            node.line, node.name
+        )))
+    }
+}
+
+fn escape(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for ch in value.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            _ => out.push(ch),
+        }
+    }
+    out
+}
+
+/// Write in NCCL's own layout (`xml.cc`): one element per line, two spaces per
+/// level, attributes in order, `<x/>` for empty elements, no XML declaration.
+pub fn write(root: &XmlNode) -> String {
+    let mut out = String::new();
+    write_node(root, 0, &mut out);
+    out
+}
+
+fn write_node(node: &XmlNode, depth: usize, out: &mut String) {
+    for _ in 0..depth {
+        out.push_str("  ");
+    }
+    out.push('<');
+    out.push_str(&node.name);
+    for (k, v) in &node.attrs {
+        out.push(' ');
+        out.push_str(k);
+        out.push_str("=\"");
+        out.push_str(&escape(v));
+        out.push('"');
+    }
+    if node.children.is_empty() {
+        out.push_str("/>\n");
+        return;
+    }
+    out.push_str(">\n");
+    for c in &node.children {
+        write_node(c, depth + 1, out);
+    }
+    for _ in 0..depth {
+        out.push_str("  ");
+    }
+    out.push_str("</");
+    out.push_str(&node.name);
+    out.push_str(">\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CAPTURE: &str = include_str!("../../fixtures/h200x2-nvswitch-vm.xml");
+
+    #[test]
+    fn round_trip_of_nccl_dump_is_byte_exact() {
+        // The fixture is NCCL's own dump behind a leading comment; the element
+        // part must come back byte for byte.
+        let root = parse(CAPTURE, "capture").unwrap();
+        let body_start = CAPTURE.find("<system").unwrap();
+        assert_eq!(write(&root), &CAPTURE[body_start..]);
+    }
+
+    #[test]
+    fn lines_are_recorded() {
+        let root = parse("<a>\n  <b x=\"1\"/>\n  <c>\n  </c>\n</a>\n", "t").unwrap();
+        assert_eq!(root.line, 1);
+        assert_eq!(root.children[0].line, 2);
+        assert_eq!(root.children[1].line, 3);
+        assert_eq!(root.children[0].attr("x"), Some("1"));
+    }
+
+    #[test]
+    fn truncated_and_malformed_name_file_and_line() {
+        let err = parse("<system version=\"1\">\n  <cpu>\n", "topo.xml").unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().starts_with("topo.xml:2:"), "{err}");
+        let err = parse("<a>\n<b></c>\n</a>", "f.xml").unwrap_err();
+        assert!(err.to_string().starts_with("f.xml:2:"), "{err}");
+        let err = parse("", "empty.xml").unwrap_err();
+        assert!(err.to_string().contains("empty.xml"), "{err}");
+    }
+
+    #[test]
+    fn ints() {
+        assert_eq!(parse_int("0x1"), Some(1));
+        assert_eq!(parse_int("-1"), Some(-1));
+        assert_eq!(parse_int("207"), Some(207));
+        assert_eq!(parse_int("x"), None);
+        assert_eq!(parse_u64("0xa6e8e9058c10d6af"), Some(0xa6e8e9058c10d6af));
+    }
+}
