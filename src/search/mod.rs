@@ -89,3 +89,62 @@ pub struct Graphs {
     pub collnet_direct: Option<SearchGraph>,
     pub nvls: Option<SearchGraph>,
 }
+
+/// Tree neighbours of one rank on one channel (NCCL's `ncclTree`); -1 = none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TreeLinks {
+    pub up: i32,
+    pub down: [i32; 3],
+}
+
+/// What every rank is connected to, per runtime channel (NCCL's `connect.cc`
+/// postset and `rings.cc`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Connection {
+    /// Runtime channel count (`comm->nChannels`): the search count x2 and the other multipliers.
+    pub n_channels: usize,
+    /// Per runtime channel: the ring as a rank sequence starting at rank 0
+    /// (rank r sends to the rank after it, the last sends to the first).
+    pub rings: Vec<Vec<i32>>,
+    /// Per runtime channel, per rank: tree parent and children.
+    pub trees: Vec<Vec<TreeLinks>>,
+}
+
+/// Knobs of the search (NCCL environment variables and planner flags).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchOptions {
+    /// NVLS allowed (`NCCL_NVLS_ENABLE` != 0 and multicast present); the NVLS graph is searched only then.
+    pub nvls: bool,
+    /// CollNet (SHARP) network present and enabled.
+    pub collnet: bool,
+    /// `NCCL_CROSS_NIC` (0, 1, 2 = try without then with).
+    pub cross_nic: u32,
+}
+
+impl Default for SearchOptions {
+    fn default() -> Self {
+        SearchOptions {
+            nvls: false,
+            collnet: false,
+            cross_nic: 2,
+        }
+    }
+}
+
+/// Search plus connection.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchResult {
+    pub graphs: Graphs,
+    pub connection: Connection,
+}
+
+/// Run NCCL's searches on `cluster` and connect the result across nodes.
+pub fn search(
+    cluster: &crate::topo::Cluster,
+    _opts: &SearchOptions,
+) -> crate::error::Result<SearchResult> {
+    Err(crate::error::Error::runtime(format!(
+        "{}: the channel search is not written yet",
+        cluster.node.source
+    )))
+}
