@@ -1,1 +1,4 @@
 //! Output for people and scripts.
+
+pub mod audit;
+pub mod explain;
