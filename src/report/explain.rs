@@ -318,7 +318,7 @@ pub fn explain_text(model: &Model, eval: &Evaluation) -> String {
             .enumerate()
             .map(|(k, text)| {
                 let mut cell = Cell::new(text);
-                if k >= 3 && k <= 9 {
+                if (3..=9).contains(&k) {
                     cell = cell.set_alignment(CellAlignment::Right);
                 }
                 if is_winner {
