@@ -1,6 +1,8 @@
 //! Command-line front end. Handlers stay thin: parse flags, call the stages,
 //! hand the result to `report`.
 
+pub mod audit;
+pub mod explain;
 pub mod source;
 
 use crate::error::Result;
@@ -25,6 +27,10 @@ pub enum Command {
     Topo(TopoArgs),
     /// List the built-in topologies
     Fixtures(FixturesArgs),
+    /// NCCL's algorithm/protocol choice for a size, ranked with reasons; sweeps, plots, NCCL's own tables
+    Explain(explain::ExplainArgs),
+    /// Compare an NCCL_DEBUG=INFO log with the planner's model, cell by cell
+    Audit(audit::AuditArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -53,6 +59,8 @@ pub fn run(cli: Cli) -> Result<()> {
             );
             Ok(())
         }
+        Command::Explain(args) => explain::run(&cli.source, args),
+        Command::Audit(args) => audit::run(&cli.source, args),
         Command::Fixtures(_args) => {
             for f in crate::topo::fixtures::FIXTURES {
                 println!("{:24} {}", f.name, f.description);

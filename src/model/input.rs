@@ -72,6 +72,15 @@ impl NvlsState {
     pub fn supported(&self) -> bool {
         matches!(self, NvlsState::Supported)
     }
+
+    /// Why NVLS cannot be used (empty when it can).
+    pub fn why(&self) -> String {
+        match self {
+            NvlsState::Supported => String::new(),
+            NvlsState::Disabled(by) => format!("disabled by {by}"),
+            NvlsState::Unavailable(why) => why.clone(),
+        }
+    }
 }
 
 /// Everything the model reads about the machine and the graphs.

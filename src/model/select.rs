@@ -39,6 +39,12 @@ impl Call {
     /// Map a size to NCCL's task the way nccl-tests does (float32 elements;
     /// AllGather/ReduceScatter give each rank `size/n` rounded down to 16 bytes).
     pub fn new(coll: Coll, size: u64, n_ranks: usize, ops: usize) -> Result<Call> {
+        Call::check(size, ops)?;
+        Call::build(coll, size, n_ranks.max(1) as u64, ops)
+    }
+
+    /// The limits on every size and on `--ops`.
+    pub fn check(size: u64, ops: usize) -> Result<()> {
         if size == 0 {
             return Err(Error::bad_input("invalid size 0: must be at least 1 byte"));
         }
@@ -52,7 +58,10 @@ impl Call {
                 "invalid --ops {ops}: must be between 1 and {MAX_OPS}"
             )));
         }
-        let n = n_ranks.max(1) as u64;
+        Ok(())
+    }
+
+    fn build(coll: Coll, size: u64, n: u64, ops: usize) -> Result<Call> {
         let floats = size / FLOAT_BYTES;
         let (log_bytes, model_bytes) = if coll.is_ag_rs() {
             let per_rank = (floats / n) & !(16 / FLOAT_BYTES - 1);
@@ -170,12 +179,7 @@ impl Model {
         }
         if algo.is_nvls() {
             if !input.nvls_state.supported() {
-                let why = match &input.nvls_state {
-                    super::NvlsState::Disabled(by) => format!("disabled by {by}"),
-                    super::NvlsState::Unavailable(why) => why.clone(),
-                    super::NvlsState::Supported => String::new(),
-                };
-                return Some(MaskReason::NvlsUnsupported(why));
+                return Some(MaskReason::NvlsUnsupported(input.nvls_state.why()));
             }
             if coll != Coll::AllReduce && input.local_ranks > self.table.max_nvls_arity {
                 return Some(MaskReason::NvlsArity(input.local_ranks));

@@ -55,17 +55,16 @@ impl Model {
 
     /// Sweep `sizes` (ascending). Sizes too small for the collective are skipped.
     pub fn sweep(&self, coll: Coll, sizes: &[u64], ops: usize) -> Result<Sweep> {
+        // Bad sizes and --ops are errors; sizes too small for the collective are skipped.
+        for &size in sizes {
+            Call::check(size, ops)?;
+        }
         let mut points = Vec::with_capacity(sizes.len());
         let mut skipped = Vec::new();
         for &size in sizes {
-            let call = match Call::new(coll, size, self.input.n_ranks, ops) {
-                Ok(c) => c,
-                Err(e) if size > 0 && size <= crate::units::MAX_SIZE && ops >= 1 => {
-                    let _ = e;
-                    skipped.push(size);
-                    continue;
-                }
-                Err(e) => return Err(e),
+            let Ok(call) = Call::new(coll, size, self.input.n_ranks, ops) else {
+                skipped.push(size);
+                continue;
             };
             let choice =
                 self.choose(coll, call.model_bytes * ops as u64, self.num_pipe_ops(ops))?;

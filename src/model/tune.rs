@@ -3,7 +3,7 @@
 //! maximum threads, thread thresholds, and the enable layers. Every entry that
 //! ends with bandwidth 0 keeps the reasons, in NCCL's order.
 
-use super::input::ModelInput;
+use super::input::{ModelInput, NvlsState};
 use super::knobs::{parse_c_integer, EnableMatrix, NcclEnv};
 use super::table::TuningTable;
 use super::{log2i, Algo, Coll, Proto};
@@ -379,7 +379,11 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
                 let n_ch = g.n_channels as i64;
                 if a.is_nvls() {
                     if n_ch < 2 {
-                        cell.push(MaskReason::NvlsFewChannels(g.n_channels));
+                        // Without NVLS support there is no NVLS graph: say why.
+                        cell.push(match &input.nvls_state {
+                            NvlsState::Supported => MaskReason::NvlsFewChannels(g.n_channels),
+                            other => MaskReason::NvlsUnsupported(other.why()),
+                        });
                         continue;
                     }
                     let mut intra_bw: f32 = g.bw_intra * nvls_eff * (n_ch - 1) as f32 / n_ch as f32;

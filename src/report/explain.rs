@@ -352,11 +352,19 @@ pub fn explain_text(model: &Model, eval: &Evaluation) -> String {
         out.push_str("Masked:\n");
         for &i in &masked {
             let c = &eval.candidates[i];
-            let reasons: Vec<String> = c
-                .masks
-                .iter()
-                .map(|m| m.text(call.coll, c.algo, c.proto))
-                .collect();
+            // "NVLS: a; NVLS: b" reads as "NVLS: a; b".
+            let mut reasons: Vec<String> = Vec::new();
+            for m in &c.masks {
+                let text = m.text(call.coll, c.algo, c.proto);
+                let short = match reasons.first().and_then(|f| f.split_once(": ")) {
+                    Some((head, _)) => text
+                        .strip_prefix(&format!("{head}: "))
+                        .map(str::to_string)
+                        .unwrap_or(text),
+                    None => text,
+                };
+                reasons.push(short);
+            }
             out.push_str(&format!(
                 "  {:<14} {:<7} {}\n",
                 c.algo.nccl_name(),
