@@ -59,14 +59,15 @@ fn query(name: &str) -> Option<NcclVersion> {
     // set up its own static state and start no threads until a communicator
     // is created.
     let lib = unsafe { libloading::Library::new(name) }.ok()?;
-    // SAFETY: `ncclGetVersion` has had the C signature
-    // `ncclResult_t ncclGetVersion(int *version)` in every NCCL 2.x release;
-    // ncclResult_t is a C enum (int).
-    let get: libloading::Symbol<GetVersion> = unsafe { lib.get(b"ncclGetVersion\0") }.ok()?;
     let mut code: c_int = 0;
-    // SAFETY: the pointer is to a live, writable c_int on our stack.
-    let rc = unsafe { get(&mut code) };
-    drop(get);
+    let rc = {
+        // SAFETY: `ncclGetVersion` has had the C signature
+        // `ncclResult_t ncclGetVersion(int *version)` in every NCCL 2.x release;
+        // ncclResult_t is a C enum (int).
+        let get: libloading::Symbol<GetVersion> = unsafe { lib.get(b"ncclGetVersion\0") }.ok()?;
+        // SAFETY: the pointer is to a live, writable c_int on our stack.
+        unsafe { get(&mut code) }
+    };
     // Keep the library mapped: unloading NCCL runs its destructors for nothing.
     std::mem::forget(lib);
     if rc != 0 {
