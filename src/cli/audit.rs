@@ -8,7 +8,7 @@ use crate::model::audit::audit;
 use crate::model::input::NvlsFlag;
 use crate::model::log::NcclLog;
 use crate::model::{Model, ModelInput, NcclEnv};
-use crate::search::{Connection, Graphs, Pattern, SearchGraph, SearchResult};
+use crate::search::{Graphs, Pattern, SearchGraph};
 use std::path::Path;
 
 #[derive(Debug, clap::Args)]
@@ -25,8 +25,8 @@ pub struct AuditArgs {
     pub json: bool,
 }
 
-/// The log's graph lines and channel count as a search result.
-fn graphs_from_log(log: &NcclLog) -> Result<SearchResult> {
+/// The log's graph lines and its runtime channel count.
+fn graphs_from_log(log: &NcclLog) -> Result<(Graphs, usize)> {
     let pattern = |n: u32| match n {
         1 => Pattern::BalancedTree,
         2 => Pattern::SplitTree,
@@ -70,20 +70,16 @@ fn graphs_from_log(log: &NcclLog) -> Result<SearchResult> {
         }
     }
     let (channels, _, _) = log.channels.ok_or_else(|| missing("'N coll channels'"))?;
-    Ok(SearchResult {
-        graphs: Graphs {
+    Ok((
+        Graphs {
             ring,
             tree,
             collnet_chain,
             collnet_direct,
             nvls,
         },
-        connection: Connection {
-            n_channels: channels,
-            rings: Vec::new(),
-            trees: Vec::new(),
-        },
-    })
+        channels,
+    ))
 }
 
 /// The topology file: --topo/--fixture, else the log's NCCL_TOPO_DUMP_FILE next to the log.
@@ -123,8 +119,9 @@ pub fn run(source: &SourceArgs, args: AuditArgs) -> Result<()> {
     }
     let env = NcclEnv::from_pairs(log.env.iter().map(|(n, v, _)| (n.clone(), v.clone())));
     let nvls_state = ModelInput::nvls_request(&cluster, &env, NvlsFlag::Auto);
-    let (result, ours) = if args.log_graphs {
-        (graphs_from_log(&log)?, false)
+    let (graphs, channels, ours) = if args.log_graphs {
+        let (g, c) = graphs_from_log(&log)?;
+        (g, c, false)
     } else {
         let r = graphs_for(&cluster, &env, nvls_state.supported(), None).map_err(|e| {
             Error::runtime(format!(
@@ -132,11 +129,11 @@ pub fn run(source: &SourceArgs, args: AuditArgs) -> Result<()> {
                 e.message()
             ))
         })?;
-        (r, true)
+        (r.0, r.1, true)
     };
-    let input = ModelInput::from_search(&cluster, &result, &env, nvls_state, &table)?;
+    let input = ModelInput::from_graphs(&cluster, &graphs, channels, &env, nvls_state, &table)?;
     let model = Model::new(input, env, table)?;
-    let report = audit(&log, &model, ours.then_some(&result))?;
+    let report = audit(&log, &model, ours.then_some(&graphs))?;
     if args.json {
         let text = serde_json::to_string_pretty(&report)
             .map_err(|e| Error::runtime(format!("cannot write JSON: {e}")))?;

@@ -7,7 +7,7 @@ use crate::model::input::NvlsFlag;
 use crate::model::select::Call;
 use crate::model::{graph_xml, table, Coll, Model, ModelInput, NcclEnv, TuningTable};
 use crate::report::explain as out;
-use crate::search::{SearchOptions, SearchResult};
+use crate::search::{Graphs, SearchOptions};
 use crate::topo::{Cluster, NodeKind};
 use crate::units::{parse_size, parse_size_range};
 
@@ -108,13 +108,14 @@ pub fn choose_table(args: &ModelArgs, log_version: Option<&str>) -> Result<Tunin
     }
 }
 
-/// Run the search as NCCL's init would, or read `--graph`.
+/// Run the search as NCCL's init would, or read `--graph`: the graphs and
+/// the runtime channel count.
 pub fn graphs_for(
     cluster: &Cluster,
     env: &NcclEnv,
     nvls_supported: bool,
     graph_file: Option<&str>,
-) -> Result<SearchResult> {
+) -> Result<(Graphs, usize)> {
     if let Some(path) = graph_file {
         let text = std::fs::read_to_string(path)
             .map_err(|e| Error::bad_input(format!("{path}: cannot read: {e}")))?;
@@ -137,7 +138,9 @@ pub fn graphs_for(
         collnet: env.collnet_enable == Some(1) && coll_nic,
         cross_nic,
     };
-    crate::search::search(cluster, &opts)
+    let result = crate::search::search(cluster, &opts)?;
+    let channels = result.connection.n_channels;
+    Ok((result.graphs, channels))
 }
 
 /// Topology, search and tuning: the model `explain` talks about.
@@ -156,8 +159,8 @@ pub fn build_model(
         None => NvlsFlag::Auto,
     };
     let nvls_state = ModelInput::nvls_request(&cluster, &env, flag);
-    let result = graphs_for(&cluster, &env, nvls_state.supported(), graph_file)?;
-    let input = ModelInput::from_search(&cluster, &result, &env, nvls_state, &table)?;
+    let (graphs, channels) = graphs_for(&cluster, &env, nvls_state.supported(), graph_file)?;
+    let input = ModelInput::from_graphs(&cluster, &graphs, channels, &env, nvls_state, &table)?;
     Model::new(input, env, table)
 }
 

@@ -6,7 +6,7 @@ use super::log::NcclLog;
 use super::select::Call;
 use super::{Algo, Coll, Model, Proto};
 use crate::error::Result;
-use crate::search::{SearchGraph, SearchResult};
+use crate::search::{Graphs, SearchGraph};
 use serde::Serialize;
 
 /// One disagreement between the log and the planner.
@@ -66,8 +66,7 @@ fn graph_name(index: usize, pattern: u32) -> &'static str {
 
 /// The planner's graphs in NCCL's print order (ring, tree, collnet chain,
 /// collnet direct, NVLS), for those NCCL would search.
-fn planner_graphs(search: &SearchResult) -> Vec<&SearchGraph> {
-    let g = &search.graphs;
+fn planner_graphs(g: &Graphs) -> Vec<&SearchGraph> {
     let mut out = vec![&g.ring, &g.tree];
     if let (Some(c), Some(d)) = (&g.collnet_chain, &g.collnet_direct) {
         out.push(c);
@@ -81,7 +80,7 @@ fn planner_graphs(search: &SearchResult) -> Vec<&SearchGraph> {
 
 /// Compare a log with the model. `search` is the planner's own search
 /// (None when the model was fed the log's graphs, so there is nothing to compare).
-pub fn audit(log: &NcclLog, model: &Model, search: Option<&SearchResult>) -> Result<AuditReport> {
+pub fn audit(log: &NcclLog, model: &Model, search: Option<&Graphs>) -> Result<AuditReport> {
     let mut c = Collector {
         compared: 0,
         differences: Vec::new(),

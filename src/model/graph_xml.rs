@@ -3,7 +3,7 @@
 //! graphs instead of the planner's search.
 
 use crate::error::{Error, Result};
-use crate::search::{Connection, Graphs, Pattern, SearchChannel, SearchGraph, SearchResult};
+use crate::search::{Graphs, Pattern, SearchChannel, SearchGraph};
 use crate::topo::xml::{self, parse_int, XmlNode};
 use crate::topo::PathType;
 
@@ -110,11 +110,16 @@ fn graph_from(node: &XmlNode, source: &str) -> Result<SearchGraph> {
     })
 }
 
-/// Parse a graph dump. The runtime channel count is NCCL's postset rule for
-/// the common cases (search channels doubled, doubled again for sm90+
-/// multi-node rings over 45 GB/s with fewer than 16 channels, at most 64);
-/// the planner's own search computes it exactly.
-pub fn parse_graphs(text: &str, source: &str, min_sm: u32, n_nodes: usize) -> Result<SearchResult> {
+/// Parse a graph dump into the graphs and the runtime channel count. The
+/// count is NCCL's postset rule for the common cases (search channels
+/// doubled, doubled again for sm90+ multi-node rings over 45 GB/s with fewer
+/// than 16 channels, at most 64); the planner's own search computes it exactly.
+pub fn parse_graphs(
+    text: &str,
+    source: &str,
+    min_sm: u32,
+    n_nodes: usize,
+) -> Result<(Graphs, usize)> {
     let root = xml::parse(text, source)?;
     if root.name != "graphs" {
         return Err(Error::bad_input(format!(
@@ -143,18 +148,14 @@ pub fn parse_graphs(text: &str, source: &str, min_sm: u32, n_nodes: usize) -> Re
     if min_sm >= 90 && n_nodes > 1 && ring.bw_intra > 45.0 && channels < 16 {
         channels = (2 * channels).min(64);
     }
-    Ok(SearchResult {
-        graphs: Graphs {
+    Ok((
+        Graphs {
             ring,
             tree,
             collnet_chain: keep(collnet_chain),
             collnet_direct: keep(collnet_direct),
             nvls: keep(nvls),
         },
-        connection: Connection {
-            n_channels: channels,
-            rings: Vec::new(),
-            trees: Vec::new(),
-        },
-    })
+        channels,
+    ))
 }

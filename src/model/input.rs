@@ -6,7 +6,7 @@
 use super::knobs::NcclEnv;
 use super::table::TuningTable;
 use crate::error::{Error, Result};
-use crate::search::{Pattern, SearchGraph, SearchResult};
+use crate::search::{Graphs, Pattern, SearchGraph, SearchResult};
 use crate::topo::{Cluster, CpuArch, CpuVendor, NodeKind, PathType};
 use serde::Serialize;
 
@@ -195,13 +195,32 @@ impl ModelInput {
         nvls: NvlsState,
         table: &TuningTable,
     ) -> Result<ModelInput> {
+        ModelInput::from_graphs(
+            cluster,
+            &result.graphs,
+            result.connection.n_channels,
+            env,
+            nvls,
+            table,
+        )
+    }
+
+    /// As `from_search`, from graphs and the runtime channel count
+    /// (`comm->nChannels`) given separately (NCCL's graph dump, a log).
+    pub fn from_graphs(
+        cluster: &Cluster,
+        graphs: &Graphs,
+        channels: usize,
+        env: &NcclEnv,
+        nvls: NvlsState,
+        table: &TuningTable,
+    ) -> Result<ModelInput> {
         let topo = &cluster.node;
         let (min_sm, max_sm) = topo.sm_range();
         let (cpu_arch, cpu_vendor) = topo
             .first_cpu()
             .map(|c| (c.arch, c.vendor))
             .unwrap_or((CpuArch::Unknown, CpuVendor::Unknown));
-        let graphs = &result.graphs;
         let mut ring = GraphInfo::from_search(&graphs.ring);
         let mut tree = GraphInfo::from_search(&graphs.tree);
         // init.cc: tree and ring use the smaller of the two channel counts.
@@ -254,7 +273,7 @@ impl ModelInput {
             collnet_chain,
             collnet_direct,
             nvls: nvls_graph,
-            channels: result.connection.n_channels,
+            channels,
             nvls_state,
             nvls_channels,
             collnet_enable,
