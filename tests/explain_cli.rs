@@ -235,3 +235,90 @@ fn bad_tuning_table_file_names_file_and_key() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn nccl_table_json_lists_every_entry_with_nccl_names() {
+    let out = stdout(&mut explain(&[
+        "--nccl-table",
+        "--json",
+        "--nvls",
+        "off",
+        "--nccl-version",
+        "2.28",
+    ]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let entries = v["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 5 * 7 * 3);
+    let ring_ll = entries
+        .iter()
+        .find(|e| e["function"] == "AllReduce" && e["algorithm"] == "Ring" && e["protocol"] == "LL")
+        .unwrap();
+    // min(llMaxBw 141, 12*30*0.5 = 180) * 2/2 = 141; latency 6.6 + 2*0.6 = 7.8
+    assert_eq!(ring_ll["bandwidth_gbps"], 141.0);
+    assert!((ring_ll["latency_us"].as_f64().unwrap() - 7.8).abs() < 1e-5);
+    assert_eq!(ring_ll["thread_threshold"], 16);
+    assert_eq!(ring_ll["masked_by"].as_array().unwrap().len(), 0);
+    let calls = stdout(&mut explain(&[
+        "--nccl-calls",
+        "--json",
+        "--size",
+        "2M",
+        "--nvls",
+        "off",
+        "--nccl-version",
+        "2.28",
+    ]));
+    let v: serde_json::Value = serde_json::from_str(&calls).unwrap();
+    assert_eq!(v[0]["choice"]["algo"], "Ring");
+    assert_eq!(v[0]["choice"]["proto"], "Simple");
+    assert_eq!(v[0]["tasks"][0]["channel_hi"], 23);
+}
+
+#[test]
+fn channel_spreading_changed_in_2_30() {
+    // 2 MiB all-reduce, Ring/Simple on 24 channels, traffic 2*2 MiB = 4194304.
+    // 2.28: 16 KiB cells: cell 8192 B (256 cells, 16384 traffic each), per channel
+    //   max(16384, 4194304/24 = 174762): 11 cells first, 22 x 11 middle, 3 last -> {0..23}.
+    // 2.30: 32 KiB cells: cell 16384 B (128 cells, 32768 traffic), per channel
+    //   roundup16(174762) = 174768: 6 first, 20 x 6 middle, 2 last -> {0..21}.
+    for (version, hi) in [("2.28", 23), ("2.30", 21)] {
+        let out = stdout(&mut explain(&[
+            "--nccl-calls",
+            "--size",
+            "2M",
+            "--nvls",
+            "off",
+            "--nccl-version",
+            version,
+        ]));
+        assert_eq!(
+            out,
+            format!("AllReduce: 2097152 Bytes -> Algo RING proto SIMPLE channel{{Lo..Hi}}={{0..{hi}}}\n"),
+            "{version}"
+        );
+    }
+}
+
+#[test]
+fn all_gather_sizes_follow_nccl_tests() {
+    // 1 MiB all-gather on 2 ranks: each rank sends 512 KiB, NCCL's line shows 524288 bytes,
+    // the model costs 1 MiB. Ring/LL for AllGather: lat 6.6 + 1*0.6 = 7.2, bw 282:
+    // 7.2 + 1048576/282000 = 10.92 vs Simple 11.8 + 1048576/720000 = 13.26 -> LL.
+    let out = stdout(&mut explain(&[
+        "--coll",
+        "all-gather",
+        "--size",
+        "1M",
+        "--nccl-calls",
+        "--nvls",
+        "off",
+        "--nccl-version",
+        "2.28",
+    ]));
+    assert_eq!(
+        out,
+        "AllGather: 524288 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..23}\n"
+    );
+    let e = bad_input(&mut explain(&["--coll", "all-gather", "--size", "16"]));
+    assert!(e.contains("too small"), "{e}");
+}

@@ -199,7 +199,11 @@ pub fn run(source: &SourceArgs, args: ExplainArgs) -> Result<()> {
 
     if args.nccl_table {
         if args.json {
-            return write_json(&model.tuned);
+            return write_json(&out::nccl_table_json(&model));
+        }
+        if n_ranks <= 1 {
+            eprintln!("planner: NCCL prints no tuning table for a single rank (it only copies)");
+            return Ok(());
         }
         for line in out::nccl_table_lines(&model) {
             println!("{line}");

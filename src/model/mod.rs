@@ -116,14 +116,18 @@ impl Coll {
 }
 
 /// NCCL's algorithms, in index order (the tie order of the argmin).
+/// JSON uses NCCL's `ncclAlgoStr` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub enum Algo {
     Tree = 0,
     Ring = 1,
     CollNetDirect = 2,
     CollNetChain = 3,
+    #[serde(rename = "NVLS")]
     Nvls = 4,
+    #[serde(rename = "NVLSTree")]
     NvlsTree = 5,
+    #[serde(rename = "PAT")]
     Pat = 6,
 }
 
@@ -186,10 +190,12 @@ impl Algo {
     }
 }
 
-/// NCCL's protocols, in index order.
+/// NCCL's protocols, in index order. JSON uses NCCL's `ncclProtoStr` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub enum Proto {
+    #[serde(rename = "LL")]
     Ll = 0,
+    #[serde(rename = "LL128")]
     Ll128 = 1,
     Simple = 2,
 }

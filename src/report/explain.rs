@@ -116,6 +116,64 @@ pub fn nccl_table_lines(model: &Model) -> Vec<String> {
     lines
 }
 
+/// One entry of the init table in `--nccl-table --json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct TableEntryJson {
+    pub function: &'static str,
+    pub algorithm: &'static str,
+    pub protocol: &'static str,
+    pub latency_us: f32,
+    pub bandwidth_gbps: f32,
+    pub max_threads: i64,
+    pub thread_threshold: i64,
+    pub masked_by: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct NcclTableJson {
+    pub tuning_table: String,
+    pub ranks: usize,
+    pub nodes: usize,
+    pub runtime_channels: usize,
+    pub nvls_channels: usize,
+    /// Every function x algorithm x protocol in NCCL's order.
+    pub entries: Vec<TableEntryJson>,
+}
+
+pub fn nccl_table_json(model: &Model) -> NcclTableJson {
+    let t = &model.tuned;
+    let mut entries = Vec::with_capacity(105);
+    for c in Coll::ALL {
+        for a in Algo::ALL {
+            for p in Proto::ALL {
+                let (ci, ai, pi) = (c as usize, a as usize, p as usize);
+                entries.push(TableEntryJson {
+                    function: c.nccl_name(),
+                    algorithm: a.nccl_name(),
+                    protocol: p.nccl_name(),
+                    latency_us: t.latency[ci][ai][pi],
+                    bandwidth_gbps: t.bandwidth[ci][ai][pi],
+                    max_threads: t.max_threads[ai][pi],
+                    thread_threshold: t.thread_thresholds[ai][pi],
+                    masked_by: t
+                        .masks_of(c, a, p)
+                        .iter()
+                        .map(|m| m.text(c, a, p))
+                        .collect(),
+                });
+            }
+        }
+    }
+    NcclTableJson {
+        tuning_table: model.table.source.clone(),
+        ranks: model.input.n_ranks,
+        nodes: model.input.n_nodes,
+        runtime_channels: model.input.channels,
+        nvls_channels: model.input.nvls_channels,
+        entries,
+    }
+}
+
 /// NCCL's per-call lines for a list of planned groups.
 pub fn nccl_call_lines(plans: &[GroupPlan]) -> Vec<String> {
     plans
