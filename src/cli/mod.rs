@@ -2,6 +2,7 @@
 //! hand the result to `report`.
 
 pub mod source;
+pub mod topo;
 
 use crate::error::Result;
 use clap::{Parser, Subcommand};
@@ -22,42 +23,14 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// What the machine is: link matrix (nvidia-smi topo -m style) and NCCL's paths
-    Topo(TopoArgs),
+    Topo(topo::TopoArgs),
     /// List the built-in topologies
-    Fixtures(FixturesArgs),
-}
-
-#[derive(Debug, clap::Args)]
-pub struct TopoArgs {
-    /// Machine-readable output
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct FixturesArgs {
-    /// Machine-readable output
-    #[arg(long)]
-    pub json: bool,
+    Fixtures(topo::FixturesArgs),
 }
 
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Topo(_args) => {
-            let cluster = cli.source.load()?;
-            println!(
-                "{}: {} GPUs x {} node(s)",
-                cluster.node.source,
-                cluster.gpus_per_node(),
-                cluster.n_nodes
-            );
-            Ok(())
-        }
-        Command::Fixtures(_args) => {
-            for f in crate::topo::fixtures::FIXTURES {
-                println!("{:24} {}", f.name, f.description);
-            }
-            Ok(())
-        }
+        Command::Topo(args) => topo::run_topo(&cli.source, &args),
+        Command::Fixtures(args) => topo::run_fixtures(&args),
     }
 }
