@@ -652,3 +652,41 @@ fn socket_interface_choice_follows_nccl_socket_ifname() {
         .collect();
     assert_eq!(nets, ["lo"]);
 }
+
+/// NCCL's path dump in the capture's init log (shared/captures/h200x2-nvswitch-vm/
+/// nccl-init-rank0.log), verbatim.
+const CAPTURE_PATH_LINES: [&str; 3] = [
+    "GPU/0-60 :GPU/0-60 (0/5000.0/LOC) GPU/0-70 (2/370.8/NVL) NVS/0-0 (1/370.8/NVL) CPU/0-ffffffffffffff (1/48.0/PHB) NET/0-0 (3/1.2/PHB) ",
+    "GPU/0-70 :GPU/0-60 (2/370.8/NVL) GPU/0-70 (0/5000.0/LOC) NVS/0-0 (1/370.8/NVL) CPU/0-ffffffffffffff (1/48.0/PHB) NET/0-0 (3/1.2/PHB) ",
+    "NET/0-0 :GPU/0-60 (3/1.2/PHB) GPU/0-70 (3/1.2/PHB) CPU/0-ffffffffffffff (2/1.2/PHB) NET/0-0 (0/5000.0/LOC) ",
+];
+
+fn path_lines(root: &planner::topo::XmlNode) -> Vec<String> {
+    use planner::topo::{build, paths::nccl_path_line, NodeKind};
+    let t = build::from_xml(root, "probe").unwrap();
+    let mut lines: Vec<String> = t
+        .nodes(NodeKind::Gpu)
+        .iter()
+        .map(|&g| nccl_path_line(&t, g))
+        .collect();
+    lines.extend(
+        t.nodes(NodeKind::Net)
+            .iter()
+            .map(|&n| nccl_path_line(&t, n)),
+    );
+    lines
+}
+
+#[test]
+fn recorded_h200_vm_gives_nccls_paths() {
+    let facts = facts_from_nvml_links(NVML_LINKS_TXT);
+    let root = h200_vm_root();
+    let ours = from_facts(
+        &facts,
+        &root.sys(),
+        "x86_64",
+        &ProbeEnv::default(),
+        &mut Warnings::new(),
+    );
+    assert_eq!(path_lines(&ours), CAPTURE_PATH_LINES);
+}
