@@ -244,12 +244,19 @@ fn h200_vm_root() -> FakeRoot {
     );
     root.mkdir("/sys/bus/virtio")
         .link(&format!("{virtio}/subsystem"), "/sys/bus/virtio")
-        .file(&format!("{virtio}/net/eth0/flags"), "0x1043\n")
+        // As the lent 2x H200 VM shows it (bench/results/probe-h200x2-2026-11-29/machine.txt):
+        // sysfs flags without IFF_RUNNING (0x40), which getifaddrs adds from operstate.
+        .file(&format!("{virtio}/net/eth0/flags"), "0x1003\n")
+        .file(&format!("{virtio}/net/eth0/operstate"), "up\n")
         .file(&format!("{virtio}/net/eth0/ifindex"), "2\n")
         .file(&format!("{virtio}/net/eth0/speed"), "-1\n")
         .link(&format!("{virtio}/net/eth0/device"), virtio)
         .link("/sys/class/net/eth0", &format!("{virtio}/net/eth0"))
-        .file("/sys/devices/virtual/net/lo/flags", "0x49\n")
+        .file("/sys/devices/virtual/net/lo/flags", "0x9\n")
+        .file("/sys/devices/virtual/net/lo/operstate", "unknown\n")
+        .file("/sys/devices/virtual/net/ifb0/flags", "0x82\n")
+        .file("/sys/devices/virtual/net/ifb0/operstate", "down\n")
+        .link("/sys/class/net/ifb0", "/sys/devices/virtual/net/ifb0")
         .file("/sys/devices/virtual/net/lo/ifindex", "1\n")
         .link("/sys/class/net/lo", "/sys/devices/virtual/net/lo")
         .file(

@@ -145,6 +145,14 @@ mod tests {
     }
 
     #[test]
+    fn host_hash_equals_nccls_on_the_lent_h200_vm() {
+        // bench/results/probe-h200x2-2026-11-29: host name "vm", boot id below, and
+        // NCCL 2.28.9's own dump of that boot says host_hash="0x957fa88433086cac".
+        let identity = "vm525e6352-2ee6-4593-be50-910f412e3843";
+        assert_eq!(host_hash_attr(identity), "0x957fa88433086cac");
+    }
+
+    #[test]
     fn hash_is_deterministic_and_length_sensitive() {
         // Empty input: acc = {1^0, 1} with no rounds, then the final mix only.
         // h = 1; h ^= 0; h *= 0xbac3bd562846de6b; h += 1; h ^= h >> 32; h *= 0x995a187a14e7b445.

@@ -240,7 +240,8 @@ fn kernel_has_dmabuf(sys: &SysFs) -> bool {
     (major, minor) >= (5, 12)
 }
 
-/// `IFF_RUNNING` in /sys/class/net/*/flags.
+/// `IFF_UP` and `IFF_RUNNING` (linux/if.h).
+const IFF_UP: i64 = 0x1;
 const IFF_RUNNING: i64 = 0x40;
 /// NCCL's `MAX_IFS`.
 const MAX_IFS: usize = 16;
@@ -252,13 +253,17 @@ struct Interface {
 }
 
 fn running_interfaces(sys: &SysFs) -> Vec<Interface> {
-    let routes = sys.read_text("/proc/net/route").unwrap_or_default();
+    let routes_file = sys.read_text("/proc/net/route");
+    let inet6_file = sys.read_text("/proc/net/if_inet6");
+    // Without either file there is no way to see addresses: take running as enough.
+    let blind = routes_file.is_none() && inet6_file.is_none();
+    let routes = routes_file.unwrap_or_default();
     let v4: Vec<&str> = routes
         .lines()
         .skip(1)
         .filter_map(|l| l.split_whitespace().next())
         .collect();
-    let inet6 = sys.read_text("/proc/net/if_inet6").unwrap_or_default();
+    let inet6 = inet6_file.unwrap_or_default();
     // Columns: address, ifindex, prefix length, scope, flags, name; NCCL skips ::1.
     let v6: Vec<&str> = inet6
         .lines()
@@ -275,17 +280,13 @@ fn running_interfaces(sys: &SysFs) -> Vec<Interface> {
     let mut out = Vec::new();
     for name in sys.list_dir("/sys/class/net") {
         let dir = format!("/sys/class/net/{name}");
-        let flags = sys
-            .read_attr(&dir, "flags")
-            .map(|f| strtol(&f))
-            .unwrap_or(0);
-        if flags & IFF_RUNNING == 0 {
+        if !is_running(sys, &dir) {
             continue;
         }
         // lo's 127.0.0.1 lives in the local routing table, which /proc/net/route does not show.
         let has_ipv4 = v4.contains(&name.as_str()) || name == "lo";
         let has_ipv6 = v6.contains(&name.as_str());
-        if !has_ipv4 && !has_ipv6 {
+        if !has_ipv4 && !has_ipv6 && !blind {
             continue;
         }
         let index = sys
@@ -301,6 +302,22 @@ fn running_interfaces(sys: &SysFs) -> Vec<Interface> {
     // getifaddrs lists IPv4 addresses first, by interface index, then IPv6.
     out.sort_by_key(|i| (!i.has_ipv4, i.index));
     out
+}
+
+/// getifaddrs' `IFF_RUNNING`: the kernel adds it to the flags only when it
+/// reports them (`dev_get_flags`): up, and operationally up or unknown. The
+/// sysfs `flags` file holds the stored flags without it (the 2x H200 VM's
+/// eth0 reads 0x1003 while NCCL uses it).
+fn is_running(sys: &SysFs, dir: &str) -> bool {
+    let flags = sys.read_attr(dir, "flags").map(|f| strtol(&f)).unwrap_or(0);
+    if flags & IFF_UP == 0 {
+        return false;
+    }
+    match sys.read_attr(dir, "operstate").as_deref() {
+        Some("up") | Some("unknown") => true,
+        Some(_) => false,
+        None => flags & IFF_RUNNING != 0 || sys.read_attr(dir, "carrier").as_deref() == Some("1"),
+    }
 }
 
 fn discover_socket(sys: &SysFs, env: &NetEnv) -> Vec<NetDevice> {
