@@ -697,3 +697,42 @@ fn recorded_h200_vm_gives_nccls_paths() {
     );
     assert_eq!(path_lines(&ours), CAPTURE_PATH_LINES);
 }
+
+#[test]
+fn a_malformed_tree_naming_a_device_above_itself_does_not_loop() {
+    // /sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:00:01.0: the device's
+    // grand-parent directory has its own bus id. It must end under a CPU, once.
+    let root = FakeRoot::new("loop");
+    let ids = ["0x10de", "0x2335", "0x10de", "0x18bf"];
+    let g5 = "32.0 GT/s PCIe";
+    root.pci(
+        "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:00:01.0",
+        "0x030200",
+        ids,
+        g5,
+        "16",
+        "0",
+    );
+    let facts = MachineFacts {
+        gpus: vec![a100(0, "00000000:00:01.0", "FFFFFFFF:FF:FF.0")],
+        ..Default::default()
+    };
+    let x = from_facts(
+        &facts,
+        &root.sys(),
+        "x86_64",
+        &env_with_hostid("x"),
+        &mut Warnings::new(),
+    );
+    let pcis = x
+        .descendants()
+        .into_iter()
+        .filter(|n| n.name == "pci")
+        .count();
+    assert_eq!(pcis, 1);
+    assert_eq!(x.children[0].name, "cpu");
+    assert_eq!(
+        x.children[0].children[0].attr("busid"),
+        Some("0000:00:01.0")
+    );
+}

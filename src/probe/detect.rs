@@ -312,7 +312,16 @@ impl<'a> RankXml<'a> {
             Some(parent) => parent,
             None => {
                 let parent = match &path {
-                    Some(p) => self.sys_parent(p),
+                    Some(p) => {
+                        let parent = self.sys_parent(p);
+                        if self.is_within(parent, id) {
+                            // Only a malformed tree names a device's own bus id above it.
+                            let numa = self.sys.read_attr(p, "numa_node").unwrap_or_default();
+                            self.cpu_for_numa(&numa)
+                        } else {
+                            parent
+                        }
+                    }
                     None => {
                         if gpu.is_some() {
                             self.warnings.add(Oddity::GpuNotInSysfs, bus_id.clone());
@@ -431,6 +440,18 @@ impl<'a> RankXml<'a> {
             }
         }
         self.cpu_for_numa(&numa)
+    }
+
+    /// Whether `node` is `ancestor` or hangs (directly or not) under it.
+    fn is_within(&self, node: usize, ancestor: usize) -> bool {
+        let mut at = Some(node);
+        while let Some(n) = at {
+            if n == ancestor {
+                return true;
+            }
+            at = self.xml.nodes[n].parent;
+        }
+        false
     }
 
     /// The `<cpu>` of that NUMA node under `<system>`, created if new.
