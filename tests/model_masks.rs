@@ -225,3 +225,26 @@ fn a_list_that_masks_everything_is_a_usage_error() {
         "{err}"
     );
 }
+
+#[test]
+fn single_rank_only_copies() {
+    // nRanks == 1: NCCL fills no tables and its cost table holds only Ring/Simple = 0.
+    let mut input = h200x2_capture();
+    input.n_ranks = 1;
+    input.local_ranks = 1;
+    let m = model(input, NcclEnv::default());
+    assert_eq!(m.tuned.bandwidth, [[[0.0; 3]; 7]; 5]);
+    let call = Call::new(Coll::AllReduce, 1 << 20, 1, 1).unwrap();
+    let eval = m.evaluate(&call).unwrap();
+    let w = eval.winner();
+    assert_eq!(
+        (w.algo, w.proto, w.time_us),
+        (Algo::Ring, Proto::Simple, 0.0)
+    );
+    assert!(w.usable());
+    assert_eq!(eval.candidates.iter().filter(|c| c.usable()).count(), 1);
+    assert_eq!(
+        reasons(&m, Coll::AllReduce, 1 << 20, Algo::Tree, Proto::Ll),
+        vec!["one rank: NCCL only copies (Ring/Simple)".to_string()]
+    );
+}

@@ -416,7 +416,12 @@ impl Model {
                         masks.push(m.clone());
                     }
                 }
-                let timing = self.algo_time(call.coll, a, p, group_bytes, num_pipe_ops);
+                let timing = if self.input.n_ranks == 1 {
+                    // One rank: NCCL only copies, Ring/Simple at time 0.
+                    (a == Algo::Ring && p == Proto::Simple).then_some((0.0, 0.0, 0.0))
+                } else {
+                    self.algo_time(call.coll, a, p, group_bytes, num_pipe_ops)
+                };
                 let (time_us, latency_us, bandwidth) = match (&timing, masks.is_empty()) {
                     (Some((t, l, b)), true) => (*t, *l, *b),
                     (Some((_, l, b)), false) => (-1.0, *l, *b),

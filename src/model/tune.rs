@@ -4,7 +4,7 @@
 //! ends with bandwidth 0 keeps the reasons, in NCCL's order.
 
 use super::input::{ModelInput, NvlsState};
-use super::knobs::{parse_c_integer, EnableMatrix, NcclEnv};
+use super::knobs::{EnableMatrix, NcclEnv};
 use super::table::TuningTable;
 use super::{log2i, Algo, Coll, Proto};
 use crate::error::Result;
@@ -764,9 +764,4 @@ fn pat_enable(input: &ModelInput, env: &NcclEnv) -> std::result::Result<(), Stri
         return Err("does not support network device offload".to_string());
     }
     Ok(())
-}
-
-/// Parse a `NCCL_*` integer the way `NCCL_PARAM` does (re-exported for the CLI).
-pub fn parse_param(text: &str) -> Option<i64> {
-    parse_c_integer(text)
 }
