@@ -1,0 +1,1124 @@
+//! NCCL's channel search (`src/graph/search.cc`, v2.28.9), ported step for step:
+//! the recursive search over GPUs (and NETs when more than one node), the
+//! bandwidth accounting that makes channels compete for links, the search
+//! budgets, the relaxation order of `ncclTopoCompute`, channel duplication and
+//! the fallback. The recursion order matters: it decides which of several equal
+//! solutions is found first, so it follows NCCL's exactly.
+
+use super::ladder;
+use super::system::{BwState, RevCharge, SPath, SearchSystem, MAX_CHANNELS};
+use super::Pattern;
+use crate::topo::{CpuArch, CpuVendor, PathType};
+
+const SEARCH_GLOBAL_TIMEOUT: i64 = 1 << 19;
+const SEARCH_TIMEOUT: i32 = 1 << 14;
+const SEARCH_TIMEOUT_TREE: i32 = 1 << 14;
+const SEARCH_TIMEOUT_SAMECHANNELS: i32 = 1 << 8;
+/// `NCCL_MAX_NVLS_ARITY`.
+const MAX_NVLS_ARITY: usize = 32;
+/// `NCCL_MAX_DIRECT_ARITY`.
+const MAX_DIRECT_ARITY: usize = 7;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Forced {
+    None,
+    Pci,
+    Replay,
+}
+
+/// One end of a path the search follows (`type, index` in NCCL; `-1` = None).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    None,
+    Gpu(usize),
+    Net(usize),
+    Nvs,
+}
+
+/// NCCL's `ncclTopoGraph` while searching.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Graph {
+    pub id: u32,
+    pub pattern: Pattern,
+    pub cross_nic: u32,
+    pub coll_net: bool,
+    pub min_channels: usize,
+    pub max_channels: usize,
+    pub n_channels: usize,
+    pub bw_intra: f32,
+    pub bw_inter: f32,
+    pub latency_inter: f32,
+    pub type_intra: PathType,
+    pub type_inter: PathType,
+    pub same_channels: bool,
+    pub n_hops: i32,
+    /// `intra[c * ngpus + i]`: ranks in channel order.
+    pub intra: Vec<i32>,
+    /// `inter[2c]`, `inter[2c+1]`: NET ids entered and left.
+    pub inter: Vec<i64>,
+}
+
+impl Graph {
+    pub fn new(
+        id: u32,
+        pattern: Pattern,
+        ngpus: usize,
+        min_channels: usize,
+        max_channels: usize,
+    ) -> Self {
+        Graph {
+            id,
+            pattern,
+            cross_nic: 0,
+            coll_net: false,
+            min_channels,
+            max_channels,
+            n_channels: 0,
+            bw_intra: 0.0,
+            bw_inter: 0.0,
+            latency_inter: 0.0,
+            type_intra: PathType::Loc,
+            type_inter: PathType::Loc,
+            same_channels: false,
+            n_hops: 0,
+            intra: vec![0; MAX_CHANNELS * ngpus.max(1)],
+            inter: vec![0; MAX_CHANNELS * 2],
+        }
+    }
+}
+
+fn next_type(t: PathType) -> PathType {
+    PathType::from_index(t as usize + 1).unwrap_or(PathType::Dis)
+}
+
+/// `ncclTopoSearchParams`: at which step the channel goes back to the NET or to its first GPU.
+fn search_params(sys: &SearchSystem, pattern: Pattern) -> (i32, i32) {
+    let n = sys.ngpus as i32;
+    if sys.inter {
+        let back_to_net = match pattern {
+            Pattern::Ring => n - 1,
+            Pattern::SplitTree => 1,
+            _ => 0,
+        };
+        (back_to_net, -1)
+    } else {
+        let back_to_first = if pattern == Pattern::Ring { n - 1 } else { -1 };
+        (-1, back_to_first)
+    }
+}
+
+struct Searcher<'a> {
+    sys: &'a SearchSystem,
+    st: &'a mut BwState,
+    /// `ncclTopoSelectNets` results by (typeInter, gpu + 1): they depend on nothing else.
+    nets_cache: Vec<Option<Vec<usize>>>,
+}
+
+impl<'a> Searcher<'a> {
+    fn new(sys: &'a SearchSystem, st: &'a mut BwState) -> Self {
+        Searcher {
+            sys,
+            st,
+            nets_cache: vec![None; PathType::ALL.len() * (sys.ngpus + 1)],
+        }
+    }
+
+    fn path(&self, a: End, b: End) -> Option<&'a SPath> {
+        let sys = self.sys;
+        match (a, b) {
+            (End::Gpu(x), End::Gpu(y)) => Some(sys.gpu_gpu(x, y)),
+            (End::Gpu(x), End::Net(n)) => Some(sys.gpu_net(x, n)),
+            (End::Net(n), End::Gpu(y)) => Some(sys.net_gpu(n, y)),
+            (End::Nvs, End::Gpu(y)) => sys.nvs_gpu.get(y),
+            (End::Gpu(x), End::Nvs) => sys.gpu_nvs.get(x),
+            _ => None,
+        }
+    }
+
+    /// `followPath`: charge `bw` on the first `max_steps` links; returns how many fit.
+    fn follow_links(&mut self, path: &SPath, max_steps: usize, bw: f32) -> usize {
+        let pci_bw = if path.intel_overhead {
+            bw * 6.0 / 5.0
+        } else {
+            bw
+        };
+        let link_bw = &mut self.st.link_bw;
+        for (step, hop) in path.hops.iter().take(max_steps).enumerate() {
+            let fw = if hop.pci { pci_bw } else { bw };
+            let (rev_edge, rev_bw) = match hop.rev {
+                RevCharge::None => (usize::MAX, 0.0),
+                RevCharge::Eighth(e) => (e, fw / 8.0),
+                RevCharge::Full(e) => (e, fw),
+            };
+            if link_bw[hop.edge] < fw || (rev_bw != 0.0 && link_bw[rev_edge] < rev_bw) {
+                return step;
+            }
+            sub_round(&mut link_bw[hop.edge], fw);
+            if rev_bw != 0.0 {
+                sub_round(&mut link_bw[rev_edge], rev_bw);
+            }
+        }
+        max_steps
+    }
+
+    /// `ncclTopoFollowPath`: go from `a` to `b` charging `mult` channels of
+    /// bandwidth; false when the path is not allowed or a link lacks capacity.
+    fn follow(&mut self, g: &mut Graph, a: End, b: End, mult: f32) -> bool {
+        if a == End::None {
+            return true;
+        }
+        let Some(path) = self.path(a, b) else {
+            return false;
+        };
+        let rev_type = self.path(b, a).map(|p| p.ptype).unwrap_or(PathType::Dis);
+        let is_intra = |e: End| matches!(e, End::Gpu(_) | End::Nvs);
+        let intra = is_intra(a) && is_intra(b);
+        let mut bw = if intra { g.bw_intra } else { g.bw_inter };
+        let allowed = if intra { g.type_intra } else { g.type_inter };
+        if path.ptype >= PathType::Dis {
+            return false;
+        }
+        if mult == 1.0 && path.ptype > allowed {
+            return false;
+        }
+        if mult == 1.0 && g.pattern.is_tree() && rev_type > allowed {
+            return false;
+        }
+        bw *= mult;
+        let count = path.count();
+        let step = self.follow_links(path, count, bw);
+        if step < count {
+            self.follow_links(path, step, -bw);
+            return false;
+        }
+        // NCCL adds a float to an int: truncation toward zero.
+        g.n_hops = (g.n_hops as f32 + mult * count as f32) as i32;
+        true
+    }
+
+    /// `ncclTopoSelectNets` with NETDEVS_POLICY AUTO on a single-host system:
+    /// each GPU's preferred NETs in channel order, then any NET by path type.
+    fn select_nets(&mut self, type_inter: PathType, gpu: Option<usize>) -> Vec<usize> {
+        let key = type_inter as usize * (self.sys.ngpus + 1) + gpu.map_or(0, |g| g + 1);
+        if let Some(Some(v)) = self.nets_cache.get(key) {
+            return v.clone();
+        }
+        let sys = self.sys;
+        let mut nets: Vec<usize> = Vec::new();
+        let push = |nets: &mut Vec<usize>, n: usize| {
+            if !nets.contains(&n) {
+                nets.push(n);
+            }
+        };
+        for g in 0..sys.ngpus {
+            if gpu.is_some_and(|x| x != g) {
+                continue;
+            }
+            let per_channel = &sys.local_net[g];
+            let mut locals: Vec<usize> = Vec::new();
+            for &n in per_channel.iter() {
+                if !locals.is_empty() && n == locals[0] {
+                    break;
+                }
+                locals.push(n);
+            }
+            for n in locals {
+                push(&mut nets, n);
+            }
+        }
+        for t in 0..=type_inter as usize {
+            for g in 0..sys.ngpus {
+                if gpu.is_some_and(|x| x != g) {
+                    continue;
+                }
+                for n in 0..sys.nnets().min(MAX_CHANNELS) {
+                    if sys.gpu_net(g, n).ptype as usize == t {
+                        push(&mut nets, n);
+                    }
+                }
+            }
+        }
+        if let Some(slot) = self.nets_cache.get_mut(key) {
+            *slot = Some(nets.clone());
+        }
+        nets
+    }
+
+    fn replay_gpu(&self, g: &Graph, step: i32) -> Option<usize> {
+        if g.n_channels == 0 {
+            return None;
+        }
+        let idx = (g.n_channels - 1) * self.sys.ngpus + (step + 1) as usize;
+        self.sys.gpu_index_of_rank(*g.intra.get(idx)?)
+    }
+
+    /// `ncclTopoCompareGraphs`: is `g` better than the saved `refg`?
+    fn better(&self, g: &Graph, refg: &Graph) -> bool {
+        if g.n_channels < g.min_channels {
+            return false;
+        }
+        let nch = g.n_channels as f32;
+        let rch = refg.n_channels as f32;
+        if g.pattern == Pattern::Nvls {
+            return (g.n_channels > refg.n_channels && g.n_channels <= self.sys.ngpus)
+                || nch * g.bw_inter > rch * refg.bw_inter;
+        }
+        if nch * g.bw_intra > rch * refg.bw_intra {
+            return true;
+        }
+        if nch * g.bw_intra < rch * refg.bw_intra {
+            return false;
+        }
+        g.pattern == refg.pattern && g.cross_nic == refg.cross_nic && g.n_hops < refg.n_hops
+    }
+
+    /// `ncclTopoSearchNextGpuSort`: the GPUs to try next, best first.
+    fn next_gpus(&self, g: &Graph, gpu: usize, sort_net: i32) -> Vec<usize> {
+        let sys = self.sys;
+        let flag = channel_flag(g.n_channels);
+        let ngpus = sys.ngpus;
+        let net = if sort_net != 0 {
+            sys.net_index_of_id(g.inter[g.n_channels * 2])
+        } else {
+            None
+        };
+        // (g, startIndex, intraNhops, intraBw, interNhops, interPciBw, interBw); NCCL keeps them as ints.
+        let mut scores: Vec<[i32; 7]> = Vec::with_capacity(ngpus);
+        for i in 1..ngpus {
+            let h = (gpu + i) % ngpus;
+            let p = sys.gpu_gpu(gpu, h);
+            if p.count() == 0 || self.st.used[h] & flag != 0 {
+                continue;
+            }
+            let (inter_hops, inter_pci, inter_bw) = match net {
+                Some(n) => {
+                    let np = sys.net_gpu(n, h);
+                    (np.count() as i32, sys.gpu_pci_bw[h], np.bw as i32)
+                }
+                None => (0, 0, 0),
+            };
+            scores.push([
+                h as i32,
+                i as i32,
+                p.count() as i32,
+                p.bw as i32,
+                inter_hops,
+                inter_pci,
+                inter_bw,
+            ]);
+        }
+        scores.sort_by(|s1, s2| {
+            s2[6]
+                .cmp(&s1[6])
+                .then(s2[5].cmp(&s1[5]))
+                .then(s1[4].cmp(&s2[4]))
+                .then(s2[3].cmp(&s1[3]))
+                .then(s1[2].cmp(&s2[2]))
+                .then(s1[1].cmp(&s2[1]))
+        });
+        let all_same_intra = scores
+            .iter()
+            .all(|s| s[3] == scores[0][3] && s[2] == scores[0][2]);
+        let mut next: Vec<usize> = if sort_net == -1 && all_same_intra {
+            scores.iter().rev().map(|s| s[0] as usize).collect()
+        } else {
+            scores.iter().map(|s| s[0] as usize).collect()
+        };
+        if sys.n_nvs > 0 {
+            // NVSwitches prefer few peers: try the index neighbours only.
+            let prev = (gpu + ngpus - 1) % ngpus;
+            let nxt = (gpu + 1) % ngpus;
+            let mut first: Vec<usize> = match g.pattern {
+                Pattern::Ring => vec![nxt, prev],
+                Pattern::SplitTree | Pattern::BalancedTree => vec![prev, nxt],
+                _ => vec![nxt],
+            };
+            if nxt == prev && first.len() == 2 {
+                first.truncate(1);
+            }
+            let mut real = 0;
+            for f in first {
+                if let Some(i) = next.iter().position(|&x| x == f) {
+                    next.remove(i);
+                    next.insert(0, f);
+                    real += 1;
+                }
+            }
+            next.truncate(real);
+        }
+        next
+    }
+
+    fn check_net(&self, g: &Graph, start: usize, n: usize, step: i32) -> bool {
+        let net = &self.sys.nets[n];
+        let start = &self.sys.nets[start];
+        let nch = g.n_channels;
+        if g.pattern == Pattern::Tree && net.id != start.id {
+            return false;
+        }
+        if g.pattern == Pattern::Ring && g.cross_nic == 2 {
+            if nch & 1 == 1 && net.id != g.inter[(nch - 1) * 2] {
+                return false;
+            }
+        } else if g.cross_nic == 0 && (net.asic != start.asic || net.port != start.port) {
+            return false;
+        }
+        if g.pattern == Pattern::BalancedTree && step != 0 && net.id != g.inter[nch * 2 + 1] {
+            return false;
+        }
+        true
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn try_gpu(
+        &mut self,
+        g: &mut Graph,
+        save: &mut Graph,
+        step: i32,
+        back_to_net: i32,
+        back_to_first: i32,
+        forced: Forced,
+        time: &mut i32,
+        from: End,
+        to: usize,
+    ) {
+        if to >= self.sys.ngpus {
+            return;
+        }
+        let flag = channel_flag(g.n_channels);
+        if self.follow(g, from, End::Gpu(to), 1.0) {
+            self.st.used[to] ^= flag;
+            self.rec_gpu(
+                g,
+                save,
+                Some(to),
+                step,
+                back_to_net,
+                back_to_first,
+                forced,
+                time,
+            );
+            self.st.used[to] ^= flag;
+            self.follow(g, from, End::Gpu(to), -1.0);
+        }
+    }
+
+    fn try_collnet_direct(
+        &mut self,
+        g: &mut Graph,
+        save: &mut Graph,
+        gpu: usize,
+        time: &mut i32,
+    ) {
+        let ngpus = self.sys.ngpus;
+        let mul = 1.0 / (ngpus as f32 - 1.0);
+        let mut fwd = 0;
+        let mut ok;
+        loop {
+            ok = self.follow(g, End::Gpu(gpu), End::Gpu(fwd), mul);
+            if !ok {
+                break;
+            }
+            fwd += 1;
+            if fwd >= ngpus {
+                break;
+            }
+        }
+        if ok {
+            let mut bwd = 0;
+            loop {
+                ok = self.follow(g, End::Gpu(bwd), End::Gpu(gpu), mul);
+                if !ok {
+                    break;
+                }
+                bwd += 1;
+                if bwd >= ngpus {
+                    break;
+                }
+            }
+            if ok {
+                // The head is in place; the other GPUs follow in index order.
+                let mut step = 1;
+                for index in 0..ngpus {
+                    if index != gpu {
+                        g.intra[g.n_channels * ngpus + step] = self.sys.gpu_rank[index];
+                        step += 1;
+                    }
+                }
+                self.rec_gpu(g, save, None, ngpus as i32, -1, -1, Forced::None, time);
+            }
+            while bwd > 0 {
+                bwd -= 1;
+                self.follow(g, End::Gpu(bwd), End::Gpu(gpu), -mul);
+            }
+        }
+        while fwd > 0 {
+            fwd -= 1;
+            self.follow(g, End::Gpu(gpu), End::Gpu(fwd), -mul);
+        }
+    }
+
+    fn try_nvls(&mut self, g: &mut Graph, save: &mut Graph, gpu: usize, time: &mut i32) {
+        let ngpus = self.sys.ngpus;
+        let mult = |d: usize| if d == gpu { 2.0 } else { 1.0 };
+        let mut d0 = 0;
+        let mut ok;
+        loop {
+            ok = self.follow(g, End::Nvs, End::Gpu(d0), mult(d0));
+            d0 += 1;
+            if !ok || d0 >= ngpus {
+                break;
+            }
+        }
+        if !ok {
+            d0 -= 1;
+        } else {
+            let mut d1 = 0;
+            loop {
+                ok = self.follow(g, End::Gpu(d1), End::Nvs, mult(d1));
+                d1 += 1;
+                if !ok || d1 >= ngpus {
+                    break;
+                }
+            }
+            if !ok {
+                d1 -= 1;
+            } else {
+                self.rec_gpu(g, save, None, ngpus as i32, -1, -1, Forced::None, time);
+            }
+            while d1 > 0 {
+                d1 -= 1;
+                self.follow(g, End::Gpu(d1), End::Nvs, -mult(d1));
+            }
+        }
+        while d0 > 0 {
+            d0 -= 1;
+            self.follow(g, End::Nvs, End::Gpu(d0), -mult(d0));
+        }
+    }
+
+    /// `ncclTopoSearchRecGpu`.
+    #[allow(clippy::too_many_arguments)]
+    fn rec_gpu(
+        &mut self,
+        g: &mut Graph,
+        save: &mut Graph,
+        gpu: Option<usize>,
+        step: i32,
+        back_to_net: i32,
+        back_to_first: i32,
+        forced: Forced,
+        time: &mut i32,
+    ) {
+        if *time <= 0 {
+            return;
+        }
+        *time -= 1;
+        let ngpus = self.sys.ngpus;
+        if step == ngpus as i32 {
+            // A channel is complete: keep it if it makes a better graph, then try one more.
+            g.n_channels += 1;
+            if self.better(g, save) {
+                save.clone_from(g);
+                if g.n_channels == g.max_channels {
+                    *time = -1;
+                }
+            }
+            if g.n_channels < g.max_channels {
+                self.search_rec(g, save, time);
+            }
+            g.n_channels -= 1;
+            return;
+        }
+        let Some(gpu) = gpu else {
+            return;
+        };
+        let nch = g.n_channels;
+        g.intra[nch * ngpus + step as usize] = self.sys.gpu_rank[gpu];
+        if step == back_to_net {
+            // Leave through a NET.
+            if !self.sys.inter {
+                return;
+            }
+            let Some(start_net) = self.sys.net_index_of_id(g.inter[nch * 2]) else {
+                return;
+            };
+            let nets = self.select_nets(g.type_inter, Some(gpu));
+            for n in nets {
+                if !self.check_net(g, start_net, n, step) {
+                    continue;
+                }
+                let mut next_back_to_net = -1;
+                let bw_inter_save = g.bw_inter;
+                if g.pattern == Pattern::BalancedTree {
+                    // Half of the NET traffic on each of the first two GPUs.
+                    if step == 0 {
+                        next_back_to_net = 1;
+                    }
+                    g.bw_inter /= 2.0;
+                }
+                let ok = self.follow(g, End::Gpu(gpu), End::Net(n), 1.0);
+                g.bw_inter = bw_inter_save;
+                if ok {
+                    g.inter[nch * 2 + 1] = self.sys.nets[n].id;
+                    self.rec_gpu(
+                        g,
+                        save,
+                        Some(gpu),
+                        step,
+                        next_back_to_net,
+                        back_to_first,
+                        forced,
+                        time,
+                    );
+                    if g.pattern == Pattern::BalancedTree {
+                        g.bw_inter /= 2.0;
+                    }
+                    self.follow(g, End::Gpu(gpu), End::Net(n), -1.0);
+                    g.bw_inter = bw_inter_save;
+                }
+            }
+        } else if g.pattern == Pattern::Nvls {
+            self.try_nvls(g, save, gpu, time);
+        } else if g.pattern == Pattern::CollNetDirect {
+            self.try_collnet_direct(g, save, gpu, time);
+        } else if step < ngpus as i32 - 1 {
+            let next: Vec<usize> = match forced {
+                Forced::Pci => vec![step as usize + 1],
+                Forced::Replay => self.replay_gpu(g, step).into_iter().collect(),
+                Forced::None => {
+                    let sort_net = if back_to_net == -1 {
+                        0
+                    } else if back_to_net == step + 1 {
+                        1
+                    } else {
+                        -1
+                    };
+                    self.next_gpus(g, gpu, sort_net)
+                }
+            };
+            for to in next {
+                self.try_gpu(
+                    g,
+                    save,
+                    step + 1,
+                    back_to_net,
+                    back_to_first,
+                    forced,
+                    time,
+                    End::Gpu(gpu),
+                    to,
+                );
+            }
+        } else if step == back_to_first {
+            // Close the ring on the first GPU.
+            let Some(first) = self.sys.gpu_index_of_rank(g.intra[nch * ngpus]) else {
+                return;
+            };
+            if self.follow(g, End::Gpu(gpu), End::Gpu(first), 1.0) {
+                self.rec_gpu(
+                    g,
+                    save,
+                    Some(first),
+                    step + 1,
+                    back_to_net,
+                    -1,
+                    forced,
+                    time,
+                );
+                self.follow(g, End::Gpu(gpu), End::Gpu(first), -1.0);
+            }
+        } else {
+            self.rec_gpu(
+                g,
+                save,
+                Some(gpu),
+                ngpus as i32,
+                -1,
+                -1,
+                forced,
+                time,
+            );
+        }
+    }
+
+    /// `ncclTopoSearchRecNet`: start a channel from each candidate NET.
+    fn rec_net(
+        &mut self,
+        g: &mut Graph,
+        save: &mut Graph,
+        back_to_net: i32,
+        back_to_first: i32,
+        time: &mut i32,
+    ) {
+        // NCCL holds this in an int: fractional speeds are truncated.
+        let bw = (g.bw_inter as i32) as f32;
+        let nets = self.select_nets(g.type_inter, None);
+        let count = nets.len();
+        let mut found = false;
+        for i in 0..count {
+            let head_pattern = matches!(g.pattern, Pattern::Nvls | Pattern::CollNetDirect);
+            if head_pattern && found {
+                break;
+            }
+            let n = nets[(g.n_channels + i) % count];
+            let net = self.sys.nets[n].clone();
+            if g.coll_net && !net.coll {
+                continue;
+            }
+            if self.st.net_bw[n] < bw {
+                continue;
+            }
+            let nch = g.n_channels;
+            if g.pattern == Pattern::Ring
+                && g.cross_nic == 2
+                && nch & 1 == 1
+                && net.id != g.inter[(nch - 1) * 2 + 1]
+            {
+                continue;
+            }
+            g.inter[nch * 2] = net.id;
+            g.latency_inter = net.latency;
+            self.charge_net(&net, -bw);
+
+            if head_pattern {
+                // NVLS / CollNet direct only pair NICs with their local GPU to pick heads.
+                if nch < count && net.local_gpu != -1 {
+                    let head = net.local_gpu as usize;
+                    let rank = self.sys.gpu_rank[head];
+                    let ngpus = self.sys.ngpus;
+                    let duplicate = (0..nch).any(|c| g.intra[c * ngpus] == rank);
+                    if !duplicate {
+                        self.try_gpu(
+                            g,
+                            save,
+                            0,
+                            back_to_net,
+                            back_to_first,
+                            Forced::None,
+                            time,
+                            End::Net(n),
+                            head,
+                        );
+                        found = true;
+                    }
+                }
+            } else if nch > 0 && g.same_channels {
+                if let Some(first) = self.replay_gpu(g, -1) {
+                    self.try_gpu(
+                        g,
+                        save,
+                        0,
+                        back_to_net,
+                        back_to_first,
+                        Forced::Replay,
+                        time,
+                        End::Net(n),
+                        first,
+                    );
+                }
+            } else {
+                if nch == 0 && self.sys.n_nvs == 0 {
+                    // PCI order first, as a reference, on its own small budget.
+                    let mut t = 1 << 10;
+                    self.try_gpu(
+                        g,
+                        save,
+                        0,
+                        back_to_net,
+                        back_to_first,
+                        Forced::Pci,
+                        &mut t,
+                        End::Net(n),
+                        0,
+                    );
+                    if t == -1 {
+                        *time = -1;
+                    }
+                }
+                let local_gpu = net.local_gpu;
+                if local_gpu != -1 {
+                    self.try_gpu(
+                        g,
+                        save,
+                        0,
+                        back_to_net,
+                        back_to_first,
+                        Forced::None,
+                        time,
+                        End::Net(n),
+                        local_gpu as usize,
+                    );
+                }
+                let (locals, ptype) = self.sys.local_gpus_of_net(n);
+                if ptype != PathType::Dis {
+                    for lg in locals {
+                        if lg as i32 == local_gpu {
+                            continue;
+                        }
+                        self.try_gpu(
+                            g,
+                            save,
+                            0,
+                            back_to_net,
+                            back_to_first,
+                            Forced::None,
+                            time,
+                            End::Net(n),
+                            lg,
+                        );
+                    }
+                }
+            }
+            self.charge_net(&net, bw);
+        }
+    }
+
+    /// NETs on the same asic and port share bandwidth.
+    fn charge_net(&mut self, net: &super::system::SNet, delta: f32) {
+        for (m, other) in self.sys.nets.iter().enumerate() {
+            if other.asic == net.asic && other.port == net.port {
+                self.st.net_bw[m] += delta;
+            }
+        }
+    }
+
+    /// `ncclTopoSearchRec`.
+    fn search_rec(&mut self, g: &mut Graph, save: &mut Graph, time: &mut i32) {
+        let (back_to_net, back_to_first) = search_params(self.sys, g.pattern);
+        if self.sys.inter {
+            self.rec_net(g, save, back_to_net, back_to_first, time);
+            return;
+        }
+        if g.pattern == Pattern::Nvls {
+            let head = g.n_channels;
+            self.try_gpu(
+                g,
+                save,
+                0,
+                back_to_net,
+                back_to_first,
+                Forced::None,
+                time,
+                End::None,
+                head,
+            );
+            return;
+        }
+        if g.n_channels == 0 {
+            self.try_gpu(
+                g,
+                save,
+                0,
+                back_to_net,
+                back_to_first,
+                Forced::Pci,
+                time,
+                End::None,
+                0,
+            );
+        } else if let Some(first) = self.replay_gpu(g, -1) {
+            self.try_gpu(
+                g,
+                save,
+                0,
+                back_to_net,
+                back_to_first,
+                Forced::Replay,
+                time,
+                End::None,
+                first,
+            );
+        }
+        if !g.same_channels || g.n_channels == 0 {
+            for start in 0..self.sys.ngpus {
+                self.try_gpu(
+                    g,
+                    save,
+                    0,
+                    back_to_net,
+                    back_to_first,
+                    Forced::None,
+                    time,
+                    End::None,
+                    start,
+                );
+            }
+        }
+    }
+}
+
+fn channel_flag(channel: usize) -> u64 {
+    1u64.checked_shl(channel as u32).unwrap_or(0)
+}
+
+/// NCCL's `SUB_ROUND`: subtract and round to 1/1000 so float drift does not accumulate.
+fn sub_round(a: &mut f32, b: f32) {
+    *a = ((*a - b) * 1000.0).round() / 1000.0;
+}
+
+/// What to search for (NCCL sets these before `ncclTopoCompute`).
+#[derive(Debug, Clone, Copy)]
+pub struct GraphRequest {
+    pub id: u32,
+    pub pattern: Pattern,
+    pub coll_net: bool,
+    pub min_channels: usize,
+    pub max_channels: usize,
+    /// `NCCL_CROSS_NIC`.
+    pub cross_nic_param: u32,
+}
+
+/// `ncclTopoDupChannels`.
+fn dup_channels(g: &mut Graph, cc_min: u32, ngpus: usize) {
+    if g.n_channels == 0 || g.pattern == Pattern::Nvls || g.bw_intra < 25.0 {
+        return;
+    }
+    if cc_min > 80 && g.bw_intra < 50.0 && g.n_channels > 4 {
+        return;
+    }
+    let n = g.n_channels;
+    let dup = (n * 2).min(g.max_channels);
+    if dup <= n {
+        return;
+    }
+    g.intra.copy_within(0..(dup - n) * ngpus, n * ngpus);
+    g.inter.copy_within(0..(dup - n) * 2, n * 2);
+    let div = dup.div_ceil(n) as f32;
+    g.bw_intra /= div;
+    g.bw_inter /= div;
+    g.n_channels = dup;
+}
+
+/// `ncclTopoCompute`: search one graph. `preset` is a graph read from a graph
+/// file (`NCCL_GRAPH_FILE`): when it has channels it is used as is.
+pub fn compute(
+    sys: &SearchSystem,
+    st: &mut BwState,
+    req: GraphRequest,
+    preset: Option<&Graph>,
+) -> Graph {
+    let ngpus = sys.ngpus;
+    let mut graph = Graph::new(
+        req.id,
+        req.pattern,
+        ngpus,
+        req.min_channels,
+        req.max_channels,
+    );
+    graph.coll_net = req.coll_net;
+    let cross_nic = if sys.nnets() > 1
+        && matches!(
+            req.pattern,
+            Pattern::Ring | Pattern::BalancedTree | Pattern::SplitTree
+        ) {
+        req.cross_nic_param
+    } else {
+        0
+    };
+    graph.cross_nic = if cross_nic == 1 { 1 } else { 0 };
+    let (mut min_type_intra, mut max_type_intra) = (PathType::Loc, PathType::Sys);
+    let (mut min_type_inter, mut max_type_inter) = (PathType::Pix, PathType::Sys);
+    if ngpus > 1 {
+        (min_type_intra, max_type_intra) = sys.gpu_path_type_range(false);
+    }
+    if sys.inter {
+        (min_type_inter, max_type_inter) = sys.gpu_path_type_range(true);
+        max_type_intra = max_type_inter;
+    }
+    graph.type_intra = min_type_intra;
+    graph.type_inter = min_type_inter;
+    let try_same_channels = req.pattern != Pattern::Nvls;
+    graph.same_channels = try_same_channels;
+
+    if let Some(p) = preset {
+        if p.n_channels > 0 {
+            let mut g = p.clone();
+            g.min_channels = req.min_channels;
+            g.max_channels = req.max_channels;
+            g.coll_net = req.coll_net;
+            return g;
+        }
+    }
+
+    let cc_min = sys.cc_min();
+    if req.pattern == Pattern::Nvls && (sys.n_nvs == 0 || cc_min < 90) {
+        return graph;
+    }
+    if req.pattern == Pattern::Nvls {
+        graph.max_channels = MAX_NVLS_ARITY.min(ngpus);
+    }
+    if req.pattern == Pattern::CollNetDirect {
+        graph.max_channels = (MAX_DIRECT_ARITY + 1).min(ngpus);
+    }
+    if ngpus == 1 && graph.pattern != Pattern::Ring {
+        graph.pattern = Pattern::Tree;
+    }
+    if !sys.inter && graph.pattern == Pattern::Nvls {
+        // Intra-node NVLS pulls evenly from all GPUs.
+        graph.min_channels = graph.max_channels;
+    }
+    if graph.pattern == Pattern::Ring
+        && sys.split_nvlink()
+        && graph.max_channels >= 2
+        && graph.min_channels == 1
+    {
+        // Two NVLink islands: tree needs 2 channels, and tree uses ring's count.
+        graph.min_channels = 2;
+    }
+
+    let mut tmp = graph.clone();
+    let speeds = ladder::ladder(cc_min, sys.inter);
+    let nspeeds = speeds.len();
+    let mut pass = 1;
+    let max_bw = sys.max_bw;
+    let mut total_bw = sys.total_bw;
+    if ngpus > 1 && graph.pattern != Pattern::Ring {
+        // NCCL multiplies by a double.
+        total_bw = (total_bw as f64 * (ngpus as f64 * 1.0 / (ngpus as f64 - 1.0))) as f32;
+    }
+    let mut speed_index = ladder::start_index(speeds, max_bw, total_bw, graph.min_channels);
+    tmp.bw_intra = speeds[speed_index];
+    tmp.bw_inter = speeds[speed_index];
+    let mut global_timeout = SEARCH_GLOBAL_TIMEOUT;
+    let amd_sys = sys.cpu_arch == CpuArch::X86 && sys.cpu_vendor == CpuVendor::Amd;
+
+    let mut searcher = Searcher::new(sys, st);
+    loop {
+        // search:
+        let mut time = if tmp.same_channels {
+            SEARCH_TIMEOUT_SAMECHANNELS
+        } else if tmp.pattern == Pattern::Tree {
+            SEARCH_TIMEOUT_TREE
+        } else {
+            SEARCH_TIMEOUT
+        };
+        tmp.n_channels = 0;
+        global_timeout -= time as i64;
+        searcher.search_rec(&mut tmp, &mut graph, &mut time);
+
+        let done = time == -1 || graph.n_channels as f32 * graph.bw_inter >= sys.total_bw;
+        if !done && pass == 1 {
+            // No perfect solution yet: relax one constraint at a time.
+            if tmp.same_channels && !(amd_sys && tmp.type_intra == PathType::Sys) {
+                tmp.same_channels = false;
+                continue;
+            }
+            tmp.same_channels = try_same_channels;
+            if time != -1 {
+                global_timeout += time as i64;
+            } else {
+                global_timeout = SEARCH_GLOBAL_TIMEOUT;
+            }
+            let out_of_time = global_timeout < 0 && graph.n_channels > 0;
+            if !out_of_time {
+                if cc_min >= 90 && tmp.pattern == Pattern::BalancedTree {
+                    tmp.pattern = Pattern::Tree;
+                    continue;
+                }
+                tmp.pattern = graph.pattern;
+                let max_intra = if sys.inter {
+                    tmp.type_inter
+                } else {
+                    max_type_intra
+                };
+                if tmp.type_intra < max_intra
+                    && (graph.n_channels == 0 || tmp.type_intra < graph.type_intra)
+                {
+                    tmp.type_intra = next_type(tmp.type_intra);
+                    if tmp.type_intra < PathType::Dis {
+                        continue;
+                    }
+                }
+                tmp.type_intra = min_type_intra;
+                if sys.inter
+                    && tmp.type_inter < max_type_inter
+                    && (graph.n_channels == 0
+                        || tmp.type_inter < graph.type_inter
+                        || tmp.type_inter < PathType::Pxn)
+                {
+                    tmp.type_inter = next_type(tmp.type_inter);
+                    if tmp.type_inter < PathType::Dis {
+                        continue;
+                    }
+                }
+                tmp.type_inter = min_type_inter;
+                if cross_nic == 2
+                    && tmp.cross_nic == 0
+                    && matches!(graph.pattern, Pattern::Ring | Pattern::BalancedTree)
+                {
+                    tmp.cross_nic = 2;
+                    continue;
+                }
+                tmp.cross_nic = if cross_nic == 1 { 1 } else { 0 };
+                if speed_index < nspeeds - 1
+                    && (graph.n_channels == 0
+                        || (speeds[speed_index + 1] / graph.bw_inter) as f64 > 0.49)
+                {
+                    speed_index += 1;
+                    tmp.bw_intra = speeds[speed_index];
+                    tmp.bw_inter = speeds[speed_index];
+                    continue;
+                }
+                speed_index = 0;
+                while speeds[speed_index] > max_bw && speed_index < nspeeds - 1 {
+                    speed_index += 1;
+                }
+                tmp.bw_intra = speeds[speed_index];
+                tmp.bw_inter = speeds[speed_index];
+            }
+        }
+        // done:
+        if pass == 1 {
+            time = -1;
+            dup_channels(&mut graph, cc_min, ngpus);
+            tmp = graph.clone();
+            speed_index = 0;
+            while speeds[speed_index] > graph.bw_inter && speed_index < nspeeds - 1 {
+                speed_index += 1;
+            }
+            tmp.bw_intra = speeds[speed_index];
+            tmp.bw_inter = speeds[speed_index];
+            tmp.min_channels = graph.n_channels;
+            pass = 2;
+        }
+        // pass 2: try to raise the bandwidth of the solution.
+        if time != 0 && speed_index > 0 {
+            if graph.pattern == Pattern::Ring {
+                speed_index -= 1;
+                tmp.bw_intra = speeds[speed_index];
+                tmp.bw_inter = speeds[speed_index];
+                continue;
+            } else if graph.pattern == Pattern::Nvls
+                && tmp.bw_inter == graph.bw_inter
+                && tmp.bw_inter < tmp.bw_intra * 2.0
+            {
+                tmp.min_channels = graph.n_channels;
+                tmp.max_channels = graph.n_channels;
+                speed_index -= 1;
+                tmp.bw_inter = speeds[speed_index];
+                continue;
+            } else if tmp.bw_intra == graph.bw_intra && tmp.bw_intra < tmp.bw_inter * 2.0 {
+                speed_index -= 1;
+                tmp.bw_intra = speeds[speed_index];
+                continue;
+            }
+        }
+        break;
+    }
+
+    if graph.n_channels == 0 && !graph.coll_net && graph.pattern != Pattern::Nvls {
+        // Nothing fits: one channel in index order at a token bandwidth.
+        for i in 0..ngpus {
+            graph.intra[i] = sys.gpu_rank[i];
+        }
+        graph.inter[0] = 0;
+        graph.inter[1] = 0;
+        graph.bw_intra = 0.1;
+        graph.bw_inter = 0.1;
+        graph.type_intra = PathType::Sys;
+        graph.type_inter = PathType::Sys;
+        graph.n_channels = 1;
+    }
+    graph
+}
