@@ -1,6 +1,7 @@
 //! Command-line front end. Handlers stay thin: parse flags, call the stages,
 //! hand the result to `report`.
 
+pub mod channels;
 pub mod source;
 
 use crate::error::Result;
@@ -15,6 +16,8 @@ use clap::{Parser, Subcommand};
 pub struct Cli {
     #[command(flatten)]
     pub source: source::SourceArgs,
+    #[command(flatten)]
+    pub graph: channels::GraphArgs,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -25,6 +28,8 @@ pub enum Command {
     Topo(TopoArgs),
     /// List the built-in topologies
     Fixtures(FixturesArgs),
+    /// NCCL's channels: ring/tree graphs (pattern, channels, bandwidth, path types), rings and trees per rank, graph XML
+    Channels(channels::ChannelsArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -53,6 +58,7 @@ pub fn run(cli: Cli) -> Result<()> {
             );
             Ok(())
         }
+        Command::Channels(args) => channels::run(&cli.source, &cli.graph, &args),
         Command::Fixtures(_args) => {
             for f in crate::topo::fixtures::FIXTURES {
                 println!("{:24} {}", f.name, f.description);

@@ -104,7 +104,11 @@ pub fn connect(cluster: &Cluster, graphs: &Graphs, opts: &SearchOptions) -> Resu
         .collect();
     // Tree: node-facing ranks and the chain inside the node.
     let child0_index = if tree.pattern == Pattern::Tree { 0 } else { 1 };
-    let child1_index = if tree.pattern == Pattern::SplitTree { 1 } else { 0 };
+    let child1_index = if tree.pattern == Pattern::SplitTree {
+        1
+    } else {
+        0
+    };
     let tree_heads: Vec<[i32; 3]> = (0..nch)
         .map(|c| {
             let t = &tree.channels[c].ranks;
@@ -114,7 +118,7 @@ pub fn connect(cluster: &Cluster, graphs: &Graphs, opts: &SearchOptions) -> Resu
         .collect();
 
     // Odd nodes of a crossNic=2 ring swap channel pairs so rings alternate rails.
-    let swap_odd = ring.cross_nic == 2 && nch % 2 == 0;
+    let swap_odd = ring.cross_nic == 2 && nch.is_multiple_of(2);
     let node_view = |k: usize, c: usize| -> usize {
         if swap_odd && k % 2 == 1 {
             c ^ 1
@@ -210,15 +214,16 @@ pub fn connect(cluster: &Cluster, graphs: &Graphs, opts: &SearchOptions) -> Resu
     // Runtime channel count: x2 (channel c + nch repeats ring c with tree 1) ...
     let mut n_channels = (2 * nch).min(MAX_CHANNELS);
     let mut ring_of: Vec<usize> = (0..n_channels).map(|c| c % nch).collect();
-    let mut copy_channels = |n_channels: &mut usize, end: usize, trees: &mut Vec<Vec<TreeLinks>>| {
-        let start = *n_channels;
-        for c in start..end {
-            ring_of.push(ring_of[c - start]);
-            let copy = trees[c - start].clone();
-            trees.push(copy);
-        }
-        *n_channels = end.max(start);
-    };
+    let mut copy_channels =
+        |n_channels: &mut usize, end: usize, trees: &mut Vec<Vec<TreeLinks>>| {
+            let start = *n_channels;
+            for c in start..end {
+                ring_of.push(ring_of[c - start]);
+                let copy = trees[c - start].clone();
+                trees.push(copy);
+            }
+            *n_channels = end.max(start);
+        };
     // ... x1.5 for CollNet chain when it is faster inside the node than out ...
     if opts.collnet && n_nodes >= COLLNET_NODE_THRESHOLD {
         if let Some(chain) = &graphs.collnet_chain {

@@ -403,13 +403,7 @@ impl<'a> Searcher<'a> {
         }
     }
 
-    fn try_collnet_direct(
-        &mut self,
-        g: &mut Graph,
-        save: &mut Graph,
-        gpu: usize,
-        time: &mut i32,
-    ) {
+    fn try_collnet_direct(&mut self, g: &mut Graph, save: &mut Graph, gpu: usize, time: &mut i32) {
         let ngpus = self.sys.ngpus;
         let mul = 1.0 / (ngpus as f32 - 1.0);
         let mut fwd = 0;
@@ -629,16 +623,7 @@ impl<'a> Searcher<'a> {
                 self.follow(g, End::Gpu(gpu), End::Gpu(first), -1.0);
             }
         } else {
-            self.rec_gpu(
-                g,
-                save,
-                Some(gpu),
-                ngpus as i32,
-                -1,
-                -1,
-                forced,
-                time,
-            );
+            self.rec_gpu(g, save, Some(gpu), ngpus as i32, -1, -1, forced, time);
         }
     }
 

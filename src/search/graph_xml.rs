@@ -85,9 +85,8 @@ fn graph_to_xml(g: &SearchGraph, sys: &SearchSystem) -> Result<XmlNode> {
     for (c, ch) in g.channels.iter().enumerate() {
         let mut xc = XmlNode::new("channel");
         if sys.inter {
-            xc.children.push(
-                XmlNode::new("net").with_attr("dev", format_id(ch.net_in.unwrap_or(0))),
-            );
+            xc.children
+                .push(XmlNode::new("net").with_attr("dev", format_id(ch.net_in.unwrap_or(0))));
         }
         for &r in &ch.ranks {
             let id = gpu_id_of_rank(sys, r).ok_or_else(|| {
@@ -100,9 +99,8 @@ fn graph_to_xml(g: &SearchGraph, sys: &SearchSystem) -> Result<XmlNode> {
             }
         }
         if sys.inter {
-            xc.children.push(
-                XmlNode::new("net").with_attr("dev", format_id(ch.net_out.unwrap_or(0))),
-            );
+            xc.children
+                .push(XmlNode::new("net").with_attr("dev", format_id(ch.net_out.unwrap_or(0))));
         }
         node.children.push(xc);
     }
@@ -224,7 +222,9 @@ pub fn parse_graphs(root: &XmlNode, sys: &SearchSystem, source: &str) -> Result<
         };
         let cross_nic = int_attr(xg, "crossnic", source)?;
         if !(0..=2).contains(&cross_nic) {
-            return Err(at(format!("graph {id}: crossnic {cross_nic} is not 0, 1 or 2")));
+            return Err(at(format!(
+                "graph {id}: crossnic {cross_nic} is not 0, 1 or 2"
+            )));
         }
         let nchannels = int_attr(xg, "nchannels", source)?;
         if nchannels < 0 || nchannels as usize > MAX_CHANNELS {

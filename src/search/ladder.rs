@@ -16,14 +16,18 @@ pub const INTER: &[f32] = &[
     0.24, 0.12,
 ];
 /// 90 <= cc < 100, one node.
-pub const SM90_INTRA: &[f32] = &[60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0];
+pub const SM90_INTRA: &[f32] = &[
+    60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0,
+];
 /// 90 <= cc < 100, several nodes.
 pub const SM90_INTER: &[f32] = &[
     48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24,
     0.12,
 ];
 /// cc >= 100, one node.
-pub const SM100_INTRA: &[f32] = &[90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0];
+pub const SM100_INTRA: &[f32] = &[
+    90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0,
+];
 /// cc >= 100, several nodes.
 pub const SM100_INTER: &[f32] = &[
     96.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2,
@@ -47,8 +51,7 @@ pub fn ladder(cc_min: u32, inter: bool) -> &'static [f32] {
 /// `max_bw` whose `min_channels` copies fit in `total_bw` (the last rung if none).
 pub fn start_index(ladder: &[f32], max_bw: f32, total_bw: f32, min_channels: usize) -> usize {
     let mut i = 0;
-    while i < ladder.len() - 1
-        && (ladder[i] > max_bw || ladder[i] * min_channels as f32 > total_bw)
+    while i < ladder.len() - 1 && (ladder[i] > max_bw || ladder[i] * min_channels as f32 > total_bw)
     {
         i += 1;
     }
@@ -71,7 +74,14 @@ mod tests {
 
     #[test]
     fn ladders_are_strictly_decreasing() {
-        for l in [INTRA, INTER, SM90_INTRA, SM90_INTER, SM100_INTRA, SM100_INTER] {
+        for l in [
+            INTRA,
+            INTER,
+            SM90_INTRA,
+            SM90_INTER,
+            SM100_INTRA,
+            SM100_INTER,
+        ] {
             assert!(l.windows(2).all(|w| w[0] > w[1]), "{l:?}");
         }
     }

@@ -9,7 +9,6 @@ use crate::error::{Error, Result};
 use crate::topo::{CpuArch, CpuVendor, LinkKind, NodeData, NodeKind, PathType, Topology};
 use petgraph::stable_graph::{EdgeIndex, NodeIndex};
 use petgraph::visit::EdgeRef;
-use petgraph::Direction;
 
 /// NCCL's `LOC_BW`: a node's path to itself.
 pub const LOC_BW: f32 = 5000.0;
@@ -233,7 +232,7 @@ impl SearchSystem {
             snets.push(SNet {
                 id: node.id as i64,
                 dev: info.dev,
-                asic: info.guid,
+                asic: info.asic,
                 port: info.port,
                 // NCCL: speed in Mb/s / 8000, 10 Gb/s when unknown.
                 bw: if info.speed_mbps > 0.0 {
@@ -360,10 +359,11 @@ impl SearchSystem {
             }
             let mut nvl = 0.0f32;
             let mut pci = 0.0f32;
-            for e in topo.graph.edges_directed(gi, Direction::Outgoing) {
-                match e.weight().kind {
-                    LinkKind::Nvl => nvl += e.weight().bw as f32,
-                    LinkKind::Pci => pci = e.weight().bw as f32,
+            for &e in out_links(topo, gi) {
+                let link = topo.graph[e];
+                match link.kind {
+                    LinkKind::Nvl => nvl += link.bw as f32,
+                    LinkKind::Pci => pci = link.bw as f32,
                     _ => {}
                 }
             }
@@ -442,9 +442,9 @@ impl SearchSystem {
         let mut domain: Vec<usize> = (0..n).collect();
         for g in 0..n {
             let d = domain[g];
-            for p in g + 1..n {
+            for (p, slot) in domain.iter_mut().enumerate().skip(g + 1) {
                 if self.gpu_gpu(g, p).ptype == PathType::Nvl {
-                    domain[p] = d;
+                    *slot = d;
                 }
             }
         }
@@ -491,16 +491,29 @@ pub fn mirror_bits(val: usize, pow2: usize) -> usize {
 
 /// `gpuPciBw`: min of the GPU's PCI uplink and the link back, as an int.
 fn gpu_pci_bw(topo: &Topology, gpu: NodeIndex) -> i32 {
-    for e in topo.graph.edges_directed(gpu, Direction::Outgoing) {
-        if e.weight().kind != LinkKind::Pci {
+    for &e in out_links(topo, gpu) {
+        let link = topo.graph[e];
+        if link.kind != LinkKind::Pci {
             continue;
         }
-        let pci = e.target();
-        if let Some(back) = topo.graph.edges_connecting(pci, gpu).next() {
-            return (e.weight().bw as f32).min(back.weight().bw as f32) as i32;
+        let Some((_, pci)) = topo.graph.edge_endpoints(e) else {
+            continue;
+        };
+        for &back in out_links(topo, pci) {
+            if topo.graph.edge_endpoints(back).map(|(_, t)| t) == Some(gpu) {
+                return (link.bw as f32).min(topo.graph[back].bw as f32) as i32;
+            }
         }
     }
     -1
+}
+
+/// A node's links in NCCL's order (`node->links`).
+fn out_links(topo: &Topology, node: NodeIndex) -> &[EdgeIndex] {
+    topo.adjacency
+        .get(node.index())
+        .map(|v| v.as_slice())
+        .unwrap_or(&[])
 }
 
 fn convert_path(

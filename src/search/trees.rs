@@ -184,7 +184,11 @@ mod tests {
                 // ceil(log2 n) hops from the root (n=14: 0-8-4-2-1 = 4 = ceil(log2 14));
                 // below the root's child that is floor(log2 n) levels for n not a power of two.
                 let depth = (0..n as usize).map(|r| depth_of(&tree, r)).max().unwrap();
-                let ceil_log2 = if n == 1 { 0 } else { log2_floor(n as usize - 1) + 1 };
+                let ceil_log2 = if n == 1 {
+                    0
+                } else {
+                    log2_floor(n as usize - 1) + 1
+                };
                 assert_eq!(depth, ceil_log2, "n={n} tree {t}");
                 // NCCL's own estimate (connect.cc) is floor(log2 n), never more than the real depth.
                 assert!(log2_floor(n as usize) <= depth);

@@ -514,12 +514,14 @@ impl<'a> Builder<'a> {
                 None if speed_text.is_empty() || speed_text.starts_with("Unknown") => {
                     PCI_GEN_FALLBACK
                 }
-                None => return Err(self.bad(
-                    xml,
-                    format!(
+                None => {
+                    return Err(self.bad(
+                        xml,
+                        format!(
                         "link_speed=\"{speed_text}\" is not a PCIe speed like \"16.0 GT/s PCIe\""
                     ),
-                )),
+                    ))
+                }
             };
             let bw = (width as f32) * (speed as f32) / 80.0;
             self.connect_both(n, parent, LinkKind::Pci, bw);
