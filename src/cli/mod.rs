@@ -3,6 +3,7 @@
 
 pub mod channels;
 pub mod source;
+pub mod topo;
 
 use crate::error::Result;
 use clap::{Parser, Subcommand};
@@ -25,45 +26,17 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// What the machine is: link matrix (nvidia-smi topo -m style) and NCCL's paths
-    Topo(TopoArgs),
+    Topo(topo::TopoArgs),
     /// List the built-in topologies
-    Fixtures(FixturesArgs),
+    Fixtures(topo::FixturesArgs),
     /// NCCL's channels: ring/tree graphs (pattern, channels, bandwidth, path types), rings and trees per rank, graph XML
     Channels(channels::ChannelsArgs),
 }
 
-#[derive(Debug, clap::Args)]
-pub struct TopoArgs {
-    /// Machine-readable output
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct FixturesArgs {
-    /// Machine-readable output
-    #[arg(long)]
-    pub json: bool,
-}
-
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Topo(_args) => {
-            let cluster = cli.source.load()?;
-            println!(
-                "{}: {} GPUs x {} node(s)",
-                cluster.node.source,
-                cluster.gpus_per_node(),
-                cluster.n_nodes
-            );
-            Ok(())
-        }
+        Command::Topo(args) => topo::run_topo(&cli.source, &args),
+        Command::Fixtures(args) => topo::run_fixtures(&args),
         Command::Channels(args) => channels::run(&cli.source, &cli.graph, &args),
-        Command::Fixtures(_args) => {
-            for f in crate::topo::fixtures::FIXTURES {
-                println!("{:24} {}", f.name, f.description);
-            }
-            Ok(())
-        }
     }
 }

@@ -1,2 +1,4 @@
 //! Output for people and scripts.
+
 pub mod channels;
+pub mod topo;
