@@ -115,3 +115,76 @@ fn runtime_channels_and_neighbours() {
     // Depth estimate: 2 ranks per node - 1 + log2(1 node) = 1.
     assert_eq!(c.tree_depth, 1);
 }
+
+fn temp_file(name: &str, text: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("planner-capture-tests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+#[test]
+fn a_graph_file_replaces_the_search() {
+    // The capture dump with the ring changed to 6 channels at 60 GB/s in order 1 0:
+    // the loaded graph is used as is; the tree (also in the file) keeps its 12 channels,
+    // so the connection uses min(6, 12) = 6 search channels, 12 at runtime.
+    let mut text = GRAPH_XML.replacen(
+        "nchannels=\"12\" speedintra=\"30\" speedinter=\"30\"",
+        "nchannels=\"6\" speedintra=\"60\" speedinter=\"60\"",
+        1,
+    );
+    let ring_channel =
+        "    <channel>\n      <gpu dev=\"0\"/>\n      <gpu dev=\"0x1\"/>\n    </channel>\n";
+    let swapped =
+        "    <channel>\n      <gpu dev=\"0x1\"/>\n      <gpu dev=\"0\"/>\n    </channel>\n";
+    let ring_end = text.find("  </graph>").unwrap();
+    let ring_part = text[..ring_end].replacen(&ring_channel.repeat(12), &swapped.repeat(6), 1);
+    text = format!("{ring_part}{}", &text[ring_end..]);
+    let path = temp_file("ring6.xml", &text);
+    let r = search::load_graph_file(&path, &capture()).unwrap();
+    assert_eq!(r.graphs.ring.n_channels, 6);
+    assert_eq!(
+        (r.graphs.ring.bw_intra, r.graphs.ring.bw_inter),
+        (60.0, 60.0)
+    );
+    assert_eq!(r.graphs.ring.channels[0].ranks, vec![1, 0]);
+    assert_eq!(r.graphs.tree.n_channels, 12);
+    assert_eq!(r.connection.search_channels, 6);
+    assert_eq!(r.connection.n_channels, 12);
+    // Ring 1 -> 0 -> 1 is still the only 2-rank ring.
+    assert_eq!(r.connection.rings[0], vec![0, 1]);
+}
+
+#[test]
+fn graphs_absent_from_the_file_are_searched() {
+    // Only the tree graph in the file: the ring is searched (12 x 30 as in the capture).
+    let tree_start = GRAPH_XML.find("  <graph id=\"1\"").unwrap();
+    let tree_end = GRAPH_XML.find("  <graph id=\"4\"").unwrap();
+    let text = format!(
+        "<graphs version=\"1\">\n{}</graphs>\n",
+        &GRAPH_XML[tree_start..tree_end]
+    );
+    let path = temp_file("tree-only.xml", &text);
+    let r = search::load_graph_file(&path, &capture()).unwrap();
+    assert_eq!(r.graphs.ring.n_channels, 12);
+    assert_eq!(r.graphs.ring.bw_intra, 30.0);
+    assert_eq!(r.graphs.tree.channels[6].ranks, vec![1, 0]);
+}
+
+#[test]
+fn multi_node_graph_xml_round_trips() {
+    // Two nodes: channels carry their NETs; writing then reading gives the same graphs.
+    let cluster = Cluster {
+        node: load_fixture("hgx-h200-8").unwrap(),
+        n_nodes: 2,
+        net_latency_us: 0.0,
+    };
+    let r = search::search(&cluster, &SearchOptions::default()).unwrap();
+    let text = search::graph_xml::write_graphs(&r.graphs, &cluster).unwrap();
+    assert!(text.contains("<net dev=\"0x7\"/>"), "{text}");
+    let path = temp_file("h200x2n.xml", &text);
+    let back = search::load_graph_file(&path, &cluster).unwrap();
+    assert_eq!(back.graphs, r.graphs);
+    assert_eq!(back.connection, r.connection);
+}

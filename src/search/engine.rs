@@ -9,6 +9,7 @@ use super::ladder;
 use super::system::{BwState, RevCharge, SPath, SearchSystem, MAX_CHANNELS};
 use super::Pattern;
 use crate::topo::{CpuArch, CpuVendor, PathType};
+use std::rc::Rc;
 
 const SEARCH_GLOBAL_TIMEOUT: i64 = 1 << 19;
 const SEARCH_TIMEOUT: i32 = 1 << 14;
@@ -111,7 +112,55 @@ struct Searcher<'a> {
     sys: &'a SearchSystem,
     st: &'a mut BwState,
     /// `ncclTopoSelectNets` results by (typeInter, gpu + 1): they depend on nothing else.
-    nets_cache: Vec<Option<Vec<usize>>>,
+    nets_cache: Vec<Option<Rc<[usize]>>>,
+    /// Candidate lists for the recursion levels, reused to keep allocation out of the search.
+    pool: Vec<Vec<usize>>,
+    /// Scratch for `next_gpus`' scores.
+    scores: Vec<[i32; 7]>,
+    /// Single-node searches run with crossNic 0, kept to replay their crossNic 2 twins.
+    twins: Vec<TwinRun>,
+    twins_enabled: bool,
+}
+
+/// One finished single-node search: its settings, the bandwidth state it started
+/// from, what it left and the budget it had left.
+struct TwinRun {
+    key: TwinKey,
+    start_links: Vec<f32>,
+    start_nets: Vec<f32>,
+    end_links: Vec<f32>,
+    end_nets: Vec<f32>,
+    time: i32,
+    hops_delta: i32,
+}
+
+#[derive(PartialEq)]
+struct TwinKey {
+    pattern: Pattern,
+    same_channels: bool,
+    bw_intra: u32,
+    bw_inter: u32,
+    type_intra: PathType,
+    type_inter: PathType,
+    min_channels: usize,
+    max_channels: usize,
+    coll_net: bool,
+}
+
+impl TwinKey {
+    fn of(g: &Graph) -> Self {
+        TwinKey {
+            pattern: g.pattern,
+            same_channels: g.same_channels,
+            bw_intra: g.bw_intra.to_bits(),
+            bw_inter: g.bw_inter.to_bits(),
+            type_intra: g.type_intra,
+            type_inter: g.type_inter,
+            min_channels: g.min_channels,
+            max_channels: g.max_channels,
+            coll_net: g.coll_net,
+        }
+    }
 }
 
 impl<'a> Searcher<'a> {
@@ -120,6 +169,10 @@ impl<'a> Searcher<'a> {
             sys,
             st,
             nets_cache: vec![None; PathType::ALL.len() * (sys.ngpus + 1)],
+            pool: Vec::new(),
+            scores: Vec::with_capacity(sys.ngpus),
+            twins: Vec::new(),
+            twins_enabled: false,
         }
     }
 
@@ -170,7 +223,6 @@ impl<'a> Searcher<'a> {
         let Some(path) = self.path(a, b) else {
             return false;
         };
-        let rev_type = self.path(b, a).map(|p| p.ptype).unwrap_or(PathType::Dis);
         let is_intra = |e: End| matches!(e, End::Gpu(_) | End::Nvs);
         let intra = is_intra(a) && is_intra(b);
         let mut bw = if intra { g.bw_intra } else { g.bw_inter };
@@ -181,8 +233,11 @@ impl<'a> Searcher<'a> {
         if mult == 1.0 && path.ptype > allowed {
             return false;
         }
-        if mult == 1.0 && g.pattern.is_tree() && rev_type > allowed {
-            return false;
+        if mult == 1.0 && g.pattern.is_tree() {
+            let rev_type = self.path(b, a).map_or(PathType::Dis, |p| p.ptype);
+            if rev_type > allowed {
+                return false;
+            }
         }
         bw *= mult;
         let count = path.count();
@@ -198,10 +253,10 @@ impl<'a> Searcher<'a> {
 
     /// `ncclTopoSelectNets` with NETDEVS_POLICY AUTO on a single-host system:
     /// each GPU's preferred NETs in channel order, then any NET by path type.
-    fn select_nets(&mut self, type_inter: PathType, gpu: Option<usize>) -> Vec<usize> {
+    fn select_nets(&mut self, type_inter: PathType, gpu: Option<usize>) -> Rc<[usize]> {
         let key = type_inter as usize * (self.sys.ngpus + 1) + gpu.map_or(0, |g| g + 1);
         if let Some(Some(v)) = self.nets_cache.get(key) {
-            return v.clone();
+            return Rc::clone(v);
         }
         let sys = self.sys;
         let mut nets: Vec<usize> = Vec::new();
@@ -238,8 +293,9 @@ impl<'a> Searcher<'a> {
                 }
             }
         }
+        let nets: Rc<[usize]> = nets.into();
         if let Some(slot) = self.nets_cache.get_mut(key) {
-            *slot = Some(nets.clone());
+            *slot = Some(Rc::clone(&nets));
         }
         nets
     }
@@ -272,24 +328,51 @@ impl<'a> Searcher<'a> {
         g.pattern == refg.pattern && g.cross_nic == refg.cross_nic && g.n_hops < refg.n_hops
     }
 
-    /// `ncclTopoSearchNextGpuSort`: the GPUs to try next, best first.
-    fn next_gpus(&self, g: &Graph, gpu: usize, sort_net: i32) -> Vec<usize> {
+    /// `ncclTopoSearchNextGpuSort`: the GPUs to try next, best first, into `next`.
+    fn next_gpus(&mut self, g: &Graph, gpu: usize, sort_net: i32, next: &mut Vec<usize>) {
         let sys = self.sys;
         let flag = channel_flag(g.n_channels);
         let ngpus = sys.ngpus;
+        let candidate =
+            |h: usize| h != gpu && sys.gpu_gpu(gpu, h).count() > 0 && self.st.used[h] & flag == 0;
+        if sys.n_nvs > 0 {
+            // NVSwitches prefer few peers: only the index neighbours are tried. NCCL sorts all
+            // candidates, then moves each wanted neighbour to the front in turn, so the
+            // neighbours that are candidates come out in reverse of the wanted order and
+            // the sort itself never matters.
+            let prev = (gpu + ngpus - 1) % ngpus;
+            let nxt = (gpu + 1) % ngpus;
+            let wanted: [Option<usize>; 2] = match g.pattern {
+                Pattern::Ring => [Some(nxt), Some(prev)],
+                Pattern::SplitTree | Pattern::BalancedTree => [Some(prev), Some(nxt)],
+                _ => [Some(nxt), None],
+            };
+            let wanted = if wanted[0] == wanted[1] {
+                [wanted[0], None]
+            } else {
+                wanted
+            };
+            for f in wanted.into_iter().rev().flatten() {
+                if candidate(f) {
+                    next.push(f);
+                }
+            }
+            return;
+        }
         let net = if sort_net != 0 {
             sys.net_index_of_id(g.inter[g.n_channels * 2])
         } else {
             None
         };
         // (g, startIndex, intraNhops, intraBw, interNhops, interPciBw, interBw); NCCL keeps them as ints.
-        let mut scores: Vec<[i32; 7]> = Vec::with_capacity(ngpus);
+        let mut scores = std::mem::take(&mut self.scores);
+        scores.clear();
         for i in 1..ngpus {
             let h = (gpu + i) % ngpus;
-            let p = sys.gpu_gpu(gpu, h);
-            if p.count() == 0 || self.st.used[h] & flag != 0 {
+            if !candidate(h) {
                 continue;
             }
+            let p = sys.gpu_gpu(gpu, h);
             let (inter_hops, inter_pci, inter_bw) = match net {
                 Some(n) => {
                     let np = sys.net_gpu(n, h);
@@ -307,7 +390,7 @@ impl<'a> Searcher<'a> {
                 inter_bw,
             ]);
         }
-        scores.sort_by(|s1, s2| {
+        scores.sort_unstable_by(|s1, s2| {
             s2[6]
                 .cmp(&s1[6])
                 .then(s2[5].cmp(&s1[5]))
@@ -319,34 +402,12 @@ impl<'a> Searcher<'a> {
         let all_same_intra = scores
             .iter()
             .all(|s| s[3] == scores[0][3] && s[2] == scores[0][2]);
-        let mut next: Vec<usize> = if sort_net == -1 && all_same_intra {
-            scores.iter().rev().map(|s| s[0] as usize).collect()
+        if sort_net == -1 && all_same_intra {
+            next.extend(scores.iter().rev().map(|s| s[0] as usize));
         } else {
-            scores.iter().map(|s| s[0] as usize).collect()
-        };
-        if sys.n_nvs > 0 {
-            // NVSwitches prefer few peers: try the index neighbours only.
-            let prev = (gpu + ngpus - 1) % ngpus;
-            let nxt = (gpu + 1) % ngpus;
-            let mut first: Vec<usize> = match g.pattern {
-                Pattern::Ring => vec![nxt, prev],
-                Pattern::SplitTree | Pattern::BalancedTree => vec![prev, nxt],
-                _ => vec![nxt],
-            };
-            if nxt == prev && first.len() == 2 {
-                first.truncate(1);
-            }
-            let mut real = 0;
-            for f in first {
-                if let Some(i) = next.iter().position(|&x| x == f) {
-                    next.remove(i);
-                    next.insert(0, f);
-                    real += 1;
-                }
-            }
-            next.truncate(real);
+            next.extend(scores.iter().map(|s| s[0] as usize));
         }
-        next
+        self.scores = scores;
     }
 
     fn check_net(&self, g: &Graph, start: usize, n: usize, step: i32) -> bool {
@@ -538,7 +599,7 @@ impl<'a> Searcher<'a> {
                 return;
             };
             let nets = self.select_nets(g.type_inter, Some(gpu));
-            for n in nets {
+            for &n in nets.iter() {
                 if !self.check_net(g, start_net, n, step) {
                     continue;
                 }
@@ -577,9 +638,10 @@ impl<'a> Searcher<'a> {
         } else if g.pattern == Pattern::CollNetDirect {
             self.try_collnet_direct(g, save, gpu, time);
         } else if step < ngpus as i32 - 1 {
-            let next: Vec<usize> = match forced {
-                Forced::Pci => vec![step as usize + 1],
-                Forced::Replay => self.replay_gpu(g, step).into_iter().collect(),
+            let mut next = self.pool.pop().unwrap_or_default();
+            match forced {
+                Forced::Pci => next.push(step as usize + 1),
+                Forced::Replay => next.extend(self.replay_gpu(g, step)),
                 Forced::None => {
                     let sort_net = if back_to_net == -1 {
                         0
@@ -588,10 +650,10 @@ impl<'a> Searcher<'a> {
                     } else {
                         -1
                     };
-                    self.next_gpus(g, gpu, sort_net)
+                    self.next_gpus(g, gpu, sort_net, &mut next);
                 }
-            };
-            for to in next {
+            }
+            for &to in next.iter() {
                 self.try_gpu(
                     g,
                     save,
@@ -604,6 +666,8 @@ impl<'a> Searcher<'a> {
                     to,
                 );
             }
+            next.clear();
+            self.pool.push(next);
         } else if step == back_to_first {
             // Close the ring on the first GPU.
             let Some(first) = self.sys.gpu_index_of_rank(g.intra[nch * ngpus]) else {
@@ -768,6 +832,54 @@ impl<'a> Searcher<'a> {
         }
     }
 
+    /// One search of `ncclTopoCompute`, or the replay of its twin.
+    ///
+    /// On one node NCCL still retries every ring/tree search with crossNic 2 when the
+    /// host has several NICs, yet crossNic only matters when channels use NETs. Such a
+    /// retry explores exactly what its crossNic 0 twin explored (same settings, same
+    /// starting bandwidths, checked bit for bit), so it ends with the same budget left
+    /// and the same bandwidths; and it cannot replace the saved graph: that graph is at
+    /// least as good as anything the twin found, and equal graphs only win on fewer hops
+    /// with the same crossNic. Replaying it gives NCCL's result at half the work.
+    fn search_or_replay(&mut self, g: &mut Graph, save: &mut Graph, time: &mut i32) {
+        if !self.twins_enabled {
+            self.search_rec(g, save, time);
+            return;
+        }
+        let key = TwinKey::of(g);
+        if g.cross_nic != 0 {
+            let st = &*self.st;
+            let twin = self
+                .twins
+                .iter()
+                .find(|t| t.key == key && t.start_links == st.link_bw && t.start_nets == st.net_bw);
+            if let Some(t) = twin {
+                self.st.link_bw.clone_from(&t.end_links);
+                self.st.net_bw.clone_from(&t.end_nets);
+                g.n_hops += t.hops_delta;
+                *time = t.time;
+                return;
+            }
+            self.search_rec(g, save, time);
+            return;
+        }
+        let start_links = self.st.link_bw.clone();
+        let start_nets = self.st.net_bw.clone();
+        let hops = g.n_hops;
+        self.search_rec(g, save, time);
+        if self.st.used.iter().all(|&u| u == 0) {
+            self.twins.push(TwinRun {
+                key,
+                start_links,
+                start_nets,
+                end_links: self.st.link_bw.clone(),
+                end_nets: self.st.net_bw.clone(),
+                time: *time,
+                hops_delta: g.n_hops - hops,
+            });
+        }
+    }
+
     /// `ncclTopoSearchRec`.
     fn search_rec(&mut self, g: &mut Graph, save: &mut Graph, time: &mut i32) {
         let (back_to_net, back_to_first) = search_params(self.sys, g.pattern);
@@ -838,8 +950,26 @@ fn channel_flag(channel: usize) -> u64 {
 }
 
 /// NCCL's `SUB_ROUND`: subtract and round to 1/1000 so float drift does not accumulate.
+#[inline]
 fn sub_round(a: &mut f32, b: f32) {
-    *a = ((*a - b) * 1000.0).round() / 1000.0;
+    *a = round_half_away(((*a) - b) * 1000.0) / 1000.0;
+}
+
+/// C's `roundf` without the libm call: exact for every finite `f32` whose
+/// integer part fits an `i64` (bandwidths x 1000 are far below that). Below
+/// 2^23 the fraction `x - trunc(x)` is exact; at or above it `x` is already integral.
+#[inline]
+fn round_half_away(x: f32) -> f32 {
+    let whole = x as i64;
+    let frac = x - whole as f32;
+    let rounded = if frac >= 0.5 {
+        whole + 1
+    } else if frac <= -0.5 {
+        whole - 1
+    } else {
+        whole
+    };
+    rounded as f32
 }
 
 /// What to search for (NCCL sets these before `ncclTopoCompute`).
@@ -882,6 +1012,17 @@ pub fn compute(
     st: &mut BwState,
     req: GraphRequest,
     preset: Option<&Graph>,
+) -> Graph {
+    compute_with(sys, st, req, preset, true)
+}
+
+/// `compute`, optionally without replaying crossNic twins (to check the replay).
+pub(crate) fn compute_with(
+    sys: &SearchSystem,
+    st: &mut BwState,
+    req: GraphRequest,
+    preset: Option<&Graph>,
+    replay_twins: bool,
 ) -> Graph {
     let ngpus = sys.ngpus;
     let mut graph = Graph::new(
@@ -969,6 +1110,7 @@ pub fn compute(
     let amd_sys = sys.cpu_arch == CpuArch::X86 && sys.cpu_vendor == CpuVendor::Amd;
 
     let mut searcher = Searcher::new(sys, st);
+    searcher.twins_enabled = replay_twins && !sys.inter;
     loop {
         // search:
         let mut time = if tmp.same_channels {
@@ -980,7 +1122,7 @@ pub fn compute(
         };
         tmp.n_channels = 0;
         global_timeout -= time as i64;
-        searcher.search_rec(&mut tmp, &mut graph, &mut time);
+        searcher.search_or_replay(&mut tmp, &mut graph, &mut time);
 
         let done = time == -1 || graph.n_channels as f32 * graph.bw_inter >= sys.total_bw;
         if !done && pass == 1 {
@@ -1106,4 +1248,68 @@ pub fn compute(
         graph.n_channels = 1;
     }
     graph
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::search::system::SearchSystem;
+
+    /// Replaying crossNic twins must not change any graph (nor the state left behind).
+    #[test]
+    fn twin_replay_is_exact() {
+        for f in crate::topo::fixtures::FIXTURES {
+            let topo = crate::cli::source::load_fixture(f.name).unwrap();
+            let Ok(sys) = SearchSystem::new(&topo, false) else {
+                continue;
+            };
+            let mut st_fast = sys.fresh_state();
+            let mut st_slow = sys.fresh_state();
+            let mut ring_channels = 0;
+            for (id, pattern) in [(0, Pattern::Ring), (1, Pattern::BalancedTree)] {
+                let (min, max) = if id == 0 {
+                    (1, 32)
+                } else {
+                    (ring_channels, ring_channels)
+                };
+                let req = GraphRequest {
+                    id,
+                    pattern,
+                    coll_net: false,
+                    min_channels: min,
+                    max_channels: max,
+                    cross_nic_param: 2,
+                };
+                let fast = compute_with(&sys, &mut st_fast, req, None, true);
+                let slow = compute_with(&sys, &mut st_slow, req, None, false);
+                assert_eq!(fast, slow, "{} graph {id}", f.name);
+                ring_channels = fast.n_channels;
+            }
+            assert_eq!(st_fast.link_bw, st_slow.link_bw, "{}", f.name);
+        }
+    }
+
+    #[test]
+    fn round_matches_roundf() {
+        // f32::round is C's roundf (half away from zero); compare on a dense sweep and edges.
+        let mut x = -20_000.0f32;
+        while x < 20_000.0 {
+            assert_eq!(round_half_away(x), x.round(), "{x}");
+            x += 0.0371;
+        }
+        for x in [
+            0.5,
+            -0.5,
+            1.5,
+            -1.5,
+            2.5,
+            0.499_999_97,
+            8_388_607.5,
+            8_388_608.0,
+            3.0e9,
+            -3.0e9,
+        ] {
+            assert_eq!(round_half_away(x), x.round(), "{x}");
+        }
+    }
 }

@@ -592,4 +592,41 @@ mod tests {
         assert_eq!(mirror_bits(6, 8), 3);
         assert_eq!(mirror_bits(5, 1), 0);
     }
+
+    #[test]
+    fn local_nets_agree_with_the_topology_stage() {
+        // Our NET->GPU pairing (ncclTopoGetLocalGpu) must equal what paths.rs stored.
+        for f in crate::topo::fixtures::FIXTURES {
+            let topo = crate::cli::source::load_fixture(f.name).unwrap();
+            let sys = SearchSystem::new(&topo, true).or_else(|_| SearchSystem::new(&topo, false));
+            let sys = sys.unwrap();
+            for (n, &node) in topo.nodes(NodeKind::Net).iter().enumerate() {
+                let theirs = topo.node(node).net().unwrap().local_gpu;
+                let ours = usize::try_from(sys.nets[n].local_gpu).ok();
+                assert_eq!(ours, theirs, "{} NET {n}", f.name);
+            }
+        }
+    }
+
+    #[test]
+    fn capture_system() {
+        let topo = crate::cli::source::load_fixture("h200x2-nvswitch-vm").unwrap();
+        let sys = SearchSystem::new(&topo, false).unwrap();
+        // 18 NVLinks x 20.6 GB/s = 370.8 to the NVSwitch, as NCCL's float product
+        // (370.80002); GPU->GPU through the NVSwitch is 2 hops.
+        assert_eq!(sys.max_bw, 18.0f32 * 20.6f32);
+        assert_eq!(sys.total_bw, 18.0f32 * 20.6f32);
+        assert_eq!(sys.gpu_gpu(0, 1).count(), 2);
+        assert_eq!(sys.gpu_gpu(0, 1).ptype, PathType::Nvl);
+        // PCIe Gen5 x16 = 48 both ways.
+        assert_eq!(sys.gpu_pci_bw, vec![48, 48]);
+        assert_eq!(sys.n_nvs, 1);
+        // Intra: the first GPU's path to itself is LOC.
+        assert_eq!(sys.gpu_gpu(1, 1).ptype, PathType::Loc);
+        // Inter: maxBw is the NET path (10 Gb/s = 1.25 GB/s).
+        let inter = SearchSystem::new(&topo, true).unwrap();
+        assert_eq!(inter.max_bw, 1.25);
+        assert_eq!(inter.nets[0].bw, 1.25);
+        assert_eq!(inter.local_net[0][0], 0);
+    }
 }
