@@ -176,6 +176,7 @@ impl<'a> Searcher<'a> {
         }
     }
 
+    #[inline]
     fn path(&self, a: End, b: End) -> Option<&'a SPath> {
         let sys = self.sys;
         match (a, b) {
@@ -189,6 +190,7 @@ impl<'a> Searcher<'a> {
     }
 
     /// `followPath`: charge `bw` on the first `max_steps` links; returns how many fit.
+    #[inline]
     fn follow_links(&mut self, path: &SPath, max_steps: usize, bw: f32) -> usize {
         let pci_bw = if path.intel_overhead {
             bw * 6.0 / 5.0
@@ -196,26 +198,39 @@ impl<'a> Searcher<'a> {
             bw
         };
         let link_bw = &mut self.st.link_bw;
-        for (step, hop) in path.hops.iter().take(max_steps).enumerate() {
+        let hops = &path.hops[..max_steps.min(path.hops.len())];
+        for (step, hop) in hops.iter().enumerate() {
             let fw = if hop.pci { pci_bw } else { bw };
+            let Some(fwd) = link_bw.get(hop.edge).copied() else {
+                return step;
+            };
+            if let RevCharge::None = hop.rev {
+                // The common case: no backward charge.
+                if fwd < fw {
+                    return step;
+                }
+                link_bw[hop.edge] = sub_round(fwd, fw);
+                continue;
+            }
             let (rev_edge, rev_bw) = match hop.rev {
-                RevCharge::None => (usize::MAX, 0.0),
                 RevCharge::Eighth(e) => (e, fw / 8.0),
                 RevCharge::Full(e) => (e, fw),
+                RevCharge::None => (hop.edge, 0.0),
             };
-            if link_bw[hop.edge] < fw || (rev_bw != 0.0 && link_bw[rev_edge] < rev_bw) {
+            if fwd < fw || (rev_bw != 0.0 && link_bw[rev_edge] < rev_bw) {
                 return step;
             }
-            sub_round(&mut link_bw[hop.edge], fw);
+            link_bw[hop.edge] = sub_round(fwd, fw);
             if rev_bw != 0.0 {
-                sub_round(&mut link_bw[rev_edge], rev_bw);
+                link_bw[rev_edge] = sub_round(link_bw[rev_edge], rev_bw);
             }
         }
-        max_steps
+        hops.len()
     }
 
     /// `ncclTopoFollowPath`: go from `a` to `b` charging `mult` channels of
     /// bandwidth; false when the path is not allowed or a link lacks capacity.
+    #[inline]
     fn follow(&mut self, g: &mut Graph, a: End, b: End, mult: f32) -> bool {
         if a == End::None {
             return true;
@@ -246,8 +261,14 @@ impl<'a> Searcher<'a> {
             self.follow_links(path, step, -bw);
             return false;
         }
-        // NCCL adds a float to an int: truncation toward zero.
-        g.n_hops = (g.n_hops as f32 + mult * count as f32) as i32;
+        // NCCL adds a float to an int: truncation toward zero (exact for whole multiples).
+        if mult == 1.0 {
+            g.n_hops += count as i32;
+        } else if mult == -1.0 {
+            g.n_hops -= count as i32;
+        } else {
+            g.n_hops = (g.n_hops as f32 + mult * count as f32) as i32;
+        }
         true
     }
 
@@ -328,37 +349,51 @@ impl<'a> Searcher<'a> {
         g.pattern == refg.pattern && g.cross_nic == refg.cross_nic && g.n_hops < refg.n_hops
     }
 
-    /// `ncclTopoSearchNextGpuSort`: the GPUs to try next, best first, into `next`.
+    /// `ncclTopoSearchNextGpuSort` with an NVSwitch: only the index neighbours are
+    /// tried. NCCL sorts all candidates, then moves each wanted neighbour to the front
+    /// in turn, so the neighbours that are candidates come out in reverse of the wanted
+    /// order and the sort itself never matters. Returns how many were written.
+    #[inline]
+    fn nvs_neighbours(&self, g: &Graph, gpu: usize, out: &mut [usize; 2]) -> usize {
+        let sys = self.sys;
+        let ngpus = sys.ngpus;
+        let flag = channel_flag(g.n_channels);
+        let prev = if gpu == 0 { ngpus - 1 } else { gpu - 1 };
+        let nxt = if gpu + 1 == ngpus { 0 } else { gpu + 1 };
+        let (first, second) = match g.pattern {
+            Pattern::Ring => (nxt, Some(prev)),
+            Pattern::SplitTree | Pattern::BalancedTree => (prev, Some(nxt)),
+            _ => (nxt, None),
+        };
+        let second = second.filter(|&s| s != first);
+        let used = &self.st.used;
+        let candidate = |h: usize| {
+            h != gpu
+                && used.get(h).is_some_and(|&u| u & flag == 0)
+                && sys.gpu_gpu(gpu, h).count() > 0
+        };
+        let mut n = 0;
+        if let Some(s) = second {
+            if candidate(s) {
+                out[0] = s;
+                n = 1;
+            }
+        }
+        if candidate(first) {
+            out[n] = first;
+            n += 1;
+        }
+        n
+    }
+
+    /// `ncclTopoSearchNextGpuSort` without NVSwitch: the GPUs to try next, best first, into `next`.
+    #[inline]
     fn next_gpus(&mut self, g: &Graph, gpu: usize, sort_net: i32, next: &mut Vec<usize>) {
         let sys = self.sys;
         let flag = channel_flag(g.n_channels);
         let ngpus = sys.ngpus;
         let candidate =
             |h: usize| h != gpu && sys.gpu_gpu(gpu, h).count() > 0 && self.st.used[h] & flag == 0;
-        if sys.n_nvs > 0 {
-            // NVSwitches prefer few peers: only the index neighbours are tried. NCCL sorts all
-            // candidates, then moves each wanted neighbour to the front in turn, so the
-            // neighbours that are candidates come out in reverse of the wanted order and
-            // the sort itself never matters.
-            let prev = (gpu + ngpus - 1) % ngpus;
-            let nxt = (gpu + 1) % ngpus;
-            let wanted: [Option<usize>; 2] = match g.pattern {
-                Pattern::Ring => [Some(nxt), Some(prev)],
-                Pattern::SplitTree | Pattern::BalancedTree => [Some(prev), Some(nxt)],
-                _ => [Some(nxt), None],
-            };
-            let wanted = if wanted[0] == wanted[1] {
-                [wanted[0], None]
-            } else {
-                wanted
-            };
-            for f in wanted.into_iter().rev().flatten() {
-                if candidate(f) {
-                    next.push(f);
-                }
-            }
-            return;
-        }
         let net = if sort_net != 0 {
             sys.net_index_of_id(g.inter[g.n_channels * 2])
         } else {
@@ -431,6 +466,7 @@ impl<'a> Searcher<'a> {
     }
 
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     fn try_gpu(
         &mut self,
         g: &mut Graph,
@@ -638,10 +674,25 @@ impl<'a> Searcher<'a> {
         } else if g.pattern == Pattern::CollNetDirect {
             self.try_collnet_direct(g, save, gpu, time);
         } else if step < ngpus as i32 - 1 {
-            let mut next = self.pool.pop().unwrap_or_default();
+            // Up to two candidates inline (forced orders, NVSwitch neighbours); a pooled
+            // list only for the full sort.
+            let mut few = [0usize; 2];
+            let mut n_few = 0;
+            let mut sorted: Option<Vec<usize>> = None;
             match forced {
-                Forced::Pci => next.push(step as usize + 1),
-                Forced::Replay => next.extend(self.replay_gpu(g, step)),
+                Forced::Pci => {
+                    few[0] = step as usize + 1;
+                    n_few = 1;
+                }
+                Forced::Replay => {
+                    if let Some(x) = self.replay_gpu(g, step) {
+                        few[0] = x;
+                        n_few = 1;
+                    }
+                }
+                Forced::None if self.sys.n_nvs > 0 => {
+                    n_few = self.nvs_neighbours(g, gpu, &mut few);
+                }
                 Forced::None => {
                     let sort_net = if back_to_net == -1 {
                         0
@@ -650,10 +701,16 @@ impl<'a> Searcher<'a> {
                     } else {
                         -1
                     };
+                    let mut next = self.pool.pop().unwrap_or_default();
                     self.next_gpus(g, gpu, sort_net, &mut next);
+                    sorted = Some(next);
                 }
             }
-            for &to in next.iter() {
+            let list: &[usize] = match &sorted {
+                Some(v) => v,
+                None => &few[..n_few],
+            };
+            for &to in list {
                 self.try_gpu(
                     g,
                     save,
@@ -666,8 +723,10 @@ impl<'a> Searcher<'a> {
                     to,
                 );
             }
-            next.clear();
-            self.pool.push(next);
+            if let Some(mut next) = sorted {
+                next.clear();
+                self.pool.push(next);
+            }
         } else if step == back_to_first {
             // Close the ring on the first GPU.
             let Some(first) = self.sys.gpu_index_of_rank(g.intra[nch * ngpus]) else {
@@ -945,14 +1004,15 @@ impl<'a> Searcher<'a> {
     }
 }
 
+#[inline]
 fn channel_flag(channel: usize) -> u64 {
     1u64.checked_shl(channel as u32).unwrap_or(0)
 }
 
 /// NCCL's `SUB_ROUND`: subtract and round to 1/1000 so float drift does not accumulate.
 #[inline]
-fn sub_round(a: &mut f32, b: f32) {
-    *a = round_half_away(((*a) - b) * 1000.0) / 1000.0;
+fn sub_round(a: f32, b: f32) -> f32 {
+    round_half_away((a - b) * 1000.0) / 1000.0
 }
 
 /// C's `roundf` without the libm call: exact for every finite `f32` whose
