@@ -99,3 +99,31 @@ fn tree_halves_follow_the_double_binary_tree() {
     // Depth estimate: 8 ranks per node - 1 + log2(4) = 9.
     assert_eq!(c.tree_depth, 9);
 }
+
+#[test]
+fn cross_nic_rings_alternate_on_odd_nodes() {
+    // A crossNic=2 ring with an even channel count: odd nodes swap channels c and c^1
+    // (connect.cc), so ring 0 leaves node 0 on channel 0's NIC and crosses node 1 on
+    // channel 1's GPU order. hgx-h200-8 x2: channel 0 is 0 7 6 5 4 3 2 1, channel 1 is
+    // 1 2 3 4 5 6 7 0 (see search_fixtures); node 1 adds 8.
+    let cluster = Cluster {
+        node: load_fixture("hgx-h200-8").unwrap(),
+        n_nodes: 2,
+        net_latency_us: 0.0,
+    };
+    let opts = SearchOptions::default();
+    let mut graphs = search::search(&cluster, &opts).unwrap().graphs;
+    assert_eq!(graphs.ring.channels[1].ranks, vec![1, 2, 3, 4, 5, 6, 7, 0]);
+    let plain = search::connect::connect(&cluster, &graphs, &opts).unwrap();
+    assert_eq!(
+        plain.rings[0],
+        vec![0, 7, 6, 5, 4, 3, 2, 1, 8, 15, 14, 13, 12, 11, 10, 9]
+    );
+    graphs.ring.cross_nic = 2;
+    let crossed = search::connect::connect(&cluster, &graphs, &opts).unwrap();
+    assert_eq!(
+        crossed.rings[0],
+        vec![0, 7, 6, 5, 4, 3, 2, 1, 9, 10, 11, 12, 13, 14, 15, 8]
+    );
+    check_invariants(&crossed, "crossNic 2");
+}

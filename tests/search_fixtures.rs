@@ -241,3 +241,23 @@ fn hgx_h200_8_many_nodes_runtime_channels() {
         assert_eq!(r.connection.rings[0].len(), 8 * nodes);
     }
 }
+
+#[test]
+fn net_latency_becomes_latency_inter() {
+    // --net-latency 2.5 on top of the NICs' own 0 µs: every multi-node graph reports 2.5.
+    let cluster = Cluster {
+        node: load_fixture("hgx-h200-8").unwrap(),
+        n_nodes: 2,
+        net_latency_us: 2.5,
+    };
+    let r = search::search(&cluster, &SearchOptions::default()).unwrap();
+    assert_eq!(r.graphs.ring.latency_inter, 2.5);
+    assert_eq!(r.graphs.tree.latency_inter, 2.5);
+    // One node: no NET is used, latencyInter stays 0 as in the capture's graph dump.
+    let single = Cluster {
+        n_nodes: 1,
+        ..cluster
+    };
+    let r = search::search(&single, &SearchOptions::default()).unwrap();
+    assert_eq!(r.graphs.ring.latency_inter, 0.0);
+}

@@ -129,7 +129,7 @@ pub fn graphs_to_xml(graphs: &Graphs, sys: &SearchSystem) -> Result<XmlNode> {
 
 /// The graph XML text for `graphs` searched on `cluster`.
 pub fn write_graphs(graphs: &Graphs, cluster: &Cluster) -> Result<String> {
-    let sys = SearchSystem::new(&cluster.node, cluster.n_nodes > 1)?;
+    let sys = super::search_system(cluster)?;
     Ok(crate::topo::xml::write(&graphs_to_xml(graphs, &sys)?))
 }
 

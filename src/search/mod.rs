@@ -195,8 +195,7 @@ pub fn load_graph_file_with(
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::bad_input(format!("{path}: cannot read: {e}")))?;
     let root = crate::topo::xml::parse(&text, path)?;
-    let inter = cluster.n_nodes > 1;
-    let sys = system::SearchSystem::new(&cluster.node, inter)?;
+    let sys = search_system(cluster)?;
     let presets = graph_xml::parse_graphs(&root, &sys, path)?;
     search_on(&sys, cluster, opts, &presets)
 }
@@ -207,9 +206,18 @@ pub fn search_with_presets(
     opts: &SearchOptions,
     presets: &[engine::Graph],
 ) -> Result<SearchResult> {
-    let inter = cluster.n_nodes > 1;
-    let sys = system::SearchSystem::new(&cluster.node, inter)?;
+    let sys = search_system(cluster)?;
     search_on(&sys, cluster, opts, presets)
+}
+
+/// The search's view of one host of `cluster`; `--net-latency` is added to every
+/// NET's latency (it becomes the graphs' `latencyInter`).
+pub fn search_system(cluster: &Cluster) -> Result<system::SearchSystem> {
+    let mut sys = system::SearchSystem::new(&cluster.node, cluster.n_nodes > 1)?;
+    for net in &mut sys.nets {
+        net.latency += cluster.net_latency_us as f32;
+    }
+    Ok(sys)
 }
 
 fn search_on(
