@@ -116,7 +116,7 @@ struct Searcher<'a> {
     /// Candidate lists for the recursion levels, reused to keep allocation out of the search.
     pool: Vec<Vec<usize>>,
     /// Scratch for `next_gpus`' scores.
-    scores: Vec<[i32; 7]>,
+    scores: Vec<(u64, u64, usize)>,
     /// Single-node searches run with crossNic 0, kept to replay their crossNic 2 twins.
     twins: Vec<TwinRun>,
     twins_enabled: bool,
@@ -399,48 +399,29 @@ impl<'a> Searcher<'a> {
         } else {
             None
         };
-        // (g, startIndex, intraNhops, intraBw, interNhops, interPciBw, interBw); NCCL keeps them as ints.
+        // NCCL's score (interBw, interPciBw, interNhops, intraBw, intraNhops, startIndex)
+        // as two precomputed keys that sort in the same order (see `SearchSystem::score_keys`).
         let mut scores = std::mem::take(&mut self.scores);
         scores.clear();
         for i in 1..ngpus {
-            let h = (gpu + i) % ngpus;
+            let h = if gpu + i >= ngpus {
+                gpu + i - ngpus
+            } else {
+                gpu + i
+            };
             if !candidate(h) {
                 continue;
             }
-            let p = sys.gpu_gpu(gpu, h);
-            let (inter_hops, inter_pci, inter_bw) = match net {
-                Some(n) => {
-                    let np = sys.net_gpu(n, h);
-                    (np.count() as i32, sys.gpu_pci_bw[h], np.bw as i32)
-                }
-                None => (0, 0, 0),
-            };
-            scores.push([
-                h as i32,
-                i as i32,
-                p.count() as i32,
-                p.bw as i32,
-                inter_hops,
-                inter_pci,
-                inter_bw,
-            ]);
+            let inter = net.map_or(0, |n| sys.inter_key[n * ngpus + h]);
+            scores.push((inter, sys.intra_key[gpu * ngpus + h], h));
         }
-        scores.sort_unstable_by(|s1, s2| {
-            s2[6]
-                .cmp(&s1[6])
-                .then(s2[5].cmp(&s1[5]))
-                .then(s1[4].cmp(&s2[4]))
-                .then(s2[3].cmp(&s1[3]))
-                .then(s1[2].cmp(&s2[2]))
-                .then(s1[1].cmp(&s2[1]))
-        });
-        let all_same_intra = scores
-            .iter()
-            .all(|s| s[3] == scores[0][3] && s[2] == scores[0][2]);
+        scores.sort_unstable();
+        let same = |k: u64| k >> 24;
+        let all_same_intra = scores.iter().all(|s| same(s.1) == same(scores[0].1));
         if sort_net == -1 && all_same_intra {
-            next.extend(scores.iter().rev().map(|s| s[0] as usize));
+            next.extend(scores.iter().rev().map(|s| s.2));
         } else {
-            next.extend(scores.iter().map(|s| s[0] as usize));
+            next.extend(scores.iter().map(|s| s.2));
         }
         self.scores = scores;
     }
@@ -858,6 +839,9 @@ impl<'a> Searcher<'a> {
                         local_gpu as usize,
                     );
                 }
+                // NCCL `continue`s here when no GPU reaches the NET, skipping its
+                // bandwidth restore; that NET then stays charged. We restore it
+                // (no GPU can use such a NET anyway).
                 let (locals, ptype) = self.sys.local_gpus_of_net(n);
                 if ptype != PathType::Dis {
                     for lg in locals {

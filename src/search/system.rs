@@ -6,6 +6,7 @@
 //! Built once from a `Topology`; the search then mutates only a `BwState`.
 
 use crate::error::{Error, Result};
+use crate::topo::paths::mirror_bits;
 use crate::topo::{CpuArch, CpuVendor, LinkKind, NodeData, NodeKind, PathType, Topology};
 use petgraph::stable_graph::{EdgeIndex, NodeIndex};
 use petgraph::visit::EdgeRef;
@@ -108,6 +109,10 @@ pub struct SearchSystem {
     pub cpu_vendor: CpuVendor,
     /// `ncclTopoGetLocalNet(gpu, c)` for c in 0..MAXCHANNELS, as NET indices.
     pub local_net: Vec<Vec<usize>>,
+    /// Next-GPU sort keys (`ncclGpuScore`), see `score_keys`: by [gpu * ngpus + candidate].
+    pub intra_key: Vec<u64>,
+    /// By [net * ngpus + candidate].
+    pub inter_key: Vec<u64>,
 }
 
 /// The search's mutable state: remaining bandwidth per link and NET, and which
@@ -273,6 +278,8 @@ impl SearchSystem {
             cpu_arch,
             cpu_vendor,
             local_net: Vec::new(),
+            intra_key: Vec::new(),
+            inter_key: Vec::new(),
         };
 
         if !sys.nets.is_empty() {
@@ -299,7 +306,40 @@ impl SearchSystem {
             }
         }
         sys.init_bw(topo, &gpus);
+        sys.score_keys();
         Ok(sys)
+    }
+
+    /// NCCL sorts next-GPU candidates by interBw desc, interPciBw desc, interNhops asc,
+    /// intraBw desc, intraNhops asc, startIndex asc (all ints). Packed as
+    /// `inter = (M - interBw) << 40 | (M - (pciBw + 1)) << 16 | interNhops` and
+    /// `intra = (M - intraBw) << 40 | intraNhops << 24 | startIndex` (M = 2^24 - 1, fields
+    /// clamped), the pair `(inter, intra)` sorts in exactly that order.
+    fn score_keys(&mut self) {
+        const M: u64 = (1 << 24) - 1;
+        let field = |v: i64, max: u64| (v.max(0) as u64).min(max);
+        let n = self.ngpus;
+        let mut intra = vec![0u64; n * n];
+        for g in 0..n {
+            for h in 0..n {
+                let p = self.gpu_gpu(g, h);
+                let start_index = (h + n - g) % n;
+                intra[g * n + h] = (M - field(p.bw as i32 as i64, M)) << 40
+                    | field(p.count() as i64, 0xffff) << 24
+                    | field(start_index as i64, M);
+            }
+        }
+        let mut inter = vec![0u64; self.nnets() * n];
+        for net in 0..self.nnets() {
+            for h in 0..n {
+                let p = self.net_gpu(net, h);
+                inter[net * n + h] = (M - field(p.bw as i32 as i64, M)) << 40
+                    | (M - field(self.gpu_pci_bw[h] as i64 + 1, M)) << 16
+                    | field(p.count() as i64, 0xffff);
+            }
+        }
+        self.intra_key = intra;
+        self.inter_key = inter;
     }
 
     pub fn nnets(&self) -> usize {
@@ -474,21 +514,6 @@ fn get_local<'a>(paths: impl Iterator<Item = &'a SPath>) -> (Vec<usize>, PathTyp
     (out, min_type)
 }
 
-/// NCCL's `mirrorBits(val, pow2)`: reverse the low log2(pow2) bits.
-pub fn mirror_bits(val: usize, pow2: usize) -> usize {
-    let mut mirror = 0;
-    let mut b = 1;
-    let mut mb = pow2 >> 1;
-    while b < pow2 {
-        if val & b != 0 {
-            mirror |= mb;
-        }
-        b <<= 1;
-        mb >>= 1;
-    }
-    mirror
-}
-
 /// `gpuPciBw`: min of the GPU's PCI uplink and the link back, as an int.
 fn gpu_pci_bw(topo: &Topology, gpu: NodeIndex) -> i32 {
     for &e in out_links(topo, gpu) {
@@ -604,6 +629,45 @@ mod tests {
                 let theirs = topo.node(node).net().unwrap().local_gpu;
                 let ours = usize::try_from(sys.nets[n].local_gpu).ok();
                 assert_eq!(ours, theirs, "{} NET {n}", f.name);
+            }
+        }
+    }
+
+    /// The packed keys order candidates exactly as NCCL's `cmpScore` on the int fields.
+    #[test]
+    fn score_keys_sort_like_nccl() {
+        for f in crate::topo::fixtures::FIXTURES {
+            let topo = crate::cli::source::load_fixture(f.name).unwrap();
+            let inter = !topo.nodes(NodeKind::Net).is_empty();
+            let sys = SearchSystem::new(&topo, inter).unwrap();
+            let n = sys.ngpus;
+            let nets: Vec<Option<usize>> = std::iter::once(None)
+                .chain((0..sys.nnets()).map(Some))
+                .collect();
+            for gpu in 0..n {
+                for &net in &nets {
+                    let cands: Vec<usize> = (1..n).map(|i| (gpu + i) % n).collect();
+                    let ints = |h: usize| {
+                        let p = sys.gpu_gpu(gpu, h);
+                        let (ih, ip, ib) = net.map_or((0, 0, 0), |x| {
+                            let q = sys.net_gpu(x, h);
+                            (q.count() as i32, sys.gpu_pci_bw[h], q.bw as i32)
+                        });
+                        let start = ((h + n - gpu) % n) as i32;
+                        // Sort ascending on this tuple = NCCL's comparator.
+                        (-ib, -ip, ih, -(p.bw as i32), p.count() as i32, start)
+                    };
+                    let mut by_ints = cands.clone();
+                    by_ints.sort_by_key(|&h| ints(h));
+                    let mut by_keys = cands.clone();
+                    by_keys.sort_by_key(|&h| {
+                        (
+                            net.map_or(0, |x| sys.inter_key[x * n + h]),
+                            sys.intra_key[gpu * n + h],
+                        )
+                    });
+                    assert_eq!(by_keys, by_ints, "{} gpu {gpu} net {net:?}", f.name);
+                }
             }
         }
     }
