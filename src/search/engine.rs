@@ -190,7 +190,7 @@ impl<'a> Searcher<'a> {
     }
 
     /// `followPath`: charge `bw` on the first `max_steps` links; returns how many fit.
-    #[inline]
+    #[inline(always)]
     fn follow_links(&mut self, path: &SPath, max_steps: usize, bw: f32) -> usize {
         let pci_bw = if path.intel_overhead {
             bw * 6.0 / 5.0
@@ -230,7 +230,7 @@ impl<'a> Searcher<'a> {
 
     /// `ncclTopoFollowPath`: go from `a` to `b` charging `mult` channels of
     /// bandwidth; false when the path is not allowed or a link lacks capacity.
-    #[inline]
+    #[inline(always)]
     fn follow(&mut self, g: &mut Graph, a: End, b: End, mult: f32) -> bool {
         if a == End::None {
             return true;
@@ -353,7 +353,7 @@ impl<'a> Searcher<'a> {
     /// tried. NCCL sorts all candidates, then moves each wanted neighbour to the front
     /// in turn, so the neighbours that are candidates come out in reverse of the wanted
     /// order and the sort itself never matters. Returns how many were written.
-    #[inline]
+    #[inline(always)]
     fn nvs_neighbours(&self, g: &Graph, gpu: usize, out: &mut [usize; 2]) -> usize {
         let sys = self.sys;
         let ngpus = sys.ngpus;
@@ -447,7 +447,7 @@ impl<'a> Searcher<'a> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    #[inline]
+    #[inline(always)]
     fn try_gpu(
         &mut self,
         g: &mut Graph,
