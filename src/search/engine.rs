@@ -1299,6 +1299,33 @@ mod tests {
     use super::*;
     use crate::search::system::SearchSystem;
 
+    /// Nothing fits: NCCL falls back to one channel in GPU index order at 0.1 GB/s, type SYS.
+    #[test]
+    fn fallback_when_no_speed_fits() {
+        let topo = crate::cli::source::load_fixture("hgx-h200-8").unwrap();
+        let mut sys = SearchSystem::new(&topo, false).unwrap();
+        // Every link down to 1 GB/s: below the lowest sm90 intra rung (3 GB/s).
+        for bw in &mut sys.link_bw {
+            *bw = 1.0;
+        }
+        let mut st = sys.fresh_state();
+        let req = GraphRequest {
+            id: 0,
+            pattern: Pattern::Ring,
+            coll_net: false,
+            min_channels: 1,
+            max_channels: 32,
+            cross_nic_param: 2,
+        };
+        let g = compute(&sys, &mut st, req, None);
+        assert_eq!(g.n_channels, 1);
+        assert_eq!((g.bw_intra, g.bw_inter), (0.1, 0.1));
+        assert_eq!((g.type_intra, g.type_inter), (PathType::Sys, PathType::Sys));
+        assert_eq!(&g.intra[..8], &[0, 1, 2, 3, 4, 5, 6, 7]);
+        // The state is restored after the search: every link back at 1 GB/s.
+        assert!(st.link_bw.iter().all(|&b| b == 1.0));
+    }
+
     /// Replaying crossNic twins must not change any graph (nor the state left behind).
     #[test]
     fn twin_replay_is_exact() {
