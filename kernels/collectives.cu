@@ -140,12 +140,17 @@ __device__ void ring_broadcast(const KernelArgs& a, const ChannelDesc& d, const 
   prims.finish();
 }
 
-// One rank: the collective is a copy (skipped in place).
+// One rank: the collective is a copy (skipped in place), in pieces that keep
+// element indices within int.
 __device__ void local_copy(const T* in, T* out, i64 off, i64 count) {
-  if (in == out || count == 0) return;
-  const char* srcs[1] = {(const char*)(in + off)};
-  char* dsts[1] = {(char*)(out + off)};
-  reduce_copy<T, 1, 1>(threadIdx.x, blockDim.x, srcs, 1, 1, dsts, 1, (int)count);
+  if (in == out) return;
+  const i64 piece = (i64)1 << 28;
+  for (i64 done = 0; done < count; done += piece) {
+    const int n = (int)(count - done < piece ? count - done : piece);
+    const char* srcs[1] = {(const char*)(in + off + done)};
+    char* dsts[1] = {(char*)(out + off + done)};
+    reduce_copy<T, 1, 1>(threadIdx.x, blockDim.x, srcs, 1, 1, dsts, 1, n);
+  }
 }
 
 extern "C" __global__ void __launch_bounds__(640) planner_collective(KernelArgs args) {

@@ -1,6 +1,7 @@
 //! Command-line front end. Handlers stay thin: parse flags, call the stages,
 //! hand the result to `report`.
 
+pub mod run;
 pub mod source;
 
 use crate::error::Result;
@@ -25,6 +26,8 @@ pub enum Command {
     Topo(TopoArgs),
     /// List the built-in topologies
     Fixtures(FixturesArgs),
+    /// Run one plan with planner's own kernels on the local GPUs: time, algbw, busbw, #wrong
+    Run(run::RunArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -53,6 +56,7 @@ pub fn run(cli: Cli) -> Result<()> {
             );
             Ok(())
         }
+        Command::Run(args) => run::run(args, &cli.source),
         Command::Fixtures(_args) => {
             for f in crate::topo::fixtures::FIXTURES {
                 println!("{:24} {}", f.name, f.description);

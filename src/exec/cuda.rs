@@ -14,6 +14,7 @@ const DRIVER_SYMBOLS: &[&str] = &[
     "cuDeviceCanAccessPeer",
     "cuDevicePrimaryCtxRetain",
     "cuDevicePrimaryCtxRelease_v2",
+    "cuDevicePrimaryCtxSetFlags_v2",
     "cuCtxSetCurrent",
     "cuCtxEnablePeerAccess",
     "cuCtxSynchronize",

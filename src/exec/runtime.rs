@@ -142,6 +142,18 @@ pub struct SizeResult {
     pub cpu_checked: bool,
 }
 
+/// A whole `planner run`: the plan (at its largest size), the machine, the
+/// timing mode and one result per size.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    pub plan: ExecPlan,
+    pub device: DeviceInfo,
+    pub graph: bool,
+    pub iters: usize,
+    pub warmup: usize,
+    pub results: Vec<SizeResult>,
+}
+
 /// What the runtime ran on.
 #[derive(Debug, Clone, Serialize)]
 pub struct DeviceInfo {
@@ -392,6 +404,8 @@ pub struct Executor {
     desc_mem: Vec<DevMem>,
     template: ExecPlan,
     info: DeviceInfo,
+    /// A collective was aborted: kernels may still run, so teardown is skipped.
+    poisoned: std::cell::Cell<bool>,
 }
 
 /// Which GPU holds rank `r`.
@@ -418,6 +432,12 @@ fn open_gpu(ordinal: usize) -> Result<Gpu> {
         format!("cuDeviceGet({ordinal})")
     })?;
     let name = result::device::get_name(dev).unwrap_or_else(|_| "unknown GPU".to_string());
+    // Mapped host memory (the abort flag) needs CU_CTX_MAP_HOST; this fails
+    // harmlessly if the primary context is already active (then UVA maps it).
+    // SAFETY: valid device; only sets creation flags.
+    let _ = unsafe {
+        sys::cuDevicePrimaryCtxSetFlags_v2(dev, sys::CUctx_flags::CU_CTX_MAP_HOST as u32)
+    };
     // SAFETY: dev is a valid device; the retained context is released in Executor::drop.
     let ctx = cu(unsafe { result::primary_ctx::retain(dev) }, || {
         format!("retaining the context of GPU {ordinal}")
@@ -709,6 +729,7 @@ impl Executor {
             desc_mem,
             template: template.clone(),
             info,
+            poisoned: std::cell::Cell::new(false),
         })
     }
 
@@ -1070,6 +1091,7 @@ impl Executor {
             .map(|(g, _)| self.gpus[g].label())
             .collect();
         self.abort.set(1);
+        self.poisoned.set(true);
         let grace = Instant::now();
         for (g, &ev) in events.iter().enumerate() {
             let _ = self.gpus[g].bind();
@@ -1330,6 +1352,15 @@ impl Executor {
 
 impl Drop for Executor {
     fn drop(&mut self) {
+        if self.poisoned.get() {
+            // Kernels may still be spinning on this memory: leave everything to
+            // the driver's cleanup at process exit rather than block here.
+            std::mem::forget(std::mem::take(&mut self._buffer_mem));
+            std::mem::forget(std::mem::take(&mut self.conn_mem));
+            std::mem::forget(std::mem::take(&mut self.status_mem));
+            std::mem::forget(std::mem::take(&mut self.desc_mem));
+            return;
+        }
         for (g, gpu) in self.gpus.iter().enumerate() {
             let _ = gpu.bind();
             // SAFETY: teardown of handles created in open, each once.

@@ -1,1 +1,3 @@
 //! Output for people and scripts.
+
+pub mod run;
