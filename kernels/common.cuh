@@ -72,11 +72,6 @@ static_assert(sizeof(KernelArgs) == 1352, "KernelArgs layout");
 
 // ---------------------------------------------------------------- memory ops
 
-__device__ __forceinline__ u64 ld_acquire_sys(const u64* p) {
-  u64 v;
-  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
 __device__ __forceinline__ u64 ld_volatile_u64(const u64* p) {
   u64 v;
   asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");

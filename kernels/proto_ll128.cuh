@@ -144,7 +144,7 @@ struct PrimsLL128 {
 #pragma unroll
       for (int i = 0; i < MAXS; i++) {
         if (i < ns && tid == i) {
-          while (ld_acquire_sys(send[i]->head) + PLANNER_FIFO_STEPS < send_step[i] + 1) {
+          while (ld_volatile_u64(send[i]->head) + PLANNER_FIFO_STEPS < send_step[i] + 1) {
             if (abort->check()) break;
           }
         }
