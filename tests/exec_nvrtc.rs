@@ -86,3 +86,24 @@ fn compile_error_child() {
     let err = kernels::compile(&v, "sm_90").expect_err("the broken source must not compile");
     println!("{err}");
 }
+
+/// ptxas's resource report (registers, stack, spills) of every variant:
+/// `cargo test --release --test exec_nvrtc -- --ignored --nocapture kernel_resources`
+#[test]
+#[ignore = "a report for people, not a check"]
+fn kernel_resources() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    for v in Variant::all() {
+        let cubin = kernels::compile_with(&v, "sm_90", &["--ptxas-options=--verbose"])
+            .unwrap_or_else(|e| panic!("{} failed: {e}", v.name()));
+        for line in cubin
+            .log
+            .lines()
+            .filter(|l| l.contains("Used") || l.contains("spill"))
+        {
+            println!("{:40} {}", v.name(), line.trim());
+        }
+    }
+}

@@ -153,6 +153,11 @@ pub fn nvrtc_version() -> Result<(i32, i32)> {
 /// Compile one variant to CUBIN for `arch` (e.g. "sm_90"). On a compile error
 /// the message carries NVRTC's log.
 pub fn compile(variant: &Variant, arch: &str) -> Result<Cubin> {
+    compile_with(variant, arch, &[])
+}
+
+/// `compile` with extra NVRTC options (e.g. "--ptxas-options=--verbose").
+pub fn compile_with(variant: &Variant, arch: &str, extra: &[&str]) -> Result<Cubin> {
     cuda::require_nvrtc()?;
     let text = source(variant)?;
     let src =
@@ -164,9 +169,10 @@ pub fn compile(variant: &Variant, arch: &str) -> Result<Cubin> {
         format!("--gpu-architecture={arch}"),
         "--std=c++17".to_string(),
     ];
+    options.extend(extra.iter().map(|s| s.to_string()));
     // Extra options for investigations, e.g. "--ptxas-options=--verbose".
-    if let Ok(extra) = std::env::var("PLANNER_NVRTC_OPTS") {
-        options.extend(extra.split_whitespace().map(str::to_string));
+    if let Ok(env_opts) = std::env::var("PLANNER_NVRTC_OPTS") {
+        options.extend(env_opts.split_whitespace().map(str::to_string));
     }
     // SAFETY: `prog` was just created and is destroyed exactly once below.
     let compiled = unsafe { cudarc::nvrtc::result::compile_program(prog, &options) };
