@@ -3,6 +3,7 @@
 
 pub mod run;
 pub mod source;
+pub mod topo;
 
 use crate::error::Result;
 use clap::{Parser, Subcommand};
@@ -23,45 +24,17 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// What the machine is: link matrix (nvidia-smi topo -m style) and NCCL's paths
-    Topo(TopoArgs),
+    Topo(topo::TopoArgs),
     /// List the built-in topologies
-    Fixtures(FixturesArgs),
+    Fixtures(topo::FixturesArgs),
     /// Run one plan with planner's own kernels on the local GPUs: time, algbw, busbw, #wrong
     Run(run::RunArgs),
 }
 
-#[derive(Debug, clap::Args)]
-pub struct TopoArgs {
-    /// Machine-readable output
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct FixturesArgs {
-    /// Machine-readable output
-    #[arg(long)]
-    pub json: bool,
-}
-
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Topo(_args) => {
-            let cluster = cli.source.load()?;
-            println!(
-                "{}: {} GPUs x {} node(s)",
-                cluster.node.source,
-                cluster.gpus_per_node(),
-                cluster.n_nodes
-            );
-            Ok(())
-        }
+        Command::Topo(args) => topo::run_topo(&cli.source, &args),
+        Command::Fixtures(args) => topo::run_fixtures(&args),
         Command::Run(args) => run::run(args, &cli.source),
-        Command::Fixtures(_args) => {
-            for f in crate::topo::fixtures::FIXTURES {
-                println!("{:24} {}", f.name, f.description);
-            }
-            Ok(())
-        }
     }
 }

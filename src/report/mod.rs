@@ -1,3 +1,4 @@
 //! Output for people and scripts.
 
 pub mod run;
+pub mod topo;
