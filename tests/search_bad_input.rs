@@ -5,7 +5,7 @@ use predicates::str::contains;
 use std::path::PathBuf;
 
 const CAPTURE_XML: &str = include_str!("../fixtures/h200x2-nvswitch-vm.xml");
-const GRAPH_XML: &str = include_str!("../../../shared/captures/h200x2-nvswitch-vm/graph.xml");
+const GRAPH_XML: &str = include_str!("golden/h200x2-nvswitch-vm/graph.xml");
 
 fn write_temp(name: &str, text: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("planner-search-tests-{}", std::process::id()));

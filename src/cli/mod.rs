@@ -2,6 +2,7 @@
 //! hand the result to `report`.
 
 pub mod channels;
+pub mod run;
 pub mod source;
 pub mod topo;
 
@@ -31,6 +32,8 @@ pub enum Command {
     Fixtures(topo::FixturesArgs),
     /// NCCL's channels: ring/tree graphs (pattern, channels, bandwidth, path types), rings and trees per rank, graph XML
     Channels(channels::ChannelsArgs),
+    /// Run one plan with planner's own kernels on the local GPUs: time, algbw, busbw, #wrong
+    Run(run::RunArgs),
 }
 
 pub fn run(cli: Cli) -> Result<()> {
@@ -38,5 +41,6 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Topo(args) => topo::run_topo(&cli.source, &args),
         Command::Fixtures(args) => topo::run_fixtures(&args),
         Command::Channels(args) => channels::run(&cli.source, &cli.graph, &args),
+        Command::Run(args) => run::run(args, &cli.source),
     }
 }

@@ -1,4 +1,5 @@
 //! Output for people and scripts.
 
 pub mod channels;
+pub mod run;
 pub mod topo;
