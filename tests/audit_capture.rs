@@ -115,7 +115,6 @@ fn audit_cli_on_the_capture_log_reports_no_differences() {
 }
 
 #[test]
-#[ignore = "needs the search stage (branch search) on main"]
 fn audit_cli_with_the_planners_own_search_reports_no_differences() {
     let out = planner()
         .args(["audit", &capture("nccl-init-rank0.log")])

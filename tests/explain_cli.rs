@@ -322,3 +322,46 @@ fn all_gather_sizes_follow_nccl_tests() {
     let e = bad_input(&mut explain(&["--coll", "all-gather", "--size", "16"]));
     assert!(e.contains("too small"), "{e}");
 }
+
+#[test]
+fn the_planners_own_search_reproduces_the_capture_table_and_choices() {
+    // No --graph: topology dump -> planner's search and connection -> model.
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("planner"));
+    for var in planner::model::knobs::VARIABLES {
+        cmd.env_remove(var);
+    }
+    cmd.env("NCCL_NVLS_ENABLE", "0");
+    cmd.args([
+        "--topo",
+        &capture("topo.xml"),
+        "explain",
+        "--nccl-version",
+        "2.28",
+        "--nccl-table",
+    ]);
+    let log = std::fs::read_to_string(capture("nccl-init-rank0.log")).unwrap();
+    let start = log.find("NCCL INFO   Algorithm   |").unwrap();
+    let expected: Vec<&str> = log[start..]
+        .lines()
+        .map(|l| l.strip_prefix("NCCL INFO ").unwrap())
+        .take_while(|l| !l.starts_with("24 coll channels"))
+        .collect();
+    let out = stdout(&mut cmd);
+    assert_eq!(out.lines().collect::<Vec<_>>(), expected);
+
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("planner"));
+    for var in planner::model::knobs::VARIABLES {
+        cmd.env_remove(var);
+    }
+    cmd.env("NCCL_NVLS_ENABLE", "0");
+    cmd.args([
+        "--topo",
+        &capture("topo.xml"),
+        "explain",
+        "--nccl-version",
+        "2.28",
+    ]);
+    cmd.args(["--nccl-calls", "--sweep", "4..4G"]);
+    let expected = std::fs::read_to_string(capture("nccl-allreduce-choices.txt")).unwrap();
+    assert_eq!(stdout(&mut cmd), expected);
+}

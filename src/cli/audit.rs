@@ -1,6 +1,7 @@
 //! `planner audit NCCL_LOG`: compare an NCCL_DEBUG=INFO log with the model
 //! for the same machine. Thin: read, build, compare, hand to `report`.
 
+use super::channels::GraphArgs;
 use super::explain::{choose_table, graphs_for, ModelArgs};
 use super::source::SourceArgs;
 use crate::error::{Error, Result};
@@ -16,7 +17,7 @@ pub struct AuditArgs {
     /// NCCL log (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH,TUNING); the topology is --topo or the NCCL_TOPO_DUMP_FILE next to it
     pub log: String,
     /// Feed the model the log's own graphs (compares the cost model alone, not the search)
-    #[arg(long)]
+    #[arg(long, conflicts_with = "graph")]
     pub log_graphs: bool,
     #[command(flatten)]
     pub model: ModelArgs,
@@ -108,7 +109,7 @@ fn source_for(source: &SourceArgs, log: &NcclLog, log_path: &str) -> Result<Sour
     Ok(s)
 }
 
-pub fn run(source: &SourceArgs, args: AuditArgs) -> Result<()> {
+pub fn run(source: &SourceArgs, graph: &GraphArgs, args: AuditArgs) -> Result<()> {
     let log = NcclLog::load(&args.log)?;
     let table = choose_table(&args.model, log.version.as_deref())?;
     let src = source_for(source, &log, &args.log)?;
@@ -123,7 +124,7 @@ pub fn run(source: &SourceArgs, args: AuditArgs) -> Result<()> {
         let (g, c) = graphs_from_log(&log)?;
         (g, c, false)
     } else {
-        let r = graphs_for(&cluster, &env, nvls_state.supported(), None).map_err(|e| {
+        let r = graphs_for(&cluster, &env, nvls_state.supported(), graph).map_err(|e| {
             Error::runtime(format!(
                 "{} (use --log-graphs to audit the cost model with the log's own graphs)",
                 e.message()

@@ -1,11 +1,12 @@
 //! `planner explain`: NCCL's choice for one size or a sweep, why, and NCCL's
 //! own table and per-call formats. Thin: build the model, hand to `report`.
 
+use super::channels::{cross_nic_from_env, GraphArgs};
 use super::source::SourceArgs;
 use crate::error::{Error, Result};
 use crate::model::input::NvlsFlag;
 use crate::model::select::Call;
-use crate::model::{graph_xml, table, Coll, Model, ModelInput, NcclEnv, TuningTable};
+use crate::model::{table, Coll, Model, ModelInput, NcclEnv, TuningTable};
 use crate::report::explain as out;
 use crate::search::{Graphs, SearchOptions};
 use crate::topo::{Cluster, NodeKind};
@@ -60,9 +61,6 @@ pub struct ExplainArgs {
     /// NVLink SHARP: on/off overrides NCCL_NVLS_ENABLE
     #[arg(long, value_enum)]
     pub nvls: Option<OnOff>,
-    /// Use NCCL's graph dump (NCCL_GRAPH_DUMP_FILE) instead of the planner's search
-    #[arg(long, value_name = "FILE")]
-    pub graph: Option<String>,
     /// Audit an NCCL_DEBUG=INFO log against the model (same as `planner audit FILE`)
     #[arg(long, value_name = "FILE")]
     pub nccl_log: Option<String>,
@@ -108,37 +106,26 @@ pub fn choose_table(args: &ModelArgs, log_version: Option<&str>) -> Result<Tunin
     }
 }
 
-/// Run the search as NCCL's init would, or read `--graph`: the graphs and
-/// the runtime channel count.
+/// Run the search as NCCL's init would, or read the global `--graph FILE`:
+/// the graphs and the runtime channel count.
 pub fn graphs_for(
     cluster: &Cluster,
     env: &NcclEnv,
     nvls_supported: bool,
-    graph_file: Option<&str>,
+    graph: &GraphArgs,
 ) -> Result<(Graphs, usize)> {
-    if let Some(path) = graph_file {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::bad_input(format!("{path}: cannot read: {e}")))?;
-        let (min_sm, _) = cluster.node.sm_range();
-        return graph_xml::parse_graphs(&text, path, min_sm, cluster.n_nodes);
-    }
     let coll_nic = cluster
         .node
         .nodes(NodeKind::Net)
         .iter()
         .filter_map(|&i| cluster.node.node(i).net())
         .any(|n| n.coll);
-    let cross_nic = std::env::var("NCCL_CROSS_NIC")
-        .ok()
-        .and_then(|v| crate::model::knobs::parse_c_integer(&v))
-        .filter(|v| (0..=2).contains(v))
-        .unwrap_or(2) as u32;
     let opts = SearchOptions {
         nvls: nvls_supported,
         collnet: env.collnet_enable == Some(1) && coll_nic,
-        cross_nic,
+        cross_nic: cross_nic_from_env()?,
     };
-    let result = crate::search::search(cluster, &opts)?;
+    let (result, _origin) = graph.resolve(cluster, &opts)?;
     let channels = result.connection.n_channels;
     Ok((result.graphs, channels))
 }
@@ -146,10 +133,10 @@ pub fn graphs_for(
 /// Topology, search and tuning: the model `explain` talks about.
 pub fn build_model(
     source: &SourceArgs,
+    graph: &GraphArgs,
     model_args: &ModelArgs,
     env: NcclEnv,
     nvls: Option<OnOff>,
-    graph_file: Option<&str>,
 ) -> Result<Model> {
     let table = choose_table(model_args, None)?;
     let cluster = source.load()?;
@@ -159,7 +146,7 @@ pub fn build_model(
         None => NvlsFlag::Auto,
     };
     let nvls_state = ModelInput::nvls_request(&cluster, &env, flag);
-    let (graphs, channels) = graphs_for(&cluster, &env, nvls_state.supported(), graph_file)?;
+    let (graphs, channels) = graphs_for(&cluster, &env, nvls_state.supported(), graph)?;
     let input = ModelInput::from_graphs(&cluster, &graphs, channels, &env, nvls_state, &table)?;
     Model::new(input, env, table)
 }
@@ -171,7 +158,7 @@ fn write_json(value: &impl serde::Serialize) -> Result<()> {
     Ok(())
 }
 
-pub fn run(source: &SourceArgs, args: ExplainArgs) -> Result<()> {
+pub fn run(source: &SourceArgs, graph: &GraphArgs, args: ExplainArgs) -> Result<()> {
     if let Some(log) = &args.nccl_log {
         let audit_args = super::audit::AuditArgs {
             log: log.clone(),
@@ -179,7 +166,7 @@ pub fn run(source: &SourceArgs, args: ExplainArgs) -> Result<()> {
             model: args.model.clone(),
             json: args.json,
         };
-        return super::audit::run(source, audit_args);
+        return super::audit::run(source, graph, audit_args);
     }
     let coll = Coll::parse(&args.coll)?;
     let size = parse_size(&args.size)?;
@@ -194,7 +181,7 @@ pub fn run(source: &SourceArgs, args: ExplainArgs) -> Result<()> {
     if let Some(p) = &args.proto {
         env.proto = Some(p.clone());
     }
-    let model = build_model(source, &args.model, env, args.nvls, args.graph.as_deref())?;
+    let model = build_model(source, graph, &args.model, env, args.nvls)?;
     let n_ranks = model.input.n_ranks;
 
     if args.nccl_table {

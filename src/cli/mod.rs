@@ -2,7 +2,9 @@
 //! hand the result to `report`.
 
 pub mod audit;
+pub mod channels;
 pub mod explain;
+pub mod run;
 pub mod source;
 pub mod topo;
 
@@ -18,6 +20,8 @@ use clap::{Parser, Subcommand};
 pub struct Cli {
     #[command(flatten)]
     pub source: source::SourceArgs,
+    #[command(flatten)]
+    pub graph: channels::GraphArgs,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -32,13 +36,19 @@ pub enum Command {
     Explain(explain::ExplainArgs),
     /// Compare an NCCL_DEBUG=INFO log with the planner's model, cell by cell
     Audit(audit::AuditArgs),
+    /// NCCL's channels: ring/tree graphs (pattern, channels, bandwidth, path types), rings and trees per rank, graph XML
+    Channels(channels::ChannelsArgs),
+    /// Run one plan with planner's own kernels on the local GPUs: time, algbw, busbw, #wrong
+    Run(run::RunArgs),
 }
 
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Topo(args) => topo::run_topo(&cli.source, &args),
         Command::Fixtures(args) => topo::run_fixtures(&args),
-        Command::Explain(args) => explain::run(&cli.source, args),
-        Command::Audit(args) => audit::run(&cli.source, args),
+        Command::Explain(args) => explain::run(&cli.source, &cli.graph, args),
+        Command::Audit(args) => audit::run(&cli.source, &cli.graph, args),
+        Command::Channels(args) => channels::run(&cli.source, &cli.graph, &args),
+        Command::Run(args) => run::run(args, &cli.source),
     }
 }

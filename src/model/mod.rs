@@ -11,7 +11,6 @@
 //! * `select`: per-call time, argmin in NCCL's tie order, channels and threads.
 //! * `schedule`: grouping of several ops and the channel range each op gets.
 //! * `sweep`: winners over a size range as bands with exact crossovers.
-//! * `graph_xml`: NCCL's graph dump (`NCCL_GRAPH_DUMP_FILE`) as model input.
 //! * `log` and `audit`: read an `NCCL_DEBUG=INFO` log and compare it with the model.
 //!
 //! Arithmetic follows NCCL's C types: bandwidths, latencies and times are
@@ -20,7 +19,6 @@
 
 pub mod audit;
 pub mod examples;
-pub mod graph_xml;
 pub mod input;
 pub mod knobs;
 pub mod log;

@@ -1,5 +1,7 @@
 //! Output for people and scripts.
 
 pub mod audit;
+pub mod channels;
 pub mod explain;
+pub mod run;
 pub mod topo;

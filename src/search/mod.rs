@@ -3,7 +3,15 @@
 //! (`connect.cc`). Input: a `Cluster`; output: plain data (`Graphs`,
 //! `Connection`) that the model and the executor read. No global state.
 
-use crate::topo::PathType;
+pub mod connect;
+pub mod engine;
+pub mod graph_xml;
+pub mod ladder;
+pub mod system;
+pub mod trees;
+
+use crate::error::{Error, Result};
+use crate::topo::{Cluster, PathType};
 use serde::Serialize;
 
 /// NCCL's graph patterns (`graph.h`).
@@ -108,6 +116,35 @@ pub struct Connection {
     pub rings: Vec<Vec<i32>>,
     /// Per runtime channel, per rank: tree parent and children.
     pub trees: Vec<Vec<TreeLinks>>,
+    /// Search channels connected (`min(ring, tree)`), before the runtime multipliers.
+    pub search_channels: usize,
+    pub n_nodes: usize,
+    pub gpus_per_node: usize,
+    /// NCCL's tree depth estimate: `nRanks/nNodes - 1 + log2i(nNodes)`.
+    pub tree_depth: usize,
+    /// Per search channel, the local ranks that face other nodes in the tree:
+    /// `[to parent, to child 0, to child 1]` (NCCL's `treeToParent/Child0/Child1`).
+    pub tree_heads: Vec<[i32; 3]>,
+}
+
+impl Connection {
+    pub fn n_ranks(&self) -> usize {
+        self.n_nodes * self.gpus_per_node
+    }
+    /// Ring predecessor and successor of `rank` on runtime channel `channel`.
+    pub fn ring_neighbours(&self, channel: usize, rank: i32) -> Option<(i32, i32)> {
+        let ring = self.rings.get(channel)?;
+        let pos = ring.iter().position(|&r| r == rank)?;
+        let n = ring.len();
+        Some((ring[(pos + n - 1) % n], ring[(pos + 1) % n]))
+    }
+    /// Whether NCCL logs a `Tree c : ...` line for `rank` (it faces another node).
+    pub fn faces_other_nodes(&self, search_channel: usize, rank: i32) -> bool {
+        let local = rank.rem_euclid(self.gpus_per_node.max(1) as i32);
+        self.tree_heads
+            .get(search_channel)
+            .is_some_and(|h| h.contains(&local))
+    }
 }
 
 /// Knobs of the search (NCCL environment variables and planner flags).
@@ -139,12 +176,139 @@ pub struct SearchResult {
 }
 
 /// Run NCCL's searches on `cluster` and connect the result across nodes.
-pub fn search(
-    cluster: &crate::topo::Cluster,
-    _opts: &SearchOptions,
-) -> crate::error::Result<SearchResult> {
-    Err(crate::error::Error::runtime(format!(
-        "{}: the channel search is not written yet",
-        cluster.node.source
-    )))
+pub fn search(cluster: &Cluster, opts: &SearchOptions) -> Result<SearchResult> {
+    search_with_presets(cluster, opts, &[])
+}
+
+/// Use the graphs of an `NCCL_GRAPH_FILE`-format file instead of searching
+/// (graphs the file does not hold are searched, as NCCL does).
+pub fn load_graph_file(path: &str, cluster: &Cluster) -> Result<SearchResult> {
+    load_graph_file_with(path, cluster, &SearchOptions::default())
+}
+
+/// `load_graph_file` with explicit search options for the graphs not in the file.
+pub fn load_graph_file_with(
+    path: &str,
+    cluster: &Cluster,
+    opts: &SearchOptions,
+) -> Result<SearchResult> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::bad_input(format!("{path}: cannot read: {e}")))?;
+    let root = crate::topo::xml::parse(&text, path)?;
+    let sys = search_system(cluster)?;
+    let presets = graph_xml::parse_graphs(&root, &sys, path)?;
+    search_on(&sys, cluster, opts, &presets)
+}
+
+/// Search with some graphs given (by id); the rest are searched.
+pub fn search_with_presets(
+    cluster: &Cluster,
+    opts: &SearchOptions,
+    presets: &[engine::Graph],
+) -> Result<SearchResult> {
+    let sys = search_system(cluster)?;
+    search_on(&sys, cluster, opts, presets)
+}
+
+/// The search's view of one host of `cluster`; `--net-latency` is added to every
+/// NET's latency (it becomes the graphs' `latencyInter`).
+pub fn search_system(cluster: &Cluster) -> Result<system::SearchSystem> {
+    let mut sys = system::SearchSystem::new(&cluster.node, cluster.n_nodes > 1)?;
+    for net in &mut sys.nets {
+        net.latency += cluster.net_latency_us as f32;
+    }
+    Ok(sys)
+}
+
+fn search_on(
+    sys: &system::SearchSystem,
+    cluster: &Cluster,
+    opts: &SearchOptions,
+    presets: &[engine::Graph],
+) -> Result<SearchResult> {
+    if sys.ngpus == 1 && cluster.n_nodes == 1 {
+        return Err(Error::bad_input(format!(
+            "{}: a single GPU on a single node has nothing to connect; give a topology with 2+ GPUs or --nodes 2+",
+            cluster.node.source
+        )));
+    }
+    let graphs = search_graphs(sys, opts, presets);
+    let connection = connect::connect(cluster, &graphs, opts)?;
+    Ok(SearchResult { graphs, connection })
+}
+
+/// The graphs NCCL computes at init, in NCCL's order (`init.cc`).
+pub fn search_graphs(
+    sys: &system::SearchSystem,
+    opts: &SearchOptions,
+    presets: &[engine::Graph],
+) -> Graphs {
+    let mut st = sys.fresh_state();
+    let preset = |id: u32| {
+        presets
+            .iter()
+            .find(|g| g.id == id && !(opts.cross_nic == 0 && g.cross_nic == 1))
+    };
+    let mut run = |id: u32, pattern: Pattern, coll_net: bool, min: usize, max: usize| {
+        let req = engine::GraphRequest {
+            id,
+            pattern,
+            coll_net,
+            min_channels: min,
+            max_channels: max,
+            cross_nic_param: opts.cross_nic,
+        };
+        engine::compute(sys, &mut st, req, preset(id))
+    };
+    let ring = run(0, Pattern::Ring, false, 1, system::MAX_CHANNELS / 2);
+    let n = ring.n_channels;
+    let tree = run(1, Pattern::BalancedTree, false, n, n);
+    let (collnet_chain, collnet_direct) = if opts.collnet {
+        let chain = run(2, Pattern::Tree, true, n, n);
+        let direct = run(4, Pattern::CollNetDirect, true, 1, system::MAX_CHANNELS);
+        (Some(chain), Some(direct))
+    } else {
+        (None, None)
+    };
+    let nvls = opts
+        .nvls
+        .then(|| run(3, Pattern::Nvls, false, 1, system::MAX_CHANNELS));
+    let public = |g: &engine::Graph| to_public(sys, g);
+    Graphs {
+        ring: public(&ring),
+        tree: public(&tree),
+        collnet_chain: collnet_chain.as_ref().map(public),
+        collnet_direct: collnet_direct.as_ref().map(public),
+        nvls: nvls.as_ref().map(public),
+    }
+}
+
+/// An `f32` as the `f64` a person would write (`45.1`, not `45.099998474121094`).
+pub(crate) fn f32_to_f64(x: f32) -> f64 {
+    x.to_string().parse().unwrap_or(x as f64)
+}
+
+fn to_public(sys: &system::SearchSystem, g: &engine::Graph) -> SearchGraph {
+    let ngpus = sys.ngpus;
+    let width = if g.id == 3 { 1 } else { ngpus };
+    let channels = (0..g.n_channels)
+        .map(|c| SearchChannel {
+            ranks: g.intra[c * ngpus..c * ngpus + width].to_vec(),
+            net_in: sys.inter.then(|| g.inter[2 * c]),
+            net_out: sys.inter.then(|| g.inter[2 * c + 1]),
+        })
+        .collect();
+    SearchGraph {
+        id: g.id,
+        pattern: g.pattern,
+        cross_nic: g.cross_nic,
+        n_channels: g.n_channels,
+        bw_intra: f32_to_f64(g.bw_intra),
+        bw_inter: f32_to_f64(g.bw_inter),
+        type_intra: g.type_intra,
+        type_inter: g.type_inter,
+        latency_inter: f32_to_f64(g.latency_inter),
+        same_channels: g.same_channels,
+        channels,
+    }
 }

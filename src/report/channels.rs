@@ -1,0 +1,294 @@
+//! `planner channels`: the searched graphs and their connection, as a table
+//! for people, as NCCL's own log lines (so they diff against an
+//! `NCCL_DEBUG_SUBSYS=INIT,GRAPH` log), and as JSON.
+
+use crate::search::{Connection, Graphs, Pattern, SearchGraph, SearchResult};
+use crate::topo::{Cluster, NodeKind, Topology};
+use comfy_table::{presets, ContentArrangement, Table};
+use serde::Serialize;
+
+fn pattern_name(p: Pattern) -> &'static str {
+    match p {
+        Pattern::BalancedTree => "balanced tree",
+        Pattern::SplitTree => "split tree",
+        Pattern::Tree => "tree",
+        Pattern::Ring => "ring",
+        Pattern::Nvls => "NVLS",
+        Pattern::CollNetDirect => "CollNet direct",
+    }
+}
+
+/// NCCL's `%f` of a float value.
+fn nccl_f(x: f64) -> String {
+    format!("{:.6}", x as f32 as f64)
+}
+
+fn gpu_label(topo: &Topology, rank: i32) -> String {
+    topo.gpus()
+        .find(|(_, g)| g.rank == rank)
+        .map(|(i, _)| topo.node(i).nccl_label())
+        .unwrap_or_else(|| format!("GPU/rank{rank}"))
+}
+
+fn net_label(topo: &Topology, id: i64) -> String {
+    topo.nodes(NodeKind::Net)
+        .iter()
+        .map(|&i| topo.node(i))
+        .find(|n| n.id as i64 == id)
+        .map(|n| n.nccl_label())
+        .unwrap_or_else(|| format!("NET/{:x}-{:x}", id >> 56, id & 0x00ff_ffff_ffff_ffff))
+}
+
+/// `ncclTopoPrintGraph`: the `Pattern ...` line and one line per channel.
+pub fn nccl_graph_lines(topo: &Topology, g: &SearchGraph) -> Vec<String> {
+    let mut out = vec![format!(
+        "Pattern {}, crossNic {}, nChannels {}, bw {}/{}, type {}/{}, sameChannels {}",
+        g.pattern.number(),
+        g.cross_nic,
+        g.n_channels,
+        nccl_f(g.bw_intra),
+        nccl_f(g.bw_inter),
+        g.type_intra.nccl_name(),
+        g.type_inter.nccl_name(),
+        u8::from(g.same_channels)
+    )];
+    for (c, ch) in g.channels.iter().enumerate() {
+        let mut line = format!("{c:2} :");
+        if let Some(n) = ch.net_in {
+            line.push(' ');
+            line.push_str(&net_label(topo, n));
+        }
+        for &r in &ch.ranks {
+            line.push(' ');
+            line.push_str(&gpu_label(topo, r));
+        }
+        if let Some(n) = ch.net_out {
+            line.push(' ');
+            line.push_str(&net_label(topo, n));
+        }
+        out.push(line);
+    }
+    out
+}
+
+/// `Tree c : up -> rank -> d0/d1/d2` for the channels where `rank` faces another
+/// node (what `connectTrees` logs), each search channel followed by its mirror.
+pub fn nccl_tree_lines(conn: &Connection, rank: i32) -> Vec<String> {
+    let nch = conn.search_channels;
+    let mut out = Vec::new();
+    for c in 0..nch {
+        if !conn.faces_other_nodes(c, rank) {
+            continue;
+        }
+        for channel in [c, c + nch] {
+            if let Some(t) = conn.trees.get(channel).and_then(|v| v.get(rank as usize)) {
+                out.push(format!(
+                    "Tree {channel} : {} -> {rank} -> {}/{}/{}",
+                    t.up, t.down[0], t.down[1], t.down[2]
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// `ncclBuildRings`' `Channel cc/nn : r r r ...` lines (rank 0 prints them),
+/// with `dumpLine`'s 128-character limit.
+pub fn nccl_channel_lines(conn: &Connection) -> Vec<String> {
+    let n = conn.rings.len();
+    let width = conn.n_ranks().saturating_sub(1).to_string().len();
+    conn.rings
+        .iter()
+        .enumerate()
+        .map(|(c, ring)| {
+            let mut line = format!("Channel {c:02}/{n:02} :");
+            for r in ring {
+                if line.len() >= 127 {
+                    break;
+                }
+                line.push_str(&format!(" {r:>width$}"));
+            }
+            if line.len() >= 128 {
+                line.truncate(124);
+                line.push_str("...");
+            }
+            line
+        })
+        .collect()
+}
+
+/// `Ring cc : prev -> rank -> next` per runtime channel.
+pub fn nccl_ring_lines(conn: &Connection, rank: i32) -> Vec<String> {
+    (0..conn.n_channels)
+        .filter_map(|c| {
+            conn.ring_neighbours(c, rank)
+                .map(|(p, n)| format!("Ring {c:02} : {p} -> {rank} -> {n}"))
+        })
+        .collect()
+}
+
+/// The `Trees [c] d0/d1/d2->rank->up ...` line (1023-byte buffer in NCCL).
+pub fn nccl_trees_line(conn: &Connection, rank: i32) -> String {
+    let mut body = String::new();
+    for (c, per_rank) in conn.trees.iter().enumerate() {
+        if let Some(t) = per_rank.get(rank as usize) {
+            body.push_str(&format!(
+                " [{c}] {}/{}/{}->{rank}->{}",
+                t.down[0], t.down[1], t.down[2], t.up
+            ));
+        }
+    }
+    body.truncate(1022);
+    format!("Trees{body}")
+}
+
+/// Every NCCL log line the search and connection produce for `rank`, in NCCL's order.
+pub fn nccl_log_lines(topo: &Topology, result: &SearchResult, rank: i32) -> Vec<String> {
+    let g = &result.graphs;
+    let mut out = Vec::new();
+    out.extend(nccl_graph_lines(topo, &g.ring));
+    out.extend(nccl_graph_lines(topo, &g.tree));
+    for x in [&g.collnet_chain, &g.collnet_direct, &g.nvls]
+        .into_iter()
+        .flatten()
+    {
+        out.extend(nccl_graph_lines(topo, x));
+    }
+    let conn = &result.connection;
+    out.extend(nccl_tree_lines(conn, rank));
+    if rank == 0 {
+        out.extend(nccl_channel_lines(conn));
+    }
+    out.extend(nccl_ring_lines(conn, rank));
+    out.push(nccl_trees_line(conn, rank));
+    out
+}
+
+fn graph_row(name: &str, g: Option<&SearchGraph>, why_not: &str) -> Vec<String> {
+    match g {
+        None => vec![
+            name.to_string(),
+            why_not.to_string(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+        ],
+        Some(g) if g.n_channels == 0 => vec![
+            name.to_string(),
+            format!("{} {}", g.pattern.number(), pattern_name(g.pattern)),
+            "0 (nothing found)".to_string(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+        ],
+        Some(g) => vec![
+            name.to_string(),
+            format!("{} {}", g.pattern.number(), pattern_name(g.pattern)),
+            g.n_channels.to_string(),
+            format!("{} / {}", g.bw_intra, g.bw_inter),
+            format!(
+                "{} / {}",
+                g.type_intra.nccl_name(),
+                g.type_inter.nccl_name()
+            ),
+            if g.same_channels { "yes" } else { "no" }.to_string(),
+            g.cross_nic.to_string(),
+        ],
+    }
+}
+
+/// The table of graphs.
+pub fn graphs_table(graphs: &Graphs) -> String {
+    let mut t = Table::new();
+    t.load_style(presets::UTF8_FULL.with_rounded_corners())
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_width(110)
+        .set_header(vec![
+            "graph",
+            "pattern",
+            "channels",
+            "GB/s intra / inter",
+            "type intra / inter",
+            "same",
+            "crossNic",
+        ]);
+    t.add_row(graph_row("ring (0)", Some(&graphs.ring), ""));
+    t.add_row(graph_row("tree (1)", Some(&graphs.tree), ""));
+    t.add_row(graph_row(
+        "collnet chain (2)",
+        graphs.collnet_chain.as_ref(),
+        "not searched (CollNet off)",
+    ));
+    t.add_row(graph_row(
+        "collnet direct (4)",
+        graphs.collnet_direct.as_ref(),
+        "not searched (CollNet off)",
+    ));
+    t.add_row(graph_row(
+        "nvls (3)",
+        graphs.nvls.as_ref(),
+        "not searched (NVLS off)",
+    ));
+    t.to_string()
+}
+
+/// The human summary: header, table, runtime channels, NCCL's log lines for `rank`.
+pub fn render_text(cluster: &Cluster, result: &SearchResult, rank: i32, origin: &str) -> String {
+    let conn = &result.connection;
+    let mut out = String::new();
+    out.push_str(&format!(
+        "{}: {} GPU(s) x {} node(s) = {} ranks; graphs {}\n",
+        cluster.node.source,
+        cluster.gpus_per_node(),
+        cluster.n_nodes,
+        cluster.n_ranks(),
+        origin
+    ));
+    out.push_str(&graphs_table(&result.graphs));
+    out.push('\n');
+    out.push_str(&format!(
+        "runtime channels: {} ({} search channels x {}), tree depth {}\n",
+        conn.n_channels,
+        conn.search_channels,
+        if conn.search_channels > 0 {
+            format!("{}", conn.n_channels as f64 / conn.search_channels as f64)
+        } else {
+            "0".into()
+        },
+        conn.tree_depth
+    ));
+    out.push_str(&format!("\nNCCL log lines as rank {rank} prints them:\n"));
+    for line in nccl_log_lines(&cluster.node, result, rank) {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+/// `--json`: stable field names.
+#[derive(Debug, Serialize)]
+pub struct ChannelsJson<'a> {
+    pub source: &'a str,
+    pub gpus_per_node: usize,
+    pub nodes: usize,
+    pub ranks: usize,
+    pub graphs_from: &'a str,
+    pub graphs: &'a Graphs,
+    pub connection: &'a Connection,
+}
+
+pub fn render_json(cluster: &Cluster, result: &SearchResult, origin: &str) -> String {
+    let doc = ChannelsJson {
+        source: &cluster.node.source,
+        gpus_per_node: cluster.gpus_per_node(),
+        nodes: cluster.n_nodes,
+        ranks: cluster.n_ranks(),
+        graphs_from: origin,
+        graphs: &result.graphs,
+        connection: &result.connection,
+    };
+    serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+}

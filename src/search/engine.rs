@@ -1,0 +1,1386 @@
+//! NCCL's channel search (`src/graph/search.cc`, v2.28.9), ported step for step:
+//! the recursive search over GPUs (and NETs when more than one node), the
+//! bandwidth accounting that makes channels compete for links, the search
+//! budgets, the relaxation order of `ncclTopoCompute`, channel duplication and
+//! the fallback. The recursion order matters: it decides which of several equal
+//! solutions is found first, so it follows NCCL's exactly.
+
+use super::ladder;
+use super::system::{BwState, RevCharge, SPath, SearchSystem, MAX_CHANNELS};
+use super::Pattern;
+use crate::topo::{CpuArch, CpuVendor, PathType};
+use std::rc::Rc;
+
+const SEARCH_GLOBAL_TIMEOUT: i64 = 1 << 19;
+const SEARCH_TIMEOUT: i32 = 1 << 14;
+const SEARCH_TIMEOUT_TREE: i32 = 1 << 14;
+const SEARCH_TIMEOUT_SAMECHANNELS: i32 = 1 << 8;
+/// `NCCL_MAX_NVLS_ARITY`.
+const MAX_NVLS_ARITY: usize = 32;
+/// `NCCL_MAX_DIRECT_ARITY`.
+const MAX_DIRECT_ARITY: usize = 7;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Forced {
+    None,
+    Pci,
+    Replay,
+}
+
+/// One end of a path the search follows (`type, index` in NCCL; `-1` = None).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    None,
+    Gpu(usize),
+    Net(usize),
+    Nvs,
+}
+
+/// NCCL's `ncclTopoGraph` while searching.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Graph {
+    pub id: u32,
+    pub pattern: Pattern,
+    pub cross_nic: u32,
+    pub coll_net: bool,
+    pub min_channels: usize,
+    pub max_channels: usize,
+    pub n_channels: usize,
+    pub bw_intra: f32,
+    pub bw_inter: f32,
+    pub latency_inter: f32,
+    pub type_intra: PathType,
+    pub type_inter: PathType,
+    pub same_channels: bool,
+    pub n_hops: i32,
+    /// `intra[c * ngpus + i]`: ranks in channel order.
+    pub intra: Vec<i32>,
+    /// `inter[2c]`, `inter[2c+1]`: NET ids entered and left.
+    pub inter: Vec<i64>,
+}
+
+impl Graph {
+    pub fn new(
+        id: u32,
+        pattern: Pattern,
+        ngpus: usize,
+        min_channels: usize,
+        max_channels: usize,
+    ) -> Self {
+        Graph {
+            id,
+            pattern,
+            cross_nic: 0,
+            coll_net: false,
+            min_channels,
+            max_channels,
+            n_channels: 0,
+            bw_intra: 0.0,
+            bw_inter: 0.0,
+            latency_inter: 0.0,
+            type_intra: PathType::Loc,
+            type_inter: PathType::Loc,
+            same_channels: false,
+            n_hops: 0,
+            intra: vec![0; MAX_CHANNELS * ngpus.max(1)],
+            inter: vec![0; MAX_CHANNELS * 2],
+        }
+    }
+}
+
+fn next_type(t: PathType) -> PathType {
+    PathType::from_index(t as usize + 1).unwrap_or(PathType::Dis)
+}
+
+/// `ncclTopoSearchParams`: at which step the channel goes back to the NET or to its first GPU.
+fn search_params(sys: &SearchSystem, pattern: Pattern) -> (i32, i32) {
+    let n = sys.ngpus as i32;
+    if sys.inter {
+        let back_to_net = match pattern {
+            Pattern::Ring => n - 1,
+            Pattern::SplitTree => 1,
+            _ => 0,
+        };
+        (back_to_net, -1)
+    } else {
+        let back_to_first = if pattern == Pattern::Ring { n - 1 } else { -1 };
+        (-1, back_to_first)
+    }
+}
+
+struct Searcher<'a> {
+    sys: &'a SearchSystem,
+    st: &'a mut BwState,
+    /// `ncclTopoSelectNets` results by (typeInter, gpu + 1): they depend on nothing else.
+    nets_cache: Vec<Option<Rc<[usize]>>>,
+    /// Candidate lists for the recursion levels, reused to keep allocation out of the search.
+    pool: Vec<Vec<usize>>,
+    /// Scratch for `next_gpus`' scores.
+    scores: Vec<(u64, u64, usize)>,
+    /// Single-node searches run with crossNic 0, kept to replay their crossNic 2 twins.
+    twins: Vec<TwinRun>,
+    twins_enabled: bool,
+}
+
+/// One finished single-node search: its settings, the bandwidth state it started
+/// from, what it left and the budget it had left.
+struct TwinRun {
+    key: TwinKey,
+    start_links: Vec<f32>,
+    start_nets: Vec<f32>,
+    end_links: Vec<f32>,
+    end_nets: Vec<f32>,
+    time: i32,
+    hops_delta: i32,
+}
+
+#[derive(PartialEq)]
+struct TwinKey {
+    pattern: Pattern,
+    same_channels: bool,
+    bw_intra: u32,
+    bw_inter: u32,
+    type_intra: PathType,
+    type_inter: PathType,
+    min_channels: usize,
+    max_channels: usize,
+    coll_net: bool,
+}
+
+impl TwinKey {
+    fn of(g: &Graph) -> Self {
+        TwinKey {
+            pattern: g.pattern,
+            same_channels: g.same_channels,
+            bw_intra: g.bw_intra.to_bits(),
+            bw_inter: g.bw_inter.to_bits(),
+            type_intra: g.type_intra,
+            type_inter: g.type_inter,
+            min_channels: g.min_channels,
+            max_channels: g.max_channels,
+            coll_net: g.coll_net,
+        }
+    }
+}
+
+impl<'a> Searcher<'a> {
+    fn new(sys: &'a SearchSystem, st: &'a mut BwState) -> Self {
+        Searcher {
+            sys,
+            st,
+            nets_cache: vec![None; PathType::ALL.len() * (sys.ngpus + 1)],
+            pool: Vec::new(),
+            scores: Vec::with_capacity(sys.ngpus),
+            twins: Vec::new(),
+            twins_enabled: false,
+        }
+    }
+
+    #[inline]
+    fn path(&self, a: End, b: End) -> Option<&'a SPath> {
+        let sys = self.sys;
+        match (a, b) {
+            (End::Gpu(x), End::Gpu(y)) => Some(sys.gpu_gpu(x, y)),
+            (End::Gpu(x), End::Net(n)) => Some(sys.gpu_net(x, n)),
+            (End::Net(n), End::Gpu(y)) => Some(sys.net_gpu(n, y)),
+            (End::Nvs, End::Gpu(y)) => sys.nvs_gpu.get(y),
+            (End::Gpu(x), End::Nvs) => sys.gpu_nvs.get(x),
+            _ => None,
+        }
+    }
+
+    /// `followPath`: charge `bw` on the first `max_steps` links; returns how many fit.
+    #[inline(always)]
+    fn follow_links(&mut self, path: &SPath, max_steps: usize, bw: f32) -> usize {
+        let pci_bw = if path.intel_overhead {
+            bw * 6.0 / 5.0
+        } else {
+            bw
+        };
+        let link_bw = &mut self.st.link_bw;
+        let hops = &path.hops[..max_steps.min(path.hops.len())];
+        for (step, hop) in hops.iter().enumerate() {
+            let fw = if hop.pci { pci_bw } else { bw };
+            let Some(fwd) = link_bw.get(hop.edge).copied() else {
+                return step;
+            };
+            if let RevCharge::None = hop.rev {
+                // The common case: no backward charge.
+                if fwd < fw {
+                    return step;
+                }
+                link_bw[hop.edge] = sub_round(fwd, fw);
+                continue;
+            }
+            let (rev_edge, rev_bw) = match hop.rev {
+                RevCharge::Eighth(e) => (e, fw / 8.0),
+                RevCharge::Full(e) => (e, fw),
+                RevCharge::None => (hop.edge, 0.0),
+            };
+            if fwd < fw || (rev_bw != 0.0 && link_bw[rev_edge] < rev_bw) {
+                return step;
+            }
+            link_bw[hop.edge] = sub_round(fwd, fw);
+            if rev_bw != 0.0 {
+                link_bw[rev_edge] = sub_round(link_bw[rev_edge], rev_bw);
+            }
+        }
+        hops.len()
+    }
+
+    /// `ncclTopoFollowPath`: go from `a` to `b` charging `mult` channels of
+    /// bandwidth; false when the path is not allowed or a link lacks capacity.
+    #[inline(always)]
+    fn follow(&mut self, g: &mut Graph, a: End, b: End, mult: f32) -> bool {
+        if a == End::None {
+            return true;
+        }
+        let Some(path) = self.path(a, b) else {
+            return false;
+        };
+        let is_intra = |e: End| matches!(e, End::Gpu(_) | End::Nvs);
+        let intra = is_intra(a) && is_intra(b);
+        let mut bw = if intra { g.bw_intra } else { g.bw_inter };
+        let allowed = if intra { g.type_intra } else { g.type_inter };
+        if path.ptype >= PathType::Dis {
+            return false;
+        }
+        if mult == 1.0 && path.ptype > allowed {
+            return false;
+        }
+        if mult == 1.0 && g.pattern.is_tree() {
+            let rev_type = self.path(b, a).map_or(PathType::Dis, |p| p.ptype);
+            if rev_type > allowed {
+                return false;
+            }
+        }
+        bw *= mult;
+        let count = path.count();
+        let step = self.follow_links(path, count, bw);
+        if step < count {
+            self.follow_links(path, step, -bw);
+            return false;
+        }
+        // NCCL adds a float to an int: truncation toward zero (exact for whole multiples).
+        if mult == 1.0 {
+            g.n_hops += count as i32;
+        } else if mult == -1.0 {
+            g.n_hops -= count as i32;
+        } else {
+            g.n_hops = (g.n_hops as f32 + mult * count as f32) as i32;
+        }
+        true
+    }
+
+    /// `ncclTopoSelectNets` with NETDEVS_POLICY AUTO on a single-host system:
+    /// each GPU's preferred NETs in channel order, then any NET by path type.
+    fn select_nets(&mut self, type_inter: PathType, gpu: Option<usize>) -> Rc<[usize]> {
+        let key = type_inter as usize * (self.sys.ngpus + 1) + gpu.map_or(0, |g| g + 1);
+        if let Some(Some(v)) = self.nets_cache.get(key) {
+            return Rc::clone(v);
+        }
+        let sys = self.sys;
+        let mut nets: Vec<usize> = Vec::new();
+        let push = |nets: &mut Vec<usize>, n: usize| {
+            if !nets.contains(&n) {
+                nets.push(n);
+            }
+        };
+        for g in 0..sys.ngpus {
+            if gpu.is_some_and(|x| x != g) {
+                continue;
+            }
+            let per_channel = &sys.local_net[g];
+            let mut locals: Vec<usize> = Vec::new();
+            for &n in per_channel.iter() {
+                if !locals.is_empty() && n == locals[0] {
+                    break;
+                }
+                locals.push(n);
+            }
+            for n in locals {
+                push(&mut nets, n);
+            }
+        }
+        for t in 0..=type_inter as usize {
+            for g in 0..sys.ngpus {
+                if gpu.is_some_and(|x| x != g) {
+                    continue;
+                }
+                for n in 0..sys.nnets().min(MAX_CHANNELS) {
+                    if sys.gpu_net(g, n).ptype as usize == t {
+                        push(&mut nets, n);
+                    }
+                }
+            }
+        }
+        let nets: Rc<[usize]> = nets.into();
+        if let Some(slot) = self.nets_cache.get_mut(key) {
+            *slot = Some(Rc::clone(&nets));
+        }
+        nets
+    }
+
+    fn replay_gpu(&self, g: &Graph, step: i32) -> Option<usize> {
+        if g.n_channels == 0 {
+            return None;
+        }
+        let idx = (g.n_channels - 1) * self.sys.ngpus + (step + 1) as usize;
+        self.sys.gpu_index_of_rank(*g.intra.get(idx)?)
+    }
+
+    /// `ncclTopoCompareGraphs`: is `g` better than the saved `refg`?
+    fn better(&self, g: &Graph, refg: &Graph) -> bool {
+        if g.n_channels < g.min_channels {
+            return false;
+        }
+        let nch = g.n_channels as f32;
+        let rch = refg.n_channels as f32;
+        if g.pattern == Pattern::Nvls {
+            return (g.n_channels > refg.n_channels && g.n_channels <= self.sys.ngpus)
+                || nch * g.bw_inter > rch * refg.bw_inter;
+        }
+        if nch * g.bw_intra > rch * refg.bw_intra {
+            return true;
+        }
+        if nch * g.bw_intra < rch * refg.bw_intra {
+            return false;
+        }
+        g.pattern == refg.pattern && g.cross_nic == refg.cross_nic && g.n_hops < refg.n_hops
+    }
+
+    /// `ncclTopoSearchNextGpuSort` with an NVSwitch: only the index neighbours are
+    /// tried. NCCL sorts all candidates, then moves each wanted neighbour to the front
+    /// in turn, so the neighbours that are candidates come out in reverse of the wanted
+    /// order and the sort itself never matters. Returns how many were written.
+    #[inline(always)]
+    fn nvs_neighbours(&self, g: &Graph, gpu: usize, out: &mut [usize; 2]) -> usize {
+        let sys = self.sys;
+        let ngpus = sys.ngpus;
+        let flag = channel_flag(g.n_channels);
+        let prev = if gpu == 0 { ngpus - 1 } else { gpu - 1 };
+        let nxt = if gpu + 1 == ngpus { 0 } else { gpu + 1 };
+        let (first, second) = match g.pattern {
+            Pattern::Ring => (nxt, Some(prev)),
+            Pattern::SplitTree | Pattern::BalancedTree => (prev, Some(nxt)),
+            _ => (nxt, None),
+        };
+        let second = second.filter(|&s| s != first);
+        let used = &self.st.used;
+        let candidate = |h: usize| {
+            h != gpu
+                && used.get(h).is_some_and(|&u| u & flag == 0)
+                && sys.gpu_gpu(gpu, h).count() > 0
+        };
+        let mut n = 0;
+        if let Some(s) = second {
+            if candidate(s) {
+                out[0] = s;
+                n = 1;
+            }
+        }
+        if candidate(first) {
+            out[n] = first;
+            n += 1;
+        }
+        n
+    }
+
+    /// `ncclTopoSearchNextGpuSort` without NVSwitch: the GPUs to try next, best first, into `next`.
+    #[inline]
+    fn next_gpus(&mut self, g: &Graph, gpu: usize, sort_net: i32, next: &mut Vec<usize>) {
+        let sys = self.sys;
+        let flag = channel_flag(g.n_channels);
+        let ngpus = sys.ngpus;
+        let candidate =
+            |h: usize| h != gpu && sys.gpu_gpu(gpu, h).count() > 0 && self.st.used[h] & flag == 0;
+        let net = if sort_net != 0 {
+            sys.net_index_of_id(g.inter[g.n_channels * 2])
+        } else {
+            None
+        };
+        // NCCL's score (interBw, interPciBw, interNhops, intraBw, intraNhops, startIndex)
+        // as two precomputed keys that sort in the same order (see `SearchSystem::score_keys`).
+        let mut scores = std::mem::take(&mut self.scores);
+        scores.clear();
+        for i in 1..ngpus {
+            let h = if gpu + i >= ngpus {
+                gpu + i - ngpus
+            } else {
+                gpu + i
+            };
+            if !candidate(h) {
+                continue;
+            }
+            let inter = net.map_or(0, |n| sys.inter_key[n * ngpus + h]);
+            scores.push((inter, sys.intra_key[gpu * ngpus + h], h));
+        }
+        scores.sort_unstable();
+        let same = |k: u64| k >> 24;
+        let all_same_intra = scores.iter().all(|s| same(s.1) == same(scores[0].1));
+        if sort_net == -1 && all_same_intra {
+            next.extend(scores.iter().rev().map(|s| s.2));
+        } else {
+            next.extend(scores.iter().map(|s| s.2));
+        }
+        self.scores = scores;
+    }
+
+    fn check_net(&self, g: &Graph, start: usize, n: usize, step: i32) -> bool {
+        let net = &self.sys.nets[n];
+        let start = &self.sys.nets[start];
+        let nch = g.n_channels;
+        if g.pattern == Pattern::Tree && net.id != start.id {
+            return false;
+        }
+        if g.pattern == Pattern::Ring && g.cross_nic == 2 {
+            if nch & 1 == 1 && net.id != g.inter[(nch - 1) * 2] {
+                return false;
+            }
+        } else if g.cross_nic == 0 && (net.asic != start.asic || net.port != start.port) {
+            return false;
+        }
+        if g.pattern == Pattern::BalancedTree && step != 0 && net.id != g.inter[nch * 2 + 1] {
+            return false;
+        }
+        true
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn try_gpu(
+        &mut self,
+        g: &mut Graph,
+        save: &mut Graph,
+        step: i32,
+        back_to_net: i32,
+        back_to_first: i32,
+        forced: Forced,
+        time: &mut i32,
+        from: End,
+        to: usize,
+    ) {
+        if to >= self.sys.ngpus {
+            return;
+        }
+        let flag = channel_flag(g.n_channels);
+        if self.follow(g, from, End::Gpu(to), 1.0) {
+            self.st.used[to] ^= flag;
+            self.rec_gpu(
+                g,
+                save,
+                Some(to),
+                step,
+                back_to_net,
+                back_to_first,
+                forced,
+                time,
+            );
+            self.st.used[to] ^= flag;
+            self.follow(g, from, End::Gpu(to), -1.0);
+        }
+    }
+
+    fn try_collnet_direct(&mut self, g: &mut Graph, save: &mut Graph, gpu: usize, time: &mut i32) {
+        let ngpus = self.sys.ngpus;
+        let mul = 1.0 / (ngpus as f32 - 1.0);
+        let mut fwd = 0;
+        let mut ok;
+        loop {
+            ok = self.follow(g, End::Gpu(gpu), End::Gpu(fwd), mul);
+            if !ok {
+                break;
+            }
+            fwd += 1;
+            if fwd >= ngpus {
+                break;
+            }
+        }
+        if ok {
+            let mut bwd = 0;
+            loop {
+                ok = self.follow(g, End::Gpu(bwd), End::Gpu(gpu), mul);
+                if !ok {
+                    break;
+                }
+                bwd += 1;
+                if bwd >= ngpus {
+                    break;
+                }
+            }
+            if ok {
+                // The head is in place; the other GPUs follow in index order.
+                let mut step = 1;
+                for index in 0..ngpus {
+                    if index != gpu {
+                        g.intra[g.n_channels * ngpus + step] = self.sys.gpu_rank[index];
+                        step += 1;
+                    }
+                }
+                self.rec_gpu(g, save, None, ngpus as i32, -1, -1, Forced::None, time);
+            }
+            while bwd > 0 {
+                bwd -= 1;
+                self.follow(g, End::Gpu(bwd), End::Gpu(gpu), -mul);
+            }
+        }
+        while fwd > 0 {
+            fwd -= 1;
+            self.follow(g, End::Gpu(gpu), End::Gpu(fwd), -mul);
+        }
+    }
+
+    fn try_nvls(&mut self, g: &mut Graph, save: &mut Graph, gpu: usize, time: &mut i32) {
+        let ngpus = self.sys.ngpus;
+        let mult = |d: usize| if d == gpu { 2.0 } else { 1.0 };
+        let mut d0 = 0;
+        let mut ok;
+        loop {
+            ok = self.follow(g, End::Nvs, End::Gpu(d0), mult(d0));
+            d0 += 1;
+            if !ok || d0 >= ngpus {
+                break;
+            }
+        }
+        if !ok {
+            d0 -= 1;
+        } else {
+            let mut d1 = 0;
+            loop {
+                ok = self.follow(g, End::Gpu(d1), End::Nvs, mult(d1));
+                d1 += 1;
+                if !ok || d1 >= ngpus {
+                    break;
+                }
+            }
+            if !ok {
+                d1 -= 1;
+            } else {
+                self.rec_gpu(g, save, None, ngpus as i32, -1, -1, Forced::None, time);
+            }
+            while d1 > 0 {
+                d1 -= 1;
+                self.follow(g, End::Gpu(d1), End::Nvs, -mult(d1));
+            }
+        }
+        while d0 > 0 {
+            d0 -= 1;
+            self.follow(g, End::Nvs, End::Gpu(d0), -mult(d0));
+        }
+    }
+
+    /// `ncclTopoSearchRecGpu`.
+    #[allow(clippy::too_many_arguments)]
+    fn rec_gpu(
+        &mut self,
+        g: &mut Graph,
+        save: &mut Graph,
+        gpu: Option<usize>,
+        step: i32,
+        back_to_net: i32,
+        back_to_first: i32,
+        forced: Forced,
+        time: &mut i32,
+    ) {
+        if *time <= 0 {
+            return;
+        }
+        *time -= 1;
+        let ngpus = self.sys.ngpus;
+        if step == ngpus as i32 {
+            // A channel is complete: keep it if it makes a better graph, then try one more.
+            g.n_channels += 1;
+            if self.better(g, save) {
+                save.clone_from(g);
+                if g.n_channels == g.max_channels {
+                    *time = -1;
+                }
+            }
+            if g.n_channels < g.max_channels {
+                self.search_rec(g, save, time);
+            }
+            g.n_channels -= 1;
+            return;
+        }
+        let Some(gpu) = gpu else {
+            return;
+        };
+        let nch = g.n_channels;
+        g.intra[nch * ngpus + step as usize] = self.sys.gpu_rank[gpu];
+        if step == back_to_net {
+            // Leave through a NET.
+            if !self.sys.inter {
+                return;
+            }
+            let Some(start_net) = self.sys.net_index_of_id(g.inter[nch * 2]) else {
+                return;
+            };
+            let nets = self.select_nets(g.type_inter, Some(gpu));
+            for &n in nets.iter() {
+                if !self.check_net(g, start_net, n, step) {
+                    continue;
+                }
+                let mut next_back_to_net = -1;
+                let bw_inter_save = g.bw_inter;
+                if g.pattern == Pattern::BalancedTree {
+                    // Half of the NET traffic on each of the first two GPUs.
+                    if step == 0 {
+                        next_back_to_net = 1;
+                    }
+                    g.bw_inter /= 2.0;
+                }
+                let ok = self.follow(g, End::Gpu(gpu), End::Net(n), 1.0);
+                g.bw_inter = bw_inter_save;
+                if ok {
+                    g.inter[nch * 2 + 1] = self.sys.nets[n].id;
+                    self.rec_gpu(
+                        g,
+                        save,
+                        Some(gpu),
+                        step,
+                        next_back_to_net,
+                        back_to_first,
+                        forced,
+                        time,
+                    );
+                    if g.pattern == Pattern::BalancedTree {
+                        g.bw_inter /= 2.0;
+                    }
+                    self.follow(g, End::Gpu(gpu), End::Net(n), -1.0);
+                    g.bw_inter = bw_inter_save;
+                }
+            }
+        } else if g.pattern == Pattern::Nvls {
+            self.try_nvls(g, save, gpu, time);
+        } else if g.pattern == Pattern::CollNetDirect {
+            self.try_collnet_direct(g, save, gpu, time);
+        } else if step < ngpus as i32 - 1 {
+            // Up to two candidates inline (forced orders, NVSwitch neighbours); a pooled
+            // list only for the full sort.
+            let mut few = [0usize; 2];
+            let mut n_few = 0;
+            let mut sorted: Option<Vec<usize>> = None;
+            match forced {
+                Forced::Pci => {
+                    few[0] = step as usize + 1;
+                    n_few = 1;
+                }
+                Forced::Replay => {
+                    if let Some(x) = self.replay_gpu(g, step) {
+                        few[0] = x;
+                        n_few = 1;
+                    }
+                }
+                Forced::None if self.sys.n_nvs > 0 => {
+                    n_few = self.nvs_neighbours(g, gpu, &mut few);
+                }
+                Forced::None => {
+                    let sort_net = if back_to_net == -1 {
+                        0
+                    } else if back_to_net == step + 1 {
+                        1
+                    } else {
+                        -1
+                    };
+                    let mut next = self.pool.pop().unwrap_or_default();
+                    self.next_gpus(g, gpu, sort_net, &mut next);
+                    sorted = Some(next);
+                }
+            }
+            let list: &[usize] = match &sorted {
+                Some(v) => v,
+                None => &few[..n_few],
+            };
+            for &to in list {
+                self.try_gpu(
+                    g,
+                    save,
+                    step + 1,
+                    back_to_net,
+                    back_to_first,
+                    forced,
+                    time,
+                    End::Gpu(gpu),
+                    to,
+                );
+            }
+            if let Some(mut next) = sorted {
+                next.clear();
+                self.pool.push(next);
+            }
+        } else if step == back_to_first {
+            // Close the ring on the first GPU.
+            let Some(first) = self.sys.gpu_index_of_rank(g.intra[nch * ngpus]) else {
+                return;
+            };
+            if self.follow(g, End::Gpu(gpu), End::Gpu(first), 1.0) {
+                self.rec_gpu(
+                    g,
+                    save,
+                    Some(first),
+                    step + 1,
+                    back_to_net,
+                    -1,
+                    forced,
+                    time,
+                );
+                self.follow(g, End::Gpu(gpu), End::Gpu(first), -1.0);
+            }
+        } else {
+            self.rec_gpu(g, save, Some(gpu), ngpus as i32, -1, -1, forced, time);
+        }
+    }
+
+    /// `ncclTopoSearchRecNet`: start a channel from each candidate NET.
+    fn rec_net(
+        &mut self,
+        g: &mut Graph,
+        save: &mut Graph,
+        back_to_net: i32,
+        back_to_first: i32,
+        time: &mut i32,
+    ) {
+        // NCCL holds this in an int: fractional speeds are truncated.
+        let bw = (g.bw_inter as i32) as f32;
+        let nets = self.select_nets(g.type_inter, None);
+        let count = nets.len();
+        let mut found = false;
+        for i in 0..count {
+            let head_pattern = matches!(g.pattern, Pattern::Nvls | Pattern::CollNetDirect);
+            if head_pattern && found {
+                break;
+            }
+            let n = nets[(g.n_channels + i) % count];
+            let net = self.sys.nets[n].clone();
+            if g.coll_net && !net.coll {
+                continue;
+            }
+            if self.st.net_bw[n] < bw {
+                continue;
+            }
+            let nch = g.n_channels;
+            if g.pattern == Pattern::Ring
+                && g.cross_nic == 2
+                && nch & 1 == 1
+                && net.id != g.inter[(nch - 1) * 2 + 1]
+            {
+                continue;
+            }
+            g.inter[nch * 2] = net.id;
+            g.latency_inter = net.latency;
+            self.charge_net(&net, -bw);
+
+            if head_pattern {
+                // NVLS / CollNet direct only pair NICs with their local GPU to pick heads.
+                if nch < count && net.local_gpu != -1 {
+                    let head = net.local_gpu as usize;
+                    let rank = self.sys.gpu_rank[head];
+                    let ngpus = self.sys.ngpus;
+                    let duplicate = (0..nch).any(|c| g.intra[c * ngpus] == rank);
+                    if !duplicate {
+                        self.try_gpu(
+                            g,
+                            save,
+                            0,
+                            back_to_net,
+                            back_to_first,
+                            Forced::None,
+                            time,
+                            End::Net(n),
+                            head,
+                        );
+                        found = true;
+                    }
+                }
+            } else if nch > 0 && g.same_channels {
+                if let Some(first) = self.replay_gpu(g, -1) {
+                    self.try_gpu(
+                        g,
+                        save,
+                        0,
+                        back_to_net,
+                        back_to_first,
+                        Forced::Replay,
+                        time,
+                        End::Net(n),
+                        first,
+                    );
+                }
+            } else {
+                if nch == 0 && self.sys.n_nvs == 0 {
+                    // PCI order first, as a reference, on its own small budget.
+                    let mut t = 1 << 10;
+                    self.try_gpu(
+                        g,
+                        save,
+                        0,
+                        back_to_net,
+                        back_to_first,
+                        Forced::Pci,
+                        &mut t,
+                        End::Net(n),
+                        0,
+                    );
+                    if t == -1 {
+                        *time = -1;
+                    }
+                }
+                let local_gpu = net.local_gpu;
+                if local_gpu != -1 {
+                    self.try_gpu(
+                        g,
+                        save,
+                        0,
+                        back_to_net,
+                        back_to_first,
+                        Forced::None,
+                        time,
+                        End::Net(n),
+                        local_gpu as usize,
+                    );
+                }
+                // NCCL `continue`s here when no GPU reaches the NET, skipping its
+                // bandwidth restore; that NET then stays charged. We restore it
+                // (no GPU can use such a NET anyway).
+                let (locals, ptype) = self.sys.local_gpus_of_net(n);
+                if ptype != PathType::Dis {
+                    for lg in locals {
+                        if lg as i32 == local_gpu {
+                            continue;
+                        }
+                        self.try_gpu(
+                            g,
+                            save,
+                            0,
+                            back_to_net,
+                            back_to_first,
+                            Forced::None,
+                            time,
+                            End::Net(n),
+                            lg,
+                        );
+                    }
+                }
+            }
+            self.charge_net(&net, bw);
+        }
+    }
+
+    /// NETs on the same asic and port share bandwidth.
+    fn charge_net(&mut self, net: &super::system::SNet, delta: f32) {
+        for (m, other) in self.sys.nets.iter().enumerate() {
+            if other.asic == net.asic && other.port == net.port {
+                self.st.net_bw[m] += delta;
+            }
+        }
+    }
+
+    /// One search of `ncclTopoCompute`, or the replay of its twin.
+    ///
+    /// On one node NCCL still retries every ring/tree search with crossNic 2 when the
+    /// host has several NICs, yet crossNic only matters when channels use NETs. Such a
+    /// retry explores exactly what its crossNic 0 twin explored (same settings, same
+    /// starting bandwidths, checked bit for bit), so it ends with the same budget left
+    /// and the same bandwidths; and it cannot replace the saved graph: that graph is at
+    /// least as good as anything the twin found, and equal graphs only win on fewer hops
+    /// with the same crossNic. Replaying it gives NCCL's result at half the work.
+    fn search_or_replay(&mut self, g: &mut Graph, save: &mut Graph, time: &mut i32) {
+        if !self.twins_enabled {
+            self.search_rec(g, save, time);
+            return;
+        }
+        let key = TwinKey::of(g);
+        if g.cross_nic != 0 {
+            let st = &*self.st;
+            let twin = self
+                .twins
+                .iter()
+                .find(|t| t.key == key && t.start_links == st.link_bw && t.start_nets == st.net_bw);
+            if let Some(t) = twin {
+                self.st.link_bw.clone_from(&t.end_links);
+                self.st.net_bw.clone_from(&t.end_nets);
+                g.n_hops += t.hops_delta;
+                *time = t.time;
+                return;
+            }
+            self.search_rec(g, save, time);
+            return;
+        }
+        let start_links = self.st.link_bw.clone();
+        let start_nets = self.st.net_bw.clone();
+        let hops = g.n_hops;
+        self.search_rec(g, save, time);
+        if self.st.used.iter().all(|&u| u == 0) {
+            self.twins.push(TwinRun {
+                key,
+                start_links,
+                start_nets,
+                end_links: self.st.link_bw.clone(),
+                end_nets: self.st.net_bw.clone(),
+                time: *time,
+                hops_delta: g.n_hops - hops,
+            });
+        }
+    }
+
+    /// `ncclTopoSearchRec`.
+    fn search_rec(&mut self, g: &mut Graph, save: &mut Graph, time: &mut i32) {
+        let (back_to_net, back_to_first) = search_params(self.sys, g.pattern);
+        if self.sys.inter {
+            self.rec_net(g, save, back_to_net, back_to_first, time);
+            return;
+        }
+        if g.pattern == Pattern::Nvls {
+            let head = g.n_channels;
+            self.try_gpu(
+                g,
+                save,
+                0,
+                back_to_net,
+                back_to_first,
+                Forced::None,
+                time,
+                End::None,
+                head,
+            );
+            return;
+        }
+        if g.n_channels == 0 {
+            self.try_gpu(
+                g,
+                save,
+                0,
+                back_to_net,
+                back_to_first,
+                Forced::Pci,
+                time,
+                End::None,
+                0,
+            );
+        } else if let Some(first) = self.replay_gpu(g, -1) {
+            self.try_gpu(
+                g,
+                save,
+                0,
+                back_to_net,
+                back_to_first,
+                Forced::Replay,
+                time,
+                End::None,
+                first,
+            );
+        }
+        if !g.same_channels || g.n_channels == 0 {
+            for start in 0..self.sys.ngpus {
+                self.try_gpu(
+                    g,
+                    save,
+                    0,
+                    back_to_net,
+                    back_to_first,
+                    Forced::None,
+                    time,
+                    End::None,
+                    start,
+                );
+            }
+        }
+    }
+}
+
+#[inline]
+fn channel_flag(channel: usize) -> u64 {
+    1u64.checked_shl(channel as u32).unwrap_or(0)
+}
+
+/// NCCL's `SUB_ROUND`: subtract and round to 1/1000 so float drift does not accumulate.
+#[inline]
+fn sub_round(a: f32, b: f32) -> f32 {
+    round_half_away((a - b) * 1000.0) / 1000.0
+}
+
+/// C's `roundf` without the libm call: exact for every finite `f32` whose
+/// integer part fits an `i64` (bandwidths x 1000 are far below that). Below
+/// 2^23 the fraction `x - trunc(x)` is exact; at or above it `x` is already integral.
+#[inline]
+fn round_half_away(x: f32) -> f32 {
+    let whole = x as i64;
+    let frac = x - whole as f32;
+    let rounded = if frac >= 0.5 {
+        whole + 1
+    } else if frac <= -0.5 {
+        whole - 1
+    } else {
+        whole
+    };
+    rounded as f32
+}
+
+/// What to search for (NCCL sets these before `ncclTopoCompute`).
+#[derive(Debug, Clone, Copy)]
+pub struct GraphRequest {
+    pub id: u32,
+    pub pattern: Pattern,
+    pub coll_net: bool,
+    pub min_channels: usize,
+    pub max_channels: usize,
+    /// `NCCL_CROSS_NIC`.
+    pub cross_nic_param: u32,
+}
+
+/// `ncclTopoDupChannels`.
+fn dup_channels(g: &mut Graph, cc_min: u32, ngpus: usize) {
+    if g.n_channels == 0 || g.pattern == Pattern::Nvls || g.bw_intra < 25.0 {
+        return;
+    }
+    if cc_min > 80 && g.bw_intra < 50.0 && g.n_channels > 4 {
+        return;
+    }
+    let n = g.n_channels;
+    let dup = (n * 2).min(g.max_channels);
+    if dup <= n {
+        return;
+    }
+    g.intra.copy_within(0..(dup - n) * ngpus, n * ngpus);
+    g.inter.copy_within(0..(dup - n) * 2, n * 2);
+    let div = dup.div_ceil(n) as f32;
+    g.bw_intra /= div;
+    g.bw_inter /= div;
+    g.n_channels = dup;
+}
+
+/// `ncclTopoCompute`: search one graph. `preset` is a graph read from a graph
+/// file (`NCCL_GRAPH_FILE`): when it has channels it is used as is.
+pub fn compute(
+    sys: &SearchSystem,
+    st: &mut BwState,
+    req: GraphRequest,
+    preset: Option<&Graph>,
+) -> Graph {
+    compute_with(sys, st, req, preset, true)
+}
+
+/// `compute`, optionally without replaying crossNic twins (to check the replay).
+pub(crate) fn compute_with(
+    sys: &SearchSystem,
+    st: &mut BwState,
+    req: GraphRequest,
+    preset: Option<&Graph>,
+    replay_twins: bool,
+) -> Graph {
+    let ngpus = sys.ngpus;
+    let mut graph = Graph::new(
+        req.id,
+        req.pattern,
+        ngpus,
+        req.min_channels,
+        req.max_channels,
+    );
+    graph.coll_net = req.coll_net;
+    let cross_nic = if sys.nnets() > 1
+        && matches!(
+            req.pattern,
+            Pattern::Ring | Pattern::BalancedTree | Pattern::SplitTree
+        ) {
+        req.cross_nic_param
+    } else {
+        0
+    };
+    graph.cross_nic = if cross_nic == 1 { 1 } else { 0 };
+    let (mut min_type_intra, mut max_type_intra) = (PathType::Loc, PathType::Sys);
+    let (mut min_type_inter, mut max_type_inter) = (PathType::Pix, PathType::Sys);
+    if ngpus > 1 {
+        (min_type_intra, max_type_intra) = sys.gpu_path_type_range(false);
+    }
+    if sys.inter {
+        (min_type_inter, max_type_inter) = sys.gpu_path_type_range(true);
+        max_type_intra = max_type_inter;
+    }
+    graph.type_intra = min_type_intra;
+    graph.type_inter = min_type_inter;
+    let try_same_channels = req.pattern != Pattern::Nvls;
+    graph.same_channels = try_same_channels;
+
+    if let Some(p) = preset {
+        if p.n_channels > 0 {
+            let mut g = p.clone();
+            g.min_channels = req.min_channels;
+            g.max_channels = req.max_channels;
+            g.coll_net = req.coll_net;
+            return g;
+        }
+    }
+
+    let cc_min = sys.cc_min();
+    if req.pattern == Pattern::Nvls && (sys.n_nvs == 0 || cc_min < 90) {
+        return graph;
+    }
+    if req.pattern == Pattern::Nvls {
+        graph.max_channels = MAX_NVLS_ARITY.min(ngpus);
+    }
+    if req.pattern == Pattern::CollNetDirect {
+        graph.max_channels = (MAX_DIRECT_ARITY + 1).min(ngpus);
+    }
+    if ngpus == 1 && graph.pattern != Pattern::Ring {
+        graph.pattern = Pattern::Tree;
+    }
+    if !sys.inter && graph.pattern == Pattern::Nvls {
+        // Intra-node NVLS pulls evenly from all GPUs.
+        graph.min_channels = graph.max_channels;
+    }
+    if graph.pattern == Pattern::Ring
+        && sys.split_nvlink()
+        && graph.max_channels >= 2
+        && graph.min_channels == 1
+    {
+        // Two NVLink islands: tree needs 2 channels, and tree uses ring's count.
+        graph.min_channels = 2;
+    }
+
+    let mut tmp = graph.clone();
+    let speeds = ladder::ladder(cc_min, sys.inter);
+    let nspeeds = speeds.len();
+    let mut pass = 1;
+    let max_bw = sys.max_bw;
+    let mut total_bw = sys.total_bw;
+    if ngpus > 1 && graph.pattern != Pattern::Ring {
+        // NCCL multiplies by a double.
+        total_bw = (total_bw as f64 * (ngpus as f64 * 1.0 / (ngpus as f64 - 1.0))) as f32;
+    }
+    let mut speed_index = ladder::start_index(speeds, max_bw, total_bw, graph.min_channels);
+    tmp.bw_intra = speeds[speed_index];
+    tmp.bw_inter = speeds[speed_index];
+    let mut global_timeout = SEARCH_GLOBAL_TIMEOUT;
+    let amd_sys = sys.cpu_arch == CpuArch::X86 && sys.cpu_vendor == CpuVendor::Amd;
+
+    let mut searcher = Searcher::new(sys, st);
+    searcher.twins_enabled = replay_twins && !sys.inter;
+    loop {
+        // search:
+        let mut time = if tmp.same_channels {
+            SEARCH_TIMEOUT_SAMECHANNELS
+        } else if tmp.pattern == Pattern::Tree {
+            SEARCH_TIMEOUT_TREE
+        } else {
+            SEARCH_TIMEOUT
+        };
+        tmp.n_channels = 0;
+        global_timeout -= time as i64;
+        searcher.search_or_replay(&mut tmp, &mut graph, &mut time);
+
+        let done = time == -1 || graph.n_channels as f32 * graph.bw_inter >= sys.total_bw;
+        if !done && pass == 1 {
+            // No perfect solution yet: relax one constraint at a time.
+            if tmp.same_channels && !(amd_sys && tmp.type_intra == PathType::Sys) {
+                tmp.same_channels = false;
+                continue;
+            }
+            tmp.same_channels = try_same_channels;
+            if time != -1 {
+                global_timeout += time as i64;
+            } else {
+                global_timeout = SEARCH_GLOBAL_TIMEOUT;
+            }
+            let out_of_time = global_timeout < 0 && graph.n_channels > 0;
+            if !out_of_time {
+                if cc_min >= 90 && tmp.pattern == Pattern::BalancedTree {
+                    tmp.pattern = Pattern::Tree;
+                    continue;
+                }
+                tmp.pattern = graph.pattern;
+                let max_intra = if sys.inter {
+                    tmp.type_inter
+                } else {
+                    max_type_intra
+                };
+                if tmp.type_intra < max_intra
+                    && (graph.n_channels == 0 || tmp.type_intra < graph.type_intra)
+                {
+                    tmp.type_intra = next_type(tmp.type_intra);
+                    if tmp.type_intra < PathType::Dis {
+                        continue;
+                    }
+                }
+                tmp.type_intra = min_type_intra;
+                if sys.inter
+                    && tmp.type_inter < max_type_inter
+                    && (graph.n_channels == 0
+                        || tmp.type_inter < graph.type_inter
+                        || tmp.type_inter < PathType::Pxn)
+                {
+                    tmp.type_inter = next_type(tmp.type_inter);
+                    if tmp.type_inter < PathType::Dis {
+                        continue;
+                    }
+                }
+                tmp.type_inter = min_type_inter;
+                if cross_nic == 2
+                    && tmp.cross_nic == 0
+                    && matches!(graph.pattern, Pattern::Ring | Pattern::BalancedTree)
+                {
+                    tmp.cross_nic = 2;
+                    continue;
+                }
+                tmp.cross_nic = if cross_nic == 1 { 1 } else { 0 };
+                if speed_index < nspeeds - 1
+                    && (graph.n_channels == 0
+                        || (speeds[speed_index + 1] / graph.bw_inter) as f64 > 0.49)
+                {
+                    speed_index += 1;
+                    tmp.bw_intra = speeds[speed_index];
+                    tmp.bw_inter = speeds[speed_index];
+                    continue;
+                }
+                speed_index = 0;
+                while speeds[speed_index] > max_bw && speed_index < nspeeds - 1 {
+                    speed_index += 1;
+                }
+                tmp.bw_intra = speeds[speed_index];
+                tmp.bw_inter = speeds[speed_index];
+            }
+        }
+        // done:
+        if pass == 1 {
+            time = -1;
+            dup_channels(&mut graph, cc_min, ngpus);
+            tmp = graph.clone();
+            speed_index = 0;
+            while speeds[speed_index] > graph.bw_inter && speed_index < nspeeds - 1 {
+                speed_index += 1;
+            }
+            tmp.bw_intra = speeds[speed_index];
+            tmp.bw_inter = speeds[speed_index];
+            tmp.min_channels = graph.n_channels;
+            pass = 2;
+        }
+        // pass 2: try to raise the bandwidth of the solution.
+        if time != 0 && speed_index > 0 {
+            if graph.pattern == Pattern::Ring {
+                speed_index -= 1;
+                tmp.bw_intra = speeds[speed_index];
+                tmp.bw_inter = speeds[speed_index];
+                continue;
+            } else if graph.pattern == Pattern::Nvls
+                && tmp.bw_inter == graph.bw_inter
+                && tmp.bw_inter < tmp.bw_intra * 2.0
+            {
+                tmp.min_channels = graph.n_channels;
+                tmp.max_channels = graph.n_channels;
+                speed_index -= 1;
+                tmp.bw_inter = speeds[speed_index];
+                continue;
+            } else if tmp.bw_intra == graph.bw_intra && tmp.bw_intra < tmp.bw_inter * 2.0 {
+                speed_index -= 1;
+                tmp.bw_intra = speeds[speed_index];
+                continue;
+            }
+        }
+        break;
+    }
+
+    if graph.n_channels == 0 && !graph.coll_net && graph.pattern != Pattern::Nvls {
+        // Nothing fits: one channel in index order at a token bandwidth.
+        for i in 0..ngpus {
+            graph.intra[i] = sys.gpu_rank[i];
+        }
+        graph.inter[0] = 0;
+        graph.inter[1] = 0;
+        graph.bw_intra = 0.1;
+        graph.bw_inter = 0.1;
+        graph.type_intra = PathType::Sys;
+        graph.type_inter = PathType::Sys;
+        graph.n_channels = 1;
+    }
+    graph
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::search::system::SearchSystem;
+
+    /// Nothing fits: NCCL falls back to one channel in GPU index order at 0.1 GB/s, type SYS.
+    #[test]
+    fn fallback_when_no_speed_fits() {
+        let topo = crate::cli::source::load_fixture("hgx-h200-8").unwrap();
+        let mut sys = SearchSystem::new(&topo, false).unwrap();
+        // Every link down to 1 GB/s: below the lowest sm90 intra rung (3 GB/s).
+        for bw in &mut sys.link_bw {
+            *bw = 1.0;
+        }
+        let mut st = sys.fresh_state();
+        let req = GraphRequest {
+            id: 0,
+            pattern: Pattern::Ring,
+            coll_net: false,
+            min_channels: 1,
+            max_channels: 32,
+            cross_nic_param: 2,
+        };
+        let g = compute(&sys, &mut st, req, None);
+        assert_eq!(g.n_channels, 1);
+        assert_eq!((g.bw_intra, g.bw_inter), (0.1, 0.1));
+        assert_eq!((g.type_intra, g.type_inter), (PathType::Sys, PathType::Sys));
+        assert_eq!(&g.intra[..8], &[0, 1, 2, 3, 4, 5, 6, 7]);
+        // The state is restored after the search: every link back at 1 GB/s.
+        assert!(st.link_bw.iter().all(|&b| b == 1.0));
+    }
+
+    /// Replaying crossNic twins must not change any graph (nor the state left behind).
+    #[test]
+    fn twin_replay_is_exact() {
+        for f in crate::topo::fixtures::FIXTURES {
+            let topo = crate::cli::source::load_fixture(f.name).unwrap();
+            let Ok(sys) = SearchSystem::new(&topo, false) else {
+                continue;
+            };
+            let mut st_fast = sys.fresh_state();
+            let mut st_slow = sys.fresh_state();
+            let mut ring_channels = 0;
+            for (id, pattern) in [(0, Pattern::Ring), (1, Pattern::BalancedTree)] {
+                let (min, max) = if id == 0 {
+                    (1, 32)
+                } else {
+                    (ring_channels, ring_channels)
+                };
+                let req = GraphRequest {
+                    id,
+                    pattern,
+                    coll_net: false,
+                    min_channels: min,
+                    max_channels: max,
+                    cross_nic_param: 2,
+                };
+                let fast = compute_with(&sys, &mut st_fast, req, None, true);
+                let slow = compute_with(&sys, &mut st_slow, req, None, false);
+                assert_eq!(fast, slow, "{} graph {id}", f.name);
+                ring_channels = fast.n_channels;
+            }
+            assert_eq!(st_fast.link_bw, st_slow.link_bw, "{}", f.name);
+        }
+    }
+
+    #[test]
+    fn round_matches_roundf() {
+        // f32::round is C's roundf (half away from zero); compare on a dense sweep and edges.
+        let mut x = -20_000.0f32;
+        while x < 20_000.0 {
+            assert_eq!(round_half_away(x), x.round(), "{x}");
+            x += 0.0371;
+        }
+        for x in [
+            0.5,
+            -0.5,
+            1.5,
+            -1.5,
+            2.5,
+            0.499_999_97,
+            8_388_607.5,
+            8_388_608.0,
+            3.0e9,
+            -3.0e9,
+        ] {
+            assert_eq!(round_half_away(x), x.round(), "{x}");
+        }
+    }
+}

@@ -1,0 +1,696 @@
+//! The search's view of one host (NCCL's `ncclTopoSystem` as `search.cc` uses it):
+//! GPUs and NETs by index, every path the search follows reduced to the list of
+//! directed links it crosses, and the link bandwidths as `f32` (NCCL computes
+//! in `float`; keeping the same precision keeps the channel counts identical).
+//!
+//! Built once from a `Topology`; the search then mutates only a `BwState`.
+
+use crate::error::{Error, Result};
+use crate::topo::paths::mirror_bits;
+use crate::topo::{CpuArch, CpuVendor, LinkKind, NodeData, NodeKind, PathType, Topology};
+use petgraph::stable_graph::{EdgeIndex, NodeIndex};
+use petgraph::visit::EdgeRef;
+
+/// NCCL's `LOC_BW`: a node's path to itself.
+pub const LOC_BW: f32 = 5000.0;
+/// `MAXCHANNELS`.
+pub const MAX_CHANNELS: usize = 64;
+
+/// What crossing one link costs beyond the link itself (`followPath`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RevCharge {
+    None,
+    /// Entering a pre-Ampere GPU from a non-GPU start also uses 1/8 of the bandwidth backwards.
+    Eighth(usize),
+    /// NVLink into a POWER CPU uses the same bandwidth backwards.
+    Full(usize),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hop {
+    pub edge: usize,
+    pub pci: bool,
+    pub rev: RevCharge,
+}
+
+/// A path as the search uses it: type, bottleneck bandwidth, links crossed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SPath {
+    pub ptype: PathType,
+    pub bw: f32,
+    pub hops: Vec<Hop>,
+    /// GPU-started PHB path through an Intel x86 root complex: PCI links cost 1.2x.
+    pub intel_overhead: bool,
+}
+
+impl SPath {
+    /// NCCL's state for "no path": type DIS, bandwidth 0, no hops.
+    pub fn none() -> Self {
+        SPath {
+            ptype: PathType::Dis,
+            bw: 0.0,
+            hops: Vec::new(),
+            intel_overhead: false,
+        }
+    }
+    fn local() -> Self {
+        SPath {
+            ptype: PathType::Loc,
+            bw: LOC_BW,
+            hops: Vec::new(),
+            intel_overhead: false,
+        }
+    }
+    pub fn count(&self) -> usize {
+        self.hops.len()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SNet {
+    /// NCCL's NET id (`systemId << 56 | dev`), what graphs store in `inter`.
+    pub id: i64,
+    pub dev: i64,
+    /// NICs sharing an asic and port share bandwidth (`net.asic` = the `guid`).
+    pub asic: u64,
+    pub port: i64,
+    pub bw: f32,
+    pub latency: f32,
+    pub coll: bool,
+    /// The GPU this NET is the preferred NIC of, or -1 (`ncclTopoGetLocalGpu`).
+    pub local_gpu: i32,
+}
+
+#[derive(Debug, Clone)]
+pub struct SearchSystem {
+    pub ngpus: usize,
+    pub gpu_rank: Vec<i32>,
+    pub gpu_dev: Vec<i32>,
+    /// NCCL node id of each GPU (graph XML writes `systemId<<56 | dev`).
+    pub gpu_system_id: Vec<u64>,
+    pub gpu_label: Vec<String>,
+    pub gpu_cc: Vec<u32>,
+    /// `gpuPciBw`, truncated to an int as NCCL's score does; -1 without a PCI link.
+    pub gpu_pci_bw: Vec<i32>,
+    pub nets: Vec<SNet>,
+    pub n_nvs: usize,
+    pub gpu_gpu: Vec<SPath>,
+    pub gpu_net: Vec<SPath>,
+    pub net_gpu: Vec<SPath>,
+    pub nvs_gpu: Vec<SPath>,
+    pub gpu_nvs: Vec<SPath>,
+    /// Initial bandwidth of every directed link, by `EdgeIndex::index()`.
+    pub link_bw: Vec<f32>,
+    /// More than one node: channels enter and leave through NETs.
+    pub inter: bool,
+    pub max_bw: f32,
+    pub total_bw: f32,
+    pub cpu_arch: CpuArch,
+    pub cpu_vendor: CpuVendor,
+    /// `ncclTopoGetLocalNet(gpu, c)` for c in 0..MAXCHANNELS, as NET indices.
+    pub local_net: Vec<Vec<usize>>,
+    /// Next-GPU sort keys (`ncclGpuScore`), see `score_keys`: by [gpu * ngpus + candidate].
+    pub intra_key: Vec<u64>,
+    /// By [net * ngpus + candidate].
+    pub inter_key: Vec<u64>,
+}
+
+/// The search's mutable state: remaining bandwidth per link and NET, and which
+/// GPUs each channel already visits.
+#[derive(Debug, Clone)]
+pub struct BwState {
+    pub link_bw: Vec<f32>,
+    pub net_bw: Vec<f32>,
+    pub used: Vec<u64>,
+}
+
+impl SearchSystem {
+    pub fn new(topo: &Topology, inter: bool) -> Result<Self> {
+        let src = &topo.source;
+        let gpus: Vec<NodeIndex> = topo.nodes(NodeKind::Gpu).to_vec();
+        let nets: Vec<NodeIndex> = topo.nodes(NodeKind::Net).to_vec();
+        let nvs: Vec<NodeIndex> = topo.nodes(NodeKind::Nvs).to_vec();
+        let ngpus = gpus.len();
+        if ngpus == 0 {
+            return Err(Error::bad_input(format!("{src}: the topology has no GPU")));
+        }
+        let (cpu_arch, cpu_vendor) = topo
+            .first_cpu()
+            .map(|c| (c.arch, c.vendor))
+            .unwrap_or((CpuArch::Unknown, CpuVendor::Unknown));
+
+        let mut gpu_rank = Vec::with_capacity(ngpus);
+        let mut gpu_dev = Vec::with_capacity(ngpus);
+        let mut gpu_system_id = Vec::with_capacity(ngpus);
+        let mut gpu_label = Vec::with_capacity(ngpus);
+        let mut gpu_cc = Vec::with_capacity(ngpus);
+        for &g in &gpus {
+            let node = topo.node(g);
+            let Some(info) = node.gpu() else {
+                return Err(Error::runtime(format!(
+                    "{src}: node {} is listed as a GPU but carries no GPU data",
+                    node.nccl_label()
+                )));
+            };
+            gpu_rank.push(info.rank);
+            gpu_dev.push(info.dev);
+            gpu_system_id.push(node.id >> 56);
+            gpu_label.push(node.nccl_label());
+            gpu_cc.push(info.sm);
+        }
+        let mut seen = gpu_rank.clone();
+        seen.sort_unstable();
+        if seen.windows(2).any(|w| w[0] == w[1]) {
+            return Err(Error::bad_input(format!(
+                "{src}: two GPUs have the same rank ({:?})",
+                gpu_rank
+            )));
+        }
+
+        use petgraph::visit::EdgeIndexable;
+        let edge_bound = EdgeIndexable::edge_bound(&topo.graph);
+        let mut link_bw = vec![0.0f32; edge_bound];
+        for e in topo.graph.edge_indices() {
+            link_bw[e.index()] = topo.graph[e].bw as f32;
+        }
+
+        let convert = |from: NodeIndex, to: NodeIndex| -> SPath {
+            if from == to {
+                return SPath::local();
+            }
+            match topo.path(from, to) {
+                None => SPath::none(),
+                Some(p) => convert_path(topo, from, p.ptype, p.bw, &p.links),
+            }
+        };
+        let mut gpu_gpu = Vec::with_capacity(ngpus * ngpus);
+        for &a in &gpus {
+            for &b in &gpus {
+                gpu_gpu.push(convert(a, b));
+            }
+        }
+        let mut gpu_net = Vec::with_capacity(ngpus * nets.len());
+        for &a in &gpus {
+            for &n in &nets {
+                gpu_net.push(convert(a, n));
+            }
+        }
+        let mut net_gpu = Vec::with_capacity(ngpus * nets.len());
+        for &n in &nets {
+            for &b in &gpus {
+                net_gpu.push(convert(n, b));
+            }
+        }
+        let (nvs_gpu, gpu_nvs) = match nvs.first() {
+            Some(&s) => (
+                gpus.iter().map(|&g| convert(s, g)).collect(),
+                gpus.iter().map(|&g| convert(g, s)).collect(),
+            ),
+            None => (Vec::new(), Vec::new()),
+        };
+
+        // GPUs that cannot reach each other: NCCL would trim them away and run
+        // a smaller communicator; we refuse, because the job asked for all of them.
+        for a in 0..ngpus {
+            for b in 0..ngpus {
+                let p = &gpu_gpu[a * ngpus + b];
+                if a != b && p.ptype >= PathType::Net {
+                    return Err(Error::bad_input(format!(
+                        "{src}: {} cannot reach {} (path type {}); every GPU must reach every other",
+                        gpu_label[a],
+                        gpu_label[b],
+                        p.ptype.nccl_name()
+                    )));
+                }
+            }
+        }
+
+        let mut snets = Vec::with_capacity(nets.len());
+        for &n in &nets {
+            let node = topo.node(n);
+            let NodeData::Net(info) = &node.data else {
+                return Err(Error::runtime(format!(
+                    "{src}: node {} is listed as a NET but carries no NET data",
+                    node.nccl_label()
+                )));
+            };
+            snets.push(SNet {
+                id: node.id as i64,
+                dev: info.dev,
+                asic: info.asic,
+                port: info.port,
+                // NCCL: speed in Mb/s / 8000, 10 Gb/s when unknown.
+                bw: if info.speed_mbps > 0.0 {
+                    (info.speed_mbps / 8000.0) as f32
+                } else {
+                    1.25
+                },
+                latency: info.latency_us as f32,
+                coll: info.coll,
+                local_gpu: -1,
+            });
+        }
+        if inter && snets.is_empty() {
+            return Err(Error::bad_input(format!(
+                "{src}: more than one node but the topology has no NIC to join them through"
+            )));
+        }
+
+        let mut sys = SearchSystem {
+            ngpus,
+            gpu_rank,
+            gpu_dev,
+            gpu_system_id,
+            gpu_label,
+            gpu_cc,
+            gpu_pci_bw: gpus.iter().map(|&g| gpu_pci_bw(topo, g)).collect(),
+            nets: snets,
+            n_nvs: nvs.len().min(1),
+            gpu_gpu,
+            gpu_net,
+            net_gpu,
+            nvs_gpu,
+            gpu_nvs,
+            link_bw,
+            inter,
+            max_bw: 0.0,
+            total_bw: 0.0,
+            cpu_arch,
+            cpu_vendor,
+            local_net: Vec::new(),
+            intra_key: Vec::new(),
+            inter_key: Vec::new(),
+        };
+
+        if !sys.nets.is_empty() {
+            let mut table = Vec::with_capacity(ngpus);
+            for g in 0..ngpus {
+                let mut per_channel = Vec::with_capacity(MAX_CHANNELS);
+                for c in 0..MAX_CHANNELS {
+                    match sys.compute_local_net(g, c) {
+                        Some(n) => per_channel.push(n),
+                        None if inter => {
+                            return Err(Error::bad_input(format!(
+                                "{src}: {} has no path to any NIC",
+                                sys.gpu_label[g]
+                            )))
+                        }
+                        None => break,
+                    }
+                }
+                table.push(per_channel);
+            }
+            sys.local_net = table;
+            for n in 0..sys.nets.len() {
+                sys.nets[n].local_gpu = sys.compute_local_gpu(n);
+            }
+        }
+        sys.init_bw(topo, &gpus);
+        sys.score_keys();
+        Ok(sys)
+    }
+
+    /// NCCL sorts next-GPU candidates by interBw desc, interPciBw desc, interNhops asc,
+    /// intraBw desc, intraNhops asc, startIndex asc (all ints). Packed as
+    /// `inter = (M - interBw) << 40 | (M - (pciBw + 1)) << 16 | interNhops` and
+    /// `intra = (M - intraBw) << 40 | intraNhops << 24 | startIndex` (M = 2^24 - 1, fields
+    /// clamped), the pair `(inter, intra)` sorts in exactly that order.
+    fn score_keys(&mut self) {
+        const M: u64 = (1 << 24) - 1;
+        let field = |v: i64, max: u64| (v.max(0) as u64).min(max);
+        let n = self.ngpus;
+        let mut intra = vec![0u64; n * n];
+        for g in 0..n {
+            for h in 0..n {
+                let p = self.gpu_gpu(g, h);
+                let start_index = (h + n - g) % n;
+                intra[g * n + h] = (M - field(p.bw as i32 as i64, M)) << 40
+                    | field(p.count() as i64, 0xffff) << 24
+                    | field(start_index as i64, M);
+            }
+        }
+        let mut inter = vec![0u64; self.nnets() * n];
+        for net in 0..self.nnets() {
+            for h in 0..n {
+                let p = self.net_gpu(net, h);
+                inter[net * n + h] = (M - field(p.bw as i32 as i64, M)) << 40
+                    | (M - field(self.gpu_pci_bw[h] as i64 + 1, M)) << 16
+                    | field(p.count() as i64, 0xffff);
+            }
+        }
+        self.intra_key = intra;
+        self.inter_key = inter;
+    }
+
+    pub fn nnets(&self) -> usize {
+        self.nets.len()
+    }
+
+    pub fn gpu_gpu(&self, a: usize, b: usize) -> &SPath {
+        &self.gpu_gpu[a * self.ngpus + b]
+    }
+    pub fn gpu_net(&self, g: usize, n: usize) -> &SPath {
+        &self.gpu_net[g * self.nets.len() + n]
+    }
+    pub fn net_gpu(&self, n: usize, g: usize) -> &SPath {
+        &self.net_gpu[n * self.ngpus + g]
+    }
+
+    pub fn cc_min(&self) -> u32 {
+        self.gpu_cc.iter().copied().min().unwrap_or(0)
+    }
+
+    pub fn gpu_index_of_rank(&self, rank: i32) -> Option<usize> {
+        self.gpu_rank.iter().position(|&r| r == rank)
+    }
+
+    pub fn net_index_of_id(&self, id: i64) -> Option<usize> {
+        self.nets.iter().position(|n| n.id == id)
+    }
+
+    pub fn fresh_state(&self) -> BwState {
+        BwState {
+            link_bw: self.link_bw.clone(),
+            net_bw: self.nets.iter().map(|n| n.bw).collect(),
+            used: vec![0; self.ngpus],
+        }
+    }
+
+    /// `ncclTopoSearchInit`: the best per-channel bandwidth (to a NET when
+    /// inter, else to another GPU) and the most a GPU can move in total.
+    fn init_bw(&mut self, topo: &Topology, gpus: &[NodeIndex]) {
+        if !self.inter && self.ngpus == 1 {
+            self.max_bw = LOC_BW;
+            self.total_bw = LOC_BW;
+            return;
+        }
+        let mut max_bw = 0.0f32;
+        let mut total_bw = 0.0f32;
+        for (g, &gi) in gpus.iter().enumerate() {
+            let paths: Vec<&SPath> = if self.inter {
+                (0..self.nnets()).map(|n| self.gpu_net(g, n)).collect()
+            } else {
+                (0..self.ngpus).map(|h| self.gpu_gpu(g, h)).collect()
+            };
+            for p in paths {
+                if p.count() > 0 {
+                    max_bw = max_bw.max(p.bw);
+                }
+            }
+            let mut nvl = 0.0f32;
+            let mut pci = 0.0f32;
+            for &e in out_links(topo, gi) {
+                let link = topo.graph[e];
+                match link.kind {
+                    LinkKind::Nvl => nvl += link.bw as f32,
+                    LinkKind::Pci => pci = link.bw as f32,
+                    _ => {}
+                }
+            }
+            total_bw = total_bw.max(pci.max(nvl));
+        }
+        self.max_bw = max_bw;
+        self.total_bw = total_bw;
+    }
+
+    /// `ncclTopoGetLocal` from GPU g to NETs: the NETs with the highest
+    /// bandwidth, then the best path type; and that type.
+    pub fn local_nets_of_gpu(&self, g: usize) -> (Vec<usize>, PathType) {
+        get_local((0..self.nnets()).map(|n| self.gpu_net(g, n)))
+    }
+
+    /// `ncclTopoGetLocal` from NET n to GPUs.
+    pub fn local_gpus_of_net(&self, n: usize) -> (Vec<usize>, PathType) {
+        get_local((0..self.ngpus).map(|g| self.net_gpu(n, g)))
+    }
+
+    /// `ncclTopoGetLocalNet` with `NCCL_NETDEVS_POLICY=AUTO`.
+    fn compute_local_net(&self, g: usize, channel: usize) -> Option<usize> {
+        let (locals, _) = self.local_nets_of_gpu(g);
+        if locals.is_empty() {
+            return None;
+        }
+        let (gpus_of_first, _) = self.local_gpus_of_net(locals[0]);
+        let nets_per_gpu = locals.len().div_ceil(gpus_of_first.len().max(1));
+        let mut net = self.gpu_dev[g].max(0) as usize;
+        if locals.len().is_power_of_two() {
+            net = mirror_bits(net, locals.len());
+        }
+        net += channel % nets_per_gpu.max(1);
+        Some(locals[net % locals.len()])
+    }
+
+    /// `ncclTopoGetLocalGpu`: the first local GPU (in channel order) whose
+    /// preferred NET for some channel is n.
+    fn compute_local_gpu(&self, n: usize) -> i32 {
+        let (locals, _) = self.local_gpus_of_net(n);
+        for c in 0..MAX_CHANNELS {
+            for &g in &locals {
+                if self.local_net.get(g).and_then(|v| v.get(c)) == Some(&n) {
+                    return g as i32;
+                }
+            }
+        }
+        -1
+    }
+
+    /// `ncclTopoGetGpuMinPath` / `MaxPath` over GPU->GPU (skipping self) or GPU->NET paths.
+    pub fn gpu_path_type_range(&self, to_net: bool) -> (PathType, PathType) {
+        let mut min = PathType::Sys;
+        let mut max = PathType::Loc;
+        for g in 0..self.ngpus {
+            let count = if to_net { self.nnets() } else { self.ngpus };
+            for j in 0..count {
+                if !to_net && g == j {
+                    continue;
+                }
+                let t = if to_net {
+                    self.gpu_net(g, j).ptype
+                } else {
+                    self.gpu_gpu(g, j).ptype
+                };
+                min = min.min(t);
+                max = max.max(t);
+            }
+        }
+        (min, max)
+    }
+
+    /// `ncclTopoSplitNvLink`: exactly two NVLink islands.
+    pub fn split_nvlink(&self) -> bool {
+        let n = self.ngpus;
+        let mut domain: Vec<usize> = (0..n).collect();
+        for g in 0..n {
+            let d = domain[g];
+            for (p, slot) in domain.iter_mut().enumerate().skip(g + 1) {
+                if self.gpu_gpu(g, p).ptype == PathType::Nvl {
+                    *slot = d;
+                }
+            }
+        }
+        let mut count = vec![0usize; n];
+        for &d in &domain {
+            count[d] += 1;
+        }
+        count.iter().filter(|&&c| c > 1).count() == 2
+    }
+}
+
+/// NCCL's `ncclTopoGetLocal`: indices with the best bandwidth, then best type.
+fn get_local<'a>(paths: impl Iterator<Item = &'a SPath>) -> (Vec<usize>, PathType) {
+    let mut min_type = PathType::Dis;
+    let mut max_bw = 0.0f32;
+    let mut out = Vec::new();
+    for (i, p) in paths.enumerate() {
+        if p.bw > max_bw || (p.bw == max_bw && p.ptype < min_type) {
+            max_bw = p.bw;
+            min_type = p.ptype;
+            out.clear();
+        }
+        if p.bw == max_bw && p.ptype == min_type {
+            out.push(i);
+        }
+    }
+    (out, min_type)
+}
+
+/// `gpuPciBw`: min of the GPU's PCI uplink and the link back, as an int.
+fn gpu_pci_bw(topo: &Topology, gpu: NodeIndex) -> i32 {
+    for &e in out_links(topo, gpu) {
+        let link = topo.graph[e];
+        if link.kind != LinkKind::Pci {
+            continue;
+        }
+        let Some((_, pci)) = topo.graph.edge_endpoints(e) else {
+            continue;
+        };
+        for &back in out_links(topo, pci) {
+            if topo.graph.edge_endpoints(back).map(|(_, t)| t) == Some(gpu) {
+                return (link.bw as f32).min(topo.graph[back].bw as f32) as i32;
+            }
+        }
+    }
+    -1
+}
+
+/// A node's links in NCCL's order (`node->links`).
+fn out_links(topo: &Topology, node: NodeIndex) -> &[EdgeIndex] {
+    topo.adjacency
+        .get(node.index())
+        .map(|v| v.as_slice())
+        .unwrap_or(&[])
+}
+
+fn convert_path(
+    topo: &Topology,
+    start: NodeIndex,
+    ptype: PathType,
+    bw: f64,
+    links: &[EdgeIndex],
+) -> SPath {
+    let start_kind = topo.node(start).kind;
+    let mut intel_overhead = false;
+    let mut hops = Vec::with_capacity(links.len());
+    let mut node = start;
+    for &e in links {
+        let Some((_, rem)) = topo.graph.edge_endpoints(e) else {
+            continue;
+        };
+        let link = topo.graph[e];
+        let rem_node = topo.node(rem);
+        if let NodeData::Cpu(cpu) = &rem_node.data {
+            if ptype == PathType::Phb
+                && start_kind == NodeKind::Gpu
+                && cpu.arch == CpuArch::X86
+                && cpu.vendor == CpuVendor::Intel
+            {
+                intel_overhead = true;
+            }
+        }
+        let find_rev = || {
+            topo.graph
+                .edges_connecting(rem, node)
+                .find(|r| r.weight().kind == link.kind)
+                .map(|r| r.id().index())
+        };
+        let mut rev = RevCharge::None;
+        match &rem_node.data {
+            NodeData::Gpu(g) if g.sm < 80 && start_kind != NodeKind::Gpu => {
+                if let Some(r) = find_rev() {
+                    rev = RevCharge::Eighth(r);
+                }
+            }
+            NodeData::Cpu(c) if c.arch == CpuArch::Power && link.kind == LinkKind::Nvl => {
+                if let Some(r) = find_rev() {
+                    rev = RevCharge::Full(r);
+                }
+            }
+            _ => {}
+        }
+        hops.push(Hop {
+            edge: e.index(),
+            pci: link.kind == LinkKind::Pci,
+            rev,
+        });
+        node = rem;
+    }
+    SPath {
+        ptype,
+        bw: bw as f32,
+        hops,
+        intel_overhead,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mirror() {
+        // 4 NICs: dev 1 (01b) -> 10b = 2, dev 2 -> 1, dev 3 -> 3.
+        assert_eq!(mirror_bits(1, 4), 2);
+        assert_eq!(mirror_bits(2, 4), 1);
+        assert_eq!(mirror_bits(3, 4), 3);
+        // 8 NICs: 1 (001) -> 100 = 4, 6 (110) -> 011 = 3.
+        assert_eq!(mirror_bits(1, 8), 4);
+        assert_eq!(mirror_bits(6, 8), 3);
+        assert_eq!(mirror_bits(5, 1), 0);
+    }
+
+    #[test]
+    fn local_nets_agree_with_the_topology_stage() {
+        // Our NET->GPU pairing (ncclTopoGetLocalGpu) must equal what paths.rs stored.
+        for f in crate::topo::fixtures::FIXTURES {
+            let topo = crate::cli::source::load_fixture(f.name).unwrap();
+            let sys = SearchSystem::new(&topo, true).or_else(|_| SearchSystem::new(&topo, false));
+            let sys = sys.unwrap();
+            for (n, &node) in topo.nodes(NodeKind::Net).iter().enumerate() {
+                let theirs = topo.node(node).net().unwrap().local_gpu;
+                let ours = usize::try_from(sys.nets[n].local_gpu).ok();
+                assert_eq!(ours, theirs, "{} NET {n}", f.name);
+            }
+        }
+    }
+
+    /// The packed keys order candidates exactly as NCCL's `cmpScore` on the int fields.
+    #[test]
+    fn score_keys_sort_like_nccl() {
+        for f in crate::topo::fixtures::FIXTURES {
+            let topo = crate::cli::source::load_fixture(f.name).unwrap();
+            let inter = !topo.nodes(NodeKind::Net).is_empty();
+            let sys = SearchSystem::new(&topo, inter).unwrap();
+            let n = sys.ngpus;
+            let nets: Vec<Option<usize>> = std::iter::once(None)
+                .chain((0..sys.nnets()).map(Some))
+                .collect();
+            for gpu in 0..n {
+                for &net in &nets {
+                    let cands: Vec<usize> = (1..n).map(|i| (gpu + i) % n).collect();
+                    let ints = |h: usize| {
+                        let p = sys.gpu_gpu(gpu, h);
+                        let (ih, ip, ib) = net.map_or((0, 0, 0), |x| {
+                            let q = sys.net_gpu(x, h);
+                            (q.count() as i32, sys.gpu_pci_bw[h], q.bw as i32)
+                        });
+                        let start = ((h + n - gpu) % n) as i32;
+                        // Sort ascending on this tuple = NCCL's comparator.
+                        (-ib, -ip, ih, -(p.bw as i32), p.count() as i32, start)
+                    };
+                    let mut by_ints = cands.clone();
+                    by_ints.sort_by_key(|&h| ints(h));
+                    let mut by_keys = cands.clone();
+                    by_keys.sort_by_key(|&h| {
+                        (
+                            net.map_or(0, |x| sys.inter_key[x * n + h]),
+                            sys.intra_key[gpu * n + h],
+                        )
+                    });
+                    assert_eq!(by_keys, by_ints, "{} gpu {gpu} net {net:?}", f.name);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn capture_system() {
+        let topo = crate::cli::source::load_fixture("h200x2-nvswitch-vm").unwrap();
+        let sys = SearchSystem::new(&topo, false).unwrap();
+        // 18 NVLinks x 20.6 GB/s = 370.8 to the NVSwitch, as NCCL's float product
+        // (370.80002); GPU->GPU through the NVSwitch is 2 hops.
+        assert_eq!(sys.max_bw, 18.0f32 * 20.6f32);
+        assert_eq!(sys.total_bw, 18.0f32 * 20.6f32);
+        assert_eq!(sys.gpu_gpu(0, 1).count(), 2);
+        assert_eq!(sys.gpu_gpu(0, 1).ptype, PathType::Nvl);
+        // PCIe Gen5 x16 = 48 both ways.
+        assert_eq!(sys.gpu_pci_bw, vec![48, 48]);
+        assert_eq!(sys.n_nvs, 1);
+        // Intra: the first GPU's path to itself is LOC.
+        assert_eq!(sys.gpu_gpu(1, 1).ptype, PathType::Loc);
+        // Inter: maxBw is the NET path (10 Gb/s = 1.25 GB/s).
+        let inter = SearchSystem::new(&topo, true).unwrap();
+        assert_eq!(inter.max_bw, 1.25);
+        assert_eq!(inter.nets[0].bw, 1.25);
+        assert_eq!(inter.local_net[0][0], 0);
+    }
+}
