@@ -6,15 +6,11 @@ use planner::model::log::NcclLog;
 use planner::model::{audit, table, Algo, Coll, Model, NcclEnv, Proto};
 
 fn capture(name: &str) -> String {
-    let local = format!(
-        "{}/../../shared/captures/h200x2-nvswitch-vm/{name}",
+    // The real NCCL dumps, copied from shared/captures into the repository.
+    format!(
+        "{}/tests/golden/h200x2-nvswitch-vm/{name}",
         env!("CARGO_MANIFEST_DIR")
-    );
-    if std::path::Path::new(&local).exists() {
-        local
-    } else {
-        format!("/work/shared/captures/h200x2-nvswitch-vm/{name}")
-    }
+    )
 }
 
 fn planner() -> Command {

@@ -3,18 +3,12 @@
 
 use assert_cmd::Command;
 
-const CAPTURE: &str = "/work/shared/captures/h200x2-nvswitch-vm";
-
 fn capture(name: &str) -> String {
-    let local = format!(
-        "{}/../../shared/captures/h200x2-nvswitch-vm/{name}",
+    // The real NCCL dumps, copied from shared/captures into the repository.
+    format!(
+        "{}/tests/golden/h200x2-nvswitch-vm/{name}",
         env!("CARGO_MANIFEST_DIR")
-    );
-    if std::path::Path::new(&local).exists() {
-        local
-    } else {
-        format!("{CAPTURE}/{name}")
-    }
+    )
 }
 
 /// `planner --topo topo.xml explain --graph graph.xml ...` with a clean NCCL environment.

@@ -10,22 +10,13 @@ use planner::report::explain::{nccl_call_lines, nccl_table_lines};
 
 const CAPTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/captures/h200x2-nvswitch-vm"
+    "/tests/golden/h200x2-nvswitch-vm"
 );
 
 fn capture_file(name: &str) -> String {
-    // The capture lives in the shared folder next to the worktrees; fall back
-    // to the absolute path used on the dev machine.
-    let candidates = [
-        format!("{CAPTURE}/{name}"),
-        format!("/work/shared/captures/h200x2-nvswitch-vm/{name}"),
-    ];
-    for path in &candidates {
-        if let Ok(text) = std::fs::read_to_string(path) {
-            return text;
-        }
-    }
-    panic!("capture file {name} not found in {candidates:?}");
+    // The real NCCL dumps, copied from shared/captures into the repository.
+    let path = format!("{CAPTURE}/{name}");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 fn capture_model() -> Model {
