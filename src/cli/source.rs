@@ -3,6 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::probe::{self, ProbeError};
+use crate::topo::paths::PathOptions;
 use crate::topo::{build, cluster::MAX_NODES, fixtures, xml, Cluster, Topology};
 
 #[derive(Debug, Clone, clap::Args)]
@@ -58,10 +59,10 @@ impl SourceArgs {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| Error::bad_input(format!("{path}: cannot read: {e}")))?;
             let root = xml::parse(&text, path)?;
-            return build::from_xml(&root, path);
+            return build::from_xml_with(&root, path, &PathOptions::from_env()?);
         }
         match probe::probe() {
-            Ok(root) => build::from_xml(&root, "live probe"),
+            Ok(root) => build::from_xml_with(&root, "live probe", &PathOptions::from_env()?),
             Err(ProbeError::Unavailable(why)) => {
                 eprintln!(
                     "planner: no GPU found ({why}); using built-in fixture {}; pass --fixture or --topo to choose",
@@ -83,5 +84,5 @@ pub fn load_fixture(name: &str) -> Result<Topology> {
     })?;
     let source = format!("fixture {name}");
     let root = xml::parse(fixture.xml, &source)?;
-    build::from_xml(&root, &source)
+    build::from_xml_with(&root, &source, &PathOptions::from_env()?)
 }

@@ -189,11 +189,18 @@ pub struct NetNode {
     /// Latency in µs reported by the plugin (`latency`, 0 for IB and sockets).
     pub latency_us: f64,
     pub port: i64,
-    pub guid: u64,
-    pub max_conn: i64,
+    /// NIC ASIC identity (`guid`, or the NET id when absent): ports of one NIC share it.
+    pub asic: u64,
+    /// Identity of the parent PCI device (same value = same PCI function), for rail matching.
+    pub pci_id: u64,
+    /// Channels the NIC accepts (`maxconn`, default 64).
+    pub max_channels: i64,
     pub gdr: bool,
     /// CollNet (SHARP) capable (`coll`).
     pub coll: bool,
+    /// GPU index (into `by_kind[Gpu]`) NCCL considers local to this NET, if any
+    /// (`ncclTopoGetLocalGpu`), filled in by the path computation.
+    pub local_gpu: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -254,7 +261,9 @@ impl Node {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Link {
     pub kind: LinkKind,
-    /// GB/s in this direction, as NCCL assigns it.
+    /// GB/s in this direction, as NCCL assigns it. NCCL computes bandwidths in
+    /// `float`; the values stored here are those `f32` results widened, so a
+    /// stage that must reproduce NCCL's float arithmetic can narrow them losslessly.
     pub bw: f64,
 }
 
@@ -283,6 +292,10 @@ pub struct Topology {
     pub graph: StableDiGraph<Node, Link>,
     /// Nodes of each kind in NCCL's order (the index NCCL's search uses).
     pub by_kind: [Vec<NodeIndex>; 6],
+    /// Outgoing links of each node in NCCL's order (bandwidth descending as
+    /// `ncclTopoConnectNodes` keeps them, then the PCI up-link moved last by
+    /// `ncclTopoSortSystem`). NCCL's breadth-first searches follow this order.
+    pub adjacency: Vec<Vec<EdgeIndex>>,
     /// `paths[from.index()][to.index()]`; `None` where NCCL stores no path
     /// (sources NCCL does not compute from, or unreachable nodes).
     pub paths: Vec<Vec<Option<Path>>>,
@@ -328,6 +341,18 @@ impl Topology {
         self.nodes(NodeKind::Cpu)
             .first()
             .and_then(|&i| self.graph[i].cpu())
+    }
+    /// Index of a node within its kind's list (NCCL's `system->nodes[type]` index).
+    pub fn kind_index(&self, idx: NodeIndex) -> Option<usize> {
+        let kind = self.graph[idx].kind;
+        self.by_kind[kind as usize].iter().position(|&n| n == idx)
+    }
+    /// The node a link leads to.
+    pub fn link_target(&self, edge: EdgeIndex) -> NodeIndex {
+        self.graph
+            .edge_endpoints(edge)
+            .map(|(_, to)| to)
+            .expect("edge indices in paths and adjacency always exist")
     }
     pub fn has_nvswitch(&self) -> bool {
         !self.nodes(NodeKind::Nvs).is_empty()

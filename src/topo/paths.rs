@@ -1,1 +1,590 @@
-//! NCCL's path computation (`src/graph/paths.cc`).
+//! NCCL's path computation (2.28 `src/graph/paths.cc`): a breadth-first search
+//! to every CPU, GPU, NET and NVSwitch node, then NCCL's post-processing:
+//! GPU pairs that may not use P2P are routed through the CPU, C2C+PHB becomes
+//! P2C, GPU->NIC traffic may relay through an NVLink peer (PXN), and NICs
+//! without GPU Direct RDMA are reached through the CPU.
+
+use super::{CpuArch, CpuVendor, LinkKind, NodeKind, Path, PathType, Topology};
+use crate::error::{Error, Result};
+use petgraph::stable_graph::NodeIndex;
+
+/// The environment knobs that change paths (NCCL's defaults in `Default`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathOptions {
+    /// `NCCL_P2P_LEVEL` / `NCCL_P2P_DISABLE=1` (LOC); `None` = NCCL's default.
+    pub p2p_level: Option<PathType>,
+    /// `NCCL_NVB_DISABLE`: no NVLink routes through an intermediate GPU.
+    pub nvb_disable: bool,
+    /// `NCCL_PXN_DISABLE`.
+    pub pxn_disable: bool,
+    /// `NCCL_PXN_C2C` (default on): a PXN relay may reach its NIC through C2C.
+    pub pxn_c2c: bool,
+    /// `NCCL_NET_GDR_LEVEL`; `None` = PXB.
+    pub gdr_level: Option<PathType>,
+    /// `NCCL_NET_GDR_C2C` (default on).
+    pub gdr_c2c: bool,
+}
+
+impl Default for PathOptions {
+    fn default() -> Self {
+        PathOptions {
+            p2p_level: None,
+            nvb_disable: false,
+            pxn_disable: false,
+            pxn_c2c: true,
+            gdr_level: None,
+            gdr_c2c: true,
+        }
+    }
+}
+
+impl PathOptions {
+    /// Read the NCCL environment variables that change paths.
+    pub fn from_env() -> Result<Self> {
+        let mut opts = PathOptions::default();
+        let get = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        if get("NCCL_P2P_DISABLE").as_deref() == Some("1") {
+            opts.p2p_level = Some(PathType::Loc);
+        } else if let Some(v) = get("NCCL_P2P_LEVEL") {
+            opts.p2p_level = Some(parse_level("NCCL_P2P_LEVEL", &v)?);
+        }
+        if let Some(v) = get("NCCL_NET_GDR_LEVEL") {
+            opts.gdr_level = Some(parse_level("NCCL_NET_GDR_LEVEL", &v)?);
+        }
+        let flag = |name: &str, default: bool| -> Result<bool> {
+            match get(name) {
+                None => Ok(default),
+                Some(v) => match v.trim() {
+                    "0" => Ok(false),
+                    "1" => Ok(true),
+                    other => Err(Error::bad_input(format!("{name}={other}: expected 0 or 1"))),
+                },
+            }
+        };
+        opts.nvb_disable = flag("NCCL_NVB_DISABLE", false)?;
+        opts.pxn_disable = flag("NCCL_PXN_DISABLE", false)?;
+        opts.pxn_c2c = flag("NCCL_PXN_C2C", true)?;
+        opts.gdr_c2c = flag("NCCL_NET_GDR_C2C", true)?;
+        Ok(opts)
+    }
+}
+
+/// `ncclGetLevel`: a path type name (LOC, NVL, ..., SYS) or an old numeric level.
+pub fn parse_level(var: &str, value: &str) -> Result<PathType> {
+    let v = value.trim();
+    if let Some(t) = PathType::from_name(v).filter(|t| *t <= PathType::Sys) {
+        return Ok(t);
+    }
+    if let Ok(old) = v.parse::<usize>() {
+        const OLD_TO_NEW: [PathType; 6] = [
+            PathType::Loc,
+            PathType::Pix,
+            PathType::Pxb,
+            PathType::Phb,
+            PathType::Sys,
+            PathType::Sys,
+        ];
+        return Ok(OLD_TO_NEW[old.min(OLD_TO_NEW.len() - 1)]);
+    }
+    Err(Error::bad_input(format!(
+        "{var}={value}: expected one of LOC, NVL, NVB, C2C, PIX, PXB, P2C, PXN, PHB, SYS or a number 0-5"
+    )))
+}
+
+/// Fill `topo.paths` as NCCL does.
+pub fn compute(topo: &mut Topology, options: &PathOptions) -> Result<()> {
+    let n = topo.adjacency.len();
+    topo.paths = vec![vec![None; n]; n];
+    for kind in [NodeKind::Cpu, NodeKind::Gpu, NodeKind::Net, NodeKind::Nvs] {
+        for base in topo.nodes(kind).to_vec() {
+            set_paths_to(topo, base, options);
+        }
+    }
+
+    let gpus = topo.nodes(NodeKind::Gpu).to_vec();
+    let nets = topo.nodes(NodeKind::Net).to_vec();
+
+    // Every GPU must reach every other GPU; NCCL would trim an unreachable one,
+    // for a planner that is a broken topology file.
+    for &g in &gpus {
+        for &p in &gpus {
+            if topo
+                .path(p, g)
+                .is_none_or(|path| path.ptype == PathType::Dis)
+            {
+                return Err(Error::bad_input(format!(
+                    "{}: GPU {} has no path to GPU {} (is it under a <cpu>?)",
+                    topo.source,
+                    topo.node(p).nccl_label(),
+                    topo.node(g).nccl_label()
+                )));
+            }
+        }
+    }
+
+    // GPU pairs beyond the P2P level go through the CPU local to the destination.
+    let p2p_level = options.p2p_level.unwrap_or_else(|| {
+        let cpu = topo.first_cpu();
+        let amd = cpu.is_some_and(|c| c.arch == CpuArch::X86 && c.vendor == CpuVendor::Amd);
+        if amd && gpus.len() <= 2 {
+            PathType::Sys
+        } else {
+            PathType::Pxb
+        }
+    });
+    for &g in &gpus {
+        for &p in &gpus {
+            let ptype = topo.path(p, g).map(|x| x.ptype).unwrap_or(PathType::Dis);
+            if ptype > p2p_level {
+                let cpu = local_cpu(topo, g)?;
+                add_inter_step(topo, cpu, p, g);
+            }
+        }
+    }
+
+    // GPU -> NIC through C2C to the CPU then PCIe: P2C.
+    for &net in &nets {
+        for &g in &gpus {
+            let cpu = local_cpu(topo, g)?;
+            let gpu_cpu = topo.path(g, cpu).map(|p| p.ptype).unwrap_or(PathType::Dis);
+            let net_cpu = topo
+                .path(net, cpu)
+                .map(|p| p.ptype)
+                .unwrap_or(PathType::Dis);
+            if merge_path_type(gpu_cpu, net_cpu) == PathType::P2c {
+                for (a, b) in [(g, net), (net, g)] {
+                    if let Some(path) = topo.paths[a.index()][b.index()].as_mut() {
+                        path.ptype = path.ptype.min(PathType::P2c);
+                    }
+                }
+            }
+        }
+    }
+
+    // PXN and GPU Direct RDMA.
+    for (n, &net) in nets.iter().enumerate() {
+        for (g, &gpu) in gpus.iter().enumerate() {
+            if !options.pxn_disable {
+                if let Some(local) = local_gpu(topo, n) {
+                    if local != g {
+                        let peer = gpus[local];
+                        let pxn_type = if options.pxn_c2c {
+                            PathType::P2c
+                        } else {
+                            PathType::Pxb
+                        };
+                        let peer_net = topo.path(peer, net).cloned();
+                        let peer_gpu = topo.path(peer, gpu).map(|p| p.ptype);
+                        let gpu_net = topo.path(gpu, net).cloned();
+                        if let (Some(peer_net), Some(peer_gpu), Some(gpu_net)) =
+                            (peer_net, peer_gpu, gpu_net)
+                        {
+                            if peer_net.ptype <= pxn_type
+                                && peer_gpu <= PathType::Nvl
+                                && topo.node(peer).id >> 56 == topo.node(gpu).id >> 56
+                                && (peer_net.bw > gpu_net.bw || gpu_net.ptype > PathType::Pxn)
+                            {
+                                add_inter_step(topo, peer, gpu, net);
+                                if let Some(path) = topo.paths[gpu.index()][net.index()].as_mut() {
+                                    path.ptype = PathType::Pxn;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            let gpu_net = topo
+                .path(gpu, net)
+                .map(|p| p.ptype)
+                .unwrap_or(PathType::Dis);
+            if gpu_net < PathType::Phb && !gdr_enabled(topo, gpu, net, options) {
+                let cpu = local_cpu(topo, gpu)?;
+                add_inter_step(topo, cpu, net, gpu);
+                add_inter_step(topo, cpu, gpu, net);
+            }
+        }
+    }
+
+    // NCCL pre-computes each NET's local GPU for the search.
+    for (n, &net) in nets.iter().enumerate() {
+        let local = local_gpu(topo, n);
+        if let super::NodeData::Net(data) = &mut topo.graph[net].data {
+            data.local_gpu = local;
+        }
+    }
+    Ok(())
+}
+
+/// `ncclTopoSetPaths`: breadth-first from `base`, storing in every node its
+/// path *to* `base`.
+fn set_paths_to(topo: &mut Topology, base: NodeIndex, options: &PathOptions) {
+    let b = base.index();
+    // NCCL initialises the paths to base from nodes of base's own kind as DIS.
+    for &other in topo.nodes(topo.node(base).kind).to_vec().iter() {
+        topo.paths[other.index()][b] = Some(Path {
+            ptype: PathType::Dis,
+            bw: 0.0,
+            links: Vec::new(),
+        });
+    }
+    topo.paths[b][b] = Some(Path {
+        ptype: PathType::Loc,
+        bw: super::build::LOC_BW,
+        links: Vec::new(),
+    });
+    let mut frontier = vec![base];
+    while !frontier.is_empty() {
+        let mut next: Vec<NodeIndex> = Vec::new();
+        for &node in &frontier {
+            let Some(path) = topo.paths[node.index()][b].clone() else {
+                continue;
+            };
+            for &edge in &topo.adjacency[node.index()] {
+                let link = topo.graph[edge];
+                let rem = topo.link_target(edge);
+                let bw = path.bw.min(link.bw);
+                // Routing through a GPU is allowed only as one NVLink hop (NVB).
+                if node != base
+                    && topo.graph[node].kind == NodeKind::Gpu
+                    && (options.nvb_disable
+                        || link.kind != LinkKind::Nvl
+                        || topo.graph[rem].kind != NodeKind::Gpu
+                        || path.links.len() > 1)
+                {
+                    continue;
+                }
+                let rem_path = topo.paths[rem.index()][b].as_ref();
+                let (rem_bw, rem_count) = rem_path.map_or((0.0, 0), |p| (p.bw, p.links.len()));
+                if (rem_bw == 0.0 || rem_count > path.links.len()) && rem_bw < bw {
+                    // The reverse link: from rem back to node, of the same kind.
+                    let Some(&reverse) = topo.adjacency[rem.index()]
+                        .iter()
+                        .find(|&&e| topo.link_target(e) == node && topo.graph[e].kind == link.kind)
+                    else {
+                        continue;
+                    };
+                    let mut links = Vec::with_capacity(path.links.len() + 1);
+                    links.push(reverse);
+                    links.extend_from_slice(&path.links);
+                    let mut hop = if link.kind == LinkKind::Net {
+                        PathType::Loc
+                    } else {
+                        PathType::from_link(link.kind)
+                    };
+                    let node_kind = topo.graph[node].kind;
+                    let rem_kind = topo.graph[rem].kind;
+                    if node_kind == NodeKind::Pci && rem_kind == NodeKind::Pci {
+                        hop = PathType::Pxb;
+                    }
+                    if link.kind == LinkKind::Pci
+                        && (node_kind == NodeKind::Cpu || rem_kind == NodeKind::Cpu)
+                    {
+                        hop = PathType::Phb;
+                    }
+                    if node_kind == NodeKind::Gpu
+                        && path.ptype == PathType::Nvl
+                        && hop == PathType::Nvl
+                        && links.len() > 1
+                    {
+                        hop = PathType::Nvb;
+                    }
+                    topo.paths[rem.index()][b] = Some(Path {
+                        ptype: path.ptype.max(hop),
+                        bw,
+                        links,
+                    });
+                    if !next.contains(&rem) {
+                        next.push(rem);
+                    }
+                }
+            }
+        }
+        frontier = next;
+    }
+}
+
+/// `mergePathType`: PHB after C2C is P2C, otherwise the worse of the two.
+fn merge_path_type(a: PathType, b: PathType) -> PathType {
+    let (lo, hi) = if a < b { (a, b) } else { (b, a) };
+    if hi == PathType::Phb && lo == PathType::C2c {
+        PathType::P2c
+    } else {
+        hi
+    }
+}
+
+/// `addInterStep`: make `src -> dst` go through `via` (a CPU, or a GPU for PXN).
+fn add_inter_step(topo: &mut Topology, via: NodeIndex, src: NodeIndex, dst: NodeIndex) {
+    let (Some(first), Some(second)) = (topo.path(src, via).cloned(), topo.path(via, dst).cloned())
+    else {
+        return;
+    };
+    let mut links = first.links.clone();
+    links.extend_from_slice(&second.links);
+    let ptype = if topo.node(via).kind == NodeKind::Gpu {
+        PathType::Pxn
+    } else {
+        merge_path_type(first.ptype, second.ptype)
+    };
+    topo.paths[src.index()][dst.index()] = Some(Path {
+        ptype,
+        bw: first.bw.min(second.bw),
+        links,
+    });
+}
+
+/// `ncclGetLocalCpu`: the CPU fewest hops away.
+pub fn local_cpu(topo: &Topology, gpu: NodeIndex) -> Result<NodeIndex> {
+    let mut best: Option<(usize, NodeIndex)> = None;
+    for &cpu in topo.nodes(NodeKind::Cpu) {
+        let hops = topo.path(gpu, cpu).map_or(0, |p| p.hops());
+        if hops > 0 && best.is_none_or(|(h, _)| hops < h) {
+            best = Some((hops, cpu));
+        }
+    }
+    best.map(|(_, c)| c).ok_or_else(|| {
+        Error::bad_input(format!(
+            "{}: no CPU is reachable from {}",
+            topo.source,
+            topo.node(gpu).nccl_label()
+        ))
+    })
+}
+
+/// `ncclTopoGetLocal`: indices (within `to_kind`) of the nodes with the best
+/// bandwidth from `from`, then the best path type.
+pub fn best_local(topo: &Topology, from: NodeIndex, to_kind: NodeKind) -> Vec<usize> {
+    let mut max_bw = 0.0;
+    let mut min_type = PathType::Dis;
+    let mut found = Vec::new();
+    for (i, &to) in topo.nodes(to_kind).iter().enumerate() {
+        let (bw, ptype) = topo
+            .path(from, to)
+            .map_or((0.0, PathType::Dis), |p| (p.bw, p.ptype));
+        if bw > max_bw || (bw == max_bw && ptype < min_type) {
+            max_bw = bw;
+            min_type = ptype;
+            found.clear();
+        }
+        if bw == max_bw && ptype == min_type {
+            found.push(i);
+        }
+    }
+    found
+}
+
+/// `mirrorBits`: reverse the low log2(pow2) bits of `val`.
+pub fn mirror_bits(val: usize, pow2: usize) -> usize {
+    let mut mirror = 0;
+    let (mut b, mut mb) = (1, pow2 >> 1);
+    while b < pow2 {
+        if val & b != 0 {
+            mirror |= mb;
+        }
+        b <<= 1;
+        mb >>= 1;
+    }
+    mirror
+}
+
+/// `ncclTopoGetLocalNet` (policy AUTO): the NET index a GPU uses on a channel.
+pub fn local_net(topo: &Topology, gpu_index: usize, channel: usize) -> Option<usize> {
+    let gpu = *topo.nodes(NodeKind::Gpu).get(gpu_index)?;
+    let nets = best_local(topo, gpu, NodeKind::Net);
+    let first = *nets.first()?;
+    let local_gpus = best_local(topo, topo.nodes(NodeKind::Net)[first], NodeKind::Gpu);
+    let nets_per_gpu = nets.len().div_ceil(local_gpus.len().max(1));
+    let mut net = topo.node(gpu).gpu()?.dev.max(0) as usize;
+    if nets.len().is_power_of_two() {
+        net = mirror_bits(net, nets.len());
+    }
+    net += channel % nets_per_gpu.max(1);
+    Some(nets[net % nets.len()])
+}
+
+/// `ncclTopoGetLocalGpu`: the GPU (index) that uses this NET on some channel.
+pub fn local_gpu(topo: &Topology, net_index: usize) -> Option<usize> {
+    let net = *topo.nodes(NodeKind::Net).get(net_index)?;
+    let local_gpus = best_local(topo, net, NodeKind::Gpu);
+    for channel in 0..64 {
+        for &g in &local_gpus {
+            if local_net(topo, g, channel) == Some(net_index) {
+                return Some(g);
+            }
+        }
+    }
+    None
+}
+
+/// `ncclTopoCheckGdr` for writes (receives), as the path computation asks it.
+fn gdr_enabled(topo: &Topology, gpu: NodeIndex, net: NodeIndex, options: &PathOptions) -> bool {
+    let net_gdr = topo.node(net).net().is_some_and(|n| n.gdr);
+    let gpu_gdr = topo.node(gpu).gpu().is_some_and(|g| g.gdr);
+    if !net_gdr || !gpu_gdr {
+        return false;
+    }
+    let level = options.gdr_level.unwrap_or(PathType::Pxb);
+    let mut via = gpu;
+    let mut distance = topo.path(gpu, net).map_or(PathType::Dis, |p| p.ptype);
+    if distance == PathType::Pxn {
+        // Use the relay GPU's own distance.
+        if let Some(path) = topo.path(gpu, net) {
+            if let Some(relay) = path
+                .links
+                .iter()
+                .map(|&e| topo.link_target(e))
+                .find(|&n| topo.node(n).kind != NodeKind::Nvs)
+                .filter(|&n| topo.node(n).kind == NodeKind::Gpu)
+            {
+                via = relay;
+            }
+        }
+        distance = topo.path(via, net).map_or(PathType::Dis, |p| p.ptype);
+    }
+    if options.gdr_c2c && distance == PathType::P2c {
+        distance = PathType::C2c;
+    }
+    distance <= level
+}
+
+/// NCCL's per-node path line (`printNodePaths`):
+/// `GPU/0-60 :GPU/0-60 (0/5000.0/LOC) GPU/0-70 (2/370.8/NVL) ...`.
+pub fn nccl_path_line(topo: &Topology, from: NodeIndex) -> String {
+    let mut line = format!("{} :", topo.node(from).nccl_label());
+    for kind in NodeKind::ALL {
+        for &to in topo.nodes(kind) {
+            if let Some(p) = topo.path(from, to) {
+                line.push_str(&format!(
+                    "{} ({}/{:.1}/{}) ",
+                    topo.node(to).nccl_label(),
+                    p.hops(),
+                    p.bw,
+                    p.ptype.nccl_name()
+                ));
+            }
+        }
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topo::{build, xml};
+
+    fn capture() -> Topology {
+        let text = include_str!("../../fixtures/h200x2-nvswitch-vm.xml");
+        build::from_xml(&xml::parse(text, "capture").unwrap(), "capture").unwrap()
+    }
+
+    #[test]
+    fn capture_path_lines_equal_nccl_log() {
+        // Verbatim from shared/captures/h200x2-nvswitch-vm/nccl-init-rank0.log.
+        let expected = [
+            "GPU/0-60 :GPU/0-60 (0/5000.0/LOC) GPU/0-70 (2/370.8/NVL) NVS/0-0 (1/370.8/NVL) CPU/0-ffffffffffffff (1/48.0/PHB) NET/0-0 (3/1.2/PHB) ",
+            "GPU/0-70 :GPU/0-60 (2/370.8/NVL) GPU/0-70 (0/5000.0/LOC) NVS/0-0 (1/370.8/NVL) CPU/0-ffffffffffffff (1/48.0/PHB) NET/0-0 (3/1.2/PHB) ",
+            "NET/0-0 :GPU/0-60 (3/1.2/PHB) GPU/0-70 (3/1.2/PHB) CPU/0-ffffffffffffff (2/1.2/PHB) NET/0-0 (0/5000.0/LOC) ",
+        ];
+        let t = capture();
+        let mut lines: Vec<String> = t
+            .nodes(NodeKind::Gpu)
+            .iter()
+            .map(|&g| nccl_path_line(&t, g))
+            .collect();
+        lines.extend(
+            t.nodes(NodeKind::Net)
+                .iter()
+                .map(|&n| nccl_path_line(&t, n)),
+        );
+        assert_eq!(lines, expected);
+    }
+
+    /// nccl-model.md 3.6: two sm80 GPUs under different Gen4 switches of one
+    /// Intel socket, 12 NVLinks between them, a 200 Gb/s NIC beside GPU 0.
+    const PXN_EXAMPLE: &str = r#"<system version="1">
+  <cpu host_hash="0x9a3c51e07b2d4f18" numaid="0" affinity="00000000,0000ffff" arch="x86_64" vendor="GenuineIntel" familyid="6" modelid="106">
+    <pci busid="0000:15:00.0" class="0x060400" vendor="0x10b5" device="0xc010" subsystem_vendor="0x10b5" subsystem_device="0xa000" link_speed="16.0 GT/s PCIe" link_width="16">
+      <pci busid="0000:17:00.0" class="0x030200" vendor="0x10de" device="0x20b5" subsystem_vendor="0x10de" subsystem_device="0x1533" link_speed="16.0 GT/s PCIe" link_width="16">
+        <gpu dev="0" sm="80" rank="0" gdr="1" mlopart="-1">
+          <nvlink target="0000:65:00.0" count="12" tclass="0x030200"/>
+        </gpu>
+      </pci>
+      <pci busid="0000:18:00.0" class="0x020000" vendor="0x15b3" device="0x101b" subsystem_vendor="0x15b3" subsystem_device="0x0007" link_speed="16.0 GT/s PCIe" link_width="16">
+        <nic>
+          <net name="mlx5_0" dev="0" latency="0" speed="200000" port="1" guid="0x1c34da0300a1b2c3" maxconn="131072" gdr="1" net="1"/>
+        </nic>
+      </pci>
+    </pci>
+    <pci busid="0000:63:00.0" class="0x060400" vendor="0x10b5" device="0xc010" subsystem_vendor="0x10b5" subsystem_device="0xa000" link_speed="16.0 GT/s PCIe" link_width="16">
+      <pci busid="0000:65:00.0" class="0x030200" vendor="0x10de" device="0x20b5" subsystem_vendor="0x10de" subsystem_device="0x1533" link_speed="16.0 GT/s PCIe" link_width="16">
+        <gpu dev="1" sm="80" rank="1" gdr="1" mlopart="-1">
+          <nvlink target="0000:17:00.0" count="12" tclass="0x030200"/>
+        </gpu>
+      </pci>
+    </pci>
+  </cpu>
+</system>
+"#;
+
+    #[test]
+    fn pxn_example_paths() {
+        let t = build::from_xml(&xml::parse(PXN_EXAMPLE, "ex").unwrap(), "ex").unwrap();
+        let g = t.nodes(NodeKind::Gpu).to_vec();
+        let net = t.nodes(NodeKind::Net)[0];
+        // GPU<->GPU: 12 NVLinks x 20.0 GB/s (sm80) = 240, one hop.
+        let p = t.path(g[0], g[1]).unwrap();
+        assert_eq!((p.ptype, p.bw, p.hops()), (PathType::Nvl, 240.0, 1));
+        // GPU0 -> NET: GPU->switch->NIC->NET, PIX, min(24 Gen4 x16, 24, 200000/8000 = 25) = 24.
+        let p = t.path(g[0], net).unwrap();
+        assert_eq!((p.ptype, p.bw, p.hops()), (PathType::Pix, 24.0, 3));
+        // GPU1 -> NET would be PHB through the CPU; NCCL relays it through GPU0
+        // over NVLink instead: PXN, bw min(240, 24) = 24, 1 + 3 hops.
+        let p = t.path(g[1], net).unwrap();
+        assert_eq!((p.ptype, p.bw, p.hops()), (PathType::Pxn, 24.0, 4));
+        // NET -> GPU1 stays PHB (NCCL only relays GPU->NIC): NET->NIC->sw->CPU->sw->GPU.
+        let p = t.path(net, g[1]).unwrap();
+        assert_eq!((p.ptype, p.hops()), (PathType::Phb, 5));
+        // The NIC's local GPU is GPU 0.
+        assert_eq!(t.node(net).net().unwrap().local_gpu, Some(0));
+        // With PXN disabled, GPU1 -> NET stays PHB.
+        let opts = PathOptions {
+            pxn_disable: true,
+            ..Default::default()
+        };
+        let t2 =
+            build::from_xml_with(&xml::parse(PXN_EXAMPLE, "ex").unwrap(), "ex", &opts).unwrap();
+        let g1 = t2.nodes(NodeKind::Gpu)[1];
+        assert_eq!(
+            t2.path(g1, t2.nodes(NodeKind::Net)[0]).unwrap().ptype,
+            PathType::Phb
+        );
+        // With P2P limited to PIX, GPU0 -> GPU1 (NVL) is still allowed; limited to LOC it goes through the CPU.
+        let opts = PathOptions {
+            p2p_level: Some(PathType::Loc),
+            ..Default::default()
+        };
+        let t3 =
+            build::from_xml_with(&xml::parse(PXN_EXAMPLE, "ex").unwrap(), "ex", &opts).unwrap();
+        let g = t3.nodes(NodeKind::Gpu).to_vec();
+        let p = t3.path(g[0], g[1]).unwrap();
+        // GPU0->sw->CPU (PHB, 24) then CPU->sw->GPU1 (PHB, 24): PHB, 4 hops.
+        assert_eq!((p.ptype, p.bw, p.hops()), (PathType::Phb, 24.0, 4));
+    }
+
+    #[test]
+    fn levels_parse_names_and_old_numbers() {
+        assert_eq!(parse_level("X", "NVL").unwrap(), PathType::Nvl);
+        assert_eq!(parse_level("X", "phb").unwrap(), PathType::Phb);
+        assert_eq!(parse_level("X", "2").unwrap(), PathType::Pxb);
+        assert_eq!(parse_level("X", "9").unwrap(), PathType::Sys);
+        assert!(parse_level("X", "FAST").is_err());
+    }
+
+    #[test]
+    fn mirror_bits_reverse_low_bits() {
+        // 8 NICs: GPU 1 (001) -> 4 (100), GPU 3 (011) -> 6 (110).
+        assert_eq!(mirror_bits(1, 8), 4);
+        assert_eq!(mirror_bits(3, 8), 6);
+        assert_eq!(mirror_bits(0, 1), 0);
+    }
+}
