@@ -2,6 +2,7 @@
 //! hand the result to `report`.
 
 pub mod source;
+pub mod verify;
 
 use crate::error::Result;
 use clap::{Parser, Subcommand};
@@ -25,6 +26,14 @@ pub enum Command {
     Topo(TopoArgs),
     /// List the built-in topologies
     Fixtures(FixturesArgs),
+    /// Predicted vs measured for every algorithm/protocol pair, with NCCL as the reference
+    Verify(Box<verify::VerifyArgs>),
+    /// (internal) one NCCL job of `verify`, started by verify itself
+    #[command(name = "__nccl-child", hide = true)]
+    NcclChild,
+    /// (internal) join a launcher rendezvous and pass an id from rank 0
+    #[command(name = "__rendezvous-check", hide = true)]
+    RendezvousCheck(verify::RendezvousCheckArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -59,5 +68,8 @@ pub fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
+        Command::Verify(args) => verify::run(*args, &cli.source),
+        Command::NcclChild => verify::nccl_child(),
+        Command::RendezvousCheck(args) => verify::rendezvous_check(args),
     }
 }

@@ -7,4 +7,5 @@ pub mod nccl_kernels;
 pub mod nccl_spawn;
 pub mod rendezvous;
 pub mod verify;
+pub mod verify_run;
 pub mod verify_score;

