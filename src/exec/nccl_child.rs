@@ -625,6 +625,10 @@ fn run_size(
 
     // The checked call.
     for r in ranks {
+        // Raw driver calls act on the thread's current context.
+        r.ctx
+            .bind_to_thread()
+            .map_err(cuda_err("cuCtxSetCurrent", r.ordinal))?;
         let stream = r.stream.cu_stream();
         // SAFETY: both ranges lie inside buffers allocated on this stream's GPU.
         unsafe {
@@ -805,6 +809,9 @@ fn all_reduce_f64(
     if n == 0 || n > r.scratch_len {
         return Ok(values.to_vec());
     }
+    r.ctx
+        .bind_to_thread()
+        .map_err(cuda_err("cuCtxSetCurrent", r.ordinal))?;
     let stream = r.stream.cu_stream();
     // SAFETY: the scratch buffer holds scratch_len >= n f64 on this GPU; the
     // host slice holds n f64 and the copy is synchronous for pageable memory.

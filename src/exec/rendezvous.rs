@@ -441,14 +441,24 @@ pub fn hostname() -> String {
         .unwrap_or_else(|| "unknown".to_string())
 }
 
-/// A port that was free a moment ago (for tests and local launches).
+/// A port that was free a moment ago (for tests and local launches); never
+/// the same one twice in one process, so concurrent callers do not collide.
 pub fn free_port() -> Result<u16> {
-    let listener = TcpListener::bind(("127.0.0.1", 0))
-        .map_err(|e| Error::runtime(format!("cannot find a free port: {e}")))?;
-    listener
-        .local_addr()
-        .map(|a| a.port())
-        .map_err(|e| Error::runtime(format!("cannot find a free port: {e}")))
+    static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    for _ in 0..100 {
+        let listener = TcpListener::bind(("127.0.0.1", 0))
+            .map_err(|e| Error::runtime(format!("cannot find a free port: {e}")))?;
+        let port = listener
+            .local_addr()
+            .map(|a| a.port())
+            .map_err(|e| Error::runtime(format!("cannot find a free port: {e}")))?;
+        let mut used = HANDED_OUT.lock().unwrap_or_else(|p| p.into_inner());
+        if !used.contains(&port) {
+            used.push(port);
+            return Ok(port);
+        }
+    }
+    Err(Error::runtime("cannot find a free port"))
 }
 
 #[cfg(test)]
