@@ -1,7 +1,10 @@
 //! Command-line front end. Handlers stay thin: parse flags, call the stages,
 //! hand the result to `report`.
 
+pub mod audit;
+pub mod explain;
 pub mod source;
+pub mod topo;
 pub mod verify;
 
 use crate::error::Result;
@@ -23,9 +26,13 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// What the machine is: link matrix (nvidia-smi topo -m style) and NCCL's paths
-    Topo(TopoArgs),
+    Topo(topo::TopoArgs),
     /// List the built-in topologies
-    Fixtures(FixturesArgs),
+    Fixtures(topo::FixturesArgs),
+    /// NCCL's algorithm/protocol choice for a size, ranked with reasons; sweeps, plots, NCCL's own tables
+    Explain(explain::ExplainArgs),
+    /// Compare an NCCL_DEBUG=INFO log with the planner's model, cell by cell
+    Audit(audit::AuditArgs),
     /// Predicted vs measured for every algorithm/protocol pair, with NCCL as the reference
     Verify(Box<verify::VerifyArgs>),
     /// (internal) one NCCL job of `verify`, started by verify itself
@@ -36,38 +43,12 @@ pub enum Command {
     RendezvousCheck(verify::RendezvousCheckArgs),
 }
 
-#[derive(Debug, clap::Args)]
-pub struct TopoArgs {
-    /// Machine-readable output
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct FixturesArgs {
-    /// Machine-readable output
-    #[arg(long)]
-    pub json: bool,
-}
-
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Topo(_args) => {
-            let cluster = cli.source.load()?;
-            println!(
-                "{}: {} GPUs x {} node(s)",
-                cluster.node.source,
-                cluster.gpus_per_node(),
-                cluster.n_nodes
-            );
-            Ok(())
-        }
-        Command::Fixtures(_args) => {
-            for f in crate::topo::fixtures::FIXTURES {
-                println!("{:24} {}", f.name, f.description);
-            }
-            Ok(())
-        }
+        Command::Topo(args) => topo::run_topo(&cli.source, &args),
+        Command::Fixtures(args) => topo::run_fixtures(&args),
+        Command::Explain(args) => explain::run(&cli.source, args),
+        Command::Audit(args) => audit::run(&cli.source, args),
         Command::Verify(args) => verify::run(*args, &cli.source),
         Command::NcclChild => verify::nccl_child(),
         Command::RendezvousCheck(args) => verify::rendezvous_check(args),

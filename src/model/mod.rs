@@ -1,1 +1,262 @@
-//! Cost model (filled in by the model stage).
+//! The model stage: NCCL's algorithm/protocol cost model (`src/graph/tuning.cc`
+//! and the per-call half of `src/enqueue.cc`), one version family at a time.
+//!
+//! * `table`: every constant of the model as data (`tuning-tables/*.json`).
+//! * `knobs`: the NCCL environment variables the model reads, with NCCL's own
+//!   `NCCL_ALGO` / `NCCL_PROTO` list syntax.
+//! * `input`: what the model needs from the topology and the search, as plain
+//!   data (`ModelInput`), so tests can build it by hand.
+//! * `tune`: NCCL's init tables (latency, algorithm bandwidth, max threads,
+//!   thread thresholds) and the three masking layers, each with its reason.
+//! * `select`: per-call time, argmin in NCCL's tie order, channels and threads.
+//! * `schedule`: grouping of several ops and the channel range each op gets.
+//! * `sweep`: winners over a size range as bands with exact crossovers.
+//! * `graph_xml`: NCCL's graph dump (`NCCL_GRAPH_DUMP_FILE`) as model input.
+//! * `log` and `audit`: read an `NCCL_DEBUG=INFO` log and compare it with the model.
+//!
+//! Arithmetic follows NCCL's C types: bandwidths, latencies and times are
+//! `f32` where NCCL stores `float`, constants are `f64` where NCCL keeps
+//! `double`, so printed cells and ties come out as NCCL's do.
+
+pub mod audit;
+pub mod examples;
+pub mod graph_xml;
+pub mod input;
+pub mod knobs;
+pub mod log;
+pub mod schedule;
+pub mod select;
+pub mod sweep;
+pub mod table;
+pub mod tune;
+
+pub use input::{GraphInfo, ModelInput, NvlsState};
+pub use knobs::NcclEnv;
+pub use select::{Candidate, Evaluation};
+pub use table::TuningTable;
+pub use tune::{MaskReason, Tuned};
+
+use crate::error::{Error, Result};
+use serde::Serialize;
+
+/// NCCL's collective functions that the model tunes, in NCCL's index order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub enum Coll {
+    Broadcast = 0,
+    Reduce = 1,
+    AllGather = 2,
+    ReduceScatter = 3,
+    AllReduce = 4,
+}
+
+impl Coll {
+    pub const ALL: [Coll; 5] = [
+        Coll::Broadcast,
+        Coll::Reduce,
+        Coll::AllGather,
+        Coll::ReduceScatter,
+        Coll::AllReduce,
+    ];
+    /// `ncclFuncStr` (init table, `NCCL_ALGO` prefixes) and `ncclFuncToString` (per-call line).
+    pub fn nccl_name(self) -> &'static str {
+        [
+            "Broadcast",
+            "Reduce",
+            "AllGather",
+            "ReduceScatter",
+            "AllReduce",
+        ][self as usize]
+    }
+    /// The planner's flag spelling (`all-reduce`).
+    pub fn cli_name(self) -> &'static str {
+        [
+            "broadcast",
+            "reduce",
+            "all-gather",
+            "reduce-scatter",
+            "all-reduce",
+        ][self as usize]
+    }
+    /// Accepts `all-reduce`, `allreduce`, `AllReduce`, `all_reduce`.
+    pub fn parse(text: &str) -> Result<Coll> {
+        let key: String = text
+            .chars()
+            .filter(|c| *c != '-' && *c != '_')
+            .collect::<String>()
+            .to_ascii_lowercase();
+        Coll::ALL
+            .into_iter()
+            .find(|c| c.nccl_name().eq_ignore_ascii_case(&key))
+            .ok_or_else(|| {
+                Error::bad_input(format!(
+                    "unknown collective '{text}'; known: {}",
+                    Coll::ALL.map(|c| c.cli_name()).join(", ")
+                ))
+            })
+    }
+    /// Steps of a ring (`nsteps` in tuning.cc).
+    pub fn ring_steps(self, n_ranks: usize) -> usize {
+        match self {
+            Coll::AllReduce => 2 * (n_ranks.saturating_sub(1)),
+            Coll::AllGather | Coll::ReduceScatter => n_ranks.saturating_sub(1),
+            Coll::Broadcast | Coll::Reduce => n_ranks,
+        }
+    }
+    /// `ncclFuncTrafficPerByte`.
+    pub fn traffic_per_byte(self, n_ranks: usize) -> u64 {
+        match self {
+            Coll::AllReduce => 2,
+            Coll::AllGather | Coll::ReduceScatter => n_ranks as u64,
+            Coll::Broadcast | Coll::Reduce => 1,
+        }
+    }
+    pub fn is_ag_rs(self) -> bool {
+        matches!(self, Coll::AllGather | Coll::ReduceScatter)
+    }
+}
+
+/// NCCL's algorithms, in index order (the tie order of the argmin).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub enum Algo {
+    Tree = 0,
+    Ring = 1,
+    CollNetDirect = 2,
+    CollNetChain = 3,
+    Nvls = 4,
+    NvlsTree = 5,
+    Pat = 6,
+}
+
+impl Algo {
+    pub const ALL: [Algo; 7] = [
+        Algo::Tree,
+        Algo::Ring,
+        Algo::CollNetDirect,
+        Algo::CollNetChain,
+        Algo::Nvls,
+        Algo::NvlsTree,
+        Algo::Pat,
+    ];
+    /// `ncclAlgoStr`: init table and `NCCL_ALGO` names.
+    pub fn nccl_name(self) -> &'static str {
+        [
+            "Tree",
+            "Ring",
+            "CollNetDirect",
+            "CollNetChain",
+            "NVLS",
+            "NVLSTree",
+            "PAT",
+        ][self as usize]
+    }
+    /// `ncclAlgoToString`: the per-call TUNING line.
+    pub fn log_name(self) -> &'static str {
+        [
+            "TREE",
+            "RING",
+            "COLLNET_DIRECT",
+            "COLLNET_CHAIN",
+            "NVLS",
+            "NVLS_TREE",
+            "PAT",
+        ][self as usize]
+    }
+    pub fn from_index(i: usize) -> Option<Algo> {
+        Algo::ALL.get(i).copied()
+    }
+    /// Accepts either NCCL spelling, case-insensitive (`ring`, `NVLS_TREE`, `nvlstree`).
+    pub fn parse(text: &str) -> Result<Algo> {
+        Algo::ALL
+            .into_iter()
+            .find(|a| {
+                a.nccl_name().eq_ignore_ascii_case(text) || a.log_name().eq_ignore_ascii_case(text)
+            })
+            .ok_or_else(|| {
+                Error::bad_input(format!(
+                    "unknown algorithm '{text}'; known: {}",
+                    Algo::ALL.map(|a| a.nccl_name()).join(", ")
+                ))
+            })
+    }
+    pub fn is_collnet(self) -> bool {
+        matches!(self, Algo::CollNetDirect | Algo::CollNetChain)
+    }
+    pub fn is_nvls(self) -> bool {
+        matches!(self, Algo::Nvls | Algo::NvlsTree)
+    }
+}
+
+/// NCCL's protocols, in index order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub enum Proto {
+    Ll = 0,
+    Ll128 = 1,
+    Simple = 2,
+}
+
+impl Proto {
+    pub const ALL: [Proto; 3] = [Proto::Ll, Proto::Ll128, Proto::Simple];
+    /// `ncclProtoStr`: init table and `NCCL_PROTO` names.
+    pub fn nccl_name(self) -> &'static str {
+        ["LL", "LL128", "Simple"][self as usize]
+    }
+    /// `ncclProtoToString`: the per-call TUNING line.
+    pub fn log_name(self) -> &'static str {
+        ["LL", "LL128", "SIMPLE"][self as usize]
+    }
+    pub fn from_index(i: usize) -> Option<Proto> {
+        Proto::ALL.get(i).copied()
+    }
+    pub fn parse(text: &str) -> Result<Proto> {
+        Proto::ALL
+            .into_iter()
+            .find(|p| p.nccl_name().eq_ignore_ascii_case(text))
+            .ok_or_else(|| {
+                Error::bad_input(format!(
+                    "unknown protocol '{text}'; known: {}",
+                    Proto::ALL.map(|p| p.nccl_name()).join(", ")
+                ))
+            })
+    }
+}
+
+/// `log2i`: floor(log2(x)), -1 for 0 (NCCL's `utils.h`).
+pub fn log2i(x: u64) -> i32 {
+    if x == 0 {
+        -1
+    } else {
+        63 - x.leading_zeros() as i32
+    }
+}
+
+/// `DIVUP`.
+pub fn div_up(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        0
+    } else {
+        a.div_ceil(b)
+    }
+}
+
+/// A tuned model: the input, the knobs, the constants and NCCL's init tables.
+#[derive(Debug, Clone)]
+pub struct Model {
+    pub input: ModelInput,
+    pub env: NcclEnv,
+    pub table: TuningTable,
+    pub tuned: Tuned,
+}
+
+impl Model {
+    /// Run NCCL's init-time tuning (`ncclTopoTuneModel`).
+    pub fn new(input: ModelInput, env: NcclEnv, table: TuningTable) -> Result<Model> {
+        input.validate()?;
+        let tuned = tune::tune(&input, &env, &table)?;
+        Ok(Model {
+            input,
+            env,
+            table,
+            tuned,
+        })
+    }
+}

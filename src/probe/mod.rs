@@ -2,6 +2,8 @@
 //! XML, exactly as NCCL's own detection would write it, so that everything
 //! after the probe works the same on a live machine, a fixture or a file.
 
+pub mod nccl_version;
+
 use crate::error::Error;
 use crate::topo::XmlNode;
 

@@ -1,2 +1,6 @@
 //! Output for people and scripts.
+
+pub mod audit;
+pub mod explain;
+pub mod topo;
 pub mod verify;

@@ -1,0 +1,249 @@
+//! `planner explain`: NCCL's choice for one size or a sweep, why, and NCCL's
+//! own table and per-call formats. Thin: build the model, hand to `report`.
+
+use super::source::SourceArgs;
+use crate::error::{Error, Result};
+use crate::model::input::NvlsFlag;
+use crate::model::select::Call;
+use crate::model::{graph_xml, table, Coll, Model, ModelInput, NcclEnv, TuningTable};
+use crate::report::explain as out;
+use crate::search::{SearchOptions, SearchResult};
+use crate::topo::{Cluster, NodeKind};
+use crate::units::{parse_size, parse_size_range};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
+/// Flags that choose the model (shared with `audit`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ModelArgs {
+    /// NCCL version family whose tuning table to use (2.28, 2.30; default: the libnccl on this machine, else the newest)
+    #[arg(long, value_name = "VERSION")]
+    pub nccl_version: Option<String>,
+    /// Use a tuning table from a file instead of the built-in ones
+    #[arg(long, value_name = "FILE", conflicts_with = "nccl_version")]
+    pub tuning_table: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ExplainArgs {
+    /// Message size (binary units: 16M = 16 MiB; the whole buffer for all-gather/reduce-scatter, as nccl-tests)
+    #[arg(long, default_value = "16M")]
+    pub size: String,
+    /// Collective: all-reduce, all-gather, reduce-scatter, broadcast, reduce
+    #[arg(long, default_value = "all-reduce")]
+    pub coll: String,
+    /// Sweep a size range, doubling (8..4G): prints the crossover bands
+    #[arg(long, value_name = "LO..HI")]
+    pub sweep: Option<String>,
+    /// Draw predicted time per algorithm/protocol against size (log-log SVG); uses --sweep or 8..4G
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<String>,
+    /// Print NCCL's init tuning table exactly as NCCL_DEBUG=INFO does
+    #[arg(long)]
+    pub nccl_table: bool,
+    /// Print NCCL's per-call lines ("AllReduce: N Bytes -> Algo RING proto LL channel{Lo..Hi}={0..23}") for --size or --sweep
+    #[arg(long)]
+    pub nccl_calls: bool,
+    /// Algorithms allowed, NCCL_ALGO syntax (e.g. "ring,tree", "^nvls", "allreduce:tree"); overrides NCCL_ALGO
+    #[arg(long, value_name = "LIST")]
+    pub algo: Option<String>,
+    /// Protocols allowed, NCCL_PROTO syntax (e.g. "^LL128"); overrides NCCL_PROTO
+    #[arg(long, value_name = "LIST")]
+    pub proto: Option<String>,
+    /// Identical ops in one group (NCCL aggregates them)
+    #[arg(long, default_value_t = 1)]
+    pub ops: usize,
+    /// NVLink SHARP: on/off overrides NCCL_NVLS_ENABLE
+    #[arg(long, value_enum)]
+    pub nvls: Option<OnOff>,
+    /// Use NCCL's graph dump (NCCL_GRAPH_DUMP_FILE) instead of the planner's search
+    #[arg(long, value_name = "FILE")]
+    pub graph: Option<String>,
+    /// Audit an NCCL_DEBUG=INFO log against the model (same as `planner audit FILE`)
+    #[arg(long, value_name = "FILE")]
+    pub nccl_log: Option<String>,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Machine-readable output
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The tuning table: a file, a version, the libnccl found here, or the newest.
+pub fn choose_table(args: &ModelArgs, log_version: Option<&str>) -> Result<TuningTable> {
+    if let Some(path) = &args.tuning_table {
+        return TuningTable::load_file(path);
+    }
+    if let Some(v) = &args.nccl_version {
+        return table::builtin(&table::family_of(v)?);
+    }
+    let found = match log_version {
+        Some(v) => {
+            let fam = table::family_of(v)?;
+            let mut it = fam.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+            Some((
+                it.next().unwrap_or(0),
+                it.next().unwrap_or(0),
+                format!("the log's NCCL {v}"),
+            ))
+        }
+        None => crate::probe::nccl_version::detect()
+            .map(|v| (v.major, v.minor, format!("{} {}", v.library, v.text()))),
+    };
+    match found {
+        Some((major, minor, what)) => {
+            let (family, exact) = table::nearest_family(major, minor);
+            if !exact {
+                eprintln!(
+                    "planner: no tuning table for NCCL {major}.{minor} ({what}); using the {family} table"
+                );
+            }
+            table::builtin(family)
+        }
+        None => table::builtin(table::newest_family()),
+    }
+}
+
+/// Run the search as NCCL's init would, or read `--graph`.
+pub fn graphs_for(
+    cluster: &Cluster,
+    env: &NcclEnv,
+    nvls_supported: bool,
+    graph_file: Option<&str>,
+) -> Result<SearchResult> {
+    if let Some(path) = graph_file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::bad_input(format!("{path}: cannot read: {e}")))?;
+        let (min_sm, _) = cluster.node.sm_range();
+        return graph_xml::parse_graphs(&text, path, min_sm, cluster.n_nodes);
+    }
+    let coll_nic = cluster
+        .node
+        .nodes(NodeKind::Net)
+        .iter()
+        .filter_map(|&i| cluster.node.node(i).net())
+        .any(|n| n.coll);
+    let cross_nic = std::env::var("NCCL_CROSS_NIC")
+        .ok()
+        .and_then(|v| crate::model::knobs::parse_c_integer(&v))
+        .filter(|v| (0..=2).contains(v))
+        .unwrap_or(2) as u32;
+    let opts = SearchOptions {
+        nvls: nvls_supported,
+        collnet: env.collnet_enable == Some(1) && coll_nic,
+        cross_nic,
+    };
+    crate::search::search(cluster, &opts)
+}
+
+/// Topology, search and tuning: the model `explain` talks about.
+pub fn build_model(
+    source: &SourceArgs,
+    model_args: &ModelArgs,
+    env: NcclEnv,
+    nvls: Option<OnOff>,
+    graph_file: Option<&str>,
+) -> Result<Model> {
+    let table = choose_table(model_args, None)?;
+    let cluster = source.load()?;
+    let flag = match nvls {
+        Some(OnOff::On) => NvlsFlag::On,
+        Some(OnOff::Off) => NvlsFlag::Off,
+        None => NvlsFlag::Auto,
+    };
+    let nvls_state = ModelInput::nvls_request(&cluster, &env, flag);
+    let result = graphs_for(&cluster, &env, nvls_state.supported(), graph_file)?;
+    let input = ModelInput::from_search(&cluster, &result, &env, nvls_state, &table)?;
+    Model::new(input, env, table)
+}
+
+fn write_json(value: &impl serde::Serialize) -> Result<()> {
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| Error::runtime(format!("cannot write JSON: {e}")))?;
+    println!("{text}");
+    Ok(())
+}
+
+pub fn run(source: &SourceArgs, args: ExplainArgs) -> Result<()> {
+    if let Some(log) = &args.nccl_log {
+        let audit_args = super::audit::AuditArgs {
+            log: log.clone(),
+            log_graphs: false,
+            model: args.model.clone(),
+            json: args.json,
+        };
+        return super::audit::run(source, audit_args);
+    }
+    let coll = Coll::parse(&args.coll)?;
+    let size = parse_size(&args.size)?;
+    let sweep_sizes = match &args.sweep {
+        Some(range) => Some(parse_size_range(range)?),
+        None => None,
+    };
+    let mut env = NcclEnv::from_process();
+    if let Some(a) = &args.algo {
+        env.algo = Some(a.clone());
+    }
+    if let Some(p) = &args.proto {
+        env.proto = Some(p.clone());
+    }
+    let model = build_model(source, &args.model, env, args.nvls, args.graph.as_deref())?;
+    let n_ranks = model.input.n_ranks;
+
+    if args.nccl_table {
+        if args.json {
+            return write_json(&model.tuned);
+        }
+        for line in out::nccl_table_lines(&model) {
+            println!("{line}");
+        }
+        return Ok(());
+    }
+    if args.nccl_calls {
+        let sizes = sweep_sizes.clone().unwrap_or_else(|| vec![size]);
+        let mut plans = Vec::new();
+        for s in sizes {
+            let call = Call::new(coll, s, n_ranks, args.ops)?;
+            plans.push(model.plan(&call)?);
+        }
+        if args.json {
+            return write_json(&plans);
+        }
+        for line in out::nccl_call_lines(&plans) {
+            println!("{line}");
+        }
+        return Ok(());
+    }
+    if let Some(path) = &args.plot {
+        let sizes = match &sweep_sizes {
+            Some(s) => s.clone(),
+            None => parse_size_range("8..4G")?,
+        };
+        let svg = out::plot_svg(&model, coll, &sizes, args.ops)?;
+        std::fs::write(path, svg)
+            .map_err(|e| Error::bad_input(format!("{path}: cannot write: {e}")))?;
+        eprintln!("planner: wrote {path}");
+        if sweep_sizes.is_none() {
+            return Ok(());
+        }
+    }
+    if let Some(sizes) = &sweep_sizes {
+        let sweep = model.sweep(coll, sizes, args.ops)?;
+        if args.json {
+            return write_json(&out::sweep_json(&model, &sweep));
+        }
+        print!("{}", out::sweep_text(&model, &sweep));
+        return Ok(());
+    }
+    let call = Call::new(coll, size, n_ranks, args.ops)?;
+    let eval = model.evaluate(&call)?;
+    if args.json {
+        return write_json(&out::explain_json(&model, &eval));
+    }
+    print!("{}", out::explain_text(&model, &eval));
+    Ok(())
+}

@@ -1,0 +1,461 @@
+//! NCCL's tuning constants as data: one JSON file per NCCL version family in
+//! `tuning-tables/`, embedded in the binary, or loaded from a file with
+//! `--tuning-table`. Every value is checked on load; a missing, negative or
+//! malformed constant is a bad input naming the file and the key.
+
+use super::{Algo, Proto};
+use crate::error::{Error, Result};
+use serde::Serialize;
+use serde_json::Value;
+
+/// The tables built into the binary, oldest first.
+pub const EMBEDDED: &[(&str, &str)] = &[
+    ("2.28", include_str!("../../tuning-tables/nccl-2.28.json")),
+    ("2.30", include_str!("../../tuning-tables/nccl-2.30.json")),
+];
+
+/// GPU generations as NCCL indexes its bandwidth tables (`compCapIndex`).
+pub const GENERATIONS: [&str; 4] = ["Volta", "Ampere", "Hopper", "Blackwell"];
+/// NCCL's latency hardware classes (`NCCL_HW_*`).
+pub const HW_CLASSES: [&str; 3] = ["NVLINK", "PCI", "NET"];
+
+/// `[LL, LL128, Simple]`.
+pub type PerProto = [f64; 3];
+/// `[1 node, 2 nodes, >=4 nodes]`.
+pub type PerScale = [f64; 3];
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Factors {
+    pub ring_ll_bw: f64,
+    pub ring_ll128_bw: f64,
+    pub tree_allreduce_bw: f64,
+    pub tree_ll_bw_divisor: f64,
+    pub tree_ll128_bw_one_node: f64,
+    pub tree_ll128_bw_multi_node: f64,
+    pub tree_pattern_tree_bw: f64,
+    pub pat_bw: f64,
+    pub collnet_direct_inter_bw: f64,
+    pub collnet_direct_sm90_bw: f64,
+    pub collnet_direct_arity_latency_us: f64,
+    pub pat_log_latency_divisor: f64,
+    pub pat_rank_latency_us: f64,
+    pub ring_simple_plateau_latency_pre_sm80: f64,
+    pub ring_simple_plateau_latency: f64,
+    pub ring_simple_plateau_min_bytes_per_rank_channel: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NetOverhead {
+    pub x86_intel: f64,
+    pub x86_amd: f64,
+    pub other: f64,
+    pub simple_multiplier: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Threads {
+    pub max_nthreads: i64,
+    pub simple_max_nthreads: i64,
+    pub ll_max_nthreads: i64,
+    pub ll128_max_nthreads: i64,
+    pub warp_size: i64,
+    pub ring_simple_low_bw_nthreads: i64,
+    pub pci_bw: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ThreadThresholds {
+    pub ll: i64,
+    pub ll128: i64,
+    pub simple: i64,
+    pub collnet_simple: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Scheduler {
+    /// `MinTrafficPerChannel` in `scheduleCollTasksToPlan`.
+    pub min_traffic_per_channel: u64,
+    /// 2.30: traffic per channel is rounded up to 16 bytes; 2.28: it is at
+    /// least `min_traffic_per_channel` and not rounded.
+    pub round_traffic_per_channel_to_16: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NvlsChannels {
+    pub sm90: usize,
+    pub sm100_one_node: usize,
+    pub sm100_multi_node: usize,
+}
+
+/// Code paths that changed between versions (not numbers, but switches).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Behaviour {
+    /// LL128's auto gate accepts different GPU generations when the oldest is sm90+.
+    pub ll128_mixed_compcap_allowed_from_sm90: bool,
+    /// CollNetChain is disabled when the collnet plugin lacks chain support.
+    pub collnet_chain_needs_chain_support: bool,
+    /// NVLSTree gets the tree correction on Blackwell with x86 CPUs.
+    pub nvls_tree_correction_sm100_x86: bool,
+}
+
+/// Every constant of NCCL's cost model for one version family.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TuningTable {
+    pub family: String,
+    pub verified_against: String,
+    /// Where the table came from (`built-in nccl-2.28.json` or a path).
+    pub source: String,
+    /// By GPU generation.
+    pub nvls_efficiency: [f64; 4],
+    /// `[algo][proto]`, µs.
+    pub base_latencies: [PerProto; 7],
+    /// `[hw][algo][proto]`, µs.
+    pub hw_latencies: [[PerProto; 7]; 3],
+    /// `[generation][scale]`, GB/s.
+    pub ll_max_bws: [PerScale; 4],
+    pub per_channel_max_ring_ll128_bws: [PerScale; 4],
+    pub per_channel_max_tree_ll128_bws: [PerScale; 4],
+    pub per_channel_max_tree_bws: [PerScale; 4],
+    pub per_channel_max_nvls_tree_bws: [PerScale; 4],
+    /// `[proto][log2(bytes/64)]`; 23 entries in 2.28, 24 from 2.30.
+    pub tree_correction_factor: [Vec<f64>; 3],
+    pub factors: Factors,
+    pub net_overhead_us: NetOverhead,
+    pub threads: Threads,
+    pub thread_thresholds: ThreadThresholds,
+    pub max_dev_work_batch_colls: i64,
+    pub max_direct_arity: usize,
+    pub max_nvls_arity: usize,
+    pub scheduler: Scheduler,
+    pub nvls_channels: NvlsChannels,
+    pub behaviour: Behaviour,
+}
+
+/// The families built in, oldest first (`2.28`, `2.30`).
+pub fn families() -> Vec<&'static str> {
+    EMBEDDED.iter().map(|(f, _)| *f).collect()
+}
+
+/// The built-in table of one family.
+pub fn builtin(family: &str) -> Result<TuningTable> {
+    let (fam, text) = EMBEDDED.iter().find(|(f, _)| *f == family).ok_or_else(|| {
+        Error::bad_input(format!(
+            "no tuning table for NCCL {family}; built-in tables: {}",
+            families().join(", ")
+        ))
+    })?;
+    TuningTable::parse(text, &format!("built-in nccl-{fam}.json"))
+}
+
+/// Map a version written by a user (`2.28`, `2.28.9`, `2.30.7-1`) to a family.
+pub fn family_of(version: &str) -> Result<String> {
+    let text = version.trim().trim_start_matches('v');
+    let mut parts = text.split(['.', '-', '+']);
+    let major = parts.next().and_then(|p| p.parse::<u32>().ok());
+    let minor = parts.next().and_then(|p| p.parse::<u32>().ok());
+    match (major, minor) {
+        (Some(major), Some(minor)) => Ok(format!("{major}.{minor}")),
+        _ => Err(Error::bad_input(format!(
+            "invalid NCCL version '{version}': expected MAJOR.MINOR such as 2.28 or 2.30.7"
+        ))),
+    }
+}
+
+/// The built-in family to use for an NCCL found on the machine: its own
+/// family, else the newest older one, else the oldest. Returns the family and
+/// whether it is an exact match.
+pub fn nearest_family(major: u32, minor: u32) -> (&'static str, bool) {
+    let key = |f: &str| -> (u32, u32) {
+        let mut it = f.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+        (it.next().unwrap_or(0), it.next().unwrap_or(0))
+    };
+    let mut best: Option<&'static str> = None;
+    for (fam, _) in EMBEDDED {
+        if key(fam) == (major, minor) {
+            return (fam, true);
+        }
+        if key(fam) <= (major, minor) {
+            best = Some(fam);
+        }
+    }
+    (best.unwrap_or(EMBEDDED[0].0), false)
+}
+
+/// The newest built-in family.
+pub fn newest_family() -> &'static str {
+    EMBEDDED[EMBEDDED.len() - 1].0
+}
+
+impl TuningTable {
+    /// Load a table from a file (`--tuning-table FILE`).
+    pub fn load_file(path: &str) -> Result<TuningTable> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::bad_input(format!("{path}: cannot read: {e}")))?;
+        TuningTable::parse(&text, path)
+    }
+
+    /// Parse and check a table; `source` names it in errors.
+    pub fn parse(text: &str, source: &str) -> Result<TuningTable> {
+        let root: Value = serde_json::from_str(text).map_err(|e| {
+            Error::bad_input(format!(
+                "{source}:{}:{}: not valid JSON: {e}",
+                e.line(),
+                e.column()
+            ))
+        })?;
+        let r = Reader {
+            source,
+            root: &root,
+        };
+        let algo_rows = |path: &str| -> Result<[PerProto; 7]> {
+            let mut out = [[0.0; 3]; 7];
+            for a in Algo::ALL {
+                out[a as usize] = r.array3(&format!("{path}.{}", a.nccl_name()))?;
+            }
+            Ok(out)
+        };
+        let generation_rows = |path: &str| -> Result<[PerScale; 4]> {
+            let mut out = [[0.0; 3]; 4];
+            for (g, name) in GENERATIONS.iter().enumerate() {
+                out[g] = r.array3(&format!("{path}.{name}"))?;
+            }
+            Ok(out)
+        };
+        let mut nvls_efficiency = [0.0; 4];
+        for (g, name) in GENERATIONS.iter().enumerate() {
+            nvls_efficiency[g] = r.number(&format!("nvls_efficiency.{name}"))?;
+        }
+        let mut hw_latencies = [[[0.0; 3]; 7]; 3];
+        for (h, name) in HW_CLASSES.iter().enumerate() {
+            hw_latencies[h] = algo_rows(&format!("hw_latencies.{name}"))?;
+        }
+        let mut tree_correction_factor: [Vec<f64>; 3] = Default::default();
+        let mut lengths = Vec::new();
+        for p in Proto::ALL {
+            let path = format!("tree_correction_factor.{}", p.nccl_name());
+            let values = r.numbers(&path)?;
+            if values.len() != 23 && values.len() != 24 {
+                return Err(Error::bad_input(format!(
+                    "{source}: {path}: expected 23 or 24 values (64 B .. 256 MiB or 512 MiB buckets), found {}",
+                    values.len()
+                )));
+            }
+            lengths.push(values.len());
+            tree_correction_factor[p as usize] = values;
+        }
+        if lengths.iter().any(|&l| l != lengths[0]) {
+            return Err(Error::bad_input(format!(
+                "{source}: tree_correction_factor: LL, LL128 and Simple must have the same length"
+            )));
+        }
+        let table = TuningTable {
+            family: r.string("family")?,
+            verified_against: r.string("verified_against")?,
+            source: source.to_string(),
+            nvls_efficiency,
+            base_latencies: algo_rows("base_latencies")?,
+            hw_latencies,
+            ll_max_bws: generation_rows("ll_max_bws")?,
+            per_channel_max_ring_ll128_bws: generation_rows("per_channel_max_ring_ll128_bws")?,
+            per_channel_max_tree_ll128_bws: generation_rows("per_channel_max_tree_ll128_bws")?,
+            per_channel_max_tree_bws: generation_rows("per_channel_max_tree_bws")?,
+            per_channel_max_nvls_tree_bws: generation_rows("per_channel_max_nvls_tree_bws")?,
+            tree_correction_factor,
+            factors: Factors {
+                ring_ll_bw: r.number("factors.ring_ll_bw")?,
+                ring_ll128_bw: r.number("factors.ring_ll128_bw")?,
+                tree_allreduce_bw: r.number("factors.tree_allreduce_bw")?,
+                tree_ll_bw_divisor: r.positive("factors.tree_ll_bw_divisor")?,
+                tree_ll128_bw_one_node: r.number("factors.tree_ll128_bw_one_node")?,
+                tree_ll128_bw_multi_node: r.number("factors.tree_ll128_bw_multi_node")?,
+                tree_pattern_tree_bw: r.number("factors.tree_pattern_tree_bw")?,
+                pat_bw: r.number("factors.pat_bw")?,
+                collnet_direct_inter_bw: r.number("factors.collnet_direct_inter_bw")?,
+                collnet_direct_sm90_bw: r.number("factors.collnet_direct_sm90_bw")?,
+                collnet_direct_arity_latency_us: r
+                    .number("factors.collnet_direct_arity_latency_us")?,
+                pat_log_latency_divisor: r.positive("factors.pat_log_latency_divisor")?,
+                pat_rank_latency_us: r.number("factors.pat_rank_latency_us")?,
+                ring_simple_plateau_latency_pre_sm80: r
+                    .number("factors.ring_simple_plateau_latency_pre_sm80")?,
+                ring_simple_plateau_latency: r.number("factors.ring_simple_plateau_latency")?,
+                ring_simple_plateau_min_bytes_per_rank_channel: r
+                    .integer("factors.ring_simple_plateau_min_bytes_per_rank_channel")?
+                    as u64,
+            },
+            net_overhead_us: NetOverhead {
+                x86_intel: r.number("net_overhead_us.x86_intel")?,
+                x86_amd: r.number("net_overhead_us.x86_amd")?,
+                other: r.number("net_overhead_us.other")?,
+                simple_multiplier: r.number("net_overhead_us.simple_multiplier")?,
+            },
+            threads: Threads {
+                max_nthreads: r.positive_integer("threads.max_nthreads")?,
+                simple_max_nthreads: r.positive_integer("threads.simple_max_nthreads")?,
+                ll_max_nthreads: r.positive_integer("threads.ll_max_nthreads")?,
+                ll128_max_nthreads: r.positive_integer("threads.ll128_max_nthreads")?,
+                warp_size: r.positive_integer("threads.warp_size")?,
+                ring_simple_low_bw_nthreads: r
+                    .positive_integer("threads.ring_simple_low_bw_nthreads")?,
+                pci_bw: r.number("threads.pci_bw")?,
+            },
+            thread_thresholds: ThreadThresholds {
+                ll: r.integer("thread_thresholds.LL")?,
+                ll128: r.integer("thread_thresholds.LL128")?,
+                simple: r.integer("thread_thresholds.Simple")?,
+                collnet_simple: r.integer("thread_thresholds.collnet_simple")?,
+            },
+            max_dev_work_batch_colls: r.positive_integer("max_dev_work_batch_colls")?,
+            max_direct_arity: r.integer("max_direct_arity")? as usize,
+            max_nvls_arity: r.integer("max_nvls_arity")? as usize,
+            scheduler: Scheduler {
+                min_traffic_per_channel: r.positive_integer("scheduler.min_traffic_per_channel")?
+                    as u64,
+                round_traffic_per_channel_to_16: r
+                    .boolean("scheduler.round_traffic_per_channel_to_16")?,
+            },
+            nvls_channels: NvlsChannels {
+                sm90: r.integer("nvls_channels.sm90")? as usize,
+                sm100_one_node: r.integer("nvls_channels.sm100_one_node")? as usize,
+                sm100_multi_node: r.integer("nvls_channels.sm100_multi_node")? as usize,
+            },
+            behaviour: Behaviour {
+                ll128_mixed_compcap_allowed_from_sm90: r
+                    .boolean("behaviour.ll128_mixed_compcap_allowed_from_sm90")?,
+                collnet_chain_needs_chain_support: r
+                    .boolean("behaviour.collnet_chain_needs_chain_support")?,
+                nvls_tree_correction_sm100_x86: r
+                    .boolean("behaviour.nvls_tree_correction_sm100_x86")?,
+            },
+        };
+        Ok(table)
+    }
+
+    /// `treeCorrectionFactor[p][logSize]`, or None outside the table.
+    pub fn tree_correction(&self, proto: Proto, log_size: i32) -> Option<f64> {
+        if log_size < 0 {
+            return None;
+        }
+        self.tree_correction_factor[proto as usize]
+            .get(log_size as usize)
+            .copied()
+    }
+}
+
+/// Walks the JSON by dotted path and names the path in every error.
+struct Reader<'a> {
+    source: &'a str,
+    root: &'a Value,
+}
+
+impl Reader<'_> {
+    fn get(&self, path: &str) -> Result<&Value> {
+        let mut node = self.root;
+        for key in path.split('.') {
+            node = node.get(key).ok_or_else(|| {
+                Error::bad_input(format!("{}: missing constant '{path}'", self.source))
+            })?;
+        }
+        Ok(node)
+    }
+
+    fn check(&self, path: &str, v: &Value) -> Result<f64> {
+        let x = v.as_f64().ok_or_else(|| {
+            Error::bad_input(format!(
+                "{}: '{path}' must be a number, found {v}",
+                self.source
+            ))
+        })?;
+        if !x.is_finite() || x < 0.0 {
+            return Err(Error::bad_input(format!(
+                "{}: '{path}' = {x} is negative",
+                self.source
+            )));
+        }
+        Ok(x)
+    }
+
+    fn number(&self, path: &str) -> Result<f64> {
+        self.check(path, self.get(path)?)
+    }
+
+    fn positive(&self, path: &str) -> Result<f64> {
+        let x = self.number(path)?;
+        if x == 0.0 {
+            return Err(Error::bad_input(format!(
+                "{}: '{path}' must be greater than 0 (it is a divisor)",
+                self.source
+            )));
+        }
+        Ok(x)
+    }
+
+    fn integer(&self, path: &str) -> Result<i64> {
+        let v = self.get(path)?;
+        let x = self.check(path, v)?;
+        if x.fract() != 0.0 || x > 1e15 {
+            return Err(Error::bad_input(format!(
+                "{}: '{path}' = {v} must be a whole number",
+                self.source
+            )));
+        }
+        Ok(x as i64)
+    }
+
+    fn positive_integer(&self, path: &str) -> Result<i64> {
+        let x = self.integer(path)?;
+        if x == 0 {
+            return Err(Error::bad_input(format!(
+                "{}: '{path}' must be greater than 0",
+                self.source
+            )));
+        }
+        Ok(x)
+    }
+
+    fn numbers(&self, path: &str) -> Result<Vec<f64>> {
+        let v = self.get(path)?;
+        let items = v.as_array().ok_or_else(|| {
+            Error::bad_input(format!(
+                "{}: '{path}' must be a list of numbers",
+                self.source
+            ))
+        })?;
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| self.check(&format!("{path}[{i}]"), item))
+            .collect()
+    }
+
+    fn array3(&self, path: &str) -> Result<[f64; 3]> {
+        let values = self.numbers(path)?;
+        <[f64; 3]>::try_from(values.as_slice()).map_err(|_| {
+            Error::bad_input(format!(
+                "{}: '{path}' must have 3 values, found {}",
+                self.source,
+                values.len()
+            ))
+        })
+    }
+
+    fn boolean(&self, path: &str) -> Result<bool> {
+        let v = self.get(path)?;
+        v.as_bool().ok_or_else(|| {
+            Error::bad_input(format!(
+                "{}: '{path}' must be true or false, found {v}",
+                self.source
+            ))
+        })
+    }
+
+    fn string(&self, path: &str) -> Result<String> {
+        let v = self.get(path)?;
+        v.as_str().map(str::to_string).ok_or_else(|| {
+            Error::bad_input(format!(
+                "{}: '{path}' must be a string, found {v}",
+                self.source
+            ))
+        })
+    }
+}

@@ -1,0 +1,43 @@
+//! Output of `planner audit`: every difference between an NCCL log and the
+//! planner's model, with both values.
+
+use crate::model::audit::AuditReport;
+use comfy_table::{presets, ContentArrangement, Table};
+
+pub fn audit_text(report: &AuditReport) -> String {
+    let mut out = format!(
+        "{}: NCCL {}, compared with the planner's NCCL {} model: {} values, {} difference(s)\n",
+        report.log,
+        report
+            .nccl_version
+            .as_deref()
+            .unwrap_or("(version not in the log)"),
+        report.table_family,
+        report.compared,
+        report.differences.len()
+    );
+    if report.differences.is_empty() {
+        out.push_str("No differences.\n");
+        return out;
+    }
+    let mut table = Table::new();
+    table
+        .load_style(presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(vec!["log line", "what", "NCCL", "planner"]);
+    for d in &report.differences {
+        table.add_row(vec![
+            if d.line > 0 {
+                d.line.to_string()
+            } else {
+                "-".to_string()
+            },
+            d.what.clone(),
+            d.nccl.clone(),
+            d.planner.clone(),
+        ]);
+    }
+    out.push_str(&table.to_string());
+    out.push('\n');
+    out
+}
