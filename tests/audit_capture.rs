@@ -31,7 +31,10 @@ fn the_log_reader_finds_everything_in_the_capture() {
     assert_eq!(log.version.as_deref(), Some("2.28.9+cuda13.0"));
     assert_eq!(log.env_value("NCCL_NVLS_ENABLE"), Some("0"));
     assert_eq!(log.env_value("NCCL_TOPO_DUMP_FILE"), Some("./topo.xml"));
-    assert_eq!((log.n_ranks, log.n_nodes, log.local_ranks), (Some(2), Some(1), Some(2)));
+    assert_eq!(
+        (log.n_ranks, log.n_nodes, log.local_ranks),
+        (Some(2), Some(1), Some(2))
+    );
     assert_eq!(log.graphs.len(), 2);
     assert_eq!((log.graphs[0].pattern, log.graphs[0].n_channels), (4, 12));
     assert_eq!(log.graphs[1].bw_intra, 60.0);
@@ -40,9 +43,15 @@ fn the_log_reader_finds_everything_in_the_capture() {
     let cell = table.cells[Coll::AllReduce as usize][Algo::Tree as usize][Proto::Ll as usize]
         .as_ref()
         .unwrap();
-    assert_eq!((cell.latency.as_str(), cell.bandwidth.as_str()), ("8.0", "61.1"));
+    assert_eq!(
+        (cell.latency.as_str(), cell.bandwidth.as_str()),
+        ("8.0", "61.1")
+    );
     assert_eq!(table.max_threads[Algo::Pat as usize][2], Some(0));
-    assert_eq!(log.thread_thresholds.map(|t| t.0), Some([8, 8, 64, 16, 8, 64, 512, 512]));
+    assert_eq!(
+        log.thread_thresholds.map(|t| t.0),
+        Some([8, 8, 64, 16, 8, 64, 512, 512])
+    );
 }
 
 #[test]
@@ -76,17 +85,30 @@ fn audit_cli_on_the_capture_log_reports_no_differences() {
         .args(["audit", &capture("nccl-init-rank0.log"), "--log-graphs"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("0 difference(s)"), "{text}");
     assert!(text.contains("No differences."), "{text}");
     // Same through explain --nccl-log, as JSON.
     let out = planner()
-        .args(["--topo", &capture("topo.xml"), "audit", &capture("nccl-init-rank0.log")])
+        .args([
+            "--topo",
+            &capture("topo.xml"),
+            "audit",
+            &capture("nccl-init-rank0.log"),
+        ])
         .args(["--log-graphs", "--json"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["differences"].as_array().unwrap().len(), 0);
     assert_eq!(v["table_family"], "2.28");
@@ -99,7 +121,11 @@ fn audit_cli_with_the_planners_own_search_reports_no_differences() {
         .args(["audit", &capture("nccl-init-rank0.log")])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("No differences."), "{text}");
 }
@@ -126,35 +152,55 @@ fn broken_logs_name_the_line() {
     let err = NcclLog::parse(&cut.join("\n"), "cut.log").unwrap_err();
     assert_eq!(err.exit_code(), 2);
     assert!(
-        err.to_string().starts_with(&format!("cut.log:{}: AllReduce row has", row + 1)),
+        err.to_string()
+            .starts_with(&format!("cut.log:{}: AllReduce row has", row + 1)),
         "{err}"
     );
     // Truncated after the first block: the table has no CollNetChain block.
     let first_block_end = row + 1;
     let text = lines[..first_block_end].join("\n");
     let err = NcclLog::parse(&text, "short.log").unwrap_err();
-    assert!(err.to_string().contains("cut short: no CollNetChain block"), "{err}");
+    assert!(
+        err.to_string().contains("cut short: no CollNetChain block"),
+        "{err}"
+    );
     // A garbled per-call line.
     let err = NcclLog::parse(
         "NCCL INFO AllReduce: 12 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..x}",
         "calls.log",
     )
     .unwrap_err();
-    assert!(err.to_string().starts_with("calls.log:1: per-call line does not parse"), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with("calls.log:1: per-call line does not parse"),
+        "{err}"
+    );
     // Not an NCCL log at all.
     let err = NcclLog::parse("hello\nworld\n", "x.log").unwrap_err();
-    assert_eq!(err.to_string(), "x.log: no 'NCCL INFO' line: not an NCCL_DEBUG=INFO log");
+    assert_eq!(
+        err.to_string(),
+        "x.log: no 'NCCL INFO' line: not an NCCL_DEBUG=INFO log"
+    );
     // Through the CLI: exit 2, one line.
     let path = write_temp("cut.log", &cut.join("\n"));
-    let out = planner().args(["audit", &path, "--log-graphs"]).output().unwrap();
+    let out = planner()
+        .args(["audit", &path, "--log-graphs"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let e = String::from_utf8(out.stderr).unwrap();
     assert_eq!(e.trim_end().lines().count(), 1, "{e}");
     assert!(e.contains(&format!("cut.log:{}:", row + 1)), "{e}");
     // A log whose topology dump is not next to it and no --topo.
     let path = write_temp("alone.log", &full);
-    let out = planner().args(["audit", &path, "--log-graphs"]).output().unwrap();
+    let out = planner()
+        .args(["audit", &path, "--log-graphs"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let e = String::from_utf8(out.stderr).unwrap();
-    assert!(e.contains("NCCL_TOPO_DUMP_FILE ./topo.xml is not next to it"), "{e}");
+    assert!(
+        e.contains("NCCL_TOPO_DUMP_FILE ./topo.xml is not next to it"),
+        "{e}"
+    );
 }

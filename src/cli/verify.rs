@@ -6,8 +6,9 @@ use crate::exec::nccl;
 use crate::exec::rendezvous::{LauncherEnv, Rendezvous};
 use crate::exec::verify::{Backend, Collective, Dtype, IterPlan, PairSelection, VerifyRun};
 use crate::exec::verify_run::{self, Progress, TopologyRecord, VerifyRequest};
-use crate::exec::verify_score::{self, Predictor};
+use crate::exec::verify_score::{self, ModelPredictor, NoModel, Predictor};
 use crate::report::verify as report;
+use crate::topo::{build, paths::PathOptions, Cluster};
 use crate::units::{parse_size, parse_size_range};
 use std::time::Duration;
 
@@ -39,7 +40,7 @@ pub struct VerifyArgs {
     pub loop_cap: String,
     /// Capture each timed loop in a CUDA graph and replay it (as nccl-tests -G)
     #[arg(long)]
-    pub graph: bool,
+    pub cuda_graph: bool,
     /// Element type: f32, bf16, f16
     #[arg(long, default_value = "f32")]
     pub dtype: String,
@@ -96,7 +97,7 @@ fn request_from(args: &VerifyArgs) -> Result<VerifyRequest> {
         pairs_text: args.pairs.clone(),
         backends: Backend::parse_list(&args.backend)?,
         plan,
-        graph: args.graph,
+        graph: args.cuda_graph,
         timeout: Duration::from_secs(args.timeout),
         gpus: args.gpus,
     })
@@ -155,6 +156,44 @@ fn output(run: &VerifyRun, predictor: &dyn Predictor, args: &VerifyArgs) -> Resu
     Ok(())
 }
 
+/// The machine's topology for the model before measuring: what the user
+/// chose (--fixture/--topo), else the live probe; never the built-in default
+/// fixture, which would describe another machine.
+fn topology_before(source: &SourceArgs) -> Option<Cluster> {
+    let explicit = source.fixture.is_some() || source.topo.is_some();
+    let loaded = if explicit {
+        source.load()
+    } else {
+        match crate::probe::probe() {
+            Ok(root) => PathOptions::from_env()
+                .and_then(|opts| build::from_xml_with(&root, "live probe", &opts))
+                .map(|node| Cluster {
+                    node,
+                    n_nodes: source.nodes,
+                    net_latency_us: source.net_latency,
+                }),
+            Err(crate::probe::ProbeError::Unavailable(_)) => return None,
+            Err(crate::probe::ProbeError::Failed(e)) => Err(e),
+        }
+    };
+    match loaded {
+        Ok(cluster) => Some(cluster),
+        Err(e) => {
+            eprintln!("planner: no topology for the model before the run ({e})");
+            None
+        }
+    }
+}
+
+fn record_of(cluster: &Cluster) -> TopologyRecord {
+    TopologyRecord {
+        source: cluster.node.source.clone(),
+        xml: Some(crate::topo::xml::write(&cluster.node.xml)),
+        nodes: cluster.n_nodes,
+        net_latency_us: cluster.net_latency_us,
+    }
+}
+
 pub fn run(args: VerifyArgs, source: &SourceArgs) -> Result<()> {
     if let Some(path) = &args.load {
         let run = VerifyRun::load(path)?;
@@ -162,57 +201,79 @@ pub fn run(args: VerifyArgs, source: &SourceArgs) -> Result<()> {
         return output(&run, predictor.as_ref(), &args);
     }
     let request = request_from(&args)?;
-    let (topology, cluster) = match source.load() {
-        Ok(cluster) => (
-            TopologyRecord {
-                source: cluster.node.source.clone(),
-                xml: Some(crate::topo::xml::write(&cluster.node.xml)),
-                nodes: cluster.n_nodes,
-                net_latency_us: cluster.net_latency_us,
-            },
-            Some(cluster),
-        ),
-        Err(e) => {
-            eprintln!("planner: no topology for the model ({e}); measuring without predictions");
-            (
-                TopologyRecord {
-                    source: format!("unavailable: {e}"),
-                    ..Default::default()
-                },
-                None,
-            )
-        }
+    let before = topology_before(source);
+    let library = nccl::library_version().ok();
+    let planning: Box<dyn Predictor> = match &before {
+        Some(cluster) => match ModelPredictor::new(cluster, None, library.as_deref()) {
+            Ok(p) => Box::new(p),
+            Err(e) => {
+                eprintln!("planner: the model cannot run before the run ({e})");
+                Box::new(NoModel)
+            }
+        },
+        None => Box::new(NoModel),
     };
-    let predictor = verify_score::predictor_for(cluster.as_ref(), request.collective);
+    let topology = match &before {
+        Some(cluster) => record_of(cluster),
+        None => TopologyRecord {
+            source: "NCCL's topology dump (rank 0)".into(),
+            nodes: source.nodes,
+            net_latency_us: source.net_latency,
+            ..Default::default()
+        },
+    };
     let exe = std::env::current_exe().map_err(|e| {
         Error::runtime(format!(
             "cannot find the planner binary to start NCCL children: {e}"
         ))
     })?;
     let bar = Bar::new();
-    let run = match LauncherEnv::from_env()? {
-        Some(env) => {
-            match verify_run::run_distributed(
-                &exe,
-                &env,
-                &request,
-                &topology,
-                predictor.as_ref(),
-                &bar,
-            )? {
-                Some(run) => run,
-                None => return Ok(()), // not rank 0: rank 0 prints
-            }
-        }
-        None => verify_run::run_local(&exe, &request, &topology, predictor.as_ref(), None, &bar)?,
+    let mut run = match LauncherEnv::from_env()? {
+        Some(env) => match verify_run::run_distributed(
+            &exe,
+            &env,
+            &request,
+            &topology,
+            planning.as_ref(),
+            &bar,
+        )? {
+            Some(run) => run,
+            None => return Ok(()), // not rank 0: rank 0 prints
+        },
+        None => verify_run::run_local(&exe, &request, &topology, planning.as_ref(), None, &bar)?,
     };
+    // Predictions: the planner's topology if it had one, else NCCL's own dump;
+    // the planner's search if it runs, else NCCL's graph dump.
+    if before.is_none() {
+        if let Some(dump) = &run.machine.nccl_topology_xml {
+            run.machine.topology_hash =
+                format!("{:016x}", crate::exec::verify::fnv1a64(dump.as_bytes()));
+        }
+    }
+    let hosts = run.machine.hosts.len();
+    run.machine.nodes = run.machine.nodes.max(hosts).max(1);
     let path = args.out.clone().unwrap_or_else(|| {
         verify_run::default_result_path()
             .to_string_lossy()
             .into_owned()
     });
+    let (predictions, label) = {
+        let predictor = verify_score::predictor_for_run(&run);
+        let coll = run.options.collective;
+        let predictions: Vec<Option<f64>> = run
+            .rows
+            .iter()
+            .map(|r| r.pair.and_then(|p| predictor.predict_us(coll, p, r.bytes)))
+            .collect();
+        (predictions, predictor.label())
+    };
+    for (row, predicted) in run.rows.iter_mut().zip(predictions) {
+        row.predicted_us = predicted;
+    }
+    run.options.model = Some(label);
     run.save(&path)?;
     eprintln!("planner: result file {path}");
+    let predictor = verify_score::predictor_for_run(&run);
     output(&run, predictor.as_ref(), &args)
 }
 

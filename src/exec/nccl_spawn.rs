@@ -28,6 +28,10 @@ pub struct ChildOutcome {
     pub output_tail: String,
     /// NCCL's TUNING log (choices mode).
     pub tuning_log: Option<String>,
+    /// NCCL's own topology (NCCL_TOPO_DUMP_FILE) and graphs
+    /// (NCCL_GRAPH_DUMP_FILE), choices mode, written by rank 0.
+    pub topo_dump: Option<String>,
+    pub graph_dump: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -59,12 +63,16 @@ enum Line {
 
 static LOG_COUNTER: AtomicUsize = AtomicUsize::new(0);
 
-fn tuning_log_path() -> PathBuf {
+fn temp_path(what: &str) -> PathBuf {
     let n = LOG_COUNTER.fetch_add(1, Ordering::Relaxed);
-    std::env::temp_dir().join(format!(
-        "planner-nccl-tuning-{}-{n}.log",
-        std::process::id()
-    ))
+    std::env::temp_dir().join(format!("planner-nccl-{what}-{}-{n}", std::process::id()))
+}
+
+fn take_file(path: &Option<PathBuf>) -> Option<String> {
+    let path = path.as_ref()?;
+    let text = std::fs::read_to_string(path).ok();
+    let _ = std::fs::remove_file(path);
+    text.filter(|t| !t.trim().is_empty())
 }
 
 /// Run `spec` in a child of `exe`. `timeout` bounds the wait for each report
@@ -75,10 +83,15 @@ pub fn run_child(
     timeout: Duration,
     on_event: &mut dyn FnMut(&ChildEvent),
 ) -> Result<ChildOutcome> {
-    let log_path = (spec.mode == ChildMode::Choices).then(tuning_log_path);
+    let choices = spec.mode == ChildMode::Choices;
+    let log_path = choices.then(|| temp_path("tuning.log"));
+    let topo_path = choices.then(|| temp_path("topo.xml"));
+    let graph_path = choices.then(|| temp_path("graph.xml"));
     let mut cmd = child_command(exe, spec)?;
-    if let Some(path) = &log_path {
-        cmd.env("NCCL_DEBUG_FILE", path);
+    if let (Some(log), Some(topo), Some(graph)) = (&log_path, &topo_path, &graph_path) {
+        cmd.env("NCCL_DEBUG_FILE", log);
+        cmd.env("NCCL_TOPO_DUMP_FILE", topo);
+        cmd.env("NCCL_GRAPH_DUMP_FILE", graph);
     } else if std::env::var_os("NCCL_DEBUG_FILE").is_none() {
         // NCCL's own lines must not share stdout with our reports: stdio
         // buffering could split a line of ours.
@@ -177,10 +190,9 @@ pub fn run_child(
     outcome.exit = status.to_string();
     outcome.exit_ok = status.success();
     outcome.output_tail = other;
-    if let Some(path) = log_path {
-        outcome.tuning_log = std::fs::read_to_string(&path).ok();
-        let _ = std::fs::remove_file(&path);
-    }
+    outcome.tuning_log = take_file(&log_path);
+    outcome.topo_dump = take_file(&topo_path);
+    outcome.graph_dump = take_file(&graph_path);
     Ok(outcome)
 }
 

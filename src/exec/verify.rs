@@ -550,6 +550,13 @@ pub struct Fingerprint {
     pub nodes: usize,
     /// µs added to every NIC (`--net-latency`).
     pub net_latency_us: f64,
+    /// NCCL's own view of the machine, dumped by rank 0 during the run
+    /// (NCCL_TOPO_DUMP_FILE and NCCL_GRAPH_DUMP_FILE): the model can be
+    /// re-run on them anywhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nccl_topology_xml: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nccl_graph_xml: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -220,6 +220,8 @@ fn spec_for(
 struct Seen {
     init: Option<ChildInit>,
     gpus: Vec<GpuInfo>,
+    topo_dump: Option<String>,
+    graph_dump: Option<String>,
 }
 
 impl Seen {
@@ -229,6 +231,12 @@ impl Seen {
                 self.gpus = init.gpus.clone();
                 self.init = Some(init.clone());
             }
+        }
+        if outcome.topo_dump.is_some() {
+            self.topo_dump = outcome.topo_dump.clone();
+        }
+        if outcome.graph_dump.is_some() {
+            self.graph_dump = outcome.graph_dump.clone();
         }
     }
 }
@@ -265,6 +273,8 @@ fn fingerprint(
         topology_xml: topology.xml.clone(),
         nodes: topology.nodes.max(1),
         net_latency_us: topology.net_latency_us,
+        nccl_topology_xml: seen.topo_dump.clone(),
+        nccl_graph_xml: seen.graph_dump.clone(),
     }
 }
 

@@ -413,17 +413,188 @@ pub fn score(run: &VerifyRun, predictor: &dyn Predictor) -> Scored {
     }
 }
 
-/// The current model for `cluster`, or `NoModel` where it cannot run.
-pub fn predictor_for(
-    cluster: Option<&crate::topo::Cluster>,
-    _collective: Collective,
-) -> Box<dyn Predictor> {
-    let _ = cluster;
-    Box::new(NoModel)
+// ---------------------------------------------------------------------------
+// The current model as a predictor.
+
+fn model_coll(c: Collective) -> crate::model::Coll {
+    use crate::model::Coll;
+    match c {
+        Collective::AllReduce => Coll::AllReduce,
+        Collective::AllGather => Coll::AllGather,
+        Collective::ReduceScatter => Coll::ReduceScatter,
+        Collective::Broadcast => Coll::Broadcast,
+        Collective::Reduce => Coll::Reduce,
+    }
+}
+
+fn model_pair(p: Pair) -> (crate::model::Algo, crate::model::Proto) {
+    let algo = crate::model::Algo::from_index(p.algo as usize).unwrap_or(crate::model::Algo::Ring);
+    let proto =
+        crate::model::Proto::from_index(p.proto as usize).unwrap_or(crate::model::Proto::Simple);
+    (algo, proto)
+}
+
+fn our_pair(algo: crate::model::Algo, proto: crate::model::Proto) -> Option<Pair> {
+    Some(Pair::new(
+        *super::verify::Algo::ALL.get(algo as usize)?,
+        *super::verify::Proto::ALL.get(proto as usize)?,
+    ))
+}
+
+/// NCCL's model as verify runs it: the pick comes from the model with NCCL's
+/// defaults; the time of a pinned pair from the model with that pair pinned
+/// (`NCCL_ALGO`/`NCCL_PROTO`, as the child that measured it), so a protocol
+/// NCCL enables only on request (LL128 on some machines) still gets its time.
+/// NVLS is off, as on every run.
+pub struct ModelPredictor {
+    base: crate::model::Model,
+    pinned: std::cell::RefCell<std::collections::HashMap<Pair, Option<crate::model::Model>>>,
+    label: String,
+}
+
+impl ModelPredictor {
+    /// `graph_xml`: NCCL's graph dump, used when the planner's own search
+    /// cannot run on this topology. `nccl_version` picks the tuning table.
+    pub fn new(
+        cluster: &crate::topo::Cluster,
+        graph_xml: Option<&str>,
+        nccl_version: Option<&str>,
+    ) -> crate::error::Result<ModelPredictor> {
+        use crate::model::{input::NvlsFlag, table, Model, ModelInput, NcclEnv};
+        let family = match nccl_version.and_then(|v| table::family_of(v).ok()) {
+            Some(f) => {
+                let mut it = f.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+                let (major, minor) = (it.next().unwrap_or(0), it.next().unwrap_or(0));
+                table::nearest_family(major, minor).0
+            }
+            None => table::newest_family(),
+        };
+        let table = table::builtin(family)?;
+        let mut env = NcclEnv::from_process();
+        env.algo = None;
+        env.proto = None;
+        env.nvls_enable = Some(0);
+        let nvls = ModelInput::nvls_request(cluster, &env, NvlsFlag::Off);
+        let opts = crate::search::SearchOptions {
+            nvls: false,
+            collnet: false,
+            cross_nic: 2,
+        };
+        let (result, graphs_from) = match crate::search::search(cluster, &opts) {
+            Ok(r) => (r, "the planner's search"),
+            Err(search_error) => match graph_xml {
+                Some(xml) => {
+                    let (min_sm, _) = cluster.node.sm_range();
+                    let r = crate::model::graph_xml::parse_graphs(
+                        xml,
+                        "NCCL's graph dump",
+                        min_sm,
+                        cluster.n_nodes,
+                    )?;
+                    (r, "NCCL's graph dump")
+                }
+                None => return Err(search_error),
+            },
+        };
+        let input = ModelInput::from_search(cluster, &result, &env, nvls, &table)?;
+        let base = Model::new(input, env, table)?;
+        Ok(ModelPredictor {
+            base,
+            pinned: Default::default(),
+            label: format!(
+                "stock model (nccl-{family} table, topology {}, graphs from {graphs_from})",
+                cluster.node.source
+            ),
+        })
+    }
+
+    fn evaluate(
+        model: &crate::model::Model,
+        collective: Collective,
+        bytes: u64,
+    ) -> Option<crate::model::Evaluation> {
+        let call =
+            crate::model::select::Call::new(model_coll(collective), bytes, model.input.n_ranks, 1)
+                .ok()?;
+        model.evaluate(&call).ok()
+    }
+}
+
+impl Predictor for ModelPredictor {
+    fn label(&self) -> String {
+        self.label.clone()
+    }
+    fn predict_us(&self, collective: Collective, pair: Pair, bytes: u64) -> Option<f64> {
+        let (algo, proto) = model_pair(pair);
+        let mut cache = self.pinned.borrow_mut();
+        let model = cache.entry(pair).or_insert_with(|| {
+            let mut env = self.base.env.clone();
+            env.algo = Some(algo.nccl_name().to_string());
+            env.proto = Some(proto.nccl_name().to_string());
+            crate::model::Model::new(self.base.input.clone(), env, self.base.table.clone()).ok()
+        });
+        let eval = ModelPredictor::evaluate(model.as_ref()?, collective, bytes)?;
+        eval.candidates
+            .iter()
+            .find(|c| c.algo == algo && c.proto == proto && c.usable())
+            .map(|c| c.time_us as f64)
+    }
+    fn pick(&self, collective: Collective, bytes: u64) -> Option<Pair> {
+        let eval = ModelPredictor::evaluate(&self.base, collective, bytes)?;
+        let w = eval.winner();
+        our_pair(w.algo, w.proto)
+    }
+}
+
+/// The topology a result file carries, as a cluster: the planner's record,
+/// else NCCL's own dump.
+pub fn cluster_of_run(run: &VerifyRun) -> crate::error::Result<crate::topo::Cluster> {
+    use crate::topo::{build, xml, Cluster};
+    let m = &run.machine;
+    let (text, source) = match (&m.topology_xml, &m.nccl_topology_xml) {
+        (Some(t), _) => (t, m.topology_source.clone()),
+        (None, Some(t)) => (t, "NCCL's topology dump in the result file".to_string()),
+        (None, None) => {
+            return Err(crate::error::Error::bad_input(
+                "the result file carries no topology",
+            ))
+        }
+    };
+    let root = xml::parse(text, &source)?;
+    let node = build::from_xml(&root, &source)?;
+    Ok(Cluster {
+        node,
+        n_nodes: m.nodes.max(1),
+        net_latency_us: m.net_latency_us,
+    })
 }
 
 /// For `verify --load`: the current model on the topology the file carries;
-/// where that is not possible, the predictions the file recorded.
+/// where that is not possible, the predictions the file recorded (said on stderr).
 pub fn predictor_for_run(run: &VerifyRun) -> Box<dyn Predictor + '_> {
-    Box::new(Recorded { run })
+    let built = cluster_of_run(run).and_then(|cluster| {
+        ModelPredictor::new(
+            &cluster,
+            run.machine.nccl_graph_xml.as_deref(),
+            run.machine.nccl_version.as_deref(),
+        )
+    });
+    match built {
+        Ok(p) => Box::new(p),
+        Err(e) => {
+            eprintln!("planner: cannot run the current model on this file ({e}); using the predictions it recorded");
+            Box::new(Recorded { run })
+        }
+    }
+}
+
+/// Replace every row's prediction with `predictor`'s.
+pub fn apply_predictions(run: &mut VerifyRun, predictor: &dyn Predictor) {
+    let coll = run.options.collective;
+    for row in run.rows.iter_mut() {
+        row.predicted_us = row
+            .pair
+            .and_then(|p| predictor.predict_us(coll, p, row.bytes));
+    }
+    run.options.model = Some(predictor.label());
 }

@@ -119,6 +119,8 @@ pub fn recorded_run() -> VerifyRun {
             topology_xml: None,
             nodes: 1,
             net_latency_us: 0.0,
+            nccl_topology_xml: None,
+            nccl_graph_xml: None,
         },
         options: RunOptions {
             collective: Collective::AllReduce,
