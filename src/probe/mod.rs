@@ -1,11 +1,27 @@
 //! The probe stage: read the live machine (NVML + sysfs) into NCCL's topology
 //! XML, exactly as NCCL's own detection would write it, so that everything
 //! after the probe works the same on a live machine, a fixture or a file.
+//!
+//! The reads are split from the logic so that tests need no GPU:
+//! - `nvml` fills plain data (`facts::MachineFacts`) from NVML and the CUDA driver;
+//! - `sysfs::SysFs` reads /sys and /proc under a root directory;
+//! - `detect` is NCCL's detection over those two, producing the XML tree.
+
+pub mod cpu;
+pub mod detect;
+pub mod facts;
+pub mod net;
+mod nvml;
+pub mod sysfs;
+pub mod warnings;
 
 pub mod nccl_version;
 
 use crate::error::Error;
 use crate::topo::XmlNode;
+pub use facts::MachineFacts;
+pub use sysfs::SysFs;
+pub use warnings::{Oddity, Warnings};
 
 /// Why the probe gave no topology.
 #[derive(Debug)]
@@ -16,10 +32,87 @@ pub enum ProbeError {
     Failed(Error),
 }
 
+/// The environment variables NCCL's detection listens to, read once.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProbeEnv {
+    /// NCCL_HOSTID: replaces host name + boot id in the host hash.
+    pub nccl_hostid: Option<String>,
+    pub net: net::NetEnv,
+}
+
+impl ProbeEnv {
+    pub fn from_env() -> Self {
+        let var = |k: &str| std::env::var(k).ok();
+        ProbeEnv {
+            nccl_hostid: var("NCCL_HOSTID"),
+            net: net::NetEnv {
+                socket_ifname: var("NCCL_SOCKET_IFNAME"),
+                ib_hca: var("NCCL_IB_HCA"),
+                ib_merge_vfs: var("NCCL_IB_MERGE_VFS").map(|v| sysfs::strtol(&v) != 0),
+            },
+        }
+    }
+}
+
+/// Everything one probe found.
+#[derive(Debug, Clone)]
+pub struct Probed {
+    /// NCCL's topology XML (`<system>`).
+    pub xml: XmlNode,
+    /// What NVML said, including what the XML has no place for (P2P status,
+    /// NVML CPU affinity, PCIe gen/width, driver version).
+    pub facts: MachineFacts,
+    pub warnings: Warnings,
+}
+
 /// Probe this machine. Warnings about oddities (invisible NVLink ends, NUMA -1,
-/// missing sysfs files) go to stderr, one line each.
+/// missing sysfs files) go to stderr, one line per kind of oddity.
 pub fn probe() -> Result<XmlNode, ProbeError> {
-    Err(ProbeError::Unavailable(
-        "the live probe is not built yet".to_string(),
-    ))
+    let probed = probe_detailed()?;
+    eprint!("{}", probed.warnings);
+    Ok(probed.xml)
+}
+
+/// Probe this machine without printing anything.
+pub fn probe_detailed() -> Result<Probed, ProbeError> {
+    let mut warnings = Warnings::new();
+    let facts = nvml::read_facts(&mut warnings)?;
+    if facts.cuda_available && facts.gpus.iter().all(|g| g.cuda_ordinal.is_none()) {
+        return Err(ProbeError::Unavailable(
+            "CUDA sees none of NVML's GPUs (CUDA_VISIBLE_DEVICES?)".to_string(),
+        ));
+    }
+    let sys = SysFs::live();
+    let env = ProbeEnv::from_env();
+    let xml = from_facts(&facts, &sys, std::env::consts::ARCH, &env, &mut warnings);
+    Ok(Probed {
+        xml,
+        facts,
+        warnings,
+    })
+}
+
+/// NCCL's detection over recorded NVML facts and a sysfs root: what `probe()`
+/// does after the NVML reads. `rust_arch` is `std::env::consts::ARCH` of the
+/// probed machine.
+pub fn from_facts(
+    facts: &MachineFacts,
+    sys: &SysFs,
+    rust_arch: &str,
+    env: &ProbeEnv,
+    warnings: &mut Warnings,
+) -> XmlNode {
+    let arch = cpu::nccl_arch(rust_arch);
+    let identity = cpu::host_identity(sys, env.nccl_hostid.as_deref());
+    let host = detect::HostInfo {
+        arch: arch.to_string(),
+        cpu: if arch == "x86_64" {
+            cpu::read_cpuid(sys)
+        } else {
+            None
+        },
+        host_hash: cpu::host_hash_attr(&identity),
+    };
+    let nets = net::discover(sys, &env.net);
+    detect::build(facts, &nets, sys, &host, warnings)
 }

@@ -1,0 +1,256 @@
+//! The live NVML (and CUDA driver) reads that fill `MachineFacts`.
+//!
+//! nvml-wrapper 0.13 has two gaps (docs/rust-crates.md 1.4): `remote_device_type`
+//! always answers Unknown, and `field_values_for` always sends scopeId 0. Both
+//! are read here through the raw function table instead.
+
+use super::facts::{C2cLinkFacts, GpuFacts, MachineFacts, NvLinkFacts, P2pFacts, RemoteType};
+use super::warnings::{Oddity, Warnings};
+use super::ProbeError;
+use crate::error::Error;
+use nvml_wrapper::enum_wrappers::device::{P2pCapabilitiesIndex, P2pStatus};
+use nvml_wrapper::enum_wrappers::nv_link::Capability;
+use nvml_wrapper::{Device, Nvml};
+use nvml_wrapper_sys::bindings as sys;
+
+/// NVML's field ids (nvml.h).
+const FI_NVLINK_GET_STATE: u32 = 165;
+const FI_C2C_LINK_COUNT: u32 = 170;
+const FI_C2C_LINK_GET_STATUS: u32 = 171;
+const FI_C2C_LINK_GET_MAX_BW: u32 = 172;
+/// Words of 64 CPUs asked for in the affinity mask (4096 CPUs).
+const AFFINITY_WORDS: usize = 64;
+
+/// Read everything the probe needs from NVML and the CUDA driver.
+pub fn read_facts(warnings: &mut Warnings) -> Result<MachineFacts, ProbeError> {
+    let nvml =
+        Nvml::init().map_err(|e| ProbeError::Unavailable(format!("NVML could not start: {e}")))?;
+    let count = nvml
+        .device_count()
+        .map_err(|e| ProbeError::Unavailable(format!("NVML cannot count GPUs: {e}")))?;
+    if count == 0 {
+        return Err(ProbeError::Unavailable("NVML sees no GPU".to_string()));
+    }
+    let failed = |what: String| ProbeError::Failed(Error::runtime(what));
+    let mut devices: Vec<Device> = Vec::new();
+    for i in 0..count {
+        devices.push(
+            nvml.device_by_index(i)
+                .map_err(|e| failed(format!("NVML device {i}: {e}")))?,
+        );
+    }
+    let mut facts = MachineFacts {
+        driver_version: nvml.sys_driver_version().ok(),
+        cuda_driver_version: nvml.sys_cuda_driver_version().ok(),
+        ..Default::default()
+    };
+    for (i, dev) in devices.iter().enumerate() {
+        let index = i as u32;
+        let pci = dev
+            .pci_info()
+            .map_err(|e| failed(format!("NVML device {i}: PCI info: {e}")))?;
+        let cc = dev
+            .cuda_compute_capability()
+            .map_err(|e| failed(format!("NVML device {i}: compute capability: {e}")))?;
+        let sm = cc.major * 10 + cc.minor;
+        let nvlinks = (0..sys::NVML_NVLINK_MAX_LINKS)
+            .map(|l| read_link(&nvml, dev, l, sm))
+            .collect();
+        let c2c = if sm >= 90 { read_c2c(&nvml, dev) } else { None };
+        let mut ok_or_warn = |what: &str, r: Result<u32, nvml_wrapper::error::NvmlError>| match r {
+            Ok(v) => Some(v),
+            Err(e) => {
+                // "Not Supported" is an answer (a VM, no NUMA), not an oddity to report.
+                if !matches!(e, nvml_wrapper::error::NvmlError::NotSupported) {
+                    warnings.add(Oddity::NvmlQueryFailed, format!("GPU {i} {what}: {e}"));
+                }
+                None
+            }
+        };
+        let pcie_gen = ok_or_warn("PCIe generation", dev.current_pcie_link_gen());
+        let pcie_width = ok_or_warn("PCIe width", dev.current_pcie_link_width());
+        let pcie_max_gen = ok_or_warn("max PCIe generation", dev.max_pcie_link_gen());
+        let pcie_max_width = ok_or_warn("max PCIe width", dev.max_pcie_link_width());
+        let numa_node = ok_or_warn("NUMA node", dev.numa_node_id());
+        let cpu_affinity = dev.cpu_affinity(AFFINITY_WORDS).ok().map(|words| {
+            // c_ulong is 64 bits on the Linux targets NVML exists for.
+            #[allow(clippy::unnecessary_cast)]
+            let mut w: Vec<u64> = words.into_iter().map(|x| x as u64).collect();
+            while w.len() > 1 && w.last() == Some(&0) {
+                w.pop();
+            }
+            w
+        });
+        facts.gpus.push(GpuFacts {
+            index,
+            name: dev.name().unwrap_or_default(),
+            bus_id: pci.bus_id.clone(),
+            cuda_ordinal: None,
+            compute_capability: (cc.major, cc.minor),
+            nvlinks,
+            c2c,
+            gdr: None,
+            pcie_gen,
+            pcie_width,
+            pcie_max_gen,
+            pcie_max_width,
+            cpu_affinity,
+            numa_node,
+        });
+    }
+    for (a, da) in devices.iter().enumerate() {
+        for (b, db) in devices.iter().enumerate() {
+            if a == b {
+                continue;
+            }
+            let ok = |idx| da.p2p_status(db, idx).ok().map(|s| s == P2pStatus::Ok);
+            facts.p2p.push(P2pFacts {
+                from: a as u32,
+                to: b as u32,
+                read_ok: ok(P2pCapabilitiesIndex::Read),
+                write_ok: ok(P2pCapabilitiesIndex::Write),
+            });
+        }
+    }
+    add_cuda_view(&mut facts);
+    Ok(facts)
+}
+
+fn read_link(nvml: &Nvml, dev: &Device, link: u32, sm: i32) -> NvLinkFacts {
+    let wrapper = dev.link_wrapper_for(link);
+    let p2p_capable = wrapper.has_capability(Capability::P2p).ok();
+    // NCCL reads the state from the scoped field on sm90+ (the old call is unreliable there).
+    let active = if sm >= 90 {
+        field_value(nvml, dev, FI_NVLINK_GET_STATE, link)
+            .map(|v| v == u64::from(sys::nvmlEnableState_enum_NVML_FEATURE_ENABLED))
+    } else {
+        wrapper.is_active().ok()
+    };
+    let (remote_bus_id, remote_type) = if p2p_capable == Some(true) && active == Some(true) {
+        (
+            wrapper.remote_pci_info().ok().map(|p| p.bus_id),
+            remote_type(nvml, dev, link),
+        )
+    } else {
+        (None, None)
+    };
+    NvLinkFacts {
+        link,
+        p2p_capable,
+        active,
+        version: wrapper.version().ok(),
+        remote_bus_id,
+        remote_type,
+    }
+}
+
+fn read_c2c(nvml: &Nvml, dev: &Device) -> Option<Vec<C2cLinkFacts>> {
+    let count = field_value(nvml, dev, FI_C2C_LINK_COUNT, 0)?;
+    Some(
+        (0..count as u32)
+            .map(|l| C2cLinkFacts {
+                up: field_value(nvml, dev, FI_C2C_LINK_GET_STATUS, l).map(|v| v == 1),
+                max_bw: field_value(nvml, dev, FI_C2C_LINK_GET_MAX_BW, l).map(|v| v as u32),
+            })
+            .collect(),
+    )
+}
+
+/// One NVML field value with its scope (the link), as an unsigned number.
+fn field_value(nvml: &Nvml, dev: &Device, field: u32, scope: u32) -> Option<u64> {
+    let get = nvml.lib().nvmlDeviceGetFieldValues.as_ref().ok()?;
+    // SAFETY: nvmlFieldValue_t is a plain C struct of integers and a union of
+    // numbers, for which all-zero bytes are a valid value.
+    let mut fv: sys::nvmlFieldValue_t = unsafe { std::mem::zeroed() };
+    fv.fieldId = field;
+    fv.scopeId = scope;
+    // SAFETY: the handle comes from a live `Device` that borrows `nvml`, so the
+    // library is loaded and the handle valid; NVML writes one element, the
+    // array length we pass.
+    let ret = unsafe { get(dev.handle(), 1, &mut fv) };
+    if ret != sys::nvmlReturn_enum_NVML_SUCCESS
+        || fv.nvmlReturn != sys::nvmlReturn_enum_NVML_SUCCESS
+    {
+        return None;
+    }
+    // SAFETY: NVML says which union member it wrote in `valueType`; we read that one.
+    unsafe {
+        match fv.valueType {
+            sys::nvmlValueType_enum_NVML_VALUE_TYPE_UNSIGNED_INT => Some(u64::from(fv.value.uiVal)),
+            sys::nvmlValueType_enum_NVML_VALUE_TYPE_UNSIGNED_LONG => Some(fv.value.ulVal as u64),
+            sys::nvmlValueType_enum_NVML_VALUE_TYPE_UNSIGNED_LONG_LONG => Some(fv.value.ullVal),
+            sys::nvmlValueType_enum_NVML_VALUE_TYPE_SIGNED_LONG_LONG => {
+                u64::try_from(fv.value.sllVal).ok()
+            }
+            sys::nvmlValueType_enum_NVML_VALUE_TYPE_SIGNED_INT => {
+                u64::try_from(fv.value.siVal).ok()
+            }
+            sys::nvmlValueType_enum_NVML_VALUE_TYPE_UNSIGNED_SHORT => {
+                Some(u64::from(fv.value.usVal))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The far end's type through the raw call (the wrapper's answer is always Unknown).
+fn remote_type(nvml: &Nvml, dev: &Device, link: u32) -> Option<RemoteType> {
+    let get = nvml
+        .lib()
+        .nvmlDeviceGetNvLinkRemoteDeviceType
+        .as_ref()
+        .ok()?;
+    let mut t: sys::nvmlIntNvLinkDeviceType_t =
+        sys::nvmlIntNvLinkDeviceType_enum_NVML_NVLINK_DEVICE_TYPE_UNKNOWN;
+    // SAFETY: valid handle (see `field_value`); NVML writes one enum value to `t`.
+    let ret = unsafe { get(dev.handle(), link, &mut t) };
+    if ret != sys::nvmlReturn_enum_NVML_SUCCESS {
+        return None;
+    }
+    Some(match t {
+        sys::nvmlIntNvLinkDeviceType_enum_NVML_NVLINK_DEVICE_TYPE_GPU => RemoteType::Gpu,
+        sys::nvmlIntNvLinkDeviceType_enum_NVML_NVLINK_DEVICE_TYPE_IBMNPU => RemoteType::IbmNpu,
+        sys::nvmlIntNvLinkDeviceType_enum_NVML_NVLINK_DEVICE_TYPE_SWITCH => RemoteType::Switch,
+        _ => RemoteType::Unknown,
+    })
+}
+
+/// CUDA ordinals (NCCL's rank order, honouring CUDA_VISIBLE_DEVICES) and
+/// GPUDirect RDMA support, matched to NVML's GPUs by PCI location.
+fn add_cuda_view(facts: &mut MachineFacts) {
+    use cudarc::driver::{result, sys as cu};
+    // SAFETY: only tries to dlopen the driver library; no CUDA call is made.
+    if !unsafe { cu::is_culib_present() } {
+        return;
+    }
+    if result::init().is_err() {
+        return;
+    }
+    let Ok(count) = result::device::get_count() else {
+        return;
+    };
+    facts.cuda_available = true;
+    for ordinal in 0..count {
+        let Ok(dev) = result::device::get(ordinal) else {
+            continue;
+        };
+        // SAFETY: `dev` was just returned by cuDeviceGet for a valid ordinal.
+        let attr = |a| unsafe { result::device::get_attribute(dev, a) }.ok();
+        let domain = attr(cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID);
+        let bus = attr(cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID);
+        let device = attr(cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID);
+        let gdr = attr(cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED);
+        let (Some(domain), Some(bus), Some(device)) = (domain, bus, device) else {
+            continue;
+        };
+        let location = format!("{domain:04x}:{bus:02x}:{device:02x}");
+        if let Some(g) = facts
+            .gpus
+            .iter_mut()
+            .find(|g| g.nccl_bus_id().starts_with(&location))
+        {
+            g.cuda_ordinal = Some(ordinal as u32);
+            g.gdr = gdr.map(|v| v != 0);
+        }
+    }
+}
