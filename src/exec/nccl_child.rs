@@ -200,6 +200,13 @@ impl NcclFailure {
 
 fn run_job(spec: &ChildSpec, emit: &mut dyn FnMut(ChildEvent)) -> Result<()> {
     check_libraries()?;
+    // SAFETY: a dlopen probe only (cudarc panics on the first call otherwise).
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return Err(Error::runtime(
+            "libnvrtc cannot be loaded (libnvrtc.so.13 or .12 on the loader path): \
+             the data and checking kernels are compiled at run time",
+        ));
+    }
     if let ChildMode::Pinned { pair } = spec.mode {
         if let Some(why) = refused_pair(pair) {
             return Err(Error::bad_input(why));
