@@ -21,7 +21,7 @@ use super::nccl_kernels::{
 use super::verify::{Collective, Dtype, GpuInfo, RowStatus};
 use crate::error::{Error, Result};
 use cudarc::driver::{
-    sys as cu, CudaContext, CudaEvent, CudaFunction, CudaGraph, CudaSlice, CudaStream, DevicePtr,
+    sys as cu, CudaContext, CudaEvent, CudaFunction, CudaGraph, CudaStream,
     LaunchConfig, PushKernelArg,
 };
 use cudarc::nccl::{result as nccl, sys as nccl_sys};
@@ -125,11 +125,8 @@ struct LocalRank {
     rank: usize,
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
-    // Kept alive for the raw pointers below.
-    _send: CudaSlice<u8>,
-    _recv: CudaSlice<u8>,
-    _wrong: CudaSlice<u64>,
-    _scratch: CudaSlice<f64>,
+    // Kept alive for the raw pointers below (dropped after the communicators).
+    _buffers: Vec<DeviceBuffer>,
     send: u64,
     recv: u64,
     wrong: u64,
@@ -298,24 +295,16 @@ fn run_job(spec: &ChildSpec, emit: &mut dyn FnMut(ChildEvent)) -> Result<()> {
         let check = module
             .load_function(CHECK_KERNEL)
             .map_err(cuda_err("cuModuleGetFunction", ordinal))?;
-        // SAFETY: uninitialised device memory is fine: the send buffer is
-        // filled below before any use and the receive buffer is only read
-        // after a collective (or the poisoning memset) wrote it.
-        let send_buf = unsafe { stream.alloc::<u8>(send_max as usize) }
-            .map_err(cuda_err("cuMemAlloc (send)", ordinal))?;
-        // SAFETY: as above.
-        let recv_buf = unsafe { stream.alloc::<u8>(recv_max as usize) }
-            .map_err(cuda_err("cuMemAlloc (recv)", ordinal))?;
-        let wrong_buf = stream
-            .alloc_zeros::<u64>(1)
-            .map_err(cuda_err("cuMemAlloc (counter)", ordinal))?;
-        let scratch_buf = stream
-            .alloc_zeros::<f64>(scratch_len)
-            .map_err(cuda_err("cuMemAlloc (scratch)", ordinal))?;
-        let send = raw_ptr(&send_buf, &stream);
-        let recv = raw_ptr(&recv_buf, &stream);
-        let wrong = raw_ptr(&wrong_buf, &stream);
-        let scratch = raw_ptr(&scratch_buf, &stream);
+        // Plain cuMemAlloc (not a stream-ordered pool): NCCL may register
+        // these buffers (CUDA-graph mode), which pool memory does not allow.
+        // Uninitialised memory is fine: the send buffer is filled below and
+        // the receive buffer is read only after a collective or the
+        // poisoning memset wrote it.
+        let send_buf = DeviceBuffer::new(&ctx, send_max as usize, "send")?;
+        let recv_buf = DeviceBuffer::new(&ctx, recv_max as usize, "recv")?;
+        let wrong_buf = DeviceBuffer::new(&ctx, 8, "counter")?;
+        let scratch_buf = DeviceBuffer::new(&ctx, 8 * scratch_len, "scratch")?;
+        let (send, recv, wrong, scratch) = (send_buf.ptr, recv_buf.ptr, wrong_buf.ptr, scratch_buf.ptr);
         let timing = Some(cu::CUevent_flags::CU_EVENT_DEFAULT);
         let start = ctx
             .new_event(timing)
@@ -328,10 +317,7 @@ fn run_job(spec: &ChildSpec, emit: &mut dyn FnMut(ChildEvent)) -> Result<()> {
             rank: first_rank + i,
             ctx,
             stream,
-            _send: send_buf,
-            _recv: recv_buf,
-            _wrong: wrong_buf,
-            _scratch: scratch_buf,
+            _buffers: vec![send_buf, recv_buf, wrong_buf, scratch_buf],
             send,
             recv,
             wrong,
@@ -386,6 +372,9 @@ fn run_job(spec: &ChildSpec, emit: &mut dyn FnMut(ChildEvent)) -> Result<()> {
     });
 
     let distributed = matches!(spec.ranks, ChildRanks::Rank { .. });
+    if spec.mode != ChildMode::Choices {
+        warm_clocks(spec, &ranks, &comms, world);
+    }
     let mut refused: Option<String> = None;
     for &bytes in &spec.sizes {
         let c = counts(spec.collective, spec.dtype, bytes, world);
@@ -456,6 +445,34 @@ fn run_job(spec: &ChildSpec, emit: &mut dyn FnMut(ChildEvent)) -> Result<()> {
     Ok(())
 }
 
+/// The GPUs idle at low clocks while a child starts: keep them busy for
+/// about 200 ms with the job's own collective (at most 64 MiB) before the
+/// first timed size, so every child starts at the same clocks. A failing
+/// call is left for the size loop to report.
+fn warm_clocks(spec: &ChildSpec, ranks: &[LocalRank], comms: &Comms, world: usize) {
+    let Some(bytes) = spec
+        .sizes
+        .iter()
+        .copied()
+        .filter(|&b| b <= 64 << 20 && counts(spec.collective, spec.dtype, b, world).call > 0)
+        .max()
+    else {
+        return;
+    };
+    let c = counts(spec.collective, spec.dtype, bytes, world);
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_millis(200) {
+        for _ in 0..10 {
+            if launch_collective(spec, ranks, comms, c).is_err() {
+                return;
+            }
+        }
+        if sync_all(ranks).is_err() {
+            return;
+        }
+    }
+}
+
 fn set_status(event: &mut ChildEvent, new_status: RowStatus, why: String) {
     if let ChildEvent::Size { status, note, .. } = event {
         *status = new_status;
@@ -474,9 +491,40 @@ impl From<Error> for SizeError {
     }
 }
 
-fn raw_ptr<T>(slice: &CudaSlice<T>, stream: &Arc<CudaStream>) -> u64 {
-    let (ptr, _sync) = slice.device_ptr(stream);
-    ptr
+/// Device memory from plain cuMemAlloc, freed on drop.
+struct DeviceBuffer {
+    ctx: Arc<CudaContext>,
+    ptr: u64,
+}
+
+impl DeviceBuffer {
+    fn new(ctx: &Arc<CudaContext>, bytes: usize, what: &str) -> Result<DeviceBuffer> {
+        ctx.bind_to_thread()
+            .map_err(cuda_err("cuCtxSetCurrent", ctx.ordinal()))?;
+        // SAFETY: cuMemAlloc with the context current; the pointer is freed
+        // once, in drop, with the same context current.
+        let ptr = unsafe { cudarc::driver::result::malloc_sync(bytes.max(1)) }.map_err(|e| {
+            Error::runtime(format!(
+                "GPU {}: cuMemAlloc ({what}, {}) failed: {e:?}",
+                ctx.ordinal(),
+                crate::units::format_size(bytes as u64)
+            ))
+        })?;
+        Ok(DeviceBuffer {
+            ctx: ctx.clone(),
+            ptr,
+        })
+    }
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        if self.ctx.bind_to_thread().is_ok() {
+            // SAFETY: `ptr` came from cuMemAlloc in this context and is freed
+            // exactly once; all work using it was synchronised before.
+            let _ = unsafe { cudarc::driver::result::free_sync(self.ptr) };
+        }
+    }
 }
 
 fn grid_for(elems: u64) -> LaunchConfig {
@@ -675,9 +723,14 @@ fn run_size(
                 .map_err(cuda_err("check kernel", r.ordinal))?;
         }
         let mut host = [0u64; 1];
-        r.stream
-            .memcpy_dtoh(&r._wrong, &mut host)
-            .map_err(cuda_err("cuMemcpyDtoH (counter)", r.ordinal))?;
+        r.ctx
+            .bind_to_thread()
+            .map_err(cuda_err("cuCtxSetCurrent", r.ordinal))?;
+        // SAFETY: copies the one u64 of the counter buffer into `host`.
+        unsafe {
+            cudarc::driver::result::memcpy_dtoh_async(&mut host, r.wrong, r.stream.cu_stream())
+        }
+        .map_err(cuda_err("cuMemcpyDtoH (counter)", r.ordinal))?;
         r.stream
             .synchronize()
             .map_err(cuda_err("check kernel", r.ordinal))?;
