@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod explain;
+pub mod run;
 pub mod source;
 pub mod topo;
 pub mod verify;
@@ -41,6 +42,8 @@ pub enum Command {
     /// (internal) join a launcher rendezvous and pass an id from rank 0
     #[command(name = "__rendezvous-check", hide = true)]
     RendezvousCheck(verify::RendezvousCheckArgs),
+    /// Run one plan with planner's own kernels on the local GPUs: time, algbw, busbw, #wrong
+    Run(run::RunArgs),
 }
 
 pub fn run(cli: Cli) -> Result<()> {
@@ -52,5 +55,6 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Verify(args) => verify::run(*args, &cli.source),
         Command::NcclChild => verify::nccl_child(),
         Command::RendezvousCheck(args) => verify::rendezvous_check(args),
+        Command::Run(args) => run::run(args, &cli.source),
     }
 }

@@ -4,3 +4,4 @@ pub mod audit;
 pub mod explain;
 pub mod topo;
 pub mod verify;
+pub mod run;

@@ -1,0 +1,672 @@
+//! What the executor runs: one collective with one algorithm and protocol, on
+//! given rings and trees, with a channel and thread count. Plain data, built
+//! from the search (`crate::search::SearchResult`) plus explicit choices, or by
+//! hand in tests.
+
+use crate::error::{Error, Result};
+use crate::search::SearchResult;
+use serde::Serialize;
+use std::fmt;
+
+/// NCCL's `MAXCHANNELS` (`device.h:91`): the most CTAs one collective uses.
+pub const MAX_CHANNELS: usize = 64;
+/// NCCL's `NCCL_MAX_NTHREADS` (`device.h:93`).
+pub const MAX_THREADS: usize = 640;
+/// Most ranks the executor drives (real GPUs or virtual ranks); kernel
+/// arguments hold one buffer pair per local rank.
+pub const MAX_RANKS: usize = 16;
+/// NCCL's `NCCL_MAX_TREE_ARITY` (`device.h`): children per tree node.
+pub const MAX_TREE_ARITY: usize = 3;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum Collective {
+    AllReduce,
+    AllGather,
+    ReduceScatter,
+    Broadcast,
+}
+
+impl Collective {
+    pub fn name(self) -> &'static str {
+        match self {
+            Collective::AllReduce => "all_reduce",
+            Collective::AllGather => "all_gather",
+            Collective::ReduceScatter => "reduce_scatter",
+            Collective::Broadcast => "broadcast",
+        }
+    }
+    pub fn parse(text: &str) -> Result<Self> {
+        match text.to_ascii_lowercase().replace('-', "_").as_str() {
+            "all_reduce" | "allreduce" => Ok(Collective::AllReduce),
+            "all_gather" | "allgather" => Ok(Collective::AllGather),
+            "reduce_scatter" | "reducescatter" => Ok(Collective::ReduceScatter),
+            "broadcast" => Ok(Collective::Broadcast),
+            _ => Err(Error::bad_input(format!(
+                "unknown collective '{text}'; expected all_reduce, all_gather, reduce_scatter or broadcast"
+            ))),
+        }
+    }
+    /// nccl-tests' bus-bandwidth factor (`all_reduce.cu:59-65` and siblings).
+    pub fn bus_factor(self, n_ranks: usize) -> f64 {
+        let n = n_ranks as f64;
+        match self {
+            Collective::AllReduce => 2.0 * (n - 1.0) / n,
+            Collective::AllGather | Collective::ReduceScatter => (n - 1.0) / n,
+            Collective::Broadcast => 1.0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum Algorithm {
+    Ring,
+    Tree,
+}
+
+impl Algorithm {
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Ring => "Ring",
+            Algorithm::Tree => "Tree",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum Protocol {
+    LL,
+    LL128,
+    Simple,
+}
+
+impl Protocol {
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::LL => "LL",
+            Protocol::LL128 => "LL128",
+            Protocol::Simple => "Simple",
+        }
+    }
+    /// Index used in kernel arguments and connection tables.
+    pub fn index(self) -> usize {
+        match self {
+            Protocol::LL => 0,
+            Protocol::LL128 => 1,
+            Protocol::Simple => 2,
+        }
+    }
+}
+
+/// Parse `Ring/LL128` (case-insensitive).
+pub fn parse_pair(text: &str) -> Result<(Algorithm, Protocol)> {
+    let bad = || {
+        Error::bad_input(format!(
+            "invalid --pair '{text}': expected ALGO/PROTO with ALGO Ring or Tree and PROTO LL, LL128 or Simple"
+        ))
+    };
+    let (a, p) = text.split_once('/').ok_or_else(bad)?;
+    let algo = match a.trim().to_ascii_lowercase().as_str() {
+        "ring" => Algorithm::Ring,
+        "tree" => Algorithm::Tree,
+        _ => return Err(bad()),
+    };
+    let proto = match p.trim().to_ascii_lowercase().as_str() {
+        "ll" => Protocol::LL,
+        "ll128" => Protocol::LL128,
+        "simple" => Protocol::Simple,
+        _ => return Err(bad()),
+    };
+    Ok((algo, proto))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum DType {
+    F32,
+    BF16,
+    F16,
+}
+
+impl DType {
+    pub fn size(self) -> usize {
+        match self {
+            DType::F32 => 4,
+            DType::BF16 | DType::F16 => 2,
+        }
+    }
+    /// Name as nccl-tests prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F32 => "float",
+            DType::BF16 => "bfloat16",
+            DType::F16 => "half",
+        }
+    }
+    /// The C type the kernels are compiled for.
+    pub fn c_type(self) -> &'static str {
+        match self {
+            DType::F32 => "float",
+            DType::BF16 => "planner_bf16",
+            DType::F16 => "planner_f16",
+        }
+    }
+    pub fn parse(text: &str) -> Result<Self> {
+        match text.to_ascii_lowercase().as_str() {
+            "f32" | "float" | "float32" => Ok(DType::F32),
+            "bf16" | "bfloat16" => Ok(DType::BF16),
+            "f16" | "half" | "float16" => Ok(DType::F16),
+            _ => Err(Error::bad_input(format!(
+                "unknown --dtype '{text}'; expected f32, bf16 or f16"
+            ))),
+        }
+    }
+}
+
+/// One rank's tree neighbours on one channel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+pub struct TreeNode {
+    pub up: Option<usize>,
+    pub down: Vec<usize>,
+}
+
+/// Everything the executor needs to run one collective.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExecPlan {
+    pub collective: Collective,
+    pub algorithm: Algorithm,
+    pub protocol: Protocol,
+    pub n_ranks: usize,
+    /// CTAs per rank (one per channel).
+    pub n_channels: usize,
+    /// Threads per CTA.
+    pub n_threads: usize,
+    /// Per channel: the ring as a rank sequence; rank `rings[c][i]` sends to `rings[c][i+1]`.
+    pub rings: Vec<Vec<usize>>,
+    /// Per channel, per rank: tree parent and children.
+    pub trees: Vec<Vec<TreeNode>>,
+    pub dtype: DType,
+    /// Bytes per rank as nccl-tests counts them: the all-reduce/broadcast buffer, the
+    /// all-gather output or the reduce-scatter input (the total over ranks).
+    pub bytes: u64,
+    pub in_place: bool,
+    /// Broadcast root.
+    pub root: usize,
+    /// Where the rings and trees came from, for the report.
+    pub origin: String,
+}
+
+/// The choices that do not come from the search.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanChoice {
+    pub collective: Collective,
+    pub algorithm: Algorithm,
+    pub protocol: Protocol,
+    /// None: NCCL's rule for this size (`launch_shape`).
+    pub n_channels: Option<usize>,
+    pub n_threads: Option<usize>,
+    pub dtype: DType,
+    pub bytes: u64,
+    pub in_place: bool,
+    pub root: usize,
+}
+
+impl PlanChoice {
+    pub fn all_reduce(algorithm: Algorithm, protocol: Protocol, bytes: u64) -> Self {
+        PlanChoice {
+            collective: Collective::AllReduce,
+            algorithm,
+            protocol,
+            n_channels: None,
+            n_threads: None,
+            dtype: DType::F32,
+            bytes,
+            in_place: false,
+            root: 0,
+        }
+    }
+}
+
+impl fmt::Display for ExecPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {}/{} {} ranks, {} channels x {} threads, {} {}",
+            self.collective.name(),
+            self.algorithm.name(),
+            self.protocol.name(),
+            self.n_ranks,
+            self.n_channels,
+            self.n_threads,
+            self.dtype.name(),
+            if self.in_place {
+                "in-place"
+            } else {
+                "out-of-place"
+            }
+        )
+    }
+}
+
+/// NCCL's per-call channel and thread choice for Ring and Tree
+/// (`enqueue.cc:1865-1907`, nccl-model.md §2.9), from the communicator's
+/// channel count and the thread thresholds (§2.9: LL 8, LL128 8, Simple 64;
+/// Ring LL times the rank count). `ring_simple_threads` is NCCL's
+/// `maxThreads[Ring][Simple]` (256 or 512, §2.3).
+pub fn launch_shape(
+    algorithm: Algorithm,
+    protocol: Protocol,
+    n_ranks: usize,
+    bytes: u64,
+    comm_channels: usize,
+    ring_simple_threads: usize,
+) -> (usize, usize) {
+    let max_threads = match (algorithm, protocol) {
+        (Algorithm::Ring, Protocol::Simple) => ring_simple_threads,
+        (_, Protocol::LL128) => 640,
+        _ => 512,
+    };
+    let threshold = match (algorithm, protocol) {
+        (Algorithm::Ring, Protocol::LL) => 8 * n_ranks as u64,
+        (_, Protocol::LL) | (_, Protocol::LL128) => 8,
+        (_, Protocol::Simple) => 64,
+    };
+    let mut nc = comm_channels.max(1) as u64;
+    let mut nt = max_threads as u64;
+    while bytes < nc * nt * threshold && nc >= 2 {
+        nc -= 1;
+    }
+    while bytes < nc * nt * threshold && nt.is_multiple_of(128) {
+        nt /= 2;
+    }
+    if protocol == Protocol::Simple {
+        match algorithm {
+            Algorithm::Ring => nt += 32,
+            Algorithm::Tree => nt += 128,
+        }
+    }
+    if nt / 32 < 3 {
+        nt = 96;
+    }
+    if algorithm == Algorithm::Tree {
+        nt = MAX_THREADS as u64;
+    }
+    (nc as usize, nt as usize)
+}
+
+impl ExecPlan {
+    /// A plan on the search's rings and trees. Runtime channels beyond the
+    /// search's are copies of its channels in order (as NCCL duplicates them).
+    pub fn from_search(search: &SearchResult, choice: &PlanChoice) -> Result<ExecPlan> {
+        let conn = &search.connection;
+        if conn.rings.is_empty() {
+            return Err(Error::runtime("the search returned no ring channel"));
+        }
+        let n_ranks = conn.rings[0].len();
+        let mut rings = Vec::with_capacity(conn.rings.len());
+        for (c, ring) in conn.rings.iter().enumerate() {
+            let mut order = Vec::with_capacity(ring.len());
+            for &r in ring {
+                if r < 0 || r as usize >= n_ranks {
+                    return Err(Error::runtime(format!(
+                        "search ring {c}: rank {r} outside 0..{n_ranks}"
+                    )));
+                }
+                order.push(r as usize);
+            }
+            rings.push(order);
+        }
+        let mut trees = Vec::with_capacity(conn.trees.len());
+        for (c, per_rank) in conn.trees.iter().enumerate() {
+            if per_rank.len() != n_ranks {
+                return Err(Error::runtime(format!(
+                    "search tree {c}: {} ranks, the rings have {n_ranks}",
+                    per_rank.len()
+                )));
+            }
+            let mut nodes = Vec::with_capacity(n_ranks);
+            for links in per_rank {
+                let conv = |r: i32| -> Result<Option<usize>> {
+                    if r < 0 {
+                        Ok(None)
+                    } else if (r as usize) < n_ranks {
+                        Ok(Some(r as usize))
+                    } else {
+                        Err(Error::runtime(format!(
+                            "search tree {c}: rank {r} outside 0..{n_ranks} (a network peer?)"
+                        )))
+                    }
+                };
+                let up = conv(links.up)?;
+                let mut down = Vec::new();
+                for &d in &links.down {
+                    if let Some(d) = conv(d)? {
+                        down.push(d);
+                    }
+                }
+                nodes.push(TreeNode { up, down });
+            }
+            trees.push(nodes);
+        }
+        if trees.is_empty() {
+            trees = rings.iter().map(|r| chain_tree(r)).collect();
+        }
+        let origin = format!(
+            "search: {} ring channel(s), {} tree channel(s)",
+            rings.len(),
+            trees.len()
+        );
+        Self::build(n_ranks, rings, trees, choice, origin)
+    }
+
+    /// Without a search: ring 0..n-1 on every channel and the chain 0 -> 1 -> ...
+    /// -> n-1 as the tree (NCCL's one-node tree), `comm_channels` channels.
+    pub fn default_shapes(
+        n_ranks: usize,
+        comm_channels: usize,
+        choice: &PlanChoice,
+    ) -> Result<ExecPlan> {
+        let ring: Vec<usize> = (0..n_ranks).collect();
+        let rings = vec![ring.clone(); comm_channels.max(1)];
+        let trees = vec![chain_tree(&ring); comm_channels.max(1)];
+        Self::build(
+            n_ranks,
+            rings,
+            trees,
+            choice,
+            "ring 0..n-1 and chain tree (no search result)".to_string(),
+        )
+    }
+
+    /// Test shapes for virtual ranks: rings alternate between 0..n-1 and its
+    /// reverse, trees between the chain and a binary tree (heap order on the
+    /// ring), so one run covers several orders and fan-ins of 1 and 2.
+    pub fn test_shapes(
+        n_ranks: usize,
+        comm_channels: usize,
+        choice: &PlanChoice,
+    ) -> Result<ExecPlan> {
+        let n_ch = comm_channels.max(1);
+        let mut rings = Vec::new();
+        let mut trees = Vec::new();
+        for c in 0..n_ch {
+            let mut ring: Vec<usize> = (0..n_ranks).collect();
+            if c % 2 == 1 {
+                ring.reverse();
+            }
+            trees.push(if c % 2 == 0 {
+                chain_tree(&ring)
+            } else {
+                heap_tree(&ring)
+            });
+            rings.push(ring);
+        }
+        Self::build(
+            n_ranks,
+            rings,
+            trees,
+            choice,
+            "test shapes: rings 0..n-1 / reversed, trees chain / binary".to_string(),
+        )
+    }
+
+    /// Explicit rings and trees (one per channel, repeated cyclically up to the
+    /// channel count).
+    pub fn build(
+        n_ranks: usize,
+        rings: Vec<Vec<usize>>,
+        trees: Vec<Vec<TreeNode>>,
+        choice: &PlanChoice,
+        origin: String,
+    ) -> Result<ExecPlan> {
+        if n_ranks == 0 || n_ranks > MAX_RANKS {
+            return Err(Error::bad_input(format!(
+                "{n_ranks} ranks: the executor drives 1 to {MAX_RANKS}"
+            )));
+        }
+        if rings.is_empty() || trees.is_empty() {
+            return Err(Error::bad_input(
+                "a plan needs at least one ring and one tree",
+            ));
+        }
+        let (default_nc, default_nt) = launch_shape(
+            choice.algorithm,
+            choice.protocol,
+            n_ranks,
+            choice.bytes,
+            rings.len(),
+            512,
+        );
+        let n_channels = choice.n_channels.unwrap_or(default_nc);
+        let n_threads = choice.n_threads.unwrap_or(default_nt);
+        validate_shape(choice, n_channels, n_threads)?;
+        if choice.root >= n_ranks {
+            return Err(Error::bad_input(format!(
+                "--root {}: there are only {n_ranks} ranks",
+                choice.root
+            )));
+        }
+        let rings: Vec<Vec<usize>> = (0..n_channels)
+            .map(|c| rings[c % rings.len()].clone())
+            .collect();
+        let trees: Vec<Vec<TreeNode>> = (0..n_channels)
+            .map(|c| trees[c % trees.len()].clone())
+            .collect();
+        for (c, ring) in rings.iter().enumerate() {
+            validate_ring(ring, n_ranks).map_err(|e| Error::runtime(format!("ring {c}: {e}")))?;
+        }
+        for (c, tree) in trees.iter().enumerate() {
+            validate_tree(tree, n_ranks).map_err(|e| Error::runtime(format!("tree {c}: {e}")))?;
+        }
+        let elem = choice.dtype.size() as u64;
+        if !choice.bytes.is_multiple_of(elem) {
+            return Err(Error::bad_input(format!(
+                "size {} B is not a whole number of {} elements ({} B each)",
+                choice.bytes,
+                choice.dtype.name(),
+                elem
+            )));
+        }
+        Ok(ExecPlan {
+            collective: choice.collective,
+            algorithm: choice.algorithm,
+            protocol: choice.protocol,
+            n_ranks,
+            n_channels,
+            n_threads,
+            rings,
+            trees,
+            dtype: choice.dtype,
+            bytes: choice.bytes,
+            in_place: choice.in_place,
+            root: choice.root,
+            origin,
+        })
+    }
+
+    /// Element count of one rank's input buffer.
+    pub fn send_count(&self) -> usize {
+        let total = (self.bytes / self.dtype.size() as u64) as usize;
+        match self.collective {
+            Collective::AllReduce | Collective::Broadcast => total,
+            Collective::AllGather => self.per_rank_count(),
+            Collective::ReduceScatter => self.per_rank_count() * self.n_ranks,
+        }
+    }
+
+    /// Element count of one rank's output buffer.
+    pub fn recv_count(&self) -> usize {
+        let total = (self.bytes / self.dtype.size() as u64) as usize;
+        match self.collective {
+            Collective::AllReduce | Collective::Broadcast => total,
+            Collective::AllGather => self.per_rank_count() * self.n_ranks,
+            Collective::ReduceScatter => self.per_rank_count(),
+        }
+    }
+
+    /// The count a collective call is given: all elements for all-reduce and
+    /// broadcast, the per-rank block for all-gather and reduce-scatter. As in
+    /// nccl-tests (`common.cu:899-911`) the block is a multiple of 16 bytes.
+    pub fn call_count(&self) -> usize {
+        match self.collective {
+            Collective::AllReduce | Collective::Broadcast => {
+                (self.bytes / self.dtype.size() as u64) as usize
+            }
+            _ => self.per_rank_count(),
+        }
+    }
+
+    fn per_rank_count(&self) -> usize {
+        let total = (self.bytes / self.dtype.size() as u64) as usize;
+        let align = 16 / self.dtype.size();
+        (total / self.n_ranks) & !(align - 1)
+    }
+
+    /// Same plan for another size (channel/thread choice kept).
+    pub fn with_bytes(&self, bytes: u64) -> ExecPlan {
+        ExecPlan {
+            bytes,
+            ..self.clone()
+        }
+    }
+}
+
+fn validate_shape(choice: &PlanChoice, n_channels: usize, n_threads: usize) -> Result<()> {
+    if n_channels == 0 || n_channels > MAX_CHANNELS {
+        return Err(Error::bad_input(format!(
+            "--channels {n_channels}: must be between 1 and {MAX_CHANNELS}"
+        )));
+    }
+    if !n_threads.is_multiple_of(32) || !(64..=MAX_THREADS).contains(&n_threads) {
+        return Err(Error::bad_input(format!(
+            "--threads {n_threads}: must be a multiple of 32 between 64 and {MAX_THREADS}"
+        )));
+    }
+    if choice.algorithm == Algorithm::Tree {
+        // The split tree gives each half whole warps (see tree_split_threads).
+        let (up, down) = tree_split_threads(choice.protocol, n_threads);
+        if up == 0 || down == 0 || !up.is_multiple_of(32) || !down.is_multiple_of(32) {
+            return Err(Error::bad_input(format!(
+                "--threads {n_threads}: too few for the split tree ({up} reduce + {down} broadcast threads); use at least 128"
+            )));
+        }
+    }
+    if choice.collective != Collective::AllReduce
+        && (choice.algorithm != Algorithm::Ring || choice.protocol != Protocol::Simple)
+    {
+        return Err(Error::bad_input(format!(
+            "{} runs with Ring/Simple only (asked for {}/{})",
+            choice.collective.name(),
+            choice.algorithm.name(),
+            choice.protocol.name()
+        )));
+    }
+    Ok(())
+}
+
+/// NCCL's split of a tree CTA into reduce-up and broadcast-down threads
+/// (`all_reduce.h` runTreeSplit): Simple half (+64 from 256 on), LL/LL128 70 %
+/// rounded down to whole warps. Returns (reduce, broadcast).
+pub fn tree_split_threads(protocol: Protocol, n_threads: usize) -> (usize, usize) {
+    let up = match protocol {
+        Protocol::Simple => {
+            let half = n_threads / 2;
+            if half >= 256 {
+                half + 64
+            } else {
+                half
+            }
+        }
+        _ => (n_threads * 7 / (10 * 32)) * 32,
+    };
+    (up, n_threads - up)
+}
+
+fn validate_ring(ring: &[usize], n_ranks: usize) -> std::result::Result<(), String> {
+    if ring.len() != n_ranks {
+        return Err(format!("{} entries for {n_ranks} ranks", ring.len()));
+    }
+    let mut seen = vec![false; n_ranks];
+    for &r in ring {
+        if r >= n_ranks {
+            return Err(format!("rank {r} outside 0..{n_ranks}"));
+        }
+        if seen[r] {
+            return Err(format!("rank {r} appears twice"));
+        }
+        seen[r] = true;
+    }
+    Ok(())
+}
+
+/// A tree must be one tree over all ranks: one root, parent and child links
+/// that agree, at most `MAX_TREE_ARITY` children, every rank reachable.
+pub fn validate_tree(tree: &[TreeNode], n_ranks: usize) -> std::result::Result<(), String> {
+    if tree.len() != n_ranks {
+        return Err(format!("{} entries for {n_ranks} ranks", tree.len()));
+    }
+    let roots: Vec<usize> = (0..n_ranks).filter(|&r| tree[r].up.is_none()).collect();
+    if roots.len() != 1 {
+        return Err(format!(
+            "{} roots ({roots:?}), need exactly one",
+            roots.len()
+        ));
+    }
+    for (r, node) in tree.iter().enumerate() {
+        if node.down.len() > MAX_TREE_ARITY {
+            return Err(format!(
+                "rank {r} has {} children (at most {MAX_TREE_ARITY})",
+                node.down.len()
+            ));
+        }
+        for &d in &node.down {
+            if d >= n_ranks || tree[d].up != Some(r) {
+                return Err(format!("rank {r} lists child {d}, whose parent is not {r}"));
+            }
+        }
+        if let Some(u) = node.up {
+            if u >= n_ranks || !tree[u].down.contains(&r) {
+                return Err(format!("rank {r} has parent {u}, which does not list it"));
+            }
+        }
+    }
+    let mut reached = vec![false; n_ranks];
+    let mut stack = vec![roots[0]];
+    while let Some(r) = stack.pop() {
+        if reached[r] {
+            return Err(format!("rank {r} reached twice (a cycle)"));
+        }
+        reached[r] = true;
+        stack.extend(tree[r].down.iter().copied());
+    }
+    if let Some(r) = reached.iter().position(|&x| !x) {
+        return Err(format!("rank {r} is not reachable from the root"));
+    }
+    Ok(())
+}
+
+/// The chain along `order`: order[0] is the root, each rank's child is the next.
+pub fn chain_tree(order: &[usize]) -> Vec<TreeNode> {
+    let mut nodes = vec![TreeNode::default(); order.len()];
+    for (i, &r) in order.iter().enumerate() {
+        nodes[r].up = if i == 0 { None } else { Some(order[i - 1]) };
+        if i + 1 < order.len() {
+            nodes[r].down = vec![order[i + 1]];
+        }
+    }
+    nodes
+}
+
+/// A binary tree in heap order along `order`: the parent of order[i] is order[(i-1)/2].
+pub fn heap_tree(order: &[usize]) -> Vec<TreeNode> {
+    let mut nodes = vec![TreeNode::default(); order.len()];
+    for (i, &r) in order.iter().enumerate() {
+        if i > 0 {
+            nodes[r].up = Some(order[(i - 1) / 2]);
+        }
+        for child in [2 * i + 1, 2 * i + 2] {
+            if child < order.len() {
+                nodes[r].down.push(order[child]);
+            }
+        }
+    }
+    nodes
+}

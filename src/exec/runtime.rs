@@ -1,0 +1,1444 @@
+//! Runs plans on the local GPUs: one process drives every GPU (a primary
+//! context, a stream and, while launching, a host thread each), peer access
+//! between neighbours, the FIFOs on the receiving GPU, CUDA events for timing,
+//! an optional CUDA graph of the timed iterations, in-place or out-of-place
+//! buffers, and a virtual-ranks mode that runs N ranks as N buffers on one GPU
+//! in one launch with co-resident CTAs.
+//!
+//! Every run is checked before it is timed: deterministic inputs, one launch,
+//! every output element compared on the GPU (and on the CPU for small sizes).
+//! A collective that does not finish in time is aborted through a host-mapped
+//! flag the kernels poll, and reported with the pair, size and GPU.
+
+use crate::error::{Error, Result};
+use crate::exec::cuda::{self, describe};
+use crate::exec::kernels::{self, Variant};
+use crate::exec::pattern;
+use crate::exec::plan::{Algorithm, Collective, ExecPlan, MAX_CHANNELS, MAX_RANKS, MAX_TREE_ARITY};
+use crate::exec::schedule::{self, buff_bytes};
+use crate::units::format_size;
+use cudarc::driver::{result, sys, DriverError};
+use serde::Serialize;
+use std::collections::HashMap;
+use std::ffi::{c_void, CString};
+use std::time::{Duration, Instant};
+
+// ------------------------------------------------------------ device layouts
+
+/// `struct Conn` in kernels/common.cuh: device addresses.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Conn {
+    pub buff: u64,
+    pub tail: u64,
+    pub head: u64,
+    pub step: u64,
+}
+
+/// `struct ChannelDesc` in kernels/common.cuh.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChannelDesc {
+    pub ring_recv: Conn,
+    pub ring_send: Conn,
+    pub tree_recv_up: Conn,
+    pub tree_send_up: Conn,
+    pub tree_recv_down: [Conn; MAX_TREE_ARITY],
+    pub tree_send_down: [Conn; MAX_TREE_ARITY],
+    pub user_ranks: [i32; MAX_RANKS],
+    pub ring_index: i32,
+    pub tree_has_up: i32,
+    pub tree_n_down: i32,
+    pub rank: i32,
+    pub local_rank: i32,
+    pub channel: i32,
+    pub pad0: i32,
+    pub pad1: i32,
+}
+
+/// `struct KernelArgs` in kernels/common.cuh, passed by value.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct KernelArgs {
+    pub desc: u64,
+    pub abort_flag: u64,
+    pub aborted: u64,
+    pub send: [u64; MAX_RANKS],
+    pub recv: [u64; MAX_RANKS],
+    pub chan_off: [i64; MAX_CHANNELS],
+    pub chan_count: [i64; MAX_CHANNELS],
+    pub call_count: i64,
+    pub chunk_elems: i64,
+    pub nranks: i32,
+    pub nchannels: i32,
+    pub root: i32,
+    pub slices_per_chunk: i32,
+    pub steps_per_slice: i32,
+    pub step_bytes: i32,
+    pub tree_up_threads: i32,
+    pub pad: i32,
+}
+
+/// Sizes the kernels' static_asserts check (kernels/common.cuh).
+pub const CHANNEL_DESC_BYTES: usize = 416;
+pub const KERNEL_ARGS_BYTES: usize = 1352;
+
+// ------------------------------------------------------------ options, results
+
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Timed iterations per size.
+    pub iters: usize,
+    /// Untimed iterations before timing.
+    pub warmup: usize,
+    /// Capture the timed iterations in a CUDA graph (nccl-tests -G).
+    pub graph: bool,
+    /// A collective that takes longer is aborted.
+    pub timeout: Duration,
+    /// Run N ranks as N buffers on GPU 0.
+    pub virtual_ranks: Option<usize>,
+    /// Use only the first N GPUs (real mode).
+    pub gpus: Option<usize>,
+    /// Seed of the input pattern.
+    pub seed: u32,
+    /// Also compare on the CPU when one rank's output is at most this many bytes.
+    pub cpu_check_bytes: u64,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            iters: 20,
+            warmup: 5,
+            graph: false,
+            timeout: Duration::from_secs(30),
+            virtual_ranks: None,
+            gpus: None,
+            seed: 1,
+            cpu_check_bytes: 1 << 20,
+        }
+    }
+}
+
+/// One measured size.
+#[derive(Debug, Clone, Serialize)]
+pub struct SizeResult {
+    pub bytes: u64,
+    /// Elements per call (per rank for all-gather / reduce-scatter), as nccl-tests prints.
+    pub count: u64,
+    pub n_channels: usize,
+    pub n_threads: usize,
+    /// Mean over ranks of the time per iteration, µs.
+    pub time_us: f64,
+    /// Per GPU (real mode) or the one GPU (virtual), µs per iteration.
+    pub gpu_time_us: Vec<f64>,
+    pub algbw_gbs: f64,
+    pub busbw_gbs: f64,
+    /// Wrong output elements over all ranks.
+    pub wrong: u64,
+    /// First wrong element: (rank, index).
+    pub first_wrong: Option<(usize, u64)>,
+    /// Whether the CPU also compared the output.
+    pub cpu_checked: bool,
+}
+
+/// A whole `planner run`: the plan (at its largest size), the machine, the
+/// timing mode and one result per size.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    pub plan: ExecPlan,
+    pub device: DeviceInfo,
+    pub graph: bool,
+    pub iters: usize,
+    pub warmup: usize,
+    pub results: Vec<SizeResult>,
+}
+
+/// What the runtime ran on.
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceInfo {
+    pub gpus: Vec<String>,
+    pub driver_version: String,
+    pub nvrtc_version: String,
+    pub arch: String,
+    pub virtual_ranks: Option<usize>,
+}
+
+/// Wrong elements over all ranks, the first one (rank, index), and whether the CPU compared too.
+type CheckOutcome = (u64, Option<(usize, u64)>, bool);
+
+// ------------------------------------------------------------ small helpers
+
+fn cu<T>(r: std::result::Result<T, DriverError>, what: impl FnOnce() -> String) -> Result<T> {
+    r.map_err(|e| Error::runtime(format!("{}: {}", what(), describe(&e))))
+}
+
+/// A CUDA handle moved into a launching thread.
+#[derive(Clone, Copy)]
+struct Sendable<T>(T);
+// SAFETY: CUDA driver handles (contexts, streams, functions, events, graphs)
+// may be used from any host thread once their context is current there; each
+// launching thread makes its GPU's context current before it touches them.
+unsafe impl<T> Send for Sendable<T> {}
+// SAFETY: as above; the handles are only read.
+unsafe impl<T> Sync for Sendable<T> {}
+
+struct Gpu {
+    ordinal: usize,
+    name: String,
+    dev: sys::CUdevice,
+    ctx: sys::CUcontext,
+    stream: sys::CUstream,
+    sm_count: usize,
+    cc: (i32, i32),
+}
+
+impl Gpu {
+    fn bind(&self) -> Result<()> {
+        // SAFETY: ctx is this GPU's retained primary context.
+        cu(unsafe { result::ctx::set_current(self.ctx) }, || {
+            format!("cuCtxSetCurrent on GPU {}", self.ordinal)
+        })
+    }
+    fn label(&self) -> String {
+        format!("GPU {} ({})", self.ordinal, self.name)
+    }
+}
+
+/// Device memory on one GPU, freed on drop.
+struct DevMem {
+    ptr: u64,
+    bytes: usize,
+    ctx: sys::CUcontext,
+}
+
+impl DevMem {
+    fn alloc(gpu: &Gpu, bytes: usize, what: &str) -> Result<DevMem> {
+        gpu.bind()?;
+        let bytes = bytes.max(256);
+        // SAFETY: a plain allocation in the current (this GPU's) context.
+        let ptr = cu(unsafe { result::malloc_sync(bytes) }, || {
+            format!(
+                "allocating {} for {what} on {}",
+                format_size(bytes as u64),
+                gpu.label()
+            )
+        })?;
+        Ok(DevMem {
+            ptr,
+            bytes,
+            ctx: gpu.ctx,
+        })
+    }
+    fn zero(&self, gpu: &Gpu) -> Result<()> {
+        gpu.bind()?;
+        // SAFETY: the range lies inside this allocation.
+        cu(
+            unsafe { result::memset_d8_sync(self.ptr, 0, self.bytes) },
+            || format!("clearing memory on {}", gpu.label()),
+        )
+    }
+}
+
+impl Drop for DevMem {
+    fn drop(&mut self) {
+        // SAFETY: ptr came from cuMemAlloc in ctx and is freed once.
+        unsafe {
+            let _ = result::ctx::set_current(self.ctx);
+            let _ = result::free_sync(self.ptr);
+        }
+    }
+}
+
+/// Host memory the GPUs can read (the abort flag).
+struct MappedFlag {
+    host: *mut u32,
+}
+
+impl MappedFlag {
+    fn new(gpu: &Gpu) -> Result<MappedFlag> {
+        gpu.bind()?;
+        let flags = sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP;
+        // SAFETY: allocates 4 bytes of pinned, mapped host memory.
+        let host = cu(unsafe { result::malloc_host(4, flags) }, || {
+            "allocating the mapped abort flag".to_string()
+        })? as *mut u32;
+        // SAFETY: freshly allocated, 4 bytes, aligned.
+        unsafe { std::ptr::write_volatile(host, 0) };
+        Ok(MappedFlag { host })
+    }
+    fn device_ptr(&self, gpu: &Gpu) -> Result<u64> {
+        gpu.bind()?;
+        let mut dptr: sys::CUdeviceptr = 0;
+        // SAFETY: host is a DEVICEMAP|PORTABLE allocation, valid in every context.
+        let rc =
+            unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dptr, self.host as *mut c_void, 0) };
+        cu(rc.result(), || {
+            format!("mapping the abort flag on {}", gpu.label())
+        })?;
+        Ok(dptr)
+    }
+    fn set(&self, v: u32) {
+        // SAFETY: valid for the lifetime of self.
+        unsafe { std::ptr::write_volatile(self.host, v) };
+    }
+}
+
+impl Drop for MappedFlag {
+    fn drop(&mut self) {
+        // SAFETY: allocated by cuMemHostAlloc, freed once.
+        unsafe {
+            let _ = result::free_host(self.host as *mut c_void);
+        }
+    }
+}
+
+struct Module {
+    module: sys::CUmodule,
+    collective: sys::CUfunction,
+    fill: sys::CUfunction,
+    check: sys::CUfunction,
+}
+
+struct Event(sys::CUevent);
+
+impl Event {
+    fn new(gpu: &Gpu) -> Result<Event> {
+        gpu.bind()?;
+        let e = cu(
+            result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT),
+            || format!("cuEventCreate on {}", gpu.label()),
+        )?;
+        Ok(Event(e))
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        // SAFETY: created by cuEventCreate, destroyed once.
+        unsafe {
+            let _ = result::event::destroy(self.0);
+        }
+    }
+}
+
+// ------------------------------------------------------------ connections
+
+/// One directed connection (channel, from, to): where its pieces live.
+#[derive(Debug, Clone, Copy)]
+struct Edge {
+    /// On the receiver's GPU: FIFO, tail, receiver step.
+    fifo: u64,
+    tail: u64,
+    recv_step: u64,
+    /// On the sender's GPU: head, sender step.
+    head: u64,
+    send_step: u64,
+}
+
+impl Edge {
+    fn as_sender(&self) -> Conn {
+        Conn {
+            buff: self.fifo,
+            tail: self.tail,
+            head: self.head,
+            step: self.send_step,
+        }
+    }
+    fn as_receiver(&self) -> Conn {
+        Conn {
+            buff: self.fifo,
+            tail: self.tail,
+            head: self.head,
+            step: self.recv_step,
+        }
+    }
+}
+
+/// The directed (channel, from, to) links a plan's algorithm uses.
+fn plan_edges(plan: &ExecPlan) -> Vec<(usize, usize, usize)> {
+    let mut edges = Vec::new();
+    if plan.n_ranks < 2 {
+        return edges;
+    }
+    for c in 0..plan.n_channels {
+        match plan.algorithm {
+            Algorithm::Ring => {
+                let ring = &plan.rings[c];
+                for i in 0..ring.len() {
+                    edges.push((c, ring[i], ring[(i + 1) % ring.len()]));
+                }
+            }
+            Algorithm::Tree => {
+                for (r, node) in plan.trees[c].iter().enumerate() {
+                    if let Some(u) = node.up {
+                        edges.push((c, r, u));
+                        edges.push((c, u, r));
+                    }
+                }
+            }
+        }
+    }
+    edges
+}
+
+// ------------------------------------------------------------ the executor
+
+/// The GPUs, the compiled kernel, the connections and the buffers of one plan
+/// shape (collective, algorithm, protocol, type, rings, trees) at its largest
+/// size and channel count.
+pub struct Executor {
+    gpus: Vec<Gpu>,
+    virtual_ranks: Option<usize>,
+    n_ranks: usize,
+    modules: Vec<Module>,
+    abort: MappedFlag,
+    abort_dev: Vec<u64>,
+    /// Per GPU: connection memory, then the aborted word and check counters.
+    conn_mem: Vec<DevMem>,
+    status_mem: Vec<DevMem>,
+    edges: HashMap<(usize, usize, usize), Edge>,
+    /// Per rank: (send, recv) buffers and their allocation(s).
+    buffers: Vec<(u64, u64)>,
+    _buffer_mem: Vec<DevMem>,
+    desc_mem: Vec<DevMem>,
+    template: ExecPlan,
+    info: DeviceInfo,
+    /// A collective was aborted: kernels may still run, so teardown is skipped.
+    poisoned: std::cell::Cell<bool>,
+}
+
+/// Which GPU holds rank `r`.
+fn gpu_of(virtual_ranks: Option<usize>, r: usize) -> usize {
+    if virtual_ranks.is_some() {
+        0
+    } else {
+        r
+    }
+}
+
+/// How many GPUs there are (after checking that the driver is usable).
+pub fn device_count() -> Result<usize> {
+    cuda::require_driver()?;
+    cu(result::init(), || "cuInit".to_string())?;
+    let n = cu(result::device::get_count(), || {
+        "cuDeviceGetCount".to_string()
+    })?;
+    Ok(n.max(0) as usize)
+}
+
+fn open_gpu(ordinal: usize) -> Result<Gpu> {
+    let dev = cu(result::device::get(ordinal as i32), || {
+        format!("cuDeviceGet({ordinal})")
+    })?;
+    let name = result::device::get_name(dev).unwrap_or_else(|_| "unknown GPU".to_string());
+    // Mapped host memory (the abort flag) needs CU_CTX_MAP_HOST; this fails
+    // harmlessly if the primary context is already active (then UVA maps it).
+    // SAFETY: valid device; only sets creation flags.
+    let _ = unsafe {
+        sys::cuDevicePrimaryCtxSetFlags_v2(dev, sys::CUctx_flags::CU_CTX_MAP_HOST as u32)
+    };
+    // SAFETY: dev is a valid device; the retained context is released in Executor::drop.
+    let ctx = cu(unsafe { result::primary_ctx::retain(dev) }, || {
+        format!("retaining the context of GPU {ordinal}")
+    })?;
+    // SAFETY: valid context.
+    cu(unsafe { result::ctx::set_current(ctx) }, || {
+        format!("cuCtxSetCurrent on GPU {ordinal}")
+    })?;
+    let stream = cu(
+        result::stream::create(result::stream::StreamKind::NonBlocking),
+        || format!("creating a stream on GPU {ordinal}"),
+    )?;
+    let attr = |a| {
+        // SAFETY: valid device and attribute.
+        cu(unsafe { result::device::get_attribute(dev, a) }, || {
+            format!("cuDeviceGetAttribute on GPU {ordinal}")
+        })
+    };
+    let sm_count =
+        attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as usize;
+    let cc = (
+        attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+        attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+    );
+    Ok(Gpu {
+        ordinal,
+        name,
+        dev,
+        ctx,
+        stream,
+        sm_count,
+        cc,
+    })
+}
+
+impl Executor {
+    /// How many ranks `open` would give for these options, without allocating.
+    pub fn ranks_available(opts: &RunOptions) -> Result<usize> {
+        let n = device_count()?;
+        if n == 0 {
+            return Err(Error::runtime("no GPU: the CUDA driver reports 0 devices"));
+        }
+        Ok(match (opts.virtual_ranks, opts.gpus) {
+            (Some(v), _) => v,
+            (None, Some(g)) => g.min(n),
+            (None, None) => n,
+        })
+    }
+
+    /// Open the GPUs, compile the kernel, set up the connections and buffers
+    /// for `template` (the largest size and channel count any later `run`
+    /// uses; later plans may have fewer channels and smaller sizes).
+    pub fn open(template: &ExecPlan, opts: &RunOptions) -> Result<Executor> {
+        let n_dev = device_count()?;
+        if n_dev == 0 {
+            return Err(Error::runtime("no GPU: the CUDA driver reports 0 devices"));
+        }
+        let n_ranks = template.n_ranks;
+        let n_gpus = match opts.virtual_ranks {
+            Some(v) => {
+                if v != n_ranks {
+                    return Err(Error::bad_input(format!(
+                        "--virtual-ranks {v} but the plan has {n_ranks} ranks"
+                    )));
+                }
+                1
+            }
+            None => {
+                if n_ranks > n_dev {
+                    return Err(Error::bad_input(format!(
+                        "the plan has {n_ranks} ranks but this machine has {n_dev} GPU(s); use --virtual-ranks to run more ranks on one GPU"
+                    )));
+                }
+                n_ranks
+            }
+        };
+        let mut gpus = Vec::new();
+        for g in 0..n_gpus {
+            gpus.push(open_gpu(g)?);
+        }
+        let mut driver = 0i32;
+        // SAFETY: valid out-pointer.
+        let _ = unsafe { sys::cuDriverGetVersion(&mut driver) };
+        let (nv_major, nv_minor) = kernels::nvrtc_version()?;
+        let cc = gpus[0].cc;
+        if let Some(g) = gpus.iter().find(|g| g.cc != cc) {
+            return Err(Error::runtime(format!(
+                "{} has compute capability {}.{}, GPU 0 {}.{}: mixed GPUs are not supported",
+                g.label(),
+                g.cc.0,
+                g.cc.1,
+                cc.0,
+                cc.1
+            )));
+        }
+        let arch = format!("sm_{}{}", cc.0, cc.1);
+        let info = DeviceInfo {
+            gpus: gpus.iter().map(|g| g.label()).collect(),
+            driver_version: format!("{}.{}", driver / 1000, (driver % 1000) / 10),
+            nvrtc_version: format!("{nv_major}.{nv_minor}"),
+            arch: arch.clone(),
+            virtual_ranks: opts.virtual_ranks,
+        };
+
+        // Peer access between every pair that talks.
+        let edges_list = plan_edges(template);
+        if opts.virtual_ranks.is_none() {
+            let mut pairs: Vec<(usize, usize)> = edges_list
+                .iter()
+                .flat_map(|&(_, a, b)| [(a, b), (b, a)])
+                .filter(|(a, b)| a != b)
+                .collect();
+            pairs.sort();
+            pairs.dedup();
+            for (a, b) in pairs {
+                enable_peer(&gpus[a], &gpus[b])?;
+            }
+        }
+
+        // Kernel.
+        let variant = Variant {
+            collective: template.collective,
+            algorithm: template.algorithm,
+            protocol: template.protocol,
+            dtype: template.dtype,
+        };
+        let cubin = kernels::compile(&variant, &arch)?;
+        let mut modules = Vec::new();
+        for gpu in &gpus {
+            modules.push(load_module(gpu, &cubin.image)?);
+        }
+
+        // Co-residency: every CTA of a launch must be on the GPU at once.
+        let ctas_per_gpu = match opts.virtual_ranks {
+            Some(v) => v * template.n_channels,
+            None => template.n_channels,
+        };
+        for (gpu, m) in gpus.iter().zip(&modules) {
+            gpu.bind()?;
+            // SAFETY: valid function handle.
+            let per_sm = cu(
+                unsafe {
+                    result::occupancy::max_active_block_per_multiprocessor(
+                        m.collective,
+                        template.n_threads as i32,
+                        0,
+                    )
+                },
+                || {
+                    format!(
+                        "cuOccupancyMaxActiveBlocksPerMultiprocessor on {}",
+                        gpu.label()
+                    )
+                },
+            )? as usize;
+            if per_sm * gpu.sm_count < ctas_per_gpu {
+                return Err(Error::bad_input(format!(
+                    "{ctas_per_gpu} CTAs of {} threads cannot all be resident on {} ({} SMs x {per_sm}); use fewer --channels or --virtual-ranks",
+                    template.n_threads,
+                    gpu.label(),
+                    gpu.sm_count
+                )));
+            }
+        }
+
+        // Memory: connections plus buffers must fit.
+        let fifo_bytes = buff_bytes(template.protocol);
+        let mut conn_bytes = vec![0usize; gpus.len()];
+        for &(_, from, to) in &edges_list {
+            conn_bytes[gpu_of(opts.virtual_ranks, to)] += fifo_bytes + 256;
+            conn_bytes[gpu_of(opts.virtual_ranks, from)] += 256;
+        }
+        let elem = template.dtype.size();
+        let (send_bytes, recv_bytes) = (template.send_count() * elem, template.recv_count() * elem);
+        let per_rank_bytes = if template.in_place {
+            send_bytes.max(recv_bytes)
+        } else {
+            send_bytes + recv_bytes
+        } + 512;
+        let mut need = conn_bytes.clone();
+        for r in 0..n_ranks {
+            need[gpu_of(opts.virtual_ranks, r)] += per_rank_bytes;
+        }
+        for (g, gpu) in gpus.iter().enumerate() {
+            gpu.bind()?;
+            let (free, _total) = cu(result::mem_get_info(), || {
+                format!("cuMemGetInfo on {}", gpu.label())
+            })?;
+            let want = need[g] + (64 << 20);
+            if want > free {
+                return Err(Error::runtime(format!(
+                    "{} of {} per rank needs {} on {} but only {} is free",
+                    template.collective.name(),
+                    format_size(template.bytes),
+                    format_size(want as u64),
+                    gpu.label(),
+                    format_size(free as u64)
+                )));
+            }
+        }
+
+        // Connection memory, laid out per GPU.
+        let mut conn_mem = Vec::new();
+        for (g, gpu) in gpus.iter().enumerate() {
+            let mem = DevMem::alloc(gpu, conn_bytes[g], "FIFOs")?;
+            mem.zero(gpu)?;
+            conn_mem.push(mem);
+        }
+        let mut cursor: Vec<u64> = conn_mem.iter().map(|m| m.ptr).collect();
+        let mut edges = HashMap::new();
+        for &(c, from, to) in &edges_list {
+            let rg = gpu_of(opts.virtual_ranks, to);
+            let sg = gpu_of(opts.virtual_ranks, from);
+            let fifo = cursor[rg];
+            let tail = fifo + fifo_bytes as u64;
+            let recv_step = tail + 8;
+            cursor[rg] += fifo_bytes as u64 + 256;
+            let head = cursor[sg];
+            let send_step = head + 8;
+            cursor[sg] += 256;
+            edges.insert(
+                (c, from, to),
+                Edge {
+                    fifo,
+                    tail,
+                    recv_step,
+                    head,
+                    send_step,
+                },
+            );
+        }
+
+        // Status words: [aborted u32 | pad | wrong u64 | first u64].
+        let mut status_mem = Vec::new();
+        for gpu in &gpus {
+            let m = DevMem::alloc(gpu, 256, "status words")?;
+            m.zero(gpu)?;
+            status_mem.push(m);
+        }
+        let abort = MappedFlag::new(&gpus[0])?;
+        let abort_dev = gpus
+            .iter()
+            .map(|g| abort.device_ptr(g))
+            .collect::<Result<Vec<u64>>>()?;
+
+        // Buffers, per rank.
+        let mut buffer_mem = Vec::new();
+        let mut buffers = Vec::new();
+        for r in 0..n_ranks {
+            let gpu = &gpus[gpu_of(opts.virtual_ranks, r)];
+            let (send, recv) = if template.in_place {
+                let m = DevMem::alloc(gpu, send_bytes.max(recv_bytes), "the in-place buffer")?;
+                let p = m.ptr;
+                buffer_mem.push(m);
+                (p, p)
+            } else {
+                let s = DevMem::alloc(gpu, send_bytes, "the input buffer")?;
+                let d = DevMem::alloc(gpu, recv_bytes, "the output buffer")?;
+                let p = (s.ptr, d.ptr);
+                buffer_mem.push(s);
+                buffer_mem.push(d);
+                p
+            };
+            buffers.push((send, recv));
+        }
+
+        // Descriptor memory (rewritten per channel count).
+        let mut desc_mem = Vec::new();
+        for gpu in &gpus {
+            desc_mem.push(DevMem::alloc(
+                gpu,
+                ctas_per_gpu.max(1) * std::mem::size_of::<ChannelDesc>(),
+                "channel descriptors",
+            )?);
+        }
+
+        Ok(Executor {
+            gpus,
+            virtual_ranks: opts.virtual_ranks,
+            n_ranks,
+            modules,
+            abort,
+            abort_dev,
+            conn_mem,
+            status_mem,
+            edges,
+            buffers,
+            _buffer_mem: buffer_mem,
+            desc_mem,
+            template: template.clone(),
+            info,
+            poisoned: std::cell::Cell::new(false),
+        })
+    }
+
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// Bytes of FIFO memory per GPU.
+    pub fn fifo_bytes(&self) -> Vec<usize> {
+        self.conn_mem.iter().map(|m| m.bytes).collect()
+    }
+
+    fn check_compatible(&self, plan: &ExecPlan) -> Result<()> {
+        let t = &self.template;
+        if plan.collective != t.collective
+            || plan.algorithm != t.algorithm
+            || plan.protocol != t.protocol
+            || plan.dtype != t.dtype
+            || plan.n_ranks != t.n_ranks
+            || plan.in_place != t.in_place
+            || plan.n_channels > t.n_channels
+            || plan.bytes > t.bytes
+            || plan.rings[..plan.n_channels] != t.rings[..plan.n_channels]
+            || plan.trees[..plan.n_channels] != t.trees[..plan.n_channels]
+        {
+            return Err(Error::runtime(format!(
+                "plan ({plan}) does not fit the executor set up for ({t})"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Descriptors of every CTA on GPU `g` for `plan`'s channel count.
+    fn descriptors(&self, plan: &ExecPlan, g: usize) -> Vec<ChannelDesc> {
+        let ranks: Vec<usize> = match self.virtual_ranks {
+            Some(_) => (0..self.n_ranks).collect(),
+            None => vec![g],
+        };
+        let mut out = Vec::new();
+        for (local, &rank) in ranks.iter().enumerate() {
+            for c in 0..plan.n_channels {
+                let mut d = ChannelDesc {
+                    rank: rank as i32,
+                    local_rank: local as i32,
+                    channel: c as i32,
+                    ..Default::default()
+                };
+                let n = plan.n_ranks;
+                let ring = &plan.rings[c];
+                let pos = ring.iter().position(|&r| r == rank).unwrap_or(0);
+                let pos0 = ring.iter().position(|&r| r == 0).unwrap_or(0);
+                d.ring_index = ((pos + n - pos0) % n) as i32;
+                for i in 0..n {
+                    d.user_ranks[i] = ring[(pos + i) % n] as i32;
+                }
+                if n > 1 {
+                    let prev = ring[(pos + n - 1) % n];
+                    let next = ring[(pos + 1) % n];
+                    if let Some(e) = self.edges.get(&(c, prev, rank)) {
+                        d.ring_recv = e.as_receiver();
+                    }
+                    if let Some(e) = self.edges.get(&(c, rank, next)) {
+                        d.ring_send = e.as_sender();
+                    }
+                    let node = &plan.trees[c][rank];
+                    if let Some(u) = node.up {
+                        d.tree_has_up = 1;
+                        if let Some(e) = self.edges.get(&(c, u, rank)) {
+                            d.tree_recv_up = e.as_receiver();
+                        }
+                        if let Some(e) = self.edges.get(&(c, rank, u)) {
+                            d.tree_send_up = e.as_sender();
+                        }
+                    }
+                    d.tree_n_down = node.down.len() as i32;
+                    for (i, &ch) in node.down.iter().enumerate() {
+                        if let Some(e) = self.edges.get(&(c, ch, rank)) {
+                            d.tree_recv_down[i] = e.as_receiver();
+                        }
+                        if let Some(e) = self.edges.get(&(c, rank, ch)) {
+                            d.tree_send_down[i] = e.as_sender();
+                        }
+                    }
+                }
+                out.push(d);
+            }
+        }
+        out
+    }
+
+    /// Buffer addresses of rank r for this plan's size.
+    fn rank_buffers(&self, plan: &ExecPlan, r: usize) -> (u64, u64) {
+        let (send, recv) = self.buffers[r];
+        if !plan.in_place {
+            return (send, recv);
+        }
+        let block = (plan.call_count() * plan.dtype.size()) as u64;
+        match plan.collective {
+            // The input is rank r's block of the output (nccl-tests' layout).
+            Collective::AllGather => (recv + r as u64 * block, recv),
+            // The output is rank r's block of the input.
+            Collective::ReduceScatter => (send, send + r as u64 * block),
+            _ => (send, recv),
+        }
+    }
+
+    fn kernel_args(&self, plan: &ExecPlan, g: usize) -> KernelArgs {
+        let ck = schedule::chunking(plan);
+        let mut args = KernelArgs {
+            desc: self.desc_mem[g].ptr,
+            abort_flag: self.abort_dev[g],
+            aborted: self.status_mem[g].ptr,
+            send: [0; MAX_RANKS],
+            recv: [0; MAX_RANKS],
+            chan_off: [0; MAX_CHANNELS],
+            chan_count: [0; MAX_CHANNELS],
+            call_count: plan.call_count() as i64,
+            chunk_elems: ck.chunk_elems as i64,
+            nranks: plan.n_ranks as i32,
+            nchannels: plan.n_channels as i32,
+            root: plan.root as i32,
+            slices_per_chunk: ck.slices_per_chunk as i32,
+            steps_per_slice: ck.steps_per_slice as i32,
+            step_bytes: ck.step_bytes as i32,
+            tree_up_threads: schedule::group_threads(plan, schedule::Group::TreeUp) as i32,
+            pad: 0,
+        };
+        let ranks: Vec<usize> = match self.virtual_ranks {
+            Some(_) => (0..self.n_ranks).collect(),
+            None => vec![g],
+        };
+        for (local, &r) in ranks.iter().enumerate() {
+            let (s, d) = self.rank_buffers(plan, r);
+            args.send[local] = s;
+            args.recv[local] = d;
+        }
+        for c in 0..plan.n_channels {
+            let (off, count) =
+                schedule::channel_part(plan.call_count(), plan.n_channels, plan.dtype.size(), c);
+            args.chan_off[c] = off as i64;
+            args.chan_count[c] = count as i64;
+        }
+        args
+    }
+
+    fn launch_collective(&self, g: usize, args: &KernelArgs, plan: &ExecPlan) -> Result<()> {
+        let gpu = &self.gpus[g];
+        let ctas = match self.virtual_ranks {
+            Some(v) => v * plan.n_channels,
+            None => plan.n_channels,
+        };
+        let mut a = *args;
+        let mut params = [&mut a as *mut KernelArgs as *mut c_void];
+        // SAFETY: the function takes one KernelArgs by value; params points at a
+        // live copy for the duration of the call (the driver copies it).
+        cu(
+            unsafe {
+                result::launch_kernel(
+                    self.modules[g].collective,
+                    (ctas as u32, 1, 1),
+                    (plan.n_threads as u32, 1, 1),
+                    0,
+                    gpu.stream,
+                    &mut params,
+                )
+            },
+            || format!("launching {} on {}", plan, gpu.label()),
+        )
+    }
+
+    /// Run `plan` once on every GPU, then `iters` more (graph or plain) timed.
+    /// Returns per-GPU ms for the timed part (None when iters == 0).
+    fn launch_all(
+        &self,
+        plan: &ExecPlan,
+        iters: usize,
+        graph: bool,
+        timeout: Duration,
+    ) -> Result<Option<Vec<f64>>> {
+        let args: Vec<KernelArgs> = (0..self.gpus.len())
+            .map(|g| self.kernel_args(plan, g))
+            .collect();
+        // Graphs are captured before anything runs.
+        let mut graphs: Vec<Option<(sys::CUgraph, sys::CUgraphExec)>> = Vec::new();
+        if graph && iters > 0 {
+            for (g, gpu) in self.gpus.iter().enumerate() {
+                gpu.bind()?;
+                // SAFETY: capture on this GPU's stream from this thread only.
+                cu(
+                    unsafe {
+                        result::stream::begin_capture(
+                            gpu.stream,
+                            sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+                        )
+                    },
+                    || format!("cuStreamBeginCapture on {}", gpu.label()),
+                )?;
+                let mut launched = Ok(());
+                for _ in 0..iters {
+                    launched = self.launch_collective(g, &args[g], plan);
+                    if launched.is_err() {
+                        break;
+                    }
+                }
+                // SAFETY: capture was begun above on this stream.
+                let graph_h = cu(unsafe { result::stream::end_capture(gpu.stream) }, || {
+                    format!("cuStreamEndCapture on {}", gpu.label())
+                })?;
+                launched?;
+                // SAFETY: graph_h is a valid captured graph.
+                let exec = cu(
+                    unsafe {
+                        result::graph::instantiate(graph_h, sys::CUgraphInstantiate_flags(0))
+                    },
+                    || format!("cuGraphInstantiate on {}", gpu.label()),
+                )?;
+                graphs.push(Some((graph_h, exec)));
+            }
+        }
+        let events: Vec<(Event, Event, Event)> = self
+            .gpus
+            .iter()
+            .map(|g| Ok((Event::new(g)?, Event::new(g)?, Event::new(g)?)))
+            .collect::<Result<_>>()?;
+        // One host thread per GPU launches: the first run (which also lines
+        // the GPUs up), then the timed part between two events.
+        let barrier = std::sync::Barrier::new(self.gpus.len());
+        let outcome: Vec<Result<()>> = std::thread::scope(|s| {
+            let handles: Vec<_> =
+                self.gpus
+                    .iter()
+                    .enumerate()
+                    .map(|(g, _)| {
+                        let ev = Sendable((events[g].0 .0, events[g].1 .0, events[g].2 .0));
+                        let gr = Sendable(graphs.get(g).copied().flatten());
+                        let args = args[g];
+                        let barrier = &barrier;
+                        let me = Sendable(self as *const Executor);
+                        s.spawn(move || -> Result<()> {
+                            let ev = ev;
+                            let gr = gr;
+                            let me = me;
+                            // SAFETY: `self` outlives the scope; only shared reads.
+                            let this = unsafe { &*me.0 };
+                            let gpu = &this.gpus[g];
+                            gpu.bind()?;
+                            barrier.wait();
+                            this.launch_collective(g, &args, plan)?;
+                            // SAFETY: events belong to this GPU's context, recorded on its stream.
+                            cu(
+                                unsafe { result::event::record(ev.0 .0, gpu.stream) },
+                                || format!("cuEventRecord on {}", gpu.label()),
+                            )?;
+                            if iters > 0 {
+                                match gr.0 {
+                                    // SAFETY: exec was instantiated in this context.
+                                    Some((_, exec)) => cu(
+                                        unsafe { result::graph::launch(exec, gpu.stream) },
+                                        || format!("cuGraphLaunch on {}", gpu.label()),
+                                    )?,
+                                    None => {
+                                        for _ in 0..iters {
+                                            this.launch_collective(g, &args, plan)?;
+                                        }
+                                    }
+                                }
+                            }
+                            // SAFETY: as above.
+                            cu(
+                                unsafe { result::event::record(ev.0 .1, gpu.stream) },
+                                || format!("cuEventRecord on {}", gpu.label()),
+                            )?;
+                            Ok(())
+                        })
+                    })
+                    .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(Error::runtime("a launching thread panicked")))
+                })
+                .collect()
+        });
+        let launch_err = outcome.into_iter().find_map(|r| r.err());
+        // Wait for the end events (or abort), even after a launch error, so
+        // nothing is left spinning.
+        let waited = self.wait(
+            &events.iter().map(|e| e.1 .0).collect::<Vec<_>>(),
+            plan,
+            timeout,
+        );
+        for (g, gr) in graphs.into_iter().enumerate() {
+            if let Some((graph_h, exec)) = gr {
+                let _ = self.gpus[g].bind();
+                // SAFETY: created above, destroyed once, after the work finished.
+                unsafe {
+                    let _ = result::graph::exec_destroy(exec);
+                    let _ = result::graph::destroy(graph_h);
+                }
+            }
+        }
+        if let Some(e) = launch_err {
+            return Err(e);
+        }
+        waited?;
+        if iters == 0 {
+            return Ok(None);
+        }
+        let mut ms = Vec::new();
+        for (g, e) in events.iter().enumerate() {
+            self.gpus[g].bind()?;
+            // SAFETY: both events were recorded on this GPU's stream and completed.
+            let t = cu(unsafe { result::event::elapsed(e.0 .0, e.1 .0) }, || {
+                format!("cuEventElapsedTime on {}", self.gpus[g].label())
+            })?;
+            ms.push(f64::from(t));
+        }
+        Ok(Some(ms))
+    }
+
+    /// Wait until every GPU reached its event; on timeout raise the abort
+    /// flag, let the kernels run out, and report which GPUs were stuck.
+    fn wait(&self, events: &[sys::CUevent], plan: &ExecPlan, timeout: Duration) -> Result<()> {
+        let start = Instant::now();
+        let mut done = vec![false; events.len()];
+        loop {
+            for (g, &ev) in events.iter().enumerate() {
+                if done[g] {
+                    continue;
+                }
+                self.gpus[g].bind()?;
+                // SAFETY: a recorded event of this context.
+                match unsafe { result::event::query(ev) } {
+                    Ok(()) => done[g] = true,
+                    Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_READY => {}
+                    Err(e) => {
+                        return Err(Error::runtime(format!(
+                            "{} failed on {}: {}",
+                            plan,
+                            self.gpus[g].label(),
+                            describe(&e)
+                        )))
+                    }
+                }
+            }
+            if done.iter().all(|&d| d) {
+                return Ok(());
+            }
+            if start.elapsed() > timeout {
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        let stuck: Vec<String> = done
+            .iter()
+            .enumerate()
+            .filter(|(_, &d)| !d)
+            .map(|(g, _)| self.gpus[g].label())
+            .collect();
+        self.abort.set(1);
+        self.poisoned.set(true);
+        let grace = Instant::now();
+        for (g, &ev) in events.iter().enumerate() {
+            let _ = self.gpus[g].bind();
+            while grace.elapsed() < Duration::from_secs(10) {
+                // SAFETY: as above.
+                if unsafe { result::event::query(ev) }.is_ok() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        Err(Error::runtime(format!(
+            "timeout: {} over {} ranks {}/{} of {} did not finish within {:.0} s on {}; aborted",
+            plan.collective.name(),
+            plan.n_ranks,
+            plan.algorithm.name(),
+            plan.protocol.name(),
+            format_size(plan.bytes),
+            timeout.as_secs_f64(),
+            stuck.join(", ")
+        )))
+    }
+
+    fn upload_descriptors(&self, plan: &ExecPlan) -> Result<()> {
+        for (g, gpu) in self.gpus.iter().enumerate() {
+            let desc = self.descriptors(plan, g);
+            gpu.bind()?;
+            // SAFETY: desc_mem holds at least this many descriptors (checked at open).
+            cu(
+                unsafe { result::memcpy_htod_sync(self.desc_mem[g].ptr, &desc) },
+                || format!("uploading descriptors to {}", gpu.label()),
+            )?;
+        }
+        Ok(())
+    }
+
+    fn launch_1d(
+        &self,
+        g: usize,
+        f: sys::CUfunction,
+        n: u64,
+        params: &mut [*mut c_void],
+    ) -> Result<()> {
+        let gpu = &self.gpus[g];
+        let blocks = (n.div_ceil(256)).clamp(1, (gpu.sm_count * 8) as u64) as u32;
+        // SAFETY: params match the kernel's signature (see callers).
+        cu(
+            unsafe { result::launch_kernel(f, (blocks, 1, 1), (256, 1, 1), 0, gpu.stream, params) },
+            || format!("launching a check kernel on {}", gpu.label()),
+        )
+    }
+
+    fn sync(&self, g: usize) -> Result<()> {
+        let gpu = &self.gpus[g];
+        gpu.bind()?;
+        // SAFETY: valid stream.
+        cu(unsafe { result::stream::synchronize(gpu.stream) }, || {
+            format!("cuStreamSynchronize on {}", gpu.label())
+        })
+    }
+
+    /// Fill every rank's input with the pattern and poison its output.
+    fn prepare_buffers(&self, plan: &ExecPlan, seed: u32) -> Result<()> {
+        let elem = plan.dtype.size();
+        for r in 0..self.n_ranks {
+            let g = gpu_of(self.virtual_ranks, r);
+            let gpu = &self.gpus[g];
+            gpu.bind()?;
+            let (send, recv) = self.rank_buffers(plan, r);
+            let recv_bytes = plan.recv_count() * elem;
+            let rs_in_place = plan.in_place && plan.collective == Collective::ReduceScatter;
+            if !rs_in_place && recv_bytes > 0 {
+                // SAFETY: inside the rank's output allocation.
+                cu(
+                    unsafe { result::memset_d8_async(recv, 0xff, recv_bytes, gpu.stream) },
+                    || format!("poisoning the output on {}", gpu.label()),
+                )?;
+            }
+            let mut buf = send;
+            let mut n = plan.send_count() as u64;
+            let mut rank = r as u32;
+            let mut seed_v = seed;
+            let mut params = [
+                &mut buf as *mut u64 as *mut c_void,
+                &mut n as *mut u64 as *mut c_void,
+                &mut rank as *mut u32 as *mut c_void,
+                &mut seed_v as *mut u32 as *mut c_void,
+            ];
+            if n > 0 {
+                self.launch_1d(g, self.modules[g].fill, n, &mut params)?;
+            }
+        }
+        for g in 0..self.gpus.len() {
+            self.sync(g)?;
+        }
+        Ok(())
+    }
+
+    /// Count wrong output elements on the GPU (and on the CPU when small).
+    fn check_outputs(&self, plan: &ExecPlan, opts: &RunOptions) -> Result<CheckOutcome> {
+        let elem = plan.dtype.size();
+        let mut total = 0u64;
+        let mut first: Option<(usize, u64)> = None;
+        let cpu = (plan.recv_count() * elem) as u64 <= opts.cpu_check_bytes;
+        for r in 0..self.n_ranks {
+            let g = gpu_of(self.virtual_ranks, r);
+            let gpu = &self.gpus[g];
+            gpu.bind()?;
+            let status = self.status_mem[g].ptr;
+            let counters: [u64; 2] = [0, u64::MAX];
+            // SAFETY: status words 8..24 of a 256-byte allocation.
+            cu(
+                unsafe { result::memcpy_htod_sync(status + 8, &counters) },
+                || format!("resetting counters on {}", gpu.label()),
+            )?;
+            let (_, recv) = self.rank_buffers(plan, r);
+            let mut buf = recv;
+            let mut n = plan.recv_count() as u64;
+            let mut coll: i32 = match plan.collective {
+                Collective::AllReduce => 0,
+                Collective::AllGather => 1,
+                Collective::ReduceScatter => 2,
+                Collective::Broadcast => 3,
+            };
+            let mut nranks = plan.n_ranks as i32;
+            let mut rank = r as i32;
+            let mut root = plan.root as i32;
+            let mut count = plan.call_count() as u64;
+            let mut seed = opts.seed;
+            let mut wrong_p = status + 8;
+            let mut first_p = status + 16;
+            let mut params = [
+                &mut buf as *mut u64 as *mut c_void,
+                &mut n as *mut u64 as *mut c_void,
+                &mut coll as *mut i32 as *mut c_void,
+                &mut nranks as *mut i32 as *mut c_void,
+                &mut rank as *mut i32 as *mut c_void,
+                &mut root as *mut i32 as *mut c_void,
+                &mut count as *mut u64 as *mut c_void,
+                &mut seed as *mut u32 as *mut c_void,
+                &mut wrong_p as *mut u64 as *mut c_void,
+                &mut first_p as *mut u64 as *mut c_void,
+            ];
+            if n > 0 {
+                self.launch_1d(g, self.modules[g].check, n, &mut params)?;
+            }
+            self.sync(g)?;
+            let mut got = [0u64; 2];
+            // SAFETY: reads the two counters written above.
+            cu(
+                unsafe { result::memcpy_dtoh_sync(&mut got, status + 8) },
+                || format!("reading counters on {}", gpu.label()),
+            )?;
+            total += got[0];
+            if got[0] > 0 && first.is_none() {
+                first = Some((r, got[1]));
+            }
+            if cpu && n > 0 {
+                let host = self.read_output(plan, r)?;
+                let (cpu_wrong, cpu_first) = pattern::count_wrong(plan, r, &host, opts.seed);
+                if cpu_wrong != got[0] {
+                    return Err(Error::runtime(format!(
+                        "the GPU check counted {} wrong elements on rank {r}, the CPU {cpu_wrong} (first at {cpu_first:?}): the check kernel is broken",
+                        got[0]
+                    )));
+                }
+            }
+        }
+        Ok((total, first, cpu))
+    }
+
+    /// Rank r's output as raw element bits.
+    pub fn read_output(&self, plan: &ExecPlan, r: usize) -> Result<Vec<u32>> {
+        let g = gpu_of(self.virtual_ranks, r);
+        self.gpus[g].bind()?;
+        let (_, recv) = self.rank_buffers(plan, r);
+        let n = plan.recv_count();
+        Ok(match plan.dtype.size() {
+            4 => {
+                let mut v = vec![0u32; n];
+                // SAFETY: n elements of 4 bytes inside the output buffer.
+                cu(unsafe { result::memcpy_dtoh_sync(&mut v, recv) }, || {
+                    "reading the output".to_string()
+                })?;
+                v
+            }
+            _ => {
+                let mut v = vec![0u16; n];
+                // SAFETY: n elements of 2 bytes inside the output buffer.
+                cu(unsafe { result::memcpy_dtoh_sync(&mut v, recv) }, || {
+                    "reading the output".to_string()
+                })?;
+                v.into_iter().map(u32::from).collect()
+            }
+        })
+    }
+
+    fn aborted(&self) -> Result<bool> {
+        let mut any = false;
+        for (g, gpu) in self.gpus.iter().enumerate() {
+            gpu.bind()?;
+            let mut w = [0u32; 1];
+            // SAFETY: first word of the status allocation.
+            cu(
+                unsafe { result::memcpy_dtoh_sync(&mut w, self.status_mem[g].ptr) },
+                || "reading the abort word".to_string(),
+            )?;
+            any |= w[0] != 0;
+        }
+        Ok(any)
+    }
+
+    /// Check `plan` (one run, every element compared), then time it.
+    pub fn run(&self, plan: &ExecPlan, opts: &RunOptions) -> Result<SizeResult> {
+        self.check_compatible(plan)?;
+        self.upload_descriptors(plan)?;
+        self.prepare_buffers(plan, opts.seed)?;
+        self.launch_all(plan, 0, false, opts.timeout)?;
+        if self.aborted()? {
+            return Err(Error::runtime(format!("{plan}: a kernel aborted")));
+        }
+        let (wrong, first_wrong, cpu_checked) = self.check_outputs(plan, opts)?;
+        if opts.warmup > 0 {
+            self.launch_all(plan, opts.warmup, false, opts.timeout)?;
+        }
+        let ms = self
+            .launch_all(plan, opts.iters, opts.graph, opts.timeout)?
+            .unwrap_or_default();
+        let per_iter_us: Vec<f64> = ms
+            .iter()
+            .map(|m| m * 1000.0 / opts.iters.max(1) as f64)
+            .collect();
+        let time_us = if per_iter_us.is_empty() {
+            0.0
+        } else {
+            per_iter_us.iter().sum::<f64>() / per_iter_us.len() as f64
+        };
+        let algbw = if time_us > 0.0 {
+            plan.bytes as f64 / (time_us * 1e3)
+        } else {
+            0.0
+        };
+        Ok(SizeResult {
+            bytes: plan.bytes,
+            count: plan.call_count() as u64,
+            n_channels: plan.n_channels,
+            n_threads: plan.n_threads,
+            time_us,
+            gpu_time_us: per_iter_us,
+            algbw_gbs: algbw,
+            busbw_gbs: algbw * plan.collective.bus_factor(plan.n_ranks),
+            wrong,
+            first_wrong,
+            cpu_checked,
+        })
+    }
+}
+
+impl Drop for Executor {
+    fn drop(&mut self) {
+        if self.poisoned.get() {
+            // Kernels may still be spinning on this memory: leave everything to
+            // the driver's cleanup at process exit rather than block here.
+            std::mem::forget(std::mem::take(&mut self._buffer_mem));
+            std::mem::forget(std::mem::take(&mut self.conn_mem));
+            std::mem::forget(std::mem::take(&mut self.status_mem));
+            std::mem::forget(std::mem::take(&mut self.desc_mem));
+            return;
+        }
+        for (g, gpu) in self.gpus.iter().enumerate() {
+            let _ = gpu.bind();
+            // SAFETY: teardown of handles created in open, each once.
+            unsafe {
+                let _ = result::stream::synchronize(gpu.stream);
+                if let Some(m) = self.modules.get(g) {
+                    let _ = result::module::unload(m.module);
+                }
+            }
+        }
+        // Buffers and FIFOs free themselves (DevMem); then streams and contexts.
+        self._buffer_mem.clear();
+        self.conn_mem.clear();
+        self.status_mem.clear();
+        self.desc_mem.clear();
+        for gpu in &self.gpus {
+            // SAFETY: as above.
+            unsafe {
+                let _ = result::ctx::set_current(gpu.ctx);
+                let _ = result::stream::destroy(gpu.stream);
+                let _ = result::primary_ctx::release(gpu.dev);
+            }
+        }
+    }
+}
+
+fn enable_peer(a: &Gpu, b: &Gpu) -> Result<()> {
+    let mut can = 0i32;
+    // SAFETY: valid devices, valid out-pointer.
+    let rc = unsafe { sys::cuDeviceCanAccessPeer(&mut can, a.dev, b.dev) };
+    cu(rc.result(), || {
+        format!("cuDeviceCanAccessPeer({}, {})", a.label(), b.label())
+    })?;
+    if can == 0 {
+        return Err(Error::runtime(format!(
+            "peer access from {} to {} is not available: the executor needs the two GPUs to read and write each other's memory (NVLink or a PCIe switch)",
+            a.label(),
+            b.label()
+        )));
+    }
+    a.bind()?;
+    // SAFETY: b's context is a valid primary context.
+    let rc = unsafe { sys::cuCtxEnablePeerAccess(b.ctx, 0) };
+    match rc {
+        sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {
+            Ok(())
+        }
+        other => Err(Error::runtime(format!(
+            "enabling peer access from {} to {} failed: {}",
+            a.label(),
+            b.label(),
+            describe(&DriverError(other))
+        ))),
+    }
+}
+
+fn load_module(gpu: &Gpu, image: &[u8]) -> Result<Module> {
+    gpu.bind()?;
+    // SAFETY: image is a complete CUBIN produced by NVRTC for this architecture.
+    let module = cu(
+        unsafe { result::module::load_data(image.as_ptr() as *const c_void) },
+        || format!("loading the kernel module on {}", gpu.label()),
+    )?;
+    let get = |name: &str| {
+        // SAFETY: module is loaded; name is a NUL-free literal.
+        cu(
+            unsafe { result::module::get_function(module, CString::new(name).expect("literal")) },
+            || format!("finding {name} in the kernel module on {}", gpu.label()),
+        )
+    };
+    Ok(Module {
+        module,
+        collective: get("planner_collective")?,
+        fill: get("planner_fill")?,
+        check: get("planner_check")?,
+    })
+}
+
+/// Compile-time layout checks of the shared structs.
+const _: () = assert!(std::mem::size_of::<ChannelDesc>() == CHANNEL_DESC_BYTES);
+const _: () = assert!(std::mem::size_of::<KernelArgs>() == KERNEL_ARGS_BYTES);

@@ -1,0 +1,171 @@
+//! Plans from a search result, the plan checks, and the input pattern.
+
+use planner::exec::pattern;
+use planner::exec::plan::{
+    chain_tree, validate_tree, Algorithm, Collective, DType, ExecPlan, PlanChoice, Protocol,
+    TreeNode,
+};
+use planner::search::{Connection, Graphs, Pattern, SearchGraph, SearchResult, TreeLinks};
+
+/// The 2x H200 capture (nccl-init-rank0.log): 24 runtime channels, every ring
+/// 0 -> 1; trees 0-5 and 12-17 rooted at 0 (`1/-1/-1->0->-1`), 6-11 and
+/// 18-23 rooted at 1 (`-1/-1/-1->0->1`).
+fn capture_search() -> SearchResult {
+    let rings = vec![vec![0, 1]; 24];
+    let trees = (0..24)
+        .map(|c| {
+            let root0 = (c % 12) < 6;
+            let (r0, r1) = if root0 {
+                (
+                    TreeLinks {
+                        up: -1,
+                        down: [1, -1, -1],
+                    },
+                    TreeLinks {
+                        up: 0,
+                        down: [-1, -1, -1],
+                    },
+                )
+            } else {
+                (
+                    TreeLinks {
+                        up: 1,
+                        down: [-1, -1, -1],
+                    },
+                    TreeLinks {
+                        up: -1,
+                        down: [0, -1, -1],
+                    },
+                )
+            };
+            vec![r0, r1]
+        })
+        .collect();
+    SearchResult {
+        graphs: Graphs {
+            ring: SearchGraph::empty(0, Pattern::Ring),
+            tree: SearchGraph::empty(1, Pattern::BalancedTree),
+            collnet_chain: None,
+            collnet_direct: None,
+            nvls: None,
+        },
+        connection: Connection {
+            n_channels: 24,
+            rings,
+            trees,
+        },
+    }
+}
+
+#[test]
+fn plan_from_the_capture_keeps_rings_trees_and_nccl_shape() {
+    let choice = PlanChoice::all_reduce(Algorithm::Tree, Protocol::LL128, 64 << 20);
+    let plan = ExecPlan::from_search(&capture_search(), &choice).unwrap();
+    assert_eq!(plan.n_ranks, 2);
+    // 64 MiB >= 24 * 640 * 8: all 24 channels; Tree always 640 threads.
+    assert_eq!((plan.n_channels, plan.n_threads), (24, 640));
+    assert_eq!(
+        plan.trees[0][0],
+        TreeNode {
+            up: None,
+            down: vec![1]
+        }
+    );
+    assert_eq!(
+        plan.trees[6][0],
+        TreeNode {
+            up: Some(1),
+            down: vec![]
+        }
+    );
+    assert_eq!(
+        plan.trees[6][1],
+        TreeNode {
+            up: None,
+            down: vec![0]
+        }
+    );
+    assert_eq!(plan.rings[23], vec![0, 1]);
+}
+
+#[test]
+fn explicit_channels_beyond_the_search_repeat_its_channels() {
+    let mut choice = PlanChoice::all_reduce(Algorithm::Ring, Protocol::Simple, 1 << 30);
+    choice.n_channels = Some(32);
+    let plan = ExecPlan::from_search(&capture_search(), &choice).unwrap();
+    assert_eq!(plan.rings.len(), 32);
+    assert_eq!(plan.trees[30], plan.trees[6]);
+}
+
+#[test]
+fn bad_shapes_are_rejected() {
+    let mut choice = PlanChoice::all_reduce(Algorithm::Ring, Protocol::LL, 4096);
+    choice.n_threads = Some(100);
+    assert!(ExecPlan::default_shapes(2, 1, &choice).is_err());
+    choice.n_threads = None;
+    choice.n_channels = Some(65);
+    assert!(ExecPlan::default_shapes(2, 1, &choice).is_err());
+    // Only Ring/Simple for the other collectives.
+    let mut c = PlanChoice::all_reduce(Algorithm::Tree, Protocol::Simple, 4096);
+    c.collective = Collective::AllGather;
+    assert!(ExecPlan::default_shapes(2, 1, &c).is_err());
+    // A size that is not a whole number of elements.
+    let mut c = PlanChoice::all_reduce(Algorithm::Ring, Protocol::Simple, 6);
+    c.dtype = DType::F32;
+    assert!(ExecPlan::default_shapes(2, 1, &c).is_err());
+}
+
+#[test]
+fn broken_trees_are_named() {
+    // Two roots.
+    let two_roots = vec![TreeNode::default(), TreeNode::default()];
+    assert!(validate_tree(&two_roots, 2)
+        .unwrap_err()
+        .contains("2 roots"));
+    // Child lists a parent that does not list it back.
+    let mut t = chain_tree(&[0, 1, 2]);
+    t[1].down.clear();
+    assert!(validate_tree(&t, 3).is_err());
+    // A search ring with a rank out of range fails the plan.
+    let mut s = capture_search();
+    s.connection.rings[3] = vec![0, 2];
+    let choice = PlanChoice::all_reduce(Algorithm::Ring, Protocol::LL, 4096);
+    let err = ExecPlan::from_search(&s, &choice).unwrap_err();
+    assert!(err.to_string().contains("ring 3"), "{err}");
+}
+
+#[test]
+fn pattern_values_are_small_exact_and_match_their_bits() {
+    // Every value is in -7..=7, so any sum over 16 ranks has at most 7 significant bits.
+    for i in 0..10_000u64 {
+        for r in 0..16 {
+            let v = pattern::value(r, i, 1);
+            assert!((-7..=7).contains(&v));
+        }
+    }
+    // f32 1.0 = 0x3f800000; bf16 is its top half; f16 1.0 = 0x3c00, -7 = 0xc700, 112 = 0x5700.
+    assert_eq!(pattern::bits(DType::F32, 1), 0x3f80_0000);
+    assert_eq!(pattern::bits(DType::BF16, 1), 0x3f80);
+    assert_eq!(pattern::bits(DType::F16, 1), 0x3c00);
+    assert_eq!(pattern::bits(DType::F16, -7), 0xc700);
+    assert_eq!(pattern::bits(DType::F16, 112), 0x5700);
+    assert_eq!(pattern::bits(DType::F16, 0), 0);
+    // The values differ between ranks and indices (not a constant pattern).
+    let a: Vec<i32> = (0..64).map(|i| pattern::value(0, i, 1)).collect();
+    let b: Vec<i32> = (0..64).map(|i| pattern::value(1, i, 1)).collect();
+    assert_ne!(a, b);
+    assert!(a.iter().any(|&v| v != a[0]));
+}
+
+#[test]
+fn cpu_check_counts_wrong_elements() {
+    let c = PlanChoice::all_reduce(Algorithm::Ring, Protocol::LL, 64);
+    let plan = ExecPlan::default_shapes(3, 1, &c).unwrap();
+    let mut out: Vec<u32> = (0..16)
+        .map(|i| pattern::bits(DType::F32, pattern::expected(&plan, 0, i, 9)))
+        .collect();
+    assert_eq!(pattern::count_wrong(&plan, 0, &out, 9), (0, None));
+    out[5] ^= 1;
+    out[9] = 0xffff_ffff;
+    assert_eq!(pattern::count_wrong(&plan, 0, &out, 9), (2, Some(5)));
+}
