@@ -74,6 +74,11 @@ pub struct RendezvousCheckArgs {
     pub timeout: u64,
 }
 
+/// Runtime channels of the native executor's rings and trees when the
+/// search cannot say (NCCL's count on the 2 x H200 capture: 12 search
+/// channels, doubled).
+const NATIVE_CHANNELS: usize = 24;
+
 fn request_from(args: &VerifyArgs) -> Result<VerifyRequest> {
     let plan = IterPlan {
         iters: args.iters,
@@ -240,7 +245,19 @@ pub fn run(args: VerifyArgs, source: &SourceArgs) -> Result<()> {
             Some(run) => run,
             None => return Ok(()), // not rank 0: rank 0 prints
         },
-        None => verify_run::run_local(&exe, &request, &topology, planning.as_ref(), None, &bar)?,
+        None => {
+            let native = crate::exec::verify_native::NativeExec {
+                channels: NATIVE_CHANNELS,
+            };
+            verify_run::run_local(
+                &exe,
+                &request,
+                &topology,
+                planning.as_ref(),
+                Some(&native),
+                &bar,
+            )?
+        }
     };
     // Predictions: the planner's topology if it had one, else NCCL's own dump;
     // the planner's search if it runs, else NCCL's graph dump.

@@ -25,5 +25,6 @@ pub mod nccl_kernels;
 pub mod nccl_spawn;
 pub mod rendezvous;
 pub mod verify;
+pub mod verify_native;
 pub mod verify_run;
 pub mod verify_score;

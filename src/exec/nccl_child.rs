@@ -21,8 +21,8 @@ use super::nccl_kernels::{
 use super::verify::{Collective, Dtype, GpuInfo, RowStatus};
 use crate::error::{Error, Result};
 use cudarc::driver::{
-    sys as cu, CudaContext, CudaEvent, CudaFunction, CudaGraph, CudaStream,
-    LaunchConfig, PushKernelArg,
+    sys as cu, CudaContext, CudaEvent, CudaFunction, CudaGraph, CudaStream, LaunchConfig,
+    PushKernelArg,
 };
 use cudarc::nccl::{result as nccl, sys as nccl_sys};
 use std::ffi::{c_void, CStr};
@@ -304,7 +304,8 @@ fn run_job(spec: &ChildSpec, emit: &mut dyn FnMut(ChildEvent)) -> Result<()> {
         let recv_buf = DeviceBuffer::new(&ctx, recv_max as usize, "recv")?;
         let wrong_buf = DeviceBuffer::new(&ctx, 8, "counter")?;
         let scratch_buf = DeviceBuffer::new(&ctx, 8 * scratch_len, "scratch")?;
-        let (send, recv, wrong, scratch) = (send_buf.ptr, recv_buf.ptr, wrong_buf.ptr, scratch_buf.ptr);
+        let (send, recv, wrong, scratch) =
+            (send_buf.ptr, recv_buf.ptr, wrong_buf.ptr, scratch_buf.ptr);
         let timing = Some(cu::CUevent_flags::CU_EVENT_DEFAULT);
         let start = ctx
             .new_event(timing)

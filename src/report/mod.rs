@@ -2,6 +2,6 @@
 
 pub mod audit;
 pub mod explain;
+pub mod run;
 pub mod topo;
 pub mod verify;
-pub mod run;
