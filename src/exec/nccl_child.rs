@@ -813,6 +813,14 @@ fn time_with_graphs(
                     r.ordinal
                 )))
             }
+            Err(e) if ranks.len() > 1 => {
+                capture_error = Some(Error::runtime(format!(
+                    "GPU {}: cuStreamEndCapture failed: {e:?} (seen with NCCL 2.28.3: a group over \
+                     several GPUs of one process cannot be captured; for --cuda-graph run one \
+                     process per GPU under a launcher)",
+                    r.ordinal
+                )))
+            }
             Err(e) => capture_error = Some(cuda_err("cuStreamEndCapture", r.ordinal)(e)),
         }
     }
