@@ -24,7 +24,9 @@ fn the_goal_run_covers_every_ring_tree_pair_with_nothing_wrong() {
                 .filter(|r| r.backend == backend && r.pair == Some(pair))
                 .collect();
             assert_eq!(rows.len(), 30, "{backend} {pair}");
-            assert!(rows.iter().all(|r| r.status == RowStatus::Ok && r.wrong == Some(0)));
+            assert!(rows
+                .iter()
+                .all(|r| r.status == RowStatus::Ok && r.wrong == Some(0)));
         }
     }
     // NCCL's free choice was read at every size from its TUNING lines
@@ -32,17 +34,35 @@ fn the_goal_run_covers_every_ring_tree_pair_with_nothing_wrong() {
     assert_eq!(auto.len(), 30);
     assert!(auto.iter().all(|r| r.nccl_choice.is_some()));
     // NCCL's own topology and graph dumps travel in the file
-    assert!(run.machine.nccl_topology_xml.as_deref().unwrap().contains("<system"));
-    assert!(run.machine.nccl_graph_xml.as_deref().unwrap().contains("<graphs"));
+    assert!(run
+        .machine
+        .nccl_topology_xml
+        .as_deref()
+        .unwrap()
+        .contains("<system"));
+    assert!(run
+        .machine
+        .nccl_graph_xml
+        .as_deref()
+        .unwrap()
+        .contains("<graphs"));
 }
 
 #[test]
 fn re_scoring_the_goal_run_with_the_current_model() {
     let run = load("verify-h200x2-both-eager.json");
     let predictor = predictor_for_run(&run);
-    assert!(predictor.label().starts_with("stock model"), "{}", predictor.label());
+    assert!(
+        predictor.label().starts_with("stock model"),
+        "{}",
+        predictor.label()
+    );
     let scored = score(&run, predictor.as_ref());
-    let nccl = scored.summaries.iter().find(|s| s.backend == Backend::Nccl).unwrap();
+    let nccl = scored
+        .summaries
+        .iter()
+        .find(|s| s.backend == Backend::Nccl)
+        .unwrap();
     // the model's pick is what NCCL 2.28.3 actually ran, at all 30 sizes
     assert_eq!(nccl.agrees_with_nccl, 30);
     assert_eq!(nccl.wrong, 0);
@@ -65,14 +85,23 @@ fn one_and_two_processes_agree_on_large_sizes() {
     assert_eq!(two.machine.processes, 2);
     assert!(two.options.launch.starts_with("launcher: 2 ranks"));
     let mut compared = 0;
-    for a in one.rows.iter().filter(|r| r.bytes > 16 << 20 && r.pair.is_some()) {
+    for a in one
+        .rows
+        .iter()
+        .filter(|r| r.bytes > 16 << 20 && r.pair.is_some())
+    {
         let b = two
             .rows
             .iter()
             .find(|r| r.pair == a.pair && r.bytes == a.bytes)
             .unwrap();
         let ratio = a.median_us.unwrap() / b.median_us.unwrap();
-        assert!((0.95..1.05).contains(&ratio), "{:?} {}: {ratio}", a.pair, a.bytes);
+        assert!(
+            (0.95..1.05).contains(&ratio),
+            "{:?} {}: {ratio}",
+            a.pair,
+            a.bytes
+        );
         compared += 1;
     }
     assert_eq!(compared, 48); // 8 sizes x 6 pairs
