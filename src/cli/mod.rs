@@ -7,6 +7,7 @@ pub mod explain;
 pub mod run;
 pub mod source;
 pub mod topo;
+pub mod verify;
 
 use crate::error::Result;
 use clap::{Parser, Subcommand};
@@ -38,6 +39,14 @@ pub enum Command {
     Audit(audit::AuditArgs),
     /// NCCL's channels: ring/tree graphs (pattern, channels, bandwidth, path types), rings and trees per rank, graph XML
     Channels(channels::ChannelsArgs),
+    /// Predicted vs measured for every algorithm/protocol pair, with NCCL as the reference
+    Verify(Box<verify::VerifyArgs>),
+    /// (internal) one NCCL job of `verify`, started by verify itself
+    #[command(name = "__nccl-child", hide = true)]
+    NcclChild,
+    /// (internal) join a launcher rendezvous and pass an id from rank 0
+    #[command(name = "__rendezvous-check", hide = true)]
+    RendezvousCheck(verify::RendezvousCheckArgs),
     /// Run one plan with planner's own kernels on the local GPUs: time, algbw, busbw, #wrong
     Run(run::RunArgs),
 }
@@ -49,6 +58,9 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Explain(args) => explain::run(&cli.source, &cli.graph, args),
         Command::Audit(args) => audit::run(&cli.source, &cli.graph, args),
         Command::Channels(args) => channels::run(&cli.source, &cli.graph, &args),
+        Command::Verify(args) => verify::run(*args, &cli.source),
+        Command::NcclChild => verify::nccl_child(),
+        Command::RendezvousCheck(args) => verify::rendezvous_check(args),
         Command::Run(args) => run::run(args, &cli.source),
     }
 }

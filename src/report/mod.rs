@@ -5,3 +5,4 @@ pub mod channels;
 pub mod explain;
 pub mod run;
 pub mod topo;
+pub mod verify;

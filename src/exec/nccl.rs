@@ -1,0 +1,607 @@
+//! The NCCL backend of `planner verify`: libnccl (through cudarc's
+//! `dynamic-loading`) as the reference the model and our kernels are checked
+//! against.
+//!
+//! Each algorithm/protocol pair runs in its own child process (our own binary
+//! re-executed with a hidden subcommand) whose environment pins it with
+//! `NCCL_ALGO`/`NCCL_PROTO`; with one algorithm and one protocol enabled NCCL
+//! can run nothing else, and a pair it cannot run fails the first call
+//! ("no algorithm/protocol available"), which we report as unavailable.
+//! NCCL's free choice runs twice: once timed, once with
+//! `NCCL_DEBUG_SUBSYS=TUNING` so that its per-call lines say which pair it
+//! picked (the logging is kept out of the timed run because it costs about a
+//! microsecond per call).
+//!
+//! Safety rule: every child environment switches NVLink multicast off
+//! (`MULTICAST_OFF`), whatever the parent's environment says, and NVLS /
+//! NVLSTree pairs are never run.
+//!
+//! This file holds what needs no GPU: names, environments, the TUNING-line
+//! parser, the child's job description and its report lines. The GPU side is
+//! `nccl_child.rs`, the kernels for data and checks `nccl_kernels.rs`.
+
+use super::verify::{
+    Algo, Collective, Dtype, GpuInfo, IterPlan, NcclChoice, Pair, Proto, RowStatus,
+};
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::process::Command;
+
+/// Set in every child process we start, overriding the parent's values:
+/// NVLink multicast (NVLS) must stay off on shared machines.
+pub const MULTICAST_OFF: [(&str, &str); 3] = [
+    ("NCCL_NVLS_ENABLE", "0"),
+    ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
+    ("NVSHMEM_DISABLE_NVLS", "1"),
+];
+
+/// Prefix of the child's report lines on stdout; anything else there (NCCL's
+/// own log) is not ours.
+pub const CHILD_MARK: &str = "@@planner-child ";
+
+/// Environment variable carrying the child's job (JSON).
+pub const CHILD_SPEC_ENV: &str = "PLANNER_NCCL_CHILD_SPEC";
+
+/// Hidden subcommand that runs one child job.
+pub const CHILD_SUBCOMMAND: &str = "__nccl-child";
+
+/// Why a pair is never run here, if it is one of those.
+pub fn refused_pair(pair: Pair) -> Option<String> {
+    if pair.algo.uses_multicast() {
+        Some(format!(
+            "{pair}: needs NVLink multicast, which planner keeps off (NCCL_NVLS_ENABLE=0)"
+        ))
+    } else {
+        None
+    }
+}
+
+/// True when this process's environment has multicast off as required.
+/// The child refuses to start otherwise (a second line of defence behind
+/// `child_command`).
+pub fn multicast_is_off(get: impl Fn(&str) -> Option<String>) -> bool {
+    MULTICAST_OFF
+        .iter()
+        .all(|(key, value)| get(key).as_deref() == Some(*value))
+}
+
+/// What one child process does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum ChildMode {
+    /// Timed, with `NCCL_ALGO`/`NCCL_PROTO` pinned to this pair.
+    Pinned { pair: Pair },
+    /// Timed, NCCL chooses.
+    Free,
+    /// One call per size with NCCL's TUNING log on, to read its choices.
+    Choices,
+}
+
+/// Which ranks the child drives.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum ChildRanks {
+    /// Every rank is a GPU of this process (ncclCommInitAll over GPUs 0..gpus).
+    Local { gpus: usize },
+    /// One rank of a multi-process communicator (ncclCommInitRank); the
+    /// unique id comes from rank 0 through the rendezvous, hex encoded.
+    Rank {
+        rank: usize,
+        world: usize,
+        local_rank: usize,
+        id_hex: String,
+    },
+}
+
+/// The job of one child process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChildSpec {
+    pub collective: Collective,
+    pub dtype: Dtype,
+    pub sizes: Vec<u64>,
+    pub plan: IterPlan,
+    pub graph: bool,
+    pub mode: ChildMode,
+    pub ranks: ChildRanks,
+}
+
+/// One report line of a child (after `CHILD_MARK`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "lowercase")]
+pub enum ChildEvent {
+    /// The communicator is up.
+    Init {
+        nccl_version: String,
+        cuda_version: String,
+        world_size: usize,
+        /// The GPUs of this process.
+        gpus: Vec<GpuInfo>,
+    },
+    /// One size is done.
+    Size {
+        bytes: u64,
+        status: RowStatus,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+        iters: u32,
+        repeats: u32,
+        times_us: Vec<f64>,
+        wrong: Option<u64>,
+    },
+    /// A failure that ends the child; the sizes not reported did not run.
+    Fatal { message: String },
+    /// Every size is reported.
+    Done,
+}
+
+impl ChildEvent {
+    pub fn to_line(&self) -> String {
+        // Serialising these plain structs cannot fail; keep a fallback anyway.
+        let json = serde_json::to_string(self)
+            .unwrap_or_else(|e| format!("{{\"event\":\"fatal\",\"message\":\"{e}\"}}"));
+        format!("{CHILD_MARK}{json}")
+    }
+
+    /// Parse one stdout line; None for lines that are not ours.
+    pub fn from_line(line: &str) -> Option<Result<ChildEvent>> {
+        let json = line.strip_prefix(CHILD_MARK)?;
+        Some(serde_json::from_str(json.trim()).map_err(|e| {
+            Error::runtime(format!("NCCL child sent a bad report line ({e}): {line}"))
+        }))
+    }
+}
+
+/// The command that runs `spec` in a child: our binary `exe` with the hidden
+/// subcommand, the job in the environment, multicast off, and the pair pinned.
+pub fn child_command(exe: &Path, spec: &ChildSpec) -> Result<Command> {
+    if let ChildMode::Pinned { pair } = spec.mode {
+        if let Some(why) = refused_pair(pair) {
+            return Err(Error::bad_input(why));
+        }
+    }
+    let json = serde_json::to_string(spec)
+        .map_err(|e| Error::runtime(format!("cannot serialise the NCCL child job: {e}")))?;
+    let mut cmd = Command::new(exe);
+    cmd.arg(CHILD_SUBCOMMAND);
+    cmd.env(CHILD_SPEC_ENV, json);
+    for (key, value) in MULTICAST_OFF {
+        cmd.env(key, value);
+    }
+    match spec.mode {
+        ChildMode::Pinned { pair } => {
+            cmd.env("NCCL_ALGO", pair.algo.env_name());
+            cmd.env("NCCL_PROTO", pair.proto.env_name());
+        }
+        ChildMode::Free | ChildMode::Choices => {
+            cmd.env_remove("NCCL_ALGO");
+            cmd.env_remove("NCCL_PROTO");
+        }
+    }
+    match spec.mode {
+        ChildMode::Choices => {
+            // The per-call lines go to stdout, where the parent reads them.
+            cmd.env("NCCL_DEBUG", "INFO");
+            cmd.env("NCCL_DEBUG_SUBSYS", "TUNING");
+            cmd.env_remove("NCCL_DEBUG_FILE");
+        }
+        ChildMode::Pinned { .. } | ChildMode::Free => {
+            // Warnings only (why a pair is refused), unless the user asked for more.
+            if std::env::var_os("NCCL_DEBUG").is_none() {
+                cmd.env("NCCL_DEBUG", "WARN");
+            }
+        }
+    }
+    Ok(cmd)
+}
+
+// ---------------------------------------------------------------------------
+// NCCL's per-call TUNING line.
+
+/// One `NCCL_DEBUG_SUBSYS=TUNING` per-call line:
+/// `host:pid:tid [0] NCCL INFO AllReduce: 4096 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..7}`
+/// (format of `enqueue.cc` in NCCL 2.28 and 2.30; `bytes` is count x type
+/// size, which for all-gather and reduce-scatter is one rank's share).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TuningLine {
+    pub collective: Collective,
+    pub bytes: u64,
+    pub choice: NcclChoice,
+}
+
+/// Parse one TUNING line; None for any other line.
+pub fn parse_tuning_line(line: &str) -> Option<TuningLine> {
+    const ARROW: &str = " Bytes -> Algo ";
+    let arrow = line.find(ARROW)?;
+    let head = &line[..arrow];
+    let (func_part, bytes_part) = head.rsplit_once(':')?;
+    let func = func_part.split_whitespace().last()?;
+    let collective = Collective::ALL
+        .into_iter()
+        .find(|c| c.nccl_name() == func)?;
+    let bytes: u64 = bytes_part.trim().parse().ok()?;
+
+    let mut words = line[arrow + ARROW.len()..].split_whitespace();
+    let algo_word = words.next()?;
+    let algo = Algo::ALL.into_iter().find(|a| a.log_name() == algo_word)?;
+    if words.next()? != "proto" {
+        return None;
+    }
+    let proto_word = words.next()?;
+    let proto = Proto::ALL
+        .into_iter()
+        .find(|p| p.log_name() == proto_word)?;
+    let range = words.next()?.strip_prefix("channel{Lo..Hi}={")?;
+    let range = range.strip_suffix('}')?;
+    let (lo, hi) = range.split_once("..")?;
+    let channel_lo: u32 = lo.parse().ok()?;
+    let channel_hi: u32 = hi.parse().ok()?;
+    if channel_hi < channel_lo {
+        return None;
+    }
+    Some(TuningLine {
+        collective,
+        bytes,
+        choice: NcclChoice {
+            pair: Pair::new(algo, proto),
+            channel_lo,
+            channel_hi,
+        },
+    })
+}
+
+/// NCCL's choice for each requested size, from a log: the first TUNING line
+/// of `collective` whose byte count matches the size as NCCL logs it.
+pub fn choices_from_log<'a>(
+    lines: impl IntoIterator<Item = &'a str>,
+    collective: Collective,
+    sizes: &[u64],
+    n_ranks: usize,
+) -> Vec<(u64, Option<NcclChoice>)> {
+    let parsed: Vec<TuningLine> = lines
+        .into_iter()
+        .filter_map(parse_tuning_line)
+        .filter(|t| t.collective == collective)
+        .collect();
+    sizes
+        .iter()
+        .map(|&size| {
+            let logged = collective.logged_bytes(size, n_ranks);
+            let choice = parsed.iter().find(|t| t.bytes == logged).map(|t| t.choice);
+            (size, choice)
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// The library.
+
+/// NCCL result codes as text (`ncclGetErrorString` needs the library; these
+/// are NCCL's fixed numbers, `nccl.h`).
+pub fn nccl_result_name(code: u32) -> &'static str {
+    match code {
+        0 => "ncclSuccess",
+        1 => "ncclUnhandledCudaError",
+        2 => "ncclSystemError",
+        3 => "ncclInternalError",
+        4 => "ncclInvalidArgument",
+        5 => "ncclInvalidUsage",
+        6 => "ncclRemoteError",
+        7 => "ncclInProgress",
+        _ => "unknown NCCL result",
+    }
+}
+
+/// "2.28.3" from NCCL's version code (22803 since 2.9: major*10000 + minor*100 + patch).
+pub fn version_string(code: i32) -> String {
+    if code >= 10000 {
+        format!("{}.{}.{}", code / 10000, (code % 10000) / 100, code % 100)
+    } else {
+        format!("{}.{}.{}", code / 1000, (code % 1000) / 100, code % 100)
+    }
+}
+
+/// Fail with a clear message unless the CUDA driver and libnccl can be loaded
+/// (cudarc panics on the first call otherwise).
+pub fn check_libraries() -> Result<()> {
+    // SAFETY: is_culib_present only tries to dlopen the library by name and
+    // reports whether that worked; it calls nothing inside it.
+    let driver = unsafe { cudarc::driver::sys::is_culib_present() };
+    if !driver {
+        return Err(Error::runtime(
+            "no CUDA driver (libcuda.so.1 cannot be loaded): verify needs GPUs; \
+             `planner verify --load FILE` studies saved results without them",
+        ));
+    }
+    // SAFETY: as above, a dlopen probe only.
+    let nccl = unsafe { cudarc::nccl::sys::is_culib_present() };
+    if !nccl {
+        return Err(Error::runtime(
+            "libnccl cannot be loaded: the loader looks for libnccl.so (not libnccl.so.2); \
+             put a directory holding a `libnccl.so -> libnccl.so.2` link on LD_LIBRARY_PATH",
+        ));
+    }
+    Ok(())
+}
+
+/// The loaded libnccl's version ("2.28.3").
+pub fn library_version() -> Result<String> {
+    check_libraries()?;
+    let code = cudarc::nccl::result::get_nccl_version().map_err(|e| {
+        Error::runtime(format!(
+            "ncclGetVersion failed: {}",
+            nccl_result_name(e.0 as u32)
+        ))
+    })?;
+    Ok(version_string(code))
+}
+
+/// A new NCCL unique id (rank 0 of a multi-process run), hex encoded. The
+/// calling process hosts NCCL's bootstrap root until every rank has joined.
+pub fn new_unique_id_hex() -> Result<String> {
+    check_libraries()?;
+    let id = cudarc::nccl::result::get_uniqueid().map_err(|e| {
+        Error::runtime(format!(
+            "ncclGetUniqueId failed: {} (no usable network interface for NCCL's bootstrap?)",
+            nccl_result_name(e.0 as u32)
+        ))
+    })?;
+    Ok(id_to_hex(&id.internal.map(|c| c as u8)))
+}
+
+/// Hex form of an NCCL unique id (128 bytes -> 256 hex digits).
+pub fn id_to_hex(bytes: &[u8; 128]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Back from `id_to_hex`.
+pub fn id_from_hex(text: &str) -> Result<[u8; 128]> {
+    let bad = || {
+        Error::runtime(format!(
+            "bad NCCL unique id from the rendezvous: expected 256 hex digits, got {} characters",
+            text.len()
+        ))
+    };
+    if text.len() != 256 || !text.is_ascii() {
+        return Err(bad());
+    }
+    let mut out = [0u8; 128];
+    for (i, slot) in out.iter_mut().enumerate() {
+        *slot = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn envs_of(cmd: &Command) -> HashMap<String, Option<String>> {
+        cmd.get_envs()
+            .map(|(k, v)| {
+                (
+                    k.to_string_lossy().into_owned(),
+                    v.map(|v| v.to_string_lossy().into_owned()),
+                )
+            })
+            .collect()
+    }
+
+    fn spec(mode: ChildMode) -> ChildSpec {
+        ChildSpec {
+            collective: Collective::AllReduce,
+            dtype: Dtype::F32,
+            sizes: vec![8, 1024],
+            plan: IterPlan::default(),
+            graph: false,
+            mode,
+            ranks: ChildRanks::Local { gpus: 2 },
+        }
+    }
+
+    #[test]
+    fn every_child_has_multicast_off_and_the_pair_pinned() {
+        let exe = Path::new("/bin/true");
+        let ring_ll = Pair::new(Algo::Ring, Proto::Ll);
+        for mode in [
+            ChildMode::Pinned { pair: ring_ll },
+            ChildMode::Free,
+            ChildMode::Choices,
+        ] {
+            let cmd = child_command(exe, &spec(mode)).unwrap();
+            let envs = envs_of(&cmd);
+            for (key, value) in MULTICAST_OFF {
+                assert_eq!(
+                    envs.get(key),
+                    Some(&Some(value.to_string())),
+                    "{key} in {mode:?}"
+                );
+            }
+            let json = envs[CHILD_SPEC_ENV].clone().unwrap();
+            let back: ChildSpec = serde_json::from_str(&json).unwrap();
+            assert_eq!(back.mode, mode);
+            match mode {
+                ChildMode::Pinned { .. } => {
+                    assert_eq!(envs["NCCL_ALGO"], Some("Ring".into()));
+                    assert_eq!(envs["NCCL_PROTO"], Some("LL".into()));
+                }
+                // explicitly removed: a user's NCCL_ALGO must not leak into NCCL's free choice
+                _ => {
+                    assert_eq!(envs["NCCL_ALGO"], None);
+                    assert_eq!(envs["NCCL_PROTO"], None);
+                }
+            }
+        }
+        let choices = envs_of(&child_command(exe, &spec(ChildMode::Choices)).unwrap());
+        assert_eq!(choices["NCCL_DEBUG_SUBSYS"], Some("TUNING".into()));
+    }
+
+    #[test]
+    fn nvls_pairs_are_never_run() {
+        for algo in [Algo::Nvls, Algo::NvlsTree] {
+            for proto in Proto::ALL {
+                let pair = Pair::new(algo, proto);
+                assert!(refused_pair(pair).unwrap().contains("NCCL_NVLS_ENABLE=0"));
+                let err = child_command(Path::new("/bin/true"), &spec(ChildMode::Pinned { pair }))
+                    .unwrap_err();
+                assert!(err.to_string().contains("multicast"), "{err}");
+            }
+        }
+        for pair in Pair::ring_tree_all() {
+            assert_eq!(refused_pair(pair), None);
+        }
+    }
+
+    #[test]
+    fn the_child_checks_its_own_environment() {
+        let good: HashMap<&str, &str> = MULTICAST_OFF.into_iter().collect();
+        assert!(multicast_is_off(|k| good.get(k).map(|v| v.to_string())));
+        let mut on = good.clone();
+        on.insert("NCCL_NVLS_ENABLE", "1");
+        assert!(!multicast_is_off(|k| on.get(k).map(|v| v.to_string())));
+        let mut missing = good.clone();
+        missing.remove("NVSHMEM_DISABLE_NVLS");
+        assert!(!multicast_is_off(|k| missing.get(k).map(|v| v.to_string())));
+    }
+
+    #[test]
+    fn tuning_lines_parse() {
+        let line = "myhost:1234:1240 [0] NCCL INFO AllReduce: 4096 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..7}";
+        let t = parse_tuning_line(line).unwrap();
+        assert_eq!(t.collective, Collective::AllReduce);
+        assert_eq!(t.bytes, 4096);
+        assert_eq!(t.choice.pair, Pair::new(Algo::Ring, Proto::Ll));
+        assert_eq!((t.choice.channel_lo, t.choice.channel_hi), (0, 7));
+
+        let tree = "h:1:2 [1] NCCL INFO ReduceScatter: 1048576 Bytes -> Algo TREE proto SIMPLE channel{Lo..Hi}={0..23}";
+        let t = parse_tuning_line(tree).unwrap();
+        assert_eq!(t.collective, Collective::ReduceScatter);
+        assert_eq!(t.choice.pair, Pair::new(Algo::Tree, Proto::Simple));
+        assert_eq!(t.choice.channel_hi, 23);
+
+        let nvls = "AllReduce: 64 Bytes -> Algo NVLS_TREE proto LL128 channel{Lo..Hi}={2..3}";
+        assert_eq!(
+            parse_tuning_line(nvls).unwrap().choice.pair,
+            Pair::new(Algo::NvlsTree, Proto::Ll128)
+        );
+
+        for other in [
+            "h:1:2 [0] NCCL INFO Channel 00/24 : 0 1",
+            "h:1:2 [0] NCCL INFO     AllReduce |     8.0/  61.1 |",
+            "AllReduce: x Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}",
+            "AllReduce: 8 Bytes -> Algo BUS proto LL channel{Lo..Hi}={0..0}",
+            "AllReduce: 8 Bytes -> Algo RING proto LL channel{Lo..Hi}={3..1}",
+            "AllReduce: 8 Bytes -> Algo RING proto LL",
+            "",
+        ] {
+            assert_eq!(parse_tuning_line(other), None, "{other}");
+        }
+    }
+
+    /// The capture `h200x2-nvswitch-vm/nccl-allreduce-choices.txt` (NCCL 2.28.9,
+    /// 2 x H200): the TUNING lines of one all-reduce per size with the log prefix removed.
+    const CAPTURE_CHOICES: &str = "\
+AllReduce: 4 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}\n\
+AllReduce: 8 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}\n\
+AllReduce: 16 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}\n\
+AllReduce: 32 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}\n\
+AllReduce: 64 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}\n\
+AllReduce: 128 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}\n\
+AllReduce: 256 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}\n\
+AllReduce: 512 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}\n\
+AllReduce: 1024 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}\n\
+AllReduce: 2048 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}\n\
+AllReduce: 4096 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}\n\
+AllReduce: 8192 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}\n\
+AllReduce: 16384 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..1}\n\
+AllReduce: 32768 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..3}\n\
+AllReduce: 65536 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..7}\n\
+AllReduce: 131072 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..15}\n\
+AllReduce: 262144 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..21}\n\
+AllReduce: 524288 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..23}\n\
+AllReduce: 1048576 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..23}\n\
+AllReduce: 2097152 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..23}\n\
+AllReduce: 4194304 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..23}\n\
+AllReduce: 8388608 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..23}\n\
+AllReduce: 16777216 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..23}\n\
+AllReduce: 33554432 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..23}\n\
+AllReduce: 67108864 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..23}\n\
+AllReduce: 134217728 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..23}\n\
+AllReduce: 268435456 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..23}\n\
+AllReduce: 536870912 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..23}\n\
+AllReduce: 1073741824 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..23}\n\
+AllReduce: 2147483648 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..23}\n\
+AllReduce: 4294967296 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..23}\n\
+";
+
+    #[test]
+    fn every_line_of_the_capture_parses() {
+        // The capture's choices file holds the TUNING lines of a 2 x H200 run
+        // (NCCL 2.28.9) from 4 B to 4 GiB with the log prefix removed.
+        let lines: Vec<&str> = CAPTURE_CHOICES.lines().collect();
+        assert_eq!(lines.len(), 31);
+        let sizes: Vec<u64> = (2..=32).map(|p| 1u64 << p).collect();
+        let choices = choices_from_log(lines.iter().copied(), Collective::AllReduce, &sizes, 2);
+        let ring_ll = Pair::new(Algo::Ring, Proto::Ll);
+        let ring_simple = Pair::new(Algo::Ring, Proto::Simple);
+        for (size, choice) in &choices {
+            let c = choice.unwrap_or_else(|| panic!("no choice for {size}"));
+            // the file: Ring/LL up to 1 MiB, Ring/Simple from 2 MiB
+            let expected = if *size <= 1 << 20 {
+                ring_ll
+            } else {
+                ring_simple
+            };
+            assert_eq!(c.pair, expected, "{size}");
+        }
+        // 64 KiB used channels 0..7, 4 GiB 0..23 (lines 15 and 31 of the file)
+        let at = |s: u64| choices.iter().find(|(b, _)| *b == s).unwrap().1.unwrap();
+        assert_eq!(at(65536).channel_hi, 7);
+        assert_eq!(at(1 << 32).channel_hi, 23);
+        // all-gather sizes are logged per rank: 8 KiB total on 2 ranks is a 4096-byte line
+        let ag = choices_from_log(
+            ["AllGather: 4096 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..1}"],
+            Collective::AllGather,
+            &[8192],
+            2,
+        );
+        assert_eq!(ag[0].1.unwrap().pair, ring_ll);
+    }
+
+    #[test]
+    fn child_report_lines_round_trip() {
+        let ev = ChildEvent::Size {
+            bytes: 1024,
+            status: RowStatus::Ok,
+            note: None,
+            iters: 20,
+            repeats: 3,
+            times_us: vec![10.5, 11.0, 10.75],
+            wrong: Some(0),
+        };
+        let line = ev.to_line();
+        assert!(line.starts_with(CHILD_MARK));
+        assert_eq!(ChildEvent::from_line(&line).unwrap().unwrap(), ev);
+        assert!(ChildEvent::from_line("h:1:2 [0] NCCL INFO x").is_none());
+        assert!(ChildEvent::from_line("@@planner-child {bad")
+            .unwrap()
+            .is_err());
+    }
+
+    #[test]
+    fn ids_and_versions() {
+        let mut id = [0u8; 128];
+        for (i, b) in id.iter_mut().enumerate() {
+            *b = (i * 37 % 256) as u8;
+        }
+        let hex = id_to_hex(&id);
+        assert_eq!(hex.len(), 256);
+        assert_eq!(id_from_hex(&hex).unwrap(), id);
+        assert!(id_from_hex("abc").is_err());
+        assert!(id_from_hex(&"zz".repeat(128)).is_err());
+        assert_eq!(version_string(22803), "2.28.3");
+        assert_eq!(version_string(23007), "2.30.7");
+        assert_eq!(nccl_result_name(5), "ncclInvalidUsage");
+    }
+}

@@ -1,0 +1,979 @@
+//! The GPU side of the NCCL backend: one child process runs one job
+//! (`ChildSpec`) and reports each size on stdout (`ChildEvent` lines).
+//!
+//! Per size: warm-up calls, then `repeats` timed loops of `iters`
+//! back-to-back out-of-place calls between device events on every GPU (the
+//! slowest GPU's loop time / iters is the repeat's time), then a checked
+//! call: outputs poisoned, one call, the checker kernel counts wrong elements.
+//! In a multi-process run each repeat's time is the maximum over all ranks and
+//! #wrong the sum, both gathered with NCCL itself.
+//!
+//! NCCL is driven through cudarc's raw `result` layer, with cudarc's event
+//! tracking off, so that a call costs what it costs in nccl-tests.
+
+use super::nccl::{
+    check_libraries, id_from_hex, multicast_is_off, nccl_result_name, refused_pair, version_string,
+    ChildEvent, ChildMode, ChildRanks, ChildSpec, CHILD_SPEC_ENV,
+};
+use super::nccl_kernels::{
+    amplitude, collective_code, dtype_code, CHECK_KERNEL, FILL_KERNEL, KERNELS_CU,
+};
+use super::verify::{Collective, Dtype, GpuInfo, RowStatus};
+use crate::error::{Error, Result};
+use cudarc::driver::{
+    sys as cu, CudaContext, CudaEvent, CudaFunction, CudaGraph, CudaStream, LaunchConfig,
+    PushKernelArg,
+};
+use cudarc::nccl::{result as nccl, sys as nccl_sys};
+use std::ffi::{c_void, CStr};
+use std::io::Write;
+use std::sync::Arc;
+
+/// Entry point of the hidden subcommand: read the job, run it, report.
+pub fn child_main() -> Result<()> {
+    if !multicast_is_off(|k| std::env::var(k).ok()) {
+        return Err(Error::runtime(
+            "NCCL child refuses to start: NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1 and \
+             NVSHMEM_DISABLE_NVLS=1 must all be set (NVLink multicast stays off)",
+        ));
+    }
+    let json = std::env::var(CHILD_SPEC_ENV).map_err(|_| {
+        Error::bad_input(format!(
+            "{CHILD_SPEC_ENV} is not set: this subcommand is started by `planner verify` only"
+        ))
+    })?;
+    let spec: ChildSpec = serde_json::from_str(&json)
+        .map_err(|e| Error::bad_input(format!("{CHILD_SPEC_ENV}: bad job description: {e}")))?;
+    let mut emit = |event: ChildEvent| {
+        let mut out = std::io::stdout().lock();
+        // A closed pipe means the parent is gone; nothing useful to do then.
+        let _ = writeln!(out, "{}", event.to_line());
+        let _ = out.flush();
+    };
+    match run_job(&spec, &mut emit) {
+        Ok(()) => {
+            emit(ChildEvent::Done);
+            Ok(())
+        }
+        Err(e) => {
+            emit(ChildEvent::Fatal {
+                message: e.to_string(),
+            });
+            Err(e)
+        }
+    }
+}
+
+/// Element counts of one size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Counts {
+    /// The count NCCL is called with (per-rank share for all-gather and
+    /// reduce-scatter, as their APIs take).
+    call: u64,
+    /// One rank's share (all-gather input, reduce-scatter output).
+    per_rank: u64,
+    send_elems: u64,
+    recv_elems: u64,
+}
+
+fn counts(collective: Collective, dtype: Dtype, bytes: u64, world: usize) -> Counts {
+    let elems = bytes / dtype.size();
+    let world = world.max(1) as u64;
+    match collective {
+        Collective::AllGather => {
+            let per_rank = elems / world;
+            Counts {
+                call: per_rank,
+                per_rank,
+                send_elems: per_rank,
+                recv_elems: per_rank * world,
+            }
+        }
+        Collective::ReduceScatter => {
+            let per_rank = elems / world;
+            Counts {
+                call: per_rank,
+                per_rank,
+                send_elems: per_rank * world,
+                recv_elems: per_rank,
+            }
+        }
+        _ => Counts {
+            call: elems,
+            per_rank: elems,
+            send_elems: elems,
+            recv_elems: elems,
+        },
+    }
+}
+
+fn nccl_dtype(dtype: Dtype) -> nccl_sys::ncclDataType_t {
+    match dtype {
+        Dtype::F32 => nccl_sys::ncclDataType_t::ncclFloat32,
+        Dtype::Bf16 => nccl_sys::ncclDataType_t::ncclBfloat16,
+        Dtype::F16 => nccl_sys::ncclDataType_t::ncclFloat16,
+    }
+}
+
+fn cuda_err(what: &str, gpu: usize) -> impl Fn(cudarc::driver::DriverError) -> Error + '_ {
+    move |e| Error::runtime(format!("GPU {gpu}: {what} failed: {e:?}"))
+}
+
+/// One GPU of this process.
+struct LocalRank {
+    ordinal: usize,
+    rank: usize,
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    // Kept alive for the raw pointers below (dropped after the communicators).
+    _buffers: Vec<DeviceBuffer>,
+    send: u64,
+    recv: u64,
+    wrong: u64,
+    scratch: u64,
+    scratch_len: usize,
+    recv_bytes: u64,
+    fill: CudaFunction,
+    check: CudaFunction,
+    start: CudaEvent,
+    end: CudaEvent,
+}
+
+/// The communicators of this process, aborted on drop (abort needs no
+/// coordination with other ranks, unlike destroy).
+struct Comms(Vec<nccl_sys::ncclComm_t>);
+
+impl Drop for Comms {
+    fn drop(&mut self) {
+        for comm in self.0.drain(..) {
+            if !comm.is_null() {
+                // SAFETY: each handle came from a successful init and is
+                // aborted exactly once; nothing uses it afterwards.
+                let _ = unsafe { nccl::comm_abort(comm) };
+            }
+        }
+    }
+}
+
+/// An NCCL failure with NCCL's own last message.
+#[derive(Debug)]
+struct NcclFailure {
+    code: u32,
+    message: String,
+}
+
+impl NcclFailure {
+    fn from(err: nccl::NcclError, comm: nccl_sys::ncclComm_t) -> NcclFailure {
+        let code = err.0 as u32;
+        // SAFETY: ncclGetLastError returns a pointer to a NUL-terminated
+        // string owned by NCCL (static or per communicator), valid until the
+        // next NCCL call on this thread; we copy it at once. A null comm asks
+        // for the last global error, which NCCL allows.
+        let text = unsafe {
+            let ptr = nccl_sys::ncclGetLastError(comm);
+            if ptr.is_null() {
+                String::new()
+            } else {
+                CStr::from_ptr(ptr).to_string_lossy().trim().to_string()
+            }
+        };
+        NcclFailure {
+            code,
+            message: text,
+        }
+    }
+    /// NCCL refuses an unavailable algorithm/protocol with "invalid usage".
+    fn is_unavailable(&self) -> bool {
+        self.code == nccl_sys::ncclResult_t::ncclInvalidUsage as u32
+    }
+    fn describe(&self) -> String {
+        if self.message.is_empty() {
+            nccl_result_name(self.code).to_string()
+        } else {
+            format!("{}: {}", nccl_result_name(self.code), self.message)
+        }
+    }
+}
+
+fn run_job(spec: &ChildSpec, emit: &mut dyn FnMut(ChildEvent)) -> Result<()> {
+    check_libraries()?;
+    // SAFETY: a dlopen probe only (cudarc panics on the first call otherwise).
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return Err(Error::runtime(
+            "libnvrtc cannot be loaded (libnvrtc.so.13 or .12 on the loader path): \
+             the data and checking kernels are compiled at run time",
+        ));
+    }
+    if let ChildMode::Pinned { pair } = spec.mode {
+        if let Some(why) = refused_pair(pair) {
+            return Err(Error::bad_input(why));
+        }
+    }
+    let device_count = CudaContext::device_count()
+        .map_err(|e| Error::runtime(format!("cuDeviceGetCount failed: {e:?}")))?
+        as usize;
+    if device_count == 0 {
+        return Err(Error::runtime("no CUDA GPU visible"));
+    }
+    let (ordinals, world, first_rank): (Vec<usize>, usize, usize) = match &spec.ranks {
+        ChildRanks::Local { gpus } => {
+            if *gpus == 0 || *gpus > device_count {
+                return Err(Error::bad_input(format!(
+                    "asked for {gpus} GPUs, this machine shows {device_count}"
+                )));
+            }
+            ((0..*gpus).collect(), *gpus, 0)
+        }
+        ChildRanks::Rank {
+            rank,
+            world,
+            local_rank,
+            ..
+        } => {
+            if *local_rank >= device_count {
+                return Err(Error::bad_input(format!(
+                    "LOCAL_RANK {local_rank} but this machine shows {device_count} GPUs"
+                )));
+            }
+            (vec![*local_rank], *world, *rank)
+        }
+    };
+
+    // Largest buffers any size needs.
+    let (mut send_max, mut recv_max) = (0u64, 0u64);
+    for &bytes in &spec.sizes {
+        let c = counts(spec.collective, spec.dtype, bytes, world);
+        send_max = send_max.max(c.send_elems * spec.dtype.size());
+        recv_max = recv_max.max(c.recv_elems * spec.dtype.size());
+    }
+    let send_max = send_max.max(spec.dtype.size());
+    let recv_max = recv_max.max(spec.dtype.size());
+    let scratch_len = spec.plan.repeats as usize + 1;
+
+    // Contexts, streams, kernels, buffers.
+    let mut ranks = Vec::new();
+    let mut ptx = None;
+    for (i, &ordinal) in ordinals.iter().enumerate() {
+        let ctx =
+            CudaContext::new(ordinal).map_err(cuda_err("cuDevicePrimaryCtxRetain", ordinal))?;
+        // SAFETY: we order all work ourselves: every buffer is used on this
+        // one stream only, and results are read after explicit synchronisation.
+        unsafe { ctx.disable_event_tracking() };
+        let (free, _total) = ctx
+            .mem_get_info()
+            .map_err(cuda_err("cuMemGetInfo", ordinal))?;
+        let need = send_max + recv_max + (64 << 20);
+        if (free as u64) < need {
+            return Err(Error::runtime(format!(
+                "GPU {ordinal}: the largest size needs {} of buffers, {} is free",
+                crate::units::format_size(need),
+                crate::units::format_size(free as u64)
+            )));
+        }
+        let stream = ctx
+            .new_stream()
+            .map_err(cuda_err("cuStreamCreate", ordinal))?;
+        if ptx.is_none() {
+            let (major, minor) = ctx
+                .compute_capability()
+                .map_err(cuda_err("cuDeviceGetAttribute", ordinal))?;
+            let opts = cudarc::nvrtc::CompileOptions {
+                options: vec![format!("--gpu-architecture=compute_{major}{minor}")],
+                ..Default::default()
+            };
+            ptx = Some(
+                cudarc::nvrtc::compile_ptx_with_opts(KERNELS_CU, opts)
+                    .map_err(|e| Error::runtime(format!("NVRTC: data kernels: {e:?}")))?,
+            );
+        }
+        let module = ctx
+            .load_module(ptx.clone().ok_or_else(|| Error::runtime("no PTX"))?)
+            .map_err(cuda_err("cuModuleLoadData", ordinal))?;
+        let fill = module
+            .load_function(FILL_KERNEL)
+            .map_err(cuda_err("cuModuleGetFunction", ordinal))?;
+        let check = module
+            .load_function(CHECK_KERNEL)
+            .map_err(cuda_err("cuModuleGetFunction", ordinal))?;
+        // Plain cuMemAlloc (not a stream-ordered pool): NCCL may register
+        // these buffers (CUDA-graph mode), which pool memory does not allow.
+        // Uninitialised memory is fine: the send buffer is filled below and
+        // the receive buffer is read only after a collective or the
+        // poisoning memset wrote it.
+        let send_buf = DeviceBuffer::new(&ctx, send_max as usize, "send")?;
+        let recv_buf = DeviceBuffer::new(&ctx, recv_max as usize, "recv")?;
+        let wrong_buf = DeviceBuffer::new(&ctx, 8, "counter")?;
+        let scratch_buf = DeviceBuffer::new(&ctx, 8 * scratch_len, "scratch")?;
+        let (send, recv, wrong, scratch) =
+            (send_buf.ptr, recv_buf.ptr, wrong_buf.ptr, scratch_buf.ptr);
+        let timing = Some(cu::CUevent_flags::CU_EVENT_DEFAULT);
+        let start = ctx
+            .new_event(timing)
+            .map_err(cuda_err("cuEventCreate", ordinal))?;
+        let end = ctx
+            .new_event(timing)
+            .map_err(cuda_err("cuEventCreate", ordinal))?;
+        ranks.push(LocalRank {
+            ordinal,
+            rank: first_rank + i,
+            ctx,
+            stream,
+            _buffers: vec![send_buf, recv_buf, wrong_buf, scratch_buf],
+            send,
+            recv,
+            wrong,
+            scratch,
+            scratch_len,
+            recv_bytes: recv_max,
+            fill,
+            check,
+            start,
+            end,
+        });
+    }
+
+    // Inputs: every rank's pattern over the whole send buffer.
+    let amp = amplitude(spec.dtype, world);
+    for r in &ranks {
+        let elems = send_max / spec.dtype.size();
+        let dtype = dtype_code(spec.dtype);
+        let rank = r.rank as u32;
+        let mut launch = r.stream.launch_builder(&r.fill);
+        launch
+            .arg(&r.send)
+            .arg(&elems)
+            .arg(&dtype)
+            .arg(&rank)
+            .arg(&amp);
+        // SAFETY: planner_fill(void*, u64, int, u32, u32) matches these five
+        // arguments, and writes `elems` elements of `dtype` inside the send
+        // buffer, which holds send_max bytes.
+        unsafe { launch.launch(grid_for(elems)) }.map_err(cuda_err("fill kernel", r.ordinal))?;
+    }
+    for r in &ranks {
+        r.stream
+            .synchronize()
+            .map_err(cuda_err("fill kernel", r.ordinal))?;
+    }
+
+    // Communicators.
+    let comms = init_comms(spec, &ranks)?;
+    let mut gpus = Vec::new();
+    for r in &ranks {
+        gpus.push(gpu_info(r)?);
+    }
+    let nccl_version = nccl::get_nccl_version()
+        .map(version_string)
+        .unwrap_or_else(|_| "unknown".into());
+    emit(ChildEvent::Init {
+        nccl_version,
+        cuda_version: cuda_version(),
+        world_size: world,
+        gpus,
+    });
+
+    let distributed = matches!(spec.ranks, ChildRanks::Rank { .. });
+    if spec.mode != ChildMode::Choices {
+        warm_clocks(spec, &ranks, &comms, world);
+    }
+    let mut refused: Option<String> = None;
+    for &bytes in &spec.sizes {
+        let c = counts(spec.collective, spec.dtype, bytes, world);
+        let mut event = ChildEvent::Size {
+            bytes,
+            status: RowStatus::Skipped,
+            note: None,
+            iters: 0,
+            repeats: 0,
+            times_us: Vec::new(),
+            wrong: None,
+        };
+        if let Some(why) = &refused {
+            set_status(&mut event, RowStatus::Unavailable, why.clone());
+            emit(event);
+            continue;
+        }
+        if c.call == 0 {
+            set_status(
+                &mut event,
+                RowStatus::Skipped,
+                format!(
+                    "smaller than one {} element per rank on {world} ranks",
+                    spec.dtype
+                ),
+            );
+            emit(event);
+            continue;
+        }
+        match run_size(spec, &ranks, &comms, c, amp, world, distributed) {
+            Ok((times, iters, wrong)) => {
+                if let ChildEvent::Size {
+                    status,
+                    iters: it,
+                    repeats,
+                    times_us,
+                    wrong: w,
+                    ..
+                } = &mut event
+                {
+                    *status = RowStatus::Ok;
+                    *it = iters;
+                    *repeats = times.len() as u32;
+                    *times_us = times;
+                    *w = Some(wrong);
+                }
+                emit(event);
+            }
+            Err(SizeError::Nccl(f)) if f.is_unavailable() => {
+                let why = format!("NCCL refuses it: {}", f.describe());
+                set_status(&mut event, RowStatus::Unavailable, why.clone());
+                emit(event);
+                // The pair is unavailable for this collective at every size;
+                // the communicator may be in an error state, so stop calling it.
+                refused = Some(why);
+            }
+            Err(SizeError::Nccl(f)) => {
+                return Err(Error::runtime(format!(
+                    "{} B: NCCL call failed: {}",
+                    bytes,
+                    f.describe()
+                )))
+            }
+            Err(SizeError::Other(e)) => return Err(e),
+        }
+    }
+    drop(comms);
+    Ok(())
+}
+
+/// The GPUs idle at low clocks while a child starts: keep them busy for
+/// about 200 ms with the job's own collective (at most 64 MiB) before the
+/// first timed size, so every child starts at the same clocks. A failing
+/// call is left for the size loop to report.
+fn warm_clocks(spec: &ChildSpec, ranks: &[LocalRank], comms: &Comms, world: usize) {
+    let Some(bytes) = spec
+        .sizes
+        .iter()
+        .copied()
+        .filter(|&b| b <= 64 << 20 && counts(spec.collective, spec.dtype, b, world).call > 0)
+        .max()
+    else {
+        return;
+    };
+    let c = counts(spec.collective, spec.dtype, bytes, world);
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_millis(200) {
+        for _ in 0..10 {
+            if launch_collective(spec, ranks, comms, c).is_err() {
+                return;
+            }
+        }
+        if sync_all(ranks).is_err() {
+            return;
+        }
+    }
+}
+
+fn set_status(event: &mut ChildEvent, new_status: RowStatus, why: String) {
+    if let ChildEvent::Size { status, note, .. } = event {
+        *status = new_status;
+        *note = Some(why);
+    }
+}
+
+enum SizeError {
+    Nccl(NcclFailure),
+    Other(Error),
+}
+
+impl From<Error> for SizeError {
+    fn from(e: Error) -> Self {
+        SizeError::Other(e)
+    }
+}
+
+/// Device memory from plain cuMemAlloc, freed on drop.
+struct DeviceBuffer {
+    ctx: Arc<CudaContext>,
+    ptr: u64,
+}
+
+impl DeviceBuffer {
+    fn new(ctx: &Arc<CudaContext>, bytes: usize, what: &str) -> Result<DeviceBuffer> {
+        ctx.bind_to_thread()
+            .map_err(cuda_err("cuCtxSetCurrent", ctx.ordinal()))?;
+        // SAFETY: cuMemAlloc with the context current; the pointer is freed
+        // once, in drop, with the same context current.
+        let ptr = unsafe { cudarc::driver::result::malloc_sync(bytes.max(1)) }.map_err(|e| {
+            Error::runtime(format!(
+                "GPU {}: cuMemAlloc ({what}, {}) failed: {e:?}",
+                ctx.ordinal(),
+                crate::units::format_size(bytes as u64)
+            ))
+        })?;
+        Ok(DeviceBuffer {
+            ctx: ctx.clone(),
+            ptr,
+        })
+    }
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        if self.ctx.bind_to_thread().is_ok() {
+            // SAFETY: `ptr` came from cuMemAlloc in this context and is freed
+            // exactly once; all work using it was synchronised before.
+            let _ = unsafe { cudarc::driver::result::free_sync(self.ptr) };
+        }
+    }
+}
+
+fn grid_for(elems: u64) -> LaunchConfig {
+    let blocks = elems.div_ceil(256).clamp(1, 4096) as u32;
+    LaunchConfig {
+        grid_dim: (blocks, 1, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+fn init_comms(spec: &ChildSpec, ranks: &[LocalRank]) -> Result<Comms> {
+    match &spec.ranks {
+        ChildRanks::Local { gpus } => {
+            let mut handles = vec![std::ptr::null_mut(); *gpus];
+            let devlist: Vec<i32> = ranks.iter().map(|r| r.ordinal as i32).collect();
+            // SAFETY: `handles` has room for `gpus` communicators and
+            // `devlist` holds `gpus` valid device ordinals.
+            unsafe { nccl::comm_init_all(handles.as_mut_ptr(), *gpus as i32, devlist.as_ptr()) }
+                .map_err(|e| {
+                    Error::runtime(format!(
+                        "ncclCommInitAll over {gpus} GPUs failed: {}",
+                        NcclFailure::from(e, std::ptr::null_mut()).describe()
+                    ))
+                })?;
+            Ok(Comms(handles))
+        }
+        ChildRanks::Rank {
+            rank,
+            world,
+            id_hex,
+            ..
+        } => {
+            let bytes = id_from_hex(id_hex)?;
+            let id = nccl_sys::ncclUniqueId {
+                internal: bytes.map(|b| b as std::ffi::c_char),
+            };
+            let r = &ranks[0];
+            // ncclCommInitRank works on the calling thread's current device.
+            r.ctx
+                .bind_to_thread()
+                .map_err(cuda_err("cuCtxSetCurrent", r.ordinal))?;
+            let mut comm: nccl_sys::ncclComm_t = std::ptr::null_mut();
+            // SAFETY: `comm` is a valid out-pointer; the id came from
+            // ncclGetUniqueId on rank 0 through the rendezvous.
+            unsafe { nccl::comm_init_rank(&mut comm, *world as i32, id, *rank as i32) }.map_err(
+                |e| {
+                    Error::runtime(format!(
+                        "ncclCommInitRank (rank {rank} of {world}) failed: {}",
+                        NcclFailure::from(e, std::ptr::null_mut()).describe()
+                    ))
+                },
+            )?;
+            Ok(Comms(vec![comm]))
+        }
+    }
+}
+
+/// Enqueue one collective on every local rank (grouped when there are several).
+fn launch_collective(
+    spec: &ChildSpec,
+    ranks: &[LocalRank],
+    comms: &Comms,
+    c: Counts,
+) -> std::result::Result<(), NcclFailure> {
+    let grouped = ranks.len() > 1;
+    if grouped {
+        nccl::group_start().map_err(|e| NcclFailure::from(e, std::ptr::null_mut()))?;
+    }
+    let dtype = nccl_dtype(spec.dtype);
+    let sum = nccl_sys::ncclRedOp_t::ncclSum;
+    let count = c.call as usize;
+    let mut first_error = None;
+    for (r, &comm) in ranks.iter().zip(comms.0.iter()) {
+        let send = r.send as *const c_void;
+        let recv = r.recv as *mut c_void;
+        let stream = r.stream.cu_stream() as nccl_sys::cudaStream_t;
+        // SAFETY: send/recv are device buffers of this rank's GPU holding at
+        // least send_max/recv_max bytes, which covers `count` elements of
+        // `dtype` for this collective on `world` ranks (see `counts`); the
+        // stream belongs to the same GPU and the communicator to this rank.
+        let result = unsafe {
+            match spec.collective {
+                Collective::AllReduce => {
+                    nccl::all_reduce(send, recv, count, dtype, sum, comm, stream)
+                }
+                Collective::AllGather => nccl::all_gather(send, recv, count, dtype, comm, stream),
+                Collective::ReduceScatter => {
+                    nccl::reduce_scatter(send, recv, count, dtype, sum, comm, stream)
+                }
+                Collective::Broadcast => nccl::broadcast(send, recv, count, dtype, 0, comm, stream),
+                Collective::Reduce => nccl::reduce(send, recv, count, dtype, sum, 0, comm, stream),
+            }
+        };
+        if let Err(e) = result {
+            if first_error.is_none() {
+                first_error = Some(NcclFailure::from(e, comm));
+            }
+        }
+    }
+    if grouped {
+        // Always close the group, even after an error inside it.
+        if let Err(e) = nccl::group_end() {
+            if first_error.is_none() {
+                first_error = Some(NcclFailure::from(e, comms.0[0]));
+            }
+        }
+    }
+    match first_error {
+        Some(f) => Err(f),
+        None => Ok(()),
+    }
+}
+
+fn sync_all(ranks: &[LocalRank]) -> Result<()> {
+    for r in ranks {
+        r.stream
+            .synchronize()
+            .map_err(cuda_err("cuStreamSynchronize", r.ordinal))?;
+    }
+    Ok(())
+}
+
+/// Warm-up, timed repeats and the checked call for one size: (per-repeat µs, iters, #wrong).
+fn run_size(
+    spec: &ChildSpec,
+    ranks: &[LocalRank],
+    comms: &Comms,
+    c: Counts,
+    amp: u32,
+    world: usize,
+    distributed: bool,
+) -> std::result::Result<(Vec<f64>, u32, u64), SizeError> {
+    let bytes_for_plan = match spec.collective {
+        Collective::AllGather | Collective::ReduceScatter => c.per_rank * world as u64,
+        _ => c.call,
+    } * spec.dtype.size();
+    let mut times = Vec::new();
+    let mut iters = 0;
+    if spec.mode != ChildMode::Choices {
+        iters = spec.plan.iters_at(bytes_for_plan);
+        let warmup = spec.plan.warmup_at(bytes_for_plan);
+        for _ in 0..warmup {
+            launch_collective(spec, ranks, comms, c).map_err(SizeError::Nccl)?;
+        }
+        sync_all(ranks)?;
+        times = if spec.graph {
+            time_with_graphs(spec, ranks, comms, c, iters)?
+        } else {
+            time_loops(spec, ranks, comms, c, iters)?
+        };
+    }
+
+    // The checked call.
+    for r in ranks {
+        // Raw driver calls act on the thread's current context.
+        r.ctx
+            .bind_to_thread()
+            .map_err(cuda_err("cuCtxSetCurrent", r.ordinal))?;
+        let stream = r.stream.cu_stream();
+        // SAFETY: both ranges lie inside buffers allocated on this stream's GPU.
+        unsafe {
+            cudarc::driver::result::memset_d8_async(r.recv, 0xFF, r.recv_bytes as usize, stream)
+                .map_err(cuda_err("cuMemsetD8 (poison)", r.ordinal))?;
+            cudarc::driver::result::memset_d8_async(r.wrong, 0, 8, stream)
+                .map_err(cuda_err("cuMemsetD8 (counter)", r.ordinal))?;
+        }
+    }
+    launch_collective(spec, ranks, comms, c).map_err(SizeError::Nccl)?;
+    let mut wrong = 0u64;
+    for r in ranks {
+        let out_elems = match spec.collective {
+            Collective::Reduce if r.rank != 0 => 0, // only the root's output is defined
+            _ => c.recv_elems,
+        };
+        if out_elems > 0 {
+            let (dtype, coll) = (dtype_code(spec.dtype), collective_code(spec.collective));
+            let (rank, nranks, root) = (r.rank as u32, world as u32, 0u32);
+            let mut launch = r.stream.launch_builder(&r.check);
+            launch
+                .arg(&r.recv)
+                .arg(&out_elems)
+                .arg(&c.per_rank)
+                .arg(&dtype)
+                .arg(&coll)
+                .arg(&rank)
+                .arg(&nranks)
+                .arg(&root)
+                .arg(&amp)
+                .arg(&r.wrong);
+            // SAFETY: planner_check(const void*, u64, u64, int, int, u32, u32,
+            // u32, u32, u64*) matches these ten arguments; it reads
+            // `out_elems` elements inside the receive buffer and adds to the
+            // one-u64 counter.
+            unsafe { launch.launch(grid_for(out_elems)) }
+                .map_err(cuda_err("check kernel", r.ordinal))?;
+        }
+        let mut host = [0u64; 1];
+        r.ctx
+            .bind_to_thread()
+            .map_err(cuda_err("cuCtxSetCurrent", r.ordinal))?;
+        // SAFETY: copies the one u64 of the counter buffer into `host`.
+        unsafe {
+            cudarc::driver::result::memcpy_dtoh_async(&mut host, r.wrong, r.stream.cu_stream())
+        }
+        .map_err(cuda_err("cuMemcpyDtoH (counter)", r.ordinal))?;
+        r.stream
+            .synchronize()
+            .map_err(cuda_err("check kernel", r.ordinal))?;
+        wrong += host[0];
+    }
+
+    if distributed && spec.mode != ChildMode::Choices {
+        // Slowest rank per repeat, and the total of wrong elements.
+        times = all_reduce_f64(spec, ranks, comms, &times, nccl_sys::ncclRedOp_t::ncclMax)?;
+        let total = all_reduce_f64(
+            spec,
+            ranks,
+            comms,
+            &[wrong as f64],
+            nccl_sys::ncclRedOp_t::ncclSum,
+        )?;
+        wrong = total.first().copied().unwrap_or(0.0) as u64;
+    }
+    Ok((times, iters, wrong))
+}
+
+/// Repeats of `iters` back-to-back calls between events on every GPU.
+fn time_loops(
+    spec: &ChildSpec,
+    ranks: &[LocalRank],
+    comms: &Comms,
+    c: Counts,
+    iters: u32,
+) -> std::result::Result<Vec<f64>, SizeError> {
+    let mut times = Vec::new();
+    for _ in 0..spec.plan.repeats {
+        for r in ranks {
+            r.start
+                .record(&r.stream)
+                .map_err(cuda_err("cuEventRecord", r.ordinal))?;
+        }
+        for _ in 0..iters {
+            launch_collective(spec, ranks, comms, c).map_err(SizeError::Nccl)?;
+        }
+        for r in ranks {
+            r.end
+                .record(&r.stream)
+                .map_err(cuda_err("cuEventRecord", r.ordinal))?;
+        }
+        times.push(slowest_loop_us(ranks, iters)?);
+    }
+    Ok(times)
+}
+
+/// The same, with the loop captured once into a CUDA graph per GPU and replayed.
+fn time_with_graphs(
+    spec: &ChildSpec,
+    ranks: &[LocalRank],
+    comms: &Comms,
+    c: Counts,
+    iters: u32,
+) -> std::result::Result<Vec<f64>, SizeError> {
+    for r in ranks {
+        r.stream
+            .begin_capture(cu::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            .map_err(cuda_err("cuStreamBeginCapture", r.ordinal))?;
+    }
+    let mut captured = Ok(());
+    for _ in 0..iters {
+        if let Err(f) = launch_collective(spec, ranks, comms, c) {
+            captured = Err(f);
+            break;
+        }
+    }
+    // End every capture, even after a failure, so the streams work again.
+    let mut graphs: Vec<CudaGraph> = Vec::new();
+    let mut capture_error = None;
+    for r in ranks {
+        match r.stream.end_capture(cu::CUgraphInstantiate_flags(0)) {
+            Ok(Some(g)) => graphs.push(g),
+            Ok(None) => {
+                capture_error = Some(Error::runtime(format!(
+                    "GPU {}: empty CUDA graph",
+                    r.ordinal
+                )))
+            }
+            Err(e) if ranks.len() > 1 => {
+                capture_error = Some(Error::runtime(format!(
+                    "GPU {}: cuStreamEndCapture failed: {e:?} (seen with NCCL 2.28.3: a group over \
+                     several GPUs of one process cannot be captured; for --cuda-graph run one \
+                     process per GPU under a launcher)",
+                    r.ordinal
+                )))
+            }
+            Err(e) => capture_error = Some(cuda_err("cuStreamEndCapture", r.ordinal)(e)),
+        }
+    }
+    captured.map_err(SizeError::Nccl)?;
+    if let Some(e) = capture_error {
+        return Err(e.into());
+    }
+    // One untimed replay, then the timed ones.
+    for (g, r) in graphs.iter().zip(ranks) {
+        g.launch().map_err(cuda_err("cuGraphLaunch", r.ordinal))?;
+    }
+    sync_all(ranks)?;
+    let mut times = Vec::new();
+    for _ in 0..spec.plan.repeats {
+        for r in ranks {
+            r.start
+                .record(&r.stream)
+                .map_err(cuda_err("cuEventRecord", r.ordinal))?;
+        }
+        for (g, r) in graphs.iter().zip(ranks) {
+            g.launch().map_err(cuda_err("cuGraphLaunch", r.ordinal))?;
+        }
+        for r in ranks {
+            r.end
+                .record(&r.stream)
+                .map_err(cuda_err("cuEventRecord", r.ordinal))?;
+        }
+        times.push(slowest_loop_us(ranks, iters)?);
+    }
+    Ok(times)
+}
+
+fn slowest_loop_us(ranks: &[LocalRank], iters: u32) -> Result<f64> {
+    let mut slowest = 0.0f64;
+    for r in ranks {
+        let ms = r
+            .start
+            .elapsed_ms(&r.end)
+            .map_err(cuda_err("cuEventElapsedTime", r.ordinal))?;
+        slowest = slowest.max(ms as f64);
+    }
+    Ok(slowest * 1000.0 / iters.max(1) as f64)
+}
+
+/// Reduce a few f64 across the processes of a multi-process run with NCCL.
+fn all_reduce_f64(
+    _spec: &ChildSpec,
+    ranks: &[LocalRank],
+    comms: &Comms,
+    values: &[f64],
+    op: nccl_sys::ncclRedOp_t,
+) -> std::result::Result<Vec<f64>, SizeError> {
+    let r = &ranks[0];
+    let n = values.len();
+    if n == 0 || n > r.scratch_len {
+        return Ok(values.to_vec());
+    }
+    r.ctx
+        .bind_to_thread()
+        .map_err(cuda_err("cuCtxSetCurrent", r.ordinal))?;
+    let stream = r.stream.cu_stream();
+    // SAFETY: the scratch buffer holds scratch_len >= n f64 on this GPU; the
+    // host slice holds n f64 and the copy is synchronous for pageable memory.
+    unsafe {
+        cudarc::driver::result::memcpy_htod_async(r.scratch, values, stream)
+            .map_err(cuda_err("cuMemcpyHtoD", r.ordinal))?;
+    }
+    let ptr = r.scratch as *mut c_void;
+    // SAFETY: in-place all-reduce of n f64 inside the scratch buffer, on this
+    // rank's stream and communicator.
+    unsafe {
+        nccl::all_reduce(
+            ptr as *const c_void,
+            ptr,
+            n,
+            nccl_sys::ncclDataType_t::ncclFloat64,
+            op,
+            comms.0[0],
+            stream as nccl_sys::cudaStream_t,
+        )
+    }
+    .map_err(|e| SizeError::Nccl(NcclFailure::from(e, comms.0[0])))?;
+    let mut out = vec![0f64; n];
+    // SAFETY: reads n f64 from the scratch buffer into `out` (n f64).
+    unsafe {
+        cudarc::driver::result::memcpy_dtoh_async(&mut out, r.scratch, stream)
+            .map_err(cuda_err("cuMemcpyDtoH", r.ordinal))?;
+    }
+    r.stream
+        .synchronize()
+        .map_err(cuda_err("cuStreamSynchronize", r.ordinal))?;
+    Ok(out)
+}
+
+fn gpu_info(r: &LocalRank) -> Result<GpuInfo> {
+    let name = r.ctx.name().unwrap_or_else(|_| "unknown".into());
+    let (major, minor) = r.ctx.compute_capability().unwrap_or((0, 0));
+    let memory = r.ctx.total_mem().unwrap_or(0) as u64;
+    let mut buf = [0 as std::ffi::c_char; 32];
+    // SAFETY: the buffer has room for 32 characters including the NUL, which
+    // covers the 13-character "0000:00:00.0" form.
+    let bus_id = unsafe {
+        match cu::cuDeviceGetPCIBusId(buf.as_mut_ptr(), buf.len() as i32, r.ctx.cu_device()) {
+            cu::CUresult::CUDA_SUCCESS => {
+                CStr::from_ptr(buf.as_ptr()).to_string_lossy().into_owned()
+            }
+            _ => "unknown".into(),
+        }
+    };
+    Ok(GpuInfo {
+        rank: r.rank,
+        host: super::rendezvous::hostname(),
+        name,
+        bus_id,
+        compute_capability: format!("{major}.{minor}"),
+        memory_bytes: memory,
+    })
+}
+
+fn cuda_version() -> String {
+    let mut version = 0i32;
+    // SAFETY: cuDriverGetVersion writes one int.
+    match unsafe { cu::cuDriverGetVersion(&mut version) } {
+        cu::CUresult::CUDA_SUCCESS => format!("{}.{}", version / 1000, (version % 1000) / 10),
+        _ => "unknown".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_follow_nccl_tests_sizes() {
+        // all-reduce 1 MiB of f32: 262144 elements in and out
+        let c = counts(Collective::AllReduce, Dtype::F32, 1 << 20, 2);
+        assert_eq!(
+            (c.call, c.send_elems, c.recv_elems),
+            (262144, 262144, 262144)
+        );
+        // all-gather 1 MiB on 2 ranks: each sends 131072, receives 262144; NCCL takes the send count
+        let c = counts(Collective::AllGather, Dtype::F32, 1 << 20, 2);
+        assert_eq!(
+            (c.call, c.send_elems, c.recv_elems),
+            (131072, 131072, 262144)
+        );
+        // reduce-scatter 1 MiB of bf16 on 4 ranks: 524288 in, 131072 out
+        let c = counts(Collective::ReduceScatter, Dtype::Bf16, 1 << 20, 4);
+        assert_eq!(
+            (c.call, c.send_elems, c.recv_elems),
+            (131072, 524288, 131072)
+        );
+        // 8 bytes of f32 all-gather on 4 ranks: nothing per rank
+        assert_eq!(counts(Collective::AllGather, Dtype::F32, 8, 4).call, 0);
+    }
+}

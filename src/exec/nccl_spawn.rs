@@ -1,0 +1,360 @@
+//! The parent side of the NCCL backend: start one child, follow its report
+//! lines with a deadline, and turn what it said (or did not say) into rows.
+
+use super::nccl::{child_command, ChildEvent, ChildMode, ChildSpec};
+use super::verify::{Backend, GpuInfo, Pair, Row, RowStatus};
+use crate::error::{Error, Result};
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// What one child did.
+#[derive(Debug, Default)]
+pub struct ChildOutcome {
+    pub init: Option<ChildInit>,
+    /// Size events in order.
+    pub sizes: Vec<ChildEvent>,
+    /// Its own account of a failure that ended it.
+    pub fatal: Option<String>,
+    /// No report line came within the deadline; it was killed.
+    pub timed_out: bool,
+    /// How it exited ("exit status: 0", "signal: 9", ...).
+    pub exit: String,
+    pub exit_ok: bool,
+    /// The end of what it wrote besides its reports (NCCL warnings, errors).
+    pub output_tail: String,
+    /// NCCL's TUNING log (choices mode).
+    pub tuning_log: Option<String>,
+    /// NCCL's own topology (NCCL_TOPO_DUMP_FILE) and graphs
+    /// (NCCL_GRAPH_DUMP_FILE), choices mode, written by rank 0.
+    pub topo_dump: Option<String>,
+    pub graph_dump: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChildInit {
+    pub nccl_version: String,
+    pub cuda_version: String,
+    pub world_size: usize,
+    pub gpus: Vec<GpuInfo>,
+}
+
+const TAIL_BYTES: usize = 8 << 10;
+
+fn push_tail(tail: &mut String, text: &str) {
+    tail.push_str(text);
+    tail.push('\n');
+    if tail.len() > TAIL_BYTES {
+        let mut cut = tail.len() - TAIL_BYTES;
+        while !tail.is_char_boundary(cut) {
+            cut += 1;
+        }
+        tail.drain(..cut);
+    }
+}
+
+enum Line {
+    Out(String),
+    End,
+}
+
+static LOG_COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+fn temp_path(what: &str) -> PathBuf {
+    let n = LOG_COUNTER.fetch_add(1, Ordering::Relaxed);
+    std::env::temp_dir().join(format!("planner-nccl-{what}-{}-{n}", std::process::id()))
+}
+
+fn take_file(path: &Option<PathBuf>) -> Option<String> {
+    let path = path.as_ref()?;
+    let text = std::fs::read_to_string(path).ok();
+    let _ = std::fs::remove_file(path);
+    text.filter(|t| !t.trim().is_empty())
+}
+
+/// Run `spec` in a child of `exe`. `timeout` bounds the wait for each report
+/// line (the first one, which includes NCCL's start-up, gets a minute more).
+pub fn run_child(
+    exe: &Path,
+    spec: &ChildSpec,
+    timeout: Duration,
+    on_event: &mut dyn FnMut(&ChildEvent),
+) -> Result<ChildOutcome> {
+    let choices = spec.mode == ChildMode::Choices;
+    let log_path = choices.then(|| temp_path("tuning.log"));
+    let topo_path = choices.then(|| temp_path("topo.xml"));
+    let graph_path = choices.then(|| temp_path("graph.xml"));
+    let mut cmd = child_command(exe, spec)?;
+    if let (Some(log), Some(topo), Some(graph)) = (&log_path, &topo_path, &graph_path) {
+        cmd.env("NCCL_DEBUG_FILE", log);
+        cmd.env("NCCL_TOPO_DUMP_FILE", topo);
+        cmd.env("NCCL_GRAPH_DUMP_FILE", graph);
+    } else if std::env::var_os("NCCL_DEBUG_FILE").is_none() {
+        // NCCL's own lines must not share stdout with our reports: stdio
+        // buffering could split a line of ours.
+        cmd.env("NCCL_DEBUG_FILE", "/dev/stderr");
+    }
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().map_err(|e| {
+        Error::runtime(format!(
+            "cannot start the NCCL child {}: {e}",
+            exe.display()
+        ))
+    })?;
+
+    let (tx, rx) = mpsc::channel();
+    let stdout = child.stdout.take();
+    let out_thread = std::thread::spawn(move || {
+        if let Some(out) = stdout {
+            for line in BufReader::new(out).lines() {
+                match line {
+                    Ok(l) => {
+                        if tx.send(Line::Out(l)).is_err() {
+                            return;
+                        }
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
+        let _ = tx.send(Line::End);
+    });
+    let stderr = child.stderr.take();
+    let err_thread = std::thread::spawn(move || {
+        let mut text = String::new();
+        if let Some(mut err) = stderr {
+            let mut buf = Vec::new();
+            let _ = err.read_to_end(&mut buf);
+            text = String::from_utf8_lossy(&buf).into_owned();
+        }
+        text
+    });
+
+    let mut outcome = ChildOutcome::default();
+    let mut other = String::new();
+    let mut first = true;
+    loop {
+        let wait = if first {
+            timeout + Duration::from_secs(60)
+        } else {
+            timeout
+        };
+        match rx.recv_timeout(wait) {
+            Ok(Line::Out(line)) => match ChildEvent::from_line(&line) {
+                Some(Ok(event)) => {
+                    first = false;
+                    on_event(&event);
+                    match &event {
+                        ChildEvent::Init {
+                            nccl_version,
+                            cuda_version,
+                            world_size,
+                            gpus,
+                        } => {
+                            outcome.init = Some(ChildInit {
+                                nccl_version: nccl_version.clone(),
+                                cuda_version: cuda_version.clone(),
+                                world_size: *world_size,
+                                gpus: gpus.clone(),
+                            })
+                        }
+                        ChildEvent::Size { .. } => outcome.sizes.push(event),
+                        ChildEvent::Fatal { message } => outcome.fatal = Some(message.clone()),
+                        ChildEvent::Done => {}
+                    }
+                }
+                Some(Err(e)) => push_tail(&mut other, &e.to_string()),
+                None => push_tail(&mut other, &line),
+            },
+            Ok(Line::End) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                outcome.timed_out = true;
+                let _ = child.kill();
+                break;
+            }
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| Error::runtime(format!("waiting for the NCCL child: {e}")))?;
+    let _ = out_thread.join();
+    let stderr_text = err_thread.join().unwrap_or_default();
+    for line in stderr_text.lines() {
+        push_tail(&mut other, line);
+    }
+    outcome.exit = status.to_string();
+    outcome.exit_ok = status.success();
+    outcome.output_tail = other;
+    outcome.tuning_log = take_file(&log_path);
+    outcome.topo_dump = take_file(&topo_path);
+    outcome.graph_dump = take_file(&graph_path);
+    Ok(outcome)
+}
+
+/// Rows for `sizes` from a child's outcome: a row per reported size, and for
+/// the sizes it never reported, why.
+pub fn rows_from_outcome(
+    pair: Option<Pair>,
+    sizes: &[u64],
+    outcome: &ChildOutcome,
+    timeout: Duration,
+) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let mut stop_reason: Option<String> = None;
+    for &bytes in sizes {
+        let reported = outcome.sizes.iter().find_map(|e| match e {
+            ChildEvent::Size {
+                bytes: b,
+                status,
+                note,
+                iters,
+                repeats,
+                times_us,
+                wrong,
+            } if *b == bytes => Some((
+                *status,
+                note.clone(),
+                *iters,
+                *repeats,
+                times_us.clone(),
+                *wrong,
+            )),
+            _ => None,
+        });
+        if let Some((status, note, iters, repeats, times_us, wrong)) = reported {
+            let mut row = Row::empty(Backend::Nccl, pair, bytes, status);
+            row.note = note;
+            row.iters = iters;
+            row.repeats = repeats;
+            row.times_us = times_us;
+            row.wrong = wrong;
+            row.derive_stats();
+            rows.push(row);
+            continue;
+        }
+        match &stop_reason {
+            None => {
+                let why = if outcome.timed_out {
+                    format!(
+                        "no result within --timeout {} s: the child was killed",
+                        timeout.as_secs()
+                    )
+                } else if let Some(f) = &outcome.fatal {
+                    f.clone()
+                } else {
+                    let tail: Vec<&str> = outcome.output_tail.lines().rev().take(3).collect();
+                    let tail: Vec<&str> = tail.into_iter().rev().collect();
+                    format!(
+                        "the child ended ({}) without a result: {}",
+                        outcome.exit,
+                        tail.join(" | ")
+                    )
+                };
+                rows.push(failed_row(pair, bytes, why.clone()));
+                stop_reason = Some(why);
+            }
+            Some(_) => {
+                let mut row = Row::empty(Backend::Nccl, pair, bytes, RowStatus::Skipped);
+                row.note = Some("not run: the child stopped at a smaller size".into());
+                rows.push(row);
+            }
+        }
+    }
+    rows
+}
+
+fn failed_row(pair: Option<Pair>, bytes: u64, why: String) -> Row {
+    let mut row = Row::empty(Backend::Nccl, pair, bytes, RowStatus::Failed);
+    row.note = Some(why);
+    row
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::verify::{Algo, Proto};
+
+    fn size_event(bytes: u64) -> ChildEvent {
+        ChildEvent::Size {
+            bytes,
+            status: RowStatus::Ok,
+            note: None,
+            iters: 20,
+            repeats: 3,
+            times_us: vec![3.0, 1.0, 2.0],
+            wrong: Some(0),
+        }
+    }
+
+    #[test]
+    fn unreported_sizes_say_why() {
+        let pair = Some(Pair::new(Algo::Ring, Proto::Ll));
+        let outcome = ChildOutcome {
+            sizes: vec![size_event(8), size_event(16)],
+            timed_out: true,
+            ..Default::default()
+        };
+        let rows = rows_from_outcome(pair, &[8, 16, 32, 64], &outcome, Duration::from_secs(30));
+        assert_eq!(rows.len(), 4);
+        assert_eq!(rows[0].status, RowStatus::Ok);
+        assert_eq!(rows[0].median_us, Some(2.0));
+        assert_eq!(rows[2].status, RowStatus::Failed);
+        assert!(rows[2].note.as_ref().unwrap().contains("--timeout 30 s"));
+        assert_eq!(rows[3].status, RowStatus::Skipped);
+
+        let fatal = ChildOutcome {
+            fatal: Some("GPU 1: cuMemAlloc failed".into()),
+            ..Default::default()
+        };
+        let rows = rows_from_outcome(pair, &[8], &fatal, Duration::from_secs(30));
+        assert_eq!(rows[0].note.as_deref(), Some("GPU 1: cuMemAlloc failed"));
+    }
+
+    #[test]
+    fn a_child_that_prints_other_things_and_dies_is_reported() {
+        // /bin/sh stands in for the child: it ignores the hidden subcommand's
+        // meaning, prints one report line, some noise, and fails.
+        let script = format!(
+            "echo 'noise from a library'; echo '{}'; echo 'last words' >&2; exit 3",
+            size_event(8).to_line()
+        );
+        let dir = std::env::temp_dir().join(format!("planner-spawn-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let exe = dir.join("fake-child");
+        std::fs::write(&exe, format!("#!/bin/sh\n{script}\n")).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let spec = ChildSpec {
+            collective: crate::exec::verify::Collective::AllReduce,
+            dtype: crate::exec::verify::Dtype::F32,
+            sizes: vec![8, 16],
+            plan: Default::default(),
+            graph: false,
+            mode: ChildMode::Free,
+            ranks: crate::exec::nccl::ChildRanks::Local { gpus: 2 },
+        };
+        let mut seen = 0;
+        let outcome = run_child(&exe, &spec, Duration::from_secs(20), &mut |_| seen += 1).unwrap();
+        assert_eq!(seen, 1);
+        assert!(!outcome.exit_ok);
+        assert!(outcome.output_tail.contains("noise from a library"));
+        assert!(outcome.output_tail.contains("last words"));
+        let rows = rows_from_outcome(None, &[8, 16], &outcome, Duration::from_secs(20));
+        assert_eq!(rows[0].status, RowStatus::Ok);
+        assert_eq!(rows[1].status, RowStatus::Failed);
+        assert!(
+            rows[1].note.as_ref().unwrap().contains("last words"),
+            "{:?}",
+            rows[1].note
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

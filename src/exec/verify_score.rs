@@ -1,0 +1,598 @@
+//! Scoring a verify run: predicted against measured for every row, the
+//! model's pick against the measured best at every size, and the summaries.
+//!
+//! Definitions (all per backend):
+//! - error % = (predicted - measured) / measured x 100, measured = median.
+//! - measured best at a size = the pinned pair with the lowest median.
+//! - the model's pick = the model's argmin at that size (over every pair the
+//!   model enables, not only the measured ones).
+//! - regret = measured(model's pick) / measured(best), >= 1; undefined when
+//!   the pick was not measured (then the size counts as a miss).
+//! - hit rate = sizes where the pick is the measured best / sizes with a best.
+//! - native/NCCL ratio = native median / NCCL median of the same pair and
+//!   size (below 1: ours is faster).
+
+use super::verify::{
+    algbw_gbs, median, Backend, Collective, NcclChoice, Pair, Regime, Row, RowStatus, VerifyRun,
+};
+use serde::Serialize;
+
+/// Where predictions come from: the current model, or what a result file recorded.
+pub trait Predictor {
+    /// "stock model (nccl-2.28 tables)", "recorded in the file", ...
+    fn label(&self) -> String;
+    /// Predicted time in µs; None when the model masks the pair.
+    fn predict_us(&self, collective: Collective, pair: Pair, bytes: u64) -> Option<f64>;
+    /// The model's choice at this size.
+    fn pick(&self, collective: Collective, bytes: u64) -> Option<Pair>;
+}
+
+/// No model available: rows keep no prediction.
+pub struct NoModel;
+
+impl Predictor for NoModel {
+    fn label(&self) -> String {
+        "no model".into()
+    }
+    fn predict_us(&self, _: Collective, _: Pair, _: u64) -> Option<f64> {
+        None
+    }
+    fn pick(&self, _: Collective, _: u64) -> Option<Pair> {
+        None
+    }
+}
+
+/// The predictions a result file recorded at measurement time. Its pick is
+/// the argmin over the recorded pairs only (the file does not know the pairs
+/// that were not measured).
+pub struct Recorded<'a> {
+    pub run: &'a VerifyRun,
+}
+
+impl Predictor for Recorded<'_> {
+    fn label(&self) -> String {
+        match &self.run.options.model {
+            Some(m) => format!("{m} (as recorded in the file)"),
+            None => "predictions recorded in the file".into(),
+        }
+    }
+    fn predict_us(&self, _: Collective, pair: Pair, bytes: u64) -> Option<f64> {
+        self.run
+            .rows
+            .iter()
+            .find(|r| r.pair == Some(pair) && r.bytes == bytes && r.predicted_us.is_some())
+            .and_then(|r| r.predicted_us)
+    }
+    fn pick(&self, _: Collective, bytes: u64) -> Option<Pair> {
+        let mut best: Option<(f64, Pair)> = None;
+        for row in &self.run.rows {
+            if let (Some(pair), Some(t)) = (row.pair, row.predicted_us) {
+                if row.bytes == bytes && best.is_none_or(|(b, _)| t < b) {
+                    best = Some((t, pair));
+                }
+            }
+        }
+        best.map(|(_, p)| p)
+    }
+}
+
+/// One row with everything derived from it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScoredRow {
+    #[serde(flatten)]
+    pub row: Row,
+    /// "Ring/LL", or "auto" for NCCL's free choice.
+    pub label: String,
+    pub algbw_gbs: Option<f64>,
+    pub busbw_gbs: Option<f64>,
+    /// Re-scored prediction (the current model), µs.
+    pub predicted_us: Option<f64>,
+    pub error_pct: Option<f64>,
+    /// The model's pick at this size.
+    pub model_pick: bool,
+    /// Lowest measured median of its backend at this size.
+    pub measured_best: bool,
+    /// NCCL's free choice ran this pair at this size.
+    pub nccl_pick: bool,
+}
+
+/// The verdict at one size of one backend.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SizeVerdict {
+    pub backend: Backend,
+    pub bytes: u64,
+    pub measured_best: Option<Pair>,
+    pub best_us: Option<f64>,
+    pub model_pick: Option<Pair>,
+    /// measured(model pick) / measured(best).
+    pub regret: Option<f64>,
+    pub hit: bool,
+    /// NCCL's free choice at this size and its regret (NCCL backend only).
+    pub nccl_choice: Option<NcclChoice>,
+    pub nccl_regret: Option<f64>,
+}
+
+/// |error| statistics of one regime.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RegimeError {
+    pub regime: Regime,
+    pub label: &'static str,
+    /// Rows with both a prediction and a measurement.
+    pub rows: usize,
+    pub median_abs_error_pct: Option<f64>,
+    pub worst_abs_error_pct: Option<f64>,
+    /// Where the worst one is.
+    pub worst_pair: Option<Pair>,
+    pub worst_bytes: Option<u64>,
+}
+
+/// The summary of one backend.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BackendSummary {
+    pub backend: Backend,
+    pub regimes: Vec<RegimeError>,
+    pub sizes_with_best: usize,
+    pub hits: usize,
+    pub hit_rate: Option<f64>,
+    pub worst_regret: Option<f64>,
+    pub worst_regret_bytes: Option<u64>,
+    pub worst_regret_pick: Option<Pair>,
+    pub worst_regret_best: Option<Pair>,
+    /// NCCL's own tuner on the same sizes (NCCL backend with a free-choice run).
+    pub nccl_hits: usize,
+    pub nccl_sizes: usize,
+    pub nccl_worst_regret: Option<f64>,
+    /// Sizes where the model's pick equals NCCL's choice (algorithm and protocol).
+    pub agrees_with_nccl: usize,
+    pub rows_ok: usize,
+    pub rows_unavailable: usize,
+    pub rows_failed: usize,
+    /// Elements wrong, all rows together.
+    pub wrong: u64,
+}
+
+/// native / NCCL for one pair.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PairRatio {
+    pub pair: Pair,
+    /// Sizes where both backends measured the pair.
+    pub sizes: usize,
+    pub median: Option<f64>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    /// Median per regime (Small, Medium, Large).
+    pub by_regime: Vec<(Regime, Option<f64>)>,
+}
+
+/// A scored run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Scored {
+    pub predictor: String,
+    pub collective: Collective,
+    pub world_size: usize,
+    pub rows: Vec<ScoredRow>,
+    pub sizes: Vec<SizeVerdict>,
+    pub summaries: Vec<BackendSummary>,
+    pub ratios: Vec<PairRatio>,
+}
+
+fn measured(row: &Row) -> Option<f64> {
+    if row.status == RowStatus::Ok {
+        row.median_us.or_else(|| median(&row.times_us))
+    } else {
+        None
+    }
+}
+
+/// Score `run` with `predictor`.
+pub fn score(run: &VerifyRun, predictor: &dyn Predictor) -> Scored {
+    let coll = run.options.collective;
+    let world = run.machine.world_size.max(1);
+    let mut backends: Vec<Backend> = run.rows.iter().map(|r| r.backend).collect();
+    backends.sort();
+    backends.dedup();
+    let mut sizes: Vec<u64> = run.rows.iter().map(|r| r.bytes).collect();
+    sizes.sort();
+    sizes.dedup();
+
+    // Per backend and size: the measured best pinned pair and NCCL's choice.
+    let mut verdicts = Vec::new();
+    for &backend in &backends {
+        for &bytes in &sizes {
+            let rows: Vec<&Row> = run
+                .rows
+                .iter()
+                .filter(|r| r.backend == backend && r.bytes == bytes)
+                .collect();
+            let time_of = |pair: Pair| {
+                rows.iter()
+                    .find(|r| r.pair == Some(pair))
+                    .and_then(|r| measured(r))
+            };
+            let mut best: Option<(f64, Pair)> = None;
+            for r in &rows {
+                if let (Some(pair), Some(t)) = (r.pair, measured(r)) {
+                    if best.is_none_or(|(b, _)| t < b) {
+                        best = Some((t, pair));
+                    }
+                }
+            }
+            let pick = predictor.pick(coll, bytes);
+            let regret = match (pick.and_then(time_of), best) {
+                (Some(t), Some((b, _))) if b > 0.0 => Some(t / b),
+                _ => None,
+            };
+            let nccl_choice = if backend == Backend::Nccl {
+                rows.iter()
+                    .find(|r| r.pair.is_none())
+                    .and_then(|r| r.nccl_choice)
+            } else {
+                None
+            };
+            let nccl_regret = match (nccl_choice.and_then(|c| time_of(c.pair)), best) {
+                (Some(t), Some((b, _))) if b > 0.0 => Some(t / b),
+                _ => None,
+            };
+            if rows.is_empty() {
+                continue;
+            }
+            verdicts.push(SizeVerdict {
+                backend,
+                bytes,
+                measured_best: best.map(|(_, p)| p),
+                best_us: best.map(|(t, _)| t),
+                model_pick: pick,
+                regret,
+                hit: pick.is_some() && pick == best.map(|(_, p)| p),
+                nccl_choice,
+                nccl_regret,
+            });
+        }
+    }
+
+    // Rows.
+    let mut scored_rows = Vec::new();
+    for row in &run.rows {
+        let mut row = row.clone();
+        row.derive_stats();
+        let time = measured(&row);
+        let predicted = row
+            .pair
+            .and_then(|p| predictor.predict_us(coll, p, row.bytes));
+        let verdict = verdicts
+            .iter()
+            .find(|v| v.backend == row.backend && v.bytes == row.bytes);
+        let error_pct = match (predicted, time) {
+            (Some(p), Some(m)) if m > 0.0 => Some((p - m) / m * 100.0),
+            _ => None,
+        };
+        let algbw = time.map(|t| algbw_gbs(row.bytes, t));
+        scored_rows.push(ScoredRow {
+            label: row.pair_label(),
+            algbw_gbs: algbw,
+            busbw_gbs: algbw.map(|a| a * coll.bus_factor(world)),
+            predicted_us: predicted,
+            error_pct,
+            model_pick: row.pair.is_some() && verdict.is_some_and(|v| v.model_pick == row.pair),
+            measured_best: row.pair.is_some()
+                && verdict.is_some_and(|v| v.measured_best == row.pair),
+            nccl_pick: row.pair.is_some()
+                && verdict.is_some_and(|v| v.nccl_choice.map(|c| c.pair) == row.pair),
+            row,
+        });
+    }
+
+    // Summaries.
+    let mut summaries = Vec::new();
+    for &backend in &backends {
+        let mine: Vec<&ScoredRow> = scored_rows
+            .iter()
+            .filter(|r| r.row.backend == backend)
+            .collect();
+        let mut regimes = Vec::new();
+        for regime in Regime::ALL {
+            let errs: Vec<(f64, Pair, u64)> = mine
+                .iter()
+                .filter(|r| Regime::of(r.row.bytes) == regime)
+                .filter_map(|r| Some((r.error_pct?.abs(), r.row.pair?, r.row.bytes)))
+                .collect();
+            let abs: Vec<f64> = errs.iter().map(|e| e.0).collect();
+            let worst = errs.iter().copied().max_by(|a, b| a.0.total_cmp(&b.0));
+            regimes.push(RegimeError {
+                regime,
+                label: regime.label(),
+                rows: errs.len(),
+                median_abs_error_pct: median(&abs),
+                worst_abs_error_pct: worst.map(|w| w.0),
+                worst_pair: worst.map(|w| w.1),
+                worst_bytes: worst.map(|w| w.2),
+            });
+        }
+        let vs: Vec<&SizeVerdict> = verdicts.iter().filter(|v| v.backend == backend).collect();
+        let with_best: Vec<&&SizeVerdict> = vs
+            .iter()
+            .filter(|v| v.measured_best.is_some() && v.model_pick.is_some())
+            .collect();
+        let hits = with_best.iter().filter(|v| v.hit).count();
+        let worst = vs
+            .iter()
+            .filter(|v| v.regret.is_some())
+            .max_by(|a, b| a.regret.unwrap_or(0.0).total_cmp(&b.regret.unwrap_or(0.0)));
+        let nccl_rated: Vec<&&SizeVerdict> =
+            vs.iter().filter(|v| v.nccl_regret.is_some()).collect();
+        let nccl_hits = nccl_rated
+            .iter()
+            .filter(|v| v.nccl_choice.map(|c| c.pair) == v.measured_best)
+            .count();
+        let nccl_worst = nccl_rated
+            .iter()
+            .filter_map(|v| v.nccl_regret)
+            .max_by(|a, b| a.total_cmp(b));
+        let agrees = vs
+            .iter()
+            .filter(|v| v.model_pick.is_some() && v.nccl_choice.map(|c| c.pair) == v.model_pick)
+            .count();
+        let count = |s: RowStatus| mine.iter().filter(|r| r.row.status == s).count();
+        summaries.push(BackendSummary {
+            backend,
+            regimes,
+            sizes_with_best: with_best.len(),
+            hits,
+            hit_rate: if with_best.is_empty() {
+                None
+            } else {
+                Some(hits as f64 / with_best.len() as f64)
+            },
+            worst_regret: worst.and_then(|v| v.regret),
+            worst_regret_bytes: worst.map(|v| v.bytes),
+            worst_regret_pick: worst.and_then(|v| v.model_pick),
+            worst_regret_best: worst.and_then(|v| v.measured_best),
+            nccl_hits,
+            nccl_sizes: nccl_rated.len(),
+            nccl_worst_regret: nccl_worst,
+            agrees_with_nccl: agrees,
+            rows_ok: count(RowStatus::Ok),
+            rows_unavailable: count(RowStatus::Unavailable),
+            rows_failed: count(RowStatus::Failed),
+            wrong: mine.iter().filter_map(|r| r.row.wrong).sum(),
+        });
+    }
+
+    // native / NCCL per pair.
+    let mut pairs: Vec<Pair> = run.rows.iter().filter_map(|r| r.pair).collect();
+    pairs.sort();
+    pairs.dedup();
+    let mut ratios = Vec::new();
+    if backends.contains(&Backend::Native) && backends.contains(&Backend::Nccl) {
+        for pair in pairs {
+            let mut per_size: Vec<(u64, f64)> = Vec::new();
+            for &bytes in &sizes {
+                let find = |b: Backend| {
+                    run.rows
+                        .iter()
+                        .find(|r| r.backend == b && r.pair == Some(pair) && r.bytes == bytes)
+                        .and_then(measured)
+                };
+                if let (Some(n), Some(c)) = (find(Backend::Native), find(Backend::Nccl)) {
+                    if c > 0.0 {
+                        per_size.push((bytes, n / c));
+                    }
+                }
+            }
+            let all: Vec<f64> = per_size.iter().map(|x| x.1).collect();
+            let by_regime = Regime::ALL
+                .iter()
+                .map(|&g| {
+                    let v: Vec<f64> = per_size
+                        .iter()
+                        .filter(|x| Regime::of(x.0) == g)
+                        .map(|x| x.1)
+                        .collect();
+                    (g, median(&v))
+                })
+                .collect();
+            ratios.push(PairRatio {
+                pair,
+                sizes: all.len(),
+                median: median(&all),
+                min: all.iter().copied().min_by(|a, b| a.total_cmp(b)),
+                max: all.iter().copied().max_by(|a, b| a.total_cmp(b)),
+                by_regime,
+            });
+        }
+    }
+
+    Scored {
+        predictor: predictor.label(),
+        collective: coll,
+        world_size: world,
+        rows: scored_rows,
+        sizes: verdicts,
+        summaries,
+        ratios,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The current model as a predictor.
+
+fn model_coll(c: Collective) -> crate::model::Coll {
+    use crate::model::Coll;
+    match c {
+        Collective::AllReduce => Coll::AllReduce,
+        Collective::AllGather => Coll::AllGather,
+        Collective::ReduceScatter => Coll::ReduceScatter,
+        Collective::Broadcast => Coll::Broadcast,
+        Collective::Reduce => Coll::Reduce,
+    }
+}
+
+fn model_pair(p: Pair) -> (crate::model::Algo, crate::model::Proto) {
+    let algo = crate::model::Algo::from_index(p.algo as usize).unwrap_or(crate::model::Algo::Ring);
+    let proto =
+        crate::model::Proto::from_index(p.proto as usize).unwrap_or(crate::model::Proto::Simple);
+    (algo, proto)
+}
+
+fn our_pair(algo: crate::model::Algo, proto: crate::model::Proto) -> Option<Pair> {
+    Some(Pair::new(
+        *super::verify::Algo::ALL.get(algo as usize)?,
+        *super::verify::Proto::ALL.get(proto as usize)?,
+    ))
+}
+
+/// NCCL's model as verify runs it: the pick comes from the model with NCCL's
+/// defaults; the time of a pinned pair from the model with that pair pinned
+/// (`NCCL_ALGO`/`NCCL_PROTO`, as the child that measured it), so a protocol
+/// NCCL enables only on request (LL128 on some machines) still gets its time.
+/// NVLS is off, as on every run.
+pub struct ModelPredictor {
+    base: crate::model::Model,
+    pinned: std::cell::RefCell<std::collections::HashMap<Pair, Option<crate::model::Model>>>,
+    label: String,
+}
+
+impl ModelPredictor {
+    /// `graph_xml`: NCCL's graph dump, used when the planner's own search
+    /// cannot run on this topology. `nccl_version` picks the tuning table.
+    pub fn new(
+        cluster: &crate::topo::Cluster,
+        graph_xml: Option<&str>,
+        nccl_version: Option<&str>,
+    ) -> crate::error::Result<ModelPredictor> {
+        use crate::model::{input::NvlsFlag, table, Model, ModelInput, NcclEnv};
+        let family = match nccl_version.and_then(|v| table::family_of(v).ok()) {
+            Some(f) => {
+                let mut it = f.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+                let (major, minor) = (it.next().unwrap_or(0), it.next().unwrap_or(0));
+                table::nearest_family(major, minor).0
+            }
+            None => table::newest_family(),
+        };
+        let table = table::builtin(family)?;
+        let mut env = NcclEnv::from_process();
+        env.algo = None;
+        env.proto = None;
+        env.nvls_enable = Some(0);
+        let nvls = ModelInput::nvls_request(cluster, &env, NvlsFlag::Off);
+        let opts = crate::search::SearchOptions {
+            nvls: false,
+            collnet: false,
+            cross_nic: 2,
+        };
+        let (result, graphs_from) = match crate::search::search(cluster, &opts) {
+            Ok(r) => (r, "the planner's search"),
+            Err(search_error) => match graph_xml {
+                Some(xml) => {
+                    let source = "NCCL's graph dump";
+                    let root = crate::topo::xml::parse(xml, source)?;
+                    let sys = crate::search::search_system(cluster)?;
+                    let presets = crate::search::graph_xml::parse_graphs(&root, &sys, source)?;
+                    let r = crate::search::search_with_presets(cluster, &opts, &presets)?;
+                    (r, "NCCL's graph dump")
+                }
+                None => return Err(search_error),
+            },
+        };
+        let input = ModelInput::from_search(cluster, &result, &env, nvls, &table)?;
+        let base = Model::new(input, env, table)?;
+        Ok(ModelPredictor {
+            base,
+            pinned: Default::default(),
+            label: format!(
+                "stock model (nccl-{family} table, topology {}, graphs from {graphs_from})",
+                cluster.node.source
+            ),
+        })
+    }
+
+    fn evaluate(
+        model: &crate::model::Model,
+        collective: Collective,
+        bytes: u64,
+    ) -> Option<crate::model::Evaluation> {
+        let call =
+            crate::model::select::Call::new(model_coll(collective), bytes, model.input.n_ranks, 1)
+                .ok()?;
+        model.evaluate(&call).ok()
+    }
+}
+
+impl Predictor for ModelPredictor {
+    fn label(&self) -> String {
+        self.label.clone()
+    }
+    fn predict_us(&self, collective: Collective, pair: Pair, bytes: u64) -> Option<f64> {
+        let (algo, proto) = model_pair(pair);
+        let mut cache = self.pinned.borrow_mut();
+        let model = cache.entry(pair).or_insert_with(|| {
+            let mut env = self.base.env.clone();
+            env.algo = Some(algo.nccl_name().to_string());
+            env.proto = Some(proto.nccl_name().to_string());
+            crate::model::Model::new(self.base.input.clone(), env, self.base.table.clone()).ok()
+        });
+        let eval = ModelPredictor::evaluate(model.as_ref()?, collective, bytes)?;
+        eval.candidates
+            .iter()
+            .find(|c| c.algo == algo && c.proto == proto && c.usable())
+            .map(|c| c.time_us as f64)
+    }
+    fn pick(&self, collective: Collective, bytes: u64) -> Option<Pair> {
+        let eval = ModelPredictor::evaluate(&self.base, collective, bytes)?;
+        let w = eval.winner();
+        our_pair(w.algo, w.proto)
+    }
+}
+
+/// The topology a result file carries, as a cluster: the planner's record,
+/// else NCCL's own dump.
+pub fn cluster_of_run(run: &VerifyRun) -> crate::error::Result<crate::topo::Cluster> {
+    use crate::topo::{build, xml, Cluster};
+    let m = &run.machine;
+    let (text, source) = match (&m.topology_xml, &m.nccl_topology_xml) {
+        (Some(t), _) => (t, m.topology_source.clone()),
+        (None, Some(t)) => (t, "NCCL's topology dump in the result file".to_string()),
+        (None, None) => {
+            return Err(crate::error::Error::bad_input(
+                "the result file carries no topology",
+            ))
+        }
+    };
+    let root = xml::parse(text, &source)?;
+    let node = build::from_xml(&root, &source)?;
+    Ok(Cluster {
+        node,
+        n_nodes: m.nodes.max(1),
+        net_latency_us: m.net_latency_us,
+    })
+}
+
+/// For `verify --load`: the current model on the topology the file carries;
+/// where that is not possible, the predictions the file recorded (said on stderr).
+pub fn predictor_for_run(run: &VerifyRun) -> Box<dyn Predictor + '_> {
+    let built = cluster_of_run(run).and_then(|cluster| {
+        ModelPredictor::new(
+            &cluster,
+            run.machine.nccl_graph_xml.as_deref(),
+            run.machine.nccl_version.as_deref(),
+        )
+    });
+    match built {
+        Ok(p) => Box::new(p),
+        Err(e) => {
+            eprintln!("planner: cannot run the current model on this file ({e}); using the predictions it recorded");
+            Box::new(Recorded { run })
+        }
+    }
+}
+
+/// Replace every row's prediction with `predictor`'s.
+pub fn apply_predictions(run: &mut VerifyRun, predictor: &dyn Predictor) {
+    let coll = run.options.collective;
+    for row in run.rows.iter_mut() {
+        row.predicted_us = row
+            .pair
+            .and_then(|p| predictor.predict_us(coll, p, row.bytes));
+    }
+    run.options.model = Some(predictor.label());
+}

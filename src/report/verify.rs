@@ -1,0 +1,525 @@
+//! Output of `planner verify`: tables for people, JSON for scripts, CSV rows,
+//! and an SVG of measured and predicted time against size per pair.
+
+use crate::error::{Error, Result};
+use crate::exec::verify::{Backend, RowStatus, VerifyRun};
+use crate::exec::verify_score::{Scored, ScoredRow};
+use crate::units::format_size;
+use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
+use serde::Serialize;
+
+/// Microseconds with sensible precision.
+pub fn format_us(us: f64) -> String {
+    if us < 10.0 {
+        format!("{us:.2}")
+    } else if us < 1000.0 {
+        format!("{us:.1}")
+    } else {
+        format!("{us:.0}")
+    }
+}
+
+fn opt<T>(v: Option<T>, f: impl Fn(T) -> String) -> String {
+    v.map(f).unwrap_or_else(|| "-".into())
+}
+
+fn pct(v: f64) -> String {
+    format!("{v:+.1}%")
+}
+
+fn table(header: Vec<&str>) -> Table {
+    let mut t = Table::new();
+    t.load_style(presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(header);
+    t
+}
+
+fn right_align(t: &mut Table, columns: &[usize]) {
+    for &c in columns {
+        if let Some(col) = t.column_mut(c) {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+}
+
+/// One line about the machine and the run.
+pub fn describe_machine(run: &VerifyRun) -> String {
+    let m = &run.machine;
+    let mut gpu_names: Vec<String> = Vec::new();
+    for g in &m.gpus {
+        let label = format!("{} (sm {})", g.name, g.compute_capability);
+        if !gpu_names.contains(&label) {
+            gpu_names.push(label);
+        }
+    }
+    let gpus = if gpu_names.is_empty() {
+        format!("{} rank(s)", m.world_size)
+    } else {
+        format!("{} x {}", m.world_size, gpu_names.join(" + "))
+    };
+    let mut parts = vec![gpus];
+    if let Some(d) = &m.driver_version {
+        parts.push(format!("driver {d}"));
+    }
+    if let Some(c) = &m.cuda_version {
+        parts.push(format!("CUDA {c}"));
+    }
+    if let Some(n) = &m.nccl_version {
+        parts.push(format!("NCCL {n}"));
+    }
+    parts.push(format!(
+        "{} process(es) on {}",
+        m.processes,
+        m.hosts.join(", ")
+    ));
+    parts.push(format!(
+        "topology {}{}",
+        m.topology_source,
+        if m.topology_hash.is_empty() {
+            String::new()
+        } else {
+            format!(" #{}", m.topology_hash)
+        }
+    ));
+    parts.join(" · ")
+}
+
+fn describe_options(run: &VerifyRun) -> String {
+    let o = &run.options;
+    format!(
+        "{} {} · sizes {}..{} ({}) · pairs {} · backends {} · iters {} (loops capped at {}), warmup {}, repeats {}{} · {}",
+        o.collective,
+        o.dtype,
+        o.sizes.first().map(|s| format_size(*s)).unwrap_or_default(),
+        o.sizes.last().map(|s| format_size(*s)).unwrap_or_default(),
+        o.sizes.len(),
+        o.pairs,
+        o.backends.iter().map(|b| b.name()).collect::<Vec<_>>().join("+"),
+        o.plan.iters,
+        format_size(o.plan.loop_bytes_cap),
+        o.plan.warmup,
+        o.plan.repeats,
+        if o.graph { " · CUDA graphs" } else { "" },
+        o.launch
+    )
+}
+
+fn measured_cell(r: &ScoredRow) -> String {
+    match r.row.status {
+        RowStatus::Ok => opt(r.row.median_us, format_us),
+        RowStatus::Unavailable => "unavailable".into(),
+        RowStatus::Failed => "FAILED".into(),
+        RowStatus::Skipped => "skipped".into(),
+    }
+}
+
+fn marks(r: &ScoredRow, regret: Option<f64>) -> String {
+    let mut m = Vec::new();
+    if r.model_pick {
+        match regret {
+            Some(g) if g > 1.0 => m.push(format!("model pick ({} slower)", pct((g - 1.0) * 100.0))),
+            _ => m.push("model pick".to_string()),
+        }
+    }
+    if r.measured_best {
+        m.push("best".into());
+    }
+    if r.nccl_pick {
+        m.push("NCCL's choice".into());
+    }
+    m.join(", ")
+}
+
+/// The full text report.
+pub fn render_text(run: &VerifyRun, scored: &Scored) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "{}\n{}\npredictions: {}\n",
+        describe_machine(run),
+        describe_options(run),
+        scored.predictor
+    ));
+
+    let mut notes: Vec<String> = Vec::new();
+    let mut backends: Vec<Backend> = scored.rows.iter().map(|r| r.row.backend).collect();
+    backends.sort();
+    backends.dedup();
+    for backend in &backends {
+        let mut t = table(vec![
+            "size",
+            "pair",
+            "predicted µs",
+            "measured µs",
+            "p99 µs",
+            "error",
+            "algbw GB/s",
+            "busbw GB/s",
+            "#wrong",
+            "",
+        ]);
+        right_align(&mut t, &[0, 2, 3, 4, 5, 6, 7, 8]);
+        let mut rows: Vec<&ScoredRow> = scored
+            .rows
+            .iter()
+            .filter(|r| r.row.backend == *backend)
+            .collect();
+        rows.sort_by_key(|r| (r.row.bytes, r.row.pair.is_none(), r.row.pair));
+        for r in rows {
+            let verdict = scored
+                .sizes
+                .iter()
+                .find(|v| v.backend == *backend && v.bytes == r.row.bytes);
+            let label = match (r.row.pair, r.row.nccl_choice) {
+                (None, Some(c)) => {
+                    format!("auto = {} [{}..{}]", c.pair, c.channel_lo, c.channel_hi)
+                }
+                _ => r.label.clone(),
+            };
+            if let Some(note) = &r.row.note {
+                if r.row.status != RowStatus::Ok {
+                    let n = format!("{} {}: {note}", backend, r.label);
+                    if !notes.iter().any(|x| {
+                        x.ends_with(note.as_str())
+                            && x.starts_with(&format!("{} {}", backend, r.label))
+                    }) {
+                        notes.push(n);
+                    }
+                }
+            }
+            t.add_row(vec![
+                format_size(r.row.bytes),
+                label,
+                opt(r.predicted_us, format_us),
+                measured_cell(r),
+                if r.row.status == RowStatus::Ok {
+                    opt(r.row.p99_us, format_us)
+                } else {
+                    String::new()
+                },
+                opt(r.error_pct, pct),
+                opt(r.algbw_gbs, |v| format!("{v:.2}")),
+                opt(r.busbw_gbs, |v| format!("{v:.2}")),
+                opt(r.row.wrong, |w| w.to_string()),
+                marks(r, verdict.and_then(|v| v.regret)),
+            ]);
+        }
+        out.push_str(&format!("\n{} backend\n{t}\n", backend));
+    }
+
+    // Error per regime.
+    let mut t = table(vec![
+        "backend",
+        "size regime",
+        "rows",
+        "median |error|",
+        "worst |error|",
+        "worst at",
+    ]);
+    right_align(&mut t, &[2, 3, 4]);
+    for s in &scored.summaries {
+        for g in &s.regimes {
+            t.add_row(vec![
+                s.backend.to_string(),
+                g.label.to_string(),
+                g.rows.to_string(),
+                opt(g.median_abs_error_pct, |v| format!("{v:.1}%")),
+                opt(g.worst_abs_error_pct, |v| format!("{v:.1}%")),
+                match (g.worst_pair, g.worst_bytes) {
+                    (Some(p), Some(b)) => format!("{p} {}", format_size(b)),
+                    _ => "-".into(),
+                },
+            ]);
+        }
+    }
+    out.push_str(&format!(
+        "\nprediction error (predicted vs measured median)\n{t}\n"
+    ));
+
+    // Picks.
+    let mut t = table(vec![
+        "backend",
+        "model's pick = best",
+        "worst regret",
+        "NCCL's choice = best",
+        "NCCL worst regret",
+        "model = NCCL's choice",
+        "ok / unavailable / failed",
+        "#wrong",
+    ]);
+    for s in &scored.summaries {
+        let worst = match (
+            s.worst_regret,
+            s.worst_regret_bytes,
+            s.worst_regret_pick,
+            s.worst_regret_best,
+        ) {
+            (Some(g), Some(b), Some(p), Some(best)) if g > 1.0 => {
+                format!(
+                    "{} at {} ({p} vs {best})",
+                    pct((g - 1.0) * 100.0),
+                    format_size(b)
+                )
+            }
+            (Some(_), _, _, _) => "none".into(),
+            _ => "-".into(),
+        };
+        t.add_row(vec![
+            s.backend.to_string(),
+            match s.hit_rate {
+                Some(h) => format!("{}/{} ({:.0}%)", s.hits, s.sizes_with_best, h * 100.0),
+                None => "-".into(),
+            },
+            worst,
+            if s.nccl_sizes > 0 {
+                format!("{}/{}", s.nccl_hits, s.nccl_sizes)
+            } else {
+                "-".into()
+            },
+            opt(s.nccl_worst_regret, |g| {
+                if g > 1.0 {
+                    pct((g - 1.0) * 100.0)
+                } else {
+                    "none".into()
+                }
+            }),
+            if s.nccl_sizes > 0 {
+                s.agrees_with_nccl.to_string()
+            } else {
+                "-".into()
+            },
+            format!("{} / {} / {}", s.rows_ok, s.rows_unavailable, s.rows_failed),
+            s.wrong.to_string(),
+        ]);
+    }
+    out.push_str(&format!(
+        "\npicks (regret = measured time of the pick / measured best - 1)\n{t}\n"
+    ));
+
+    if !scored.ratios.is_empty() {
+        let mut t = table(vec![
+            "pair",
+            "sizes",
+            "median",
+            "min",
+            "max",
+            "< 64 KiB",
+            "64 KiB - 16 MiB",
+            "> 16 MiB",
+        ]);
+        right_align(&mut t, &[1, 2, 3, 4, 5, 6, 7]);
+        let r2 = |v: Option<f64>| opt(v, |x| format!("{x:.2}"));
+        for r in &scored.ratios {
+            t.add_row(vec![
+                r.pair.to_string(),
+                r.sizes.to_string(),
+                r2(r.median),
+                r2(r.min),
+                r2(r.max),
+                r2(r.by_regime.first().and_then(|x| x.1)),
+                r2(r.by_regime.get(1).and_then(|x| x.1)),
+                r2(r.by_regime.get(2).and_then(|x| x.1)),
+            ]);
+        }
+        out.push_str(&format!(
+            "\nnative / NCCL time per pair (below 1: ours is faster)\n{t}\n"
+        ));
+    }
+    if !notes.is_empty() {
+        notes.dedup();
+        out.push_str("\nnotes\n");
+        for n in notes {
+            out.push_str(&format!("  {n}\n"));
+        }
+    }
+    out
+}
+
+/// What `--json` prints.
+#[derive(Serialize)]
+pub struct JsonReport<'a> {
+    pub machine: &'a crate::exec::verify::Fingerprint,
+    pub options: &'a crate::exec::verify::RunOptions,
+    #[serde(flatten)]
+    pub scored: &'a Scored,
+}
+
+pub fn render_json(run: &VerifyRun, scored: &Scored) -> Result<String> {
+    serde_json::to_string_pretty(&JsonReport {
+        machine: &run.machine,
+        options: &run.options,
+        scored,
+    })
+    .map_err(|e| Error::runtime(format!("cannot serialise the report: {e}")))
+}
+
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+/// One line per row.
+pub fn render_csv(scored: &Scored) -> String {
+    let mut out = String::from(
+        "backend,pair,bytes,status,iters,repeats,median_us,p99_us,predicted_us,error_pct,algbw_gbs,busbw_gbs,wrong,model_pick,measured_best,nccl_pick,nccl_choice,note\n",
+    );
+    let num = |v: Option<f64>| v.map(|x| format!("{x}")).unwrap_or_default();
+    for r in &scored.rows {
+        let status = match r.row.status {
+            RowStatus::Ok => "ok",
+            RowStatus::Unavailable => "unavailable",
+            RowStatus::Failed => "failed",
+            RowStatus::Skipped => "skipped",
+        };
+        let fields = [
+            r.row.backend.to_string(),
+            r.label.clone(),
+            r.row.bytes.to_string(),
+            status.to_string(),
+            r.row.iters.to_string(),
+            r.row.repeats.to_string(),
+            num(r.row.median_us),
+            num(r.row.p99_us),
+            num(r.predicted_us),
+            num(r.error_pct),
+            num(r.algbw_gbs),
+            num(r.busbw_gbs),
+            r.row.wrong.map(|w| w.to_string()).unwrap_or_default(),
+            r.model_pick.to_string(),
+            r.measured_best.to_string(),
+            r.nccl_pick.to_string(),
+            r.row
+                .nccl_choice
+                .map(|c| c.pair.to_string())
+                .unwrap_or_default(),
+            r.row.note.clone().unwrap_or_default(),
+        ];
+        let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+        out.push_str(&line.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// Measured (solid, one line per backend) and predicted (dashed) time
+/// against size, log-log, one colour per pair.
+pub fn render_svg(run: &VerifyRun, scored: &Scored) -> Result<String> {
+    use plotters::prelude::*;
+    let err = |e: String| Error::runtime(format!("cannot draw the plot: {e}"));
+    let mut pairs: Vec<crate::exec::verify::Pair> =
+        scored.rows.iter().filter_map(|r| r.row.pair).collect();
+    pairs.sort();
+    pairs.dedup();
+    let values: Vec<f64> = scored
+        .rows
+        .iter()
+        .flat_map(|r| [r.row.median_us, r.predicted_us])
+        .flatten()
+        .filter(|v| *v > 0.0)
+        .collect();
+    let sizes: Vec<u64> = scored.rows.iter().map(|r| r.row.bytes).collect();
+    let (xmin, xmax) = (
+        *sizes.iter().min().unwrap_or(&8) as f64,
+        *sizes.iter().max().unwrap_or(&(1 << 30)) as f64,
+    );
+    let ymin = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let ymax = values.iter().copied().fold(0.0, f64::max);
+    let (ymin, ymax) = if values.is_empty() {
+        (1.0, 10.0)
+    } else {
+        (ymin * 0.8, ymax * 1.25)
+    };
+    let xmax = if xmax <= xmin { xmin * 2.0 } else { xmax };
+
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (1000, 700)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
+        let title = format!(
+            "{} {}: measured (solid) and predicted (dashed)",
+            run.options.collective, run.options.dtype
+        );
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 20))
+            .margin(15)
+            .x_label_area_size(45)
+            .y_label_area_size(70)
+            .build_cartesian_2d((xmin..xmax).log_scale(), (ymin..ymax).log_scale())
+            .map_err(|e| err(e.to_string()))?;
+        chart
+            .configure_mesh()
+            .x_desc("size (bytes)")
+            .y_desc("time (µs)")
+            .x_label_formatter(&|x| format_size(*x as u64))
+            .draw()
+            .map_err(|e| err(e.to_string()))?;
+        for (i, pair) in pairs.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            let mut backends: Vec<Backend> = scored.rows.iter().map(|r| r.row.backend).collect();
+            backends.sort();
+            backends.dedup();
+            for backend in backends {
+                let points: Vec<(f64, f64)> = scored
+                    .rows
+                    .iter()
+                    .filter(|r| {
+                        r.row.pair == Some(*pair)
+                            && r.row.backend == backend
+                            && r.row.status == RowStatus::Ok
+                    })
+                    .filter_map(|r| Some((r.row.bytes as f64, r.row.median_us?)))
+                    .collect();
+                if points.is_empty() {
+                    continue;
+                }
+                let width = if backend == Backend::Nccl { 2 } else { 1 };
+                chart
+                    .draw_series(LineSeries::new(points.clone(), color.stroke_width(width)))
+                    .map_err(|e| err(e.to_string()))?
+                    .label(format!("{pair} {backend}"))
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(width))
+                    });
+                if backend == Backend::Native {
+                    chart
+                        .draw_series(points.iter().map(|p| Circle::new(*p, 2, color.filled())))
+                        .map_err(|e| err(e.to_string()))?;
+                }
+            }
+            let mut predicted: Vec<(f64, f64)> = scored
+                .rows
+                .iter()
+                .filter(|r| r.row.pair == Some(*pair))
+                .filter_map(|r| Some((r.row.bytes as f64, r.predicted_us?)))
+                .collect();
+            predicted.sort_by(|a, b| a.0.total_cmp(&b.0));
+            predicted.dedup_by(|a, b| a.0 == b.0);
+            if !predicted.is_empty() {
+                chart
+                    .draw_series(DashedLineSeries::new(
+                        predicted,
+                        6,
+                        4,
+                        color.stroke_width(1),
+                    ))
+                    .map_err(|e| err(e.to_string()))?
+                    .label(format!("{pair} predicted"))
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(1))
+                    });
+            }
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()
+            .map_err(|e| err(e.to_string()))?;
+        root.present().map_err(|e| err(e.to_string()))?;
+    }
+    Ok(svg)
+}
