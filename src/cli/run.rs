@@ -28,8 +28,8 @@ pub struct RunArgs {
     /// Algorithm/protocol: Ring|Tree / LL|LL128|Simple
     #[arg(long, default_value = "Ring/Simple")]
     pub pair: String,
-    /// Collective: all_reduce, all_gather, reduce_scatter, broadcast (the last three Ring/Simple only)
-    #[arg(long, default_value = "all_reduce")]
+    /// Collective: all-reduce, all-gather, reduce-scatter, broadcast (the last three Ring/Simple only)
+    #[arg(long, default_value = "all-reduce")]
     pub coll: String,
     /// Channels (CTAs per rank) for every size; default: NCCL's choice per size
     #[arg(long)]

@@ -17,8 +17,8 @@ pub struct VerifyArgs {
     /// Sizes to measure: one size or a range LO..HI doubling each step
     #[arg(long, default_value = "8..4G", value_name = "RANGE")]
     pub sizes: String,
-    /// Collective: allreduce, allgather, reducescatter, broadcast, reduce
-    #[arg(long, default_value = "allreduce", value_name = "NAME")]
+    /// Collective: all-reduce, all-gather, reduce-scatter, broadcast, reduce
+    #[arg(long, default_value = "all-reduce", value_name = "NAME")]
     pub coll: String,
     /// Pairs: all (Ring and Tree with LL, LL128, Simple), winner (the model's pick per size), or a list such as Ring/LL,Tree/Simple
     #[arg(long, default_value = "all", value_name = "LIST")]

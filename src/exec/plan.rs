@@ -42,7 +42,7 @@ impl Collective {
             "reduce_scatter" | "reducescatter" => Ok(Collective::ReduceScatter),
             "broadcast" => Ok(Collective::Broadcast),
             _ => Err(Error::bad_input(format!(
-                "unknown collective '{text}'; expected all_reduce, all_gather, reduce_scatter or broadcast"
+                "unknown collective '{text}'; expected all-reduce, all-gather, reduce-scatter or broadcast"
             ))),
         }
     }

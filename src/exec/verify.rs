@@ -68,7 +68,7 @@ impl Collective {
             .find(|c| c.name() == key)
             .ok_or_else(|| {
                 Error::bad_input(format!(
-                    "unknown collective '{text}'; known: allreduce, allgather, reducescatter, broadcast, reduce"
+                    "unknown collective '{text}'; known: all-reduce, all-gather, reduce-scatter, broadcast, reduce"
                 ))
             })
     }
