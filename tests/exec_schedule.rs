@@ -231,8 +231,14 @@ fn zero_elements_per_rank_is_a_no_op() {
 }
 
 #[test]
-fn channel_parts_tile_the_buffer_with_16_byte_aligned_starts() {
-    for &count in &[0usize, 1, 3, 4, 5, 1023, 1024, 1025, 999_999] {
+fn channel_parts_tile_the_buffer_with_512_byte_aligned_starts() {
+    // 1 GiB of f32 on 24 channels: 268435456 / 24 = 11184810.67, up to a
+    // multiple of 128 elements (512 B) = 11184896 per channel.
+    assert_eq!(
+        schedule::channel_part(1 << 28, 24, 4, 1),
+        (11_184_896, 11_184_896)
+    );
+    for &count in &[0usize, 1, 3, 4, 5, 1023, 1024, 1025, 999_999, 1 << 28] {
         for &nch in &[1usize, 2, 3, 7, 24, 64] {
             for elem in [2usize, 4] {
                 let mut next = 0;
@@ -240,7 +246,7 @@ fn channel_parts_tile_the_buffer_with_16_byte_aligned_starts() {
                     let (off, n) = schedule::channel_part(count, nch, elem, c);
                     assert_eq!(off, next, "count {count} nch {nch} channel {c}");
                     if n > 0 {
-                        assert_eq!((off * elem) % 16, 0, "count {count} nch {nch} channel {c}");
+                        assert_eq!((off * elem) % 512, 0, "count {count} nch {nch} channel {c}");
                     }
                     next = off + n;
                 }

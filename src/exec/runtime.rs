@@ -183,6 +183,100 @@ unsafe impl<T> Send for Sendable<T> {}
 // SAFETY: as above; the handles are only read.
 unsafe impl<T> Sync for Sendable<T> {}
 
+/// How the collective kernel is launched on sm_90 and newer, as NCCL does
+/// (`enqueue.cc`, ncclLaunchKernel): CTAs in thread-block clusters of 4
+/// spread over the GPCs, and the "remote" memory-synchronisation domain, so a
+/// system fence waits only for this kernel's kind of traffic. Investigation
+/// knobs: `PLANNER_CGA_CLUSTER` (0 or 1: no clusters, 2..8: that size) and
+/// `PLANNER_MEM_SYNC_DOMAIN` (0: default domain, 1: remote).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchShape {
+    /// CTAs per cluster; 1 means no cluster attribute.
+    pub cluster: u32,
+    /// CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN value, None: not set.
+    pub mem_sync_domain: Option<u32>,
+}
+
+impl LaunchShape {
+    /// NCCL's default cluster size on sm_90+ (`init.cc`, cgaClusterSize 4).
+    pub const NCCL_CLUSTER: u32 = 4;
+
+    /// The shape for `ctas` CTAs on a GPU of compute capability `cc`. Virtual
+    /// ranks need every CTA co-resident, so they get no clusters.
+    pub fn for_launch(cc: (i32, i32), ctas: usize, virtual_ranks: bool) -> Result<LaunchShape> {
+        if cc.0 < 9 {
+            return Ok(LaunchShape {
+                cluster: 1,
+                mem_sync_domain: None,
+            });
+        }
+        let cluster = match env_u32("PLANNER_CGA_CLUSTER", 0..=8)? {
+            Some(0) => 1,
+            Some(n) => n,
+            None => Self::NCCL_CLUSTER,
+        };
+        // NCCL falls back to no clusters when the grid does not divide.
+        let cluster = if virtual_ranks || !ctas.is_multiple_of(cluster as usize) {
+            1
+        } else {
+            cluster
+        };
+        let domain = env_u32("PLANNER_MEM_SYNC_DOMAIN", 0..=1)?.unwrap_or(1);
+        Ok(LaunchShape {
+            cluster,
+            mem_sync_domain: Some(domain),
+        })
+    }
+
+    fn attributes(&self) -> Vec<sys::CUlaunchAttribute> {
+        let mut attrs = Vec::new();
+        if self.cluster > 1 {
+            // SAFETY: a zeroed attribute is a valid plain-data value; the id
+            // says which union member the driver reads.
+            let mut dim: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+            dim.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+            dim.value.clusterDim.x = self.cluster;
+            dim.value.clusterDim.y = 1;
+            dim.value.clusterDim.z = 1;
+            attrs.push(dim);
+            // SAFETY: as above.
+            let mut policy: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+            policy.id =
+                sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE;
+            policy.value.clusterSchedulingPolicyPreference =
+                sys::CUclusterSchedulingPolicy::CU_CLUSTER_SCHEDULING_POLICY_SPREAD;
+            attrs.push(policy);
+        }
+        if let Some(d) = self.mem_sync_domain {
+            // SAFETY: as above.
+            let mut dom: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+            dom.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN;
+            dom.value.memSyncDomain = if d == 1 {
+                sys::CUlaunchMemSyncDomain::CU_LAUNCH_MEM_SYNC_DOMAIN_REMOTE
+            } else {
+                sys::CUlaunchMemSyncDomain::CU_LAUNCH_MEM_SYNC_DOMAIN_DEFAULT
+            };
+            attrs.push(dom);
+        }
+        attrs
+    }
+}
+
+/// An optional integer environment variable within `range`.
+fn env_u32(name: &str, range: std::ops::RangeInclusive<u32>) -> Result<Option<u32>> {
+    match std::env::var(name) {
+        Ok(v) if !v.trim().is_empty() => match v.trim().parse::<u32>() {
+            Ok(n) if range.contains(&n) => Ok(Some(n)),
+            _ => Err(Error::bad_input(format!(
+                "{name}={v}: expected an integer in {}..={}",
+                range.start(),
+                range.end()
+            ))),
+        },
+        _ => Ok(None),
+    }
+}
+
 struct Gpu {
     ordinal: usize,
     name: String,
@@ -883,20 +977,34 @@ impl Executor {
         };
         let mut a = *args;
         let mut params = [&mut a as *mut KernelArgs as *mut c_void];
+        let shape = LaunchShape::for_launch(gpu.cc, ctas, self.virtual_ranks.is_some())?;
+        let mut attrs = shape.attributes();
+        let config = sys::CUlaunchConfig {
+            gridDimX: ctas as u32,
+            gridDimY: 1,
+            gridDimZ: 1,
+            blockDimX: plan.n_threads as u32,
+            blockDimY: 1,
+            blockDimZ: 1,
+            sharedMemBytes: 0,
+            hStream: gpu.stream,
+            attrs: attrs.as_mut_ptr(),
+            numAttrs: attrs.len() as u32,
+        };
         // SAFETY: the function takes one KernelArgs by value; params points at a
-        // live copy for the duration of the call (the driver copies it).
+        // live copy and config at live attributes for the duration of the call
+        // (the driver copies both).
         cu(
             unsafe {
-                result::launch_kernel(
+                sys::cuLaunchKernelEx(
+                    &config,
                     self.modules[g].collective,
-                    (ctas as u32, 1, 1),
-                    (plan.n_threads as u32, 1, 1),
-                    0,
-                    gpu.stream,
-                    &mut params,
+                    params.as_mut_ptr(),
+                    std::ptr::null_mut(),
                 )
+                .result()
             },
-            || format!("launching {} on {}", plan, gpu.label()),
+            || format!("launching {} on {} ({shape:?})", plan, gpu.label()),
         )
     }
 

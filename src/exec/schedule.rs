@@ -103,16 +103,24 @@ pub fn align_up(a: usize, b: usize) -> usize {
     a.div_ceil(b) * b
 }
 
+/// Bytes every channel's share of the buffer is a multiple of. 512 B (four
+/// 128-byte cache lines) keeps each channel's first byte line-aligned, so a
+/// warp's 512-byte access to user memory touches 4 lines, not 5 with partial
+/// sectors at both ends. NCCL gets the same from its 8 KiB cells
+/// (`enqueue.cc` MinTrafficPerChannel / trafficPerByte).
+pub const CHANNEL_PART_ALIGN_BYTES: usize = 512;
+
 /// One channel's contiguous part of the call count: (offset, count).
-/// Every channel but the last gets the same share, a multiple of 16 bytes, so
-/// every chunk starts 16-byte aligned; trailing channels may get nothing.
+/// Every channel but the last gets the same share, a multiple of
+/// CHANNEL_PART_ALIGN_BYTES, so every channel starts 512-byte aligned;
+/// trailing channels may get nothing.
 pub fn channel_part(
     count: usize,
     n_channels: usize,
     elem_size: usize,
     channel: usize,
 ) -> (usize, usize) {
-    let align = 16 / elem_size;
+    let align = CHANNEL_PART_ALIGN_BYTES / elem_size;
     let per = align_up(div_up(count, n_channels), align);
     let start = (per * channel).min(count);
     let end = (per * (channel + 1)).min(count);
