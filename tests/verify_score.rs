@@ -166,8 +166,8 @@ const CAPTURE_GRAPH_XML: &str = include_str!("verify_data/h200x2-graph.xml");
 
 #[test]
 fn the_stock_model_as_predictor_matches_the_capture() {
-    use planner::exec::verify::Collective;
     use planner::exec::verify_score::{ModelPredictor, Predictor};
+    use planner::model::Coll;
     let node = planner::cli::source::load_fixture("h200x2-nvswitch-vm").unwrap();
     let cluster = planner::topo::Cluster::single(node);
     let model = ModelPredictor::new(&cluster, Some(CAPTURE_GRAPH_XML), Some("2.28.9")).unwrap();
@@ -180,28 +180,18 @@ fn the_stock_model_as_predictor_matches_the_capture() {
         } else {
             ring_simple()
         };
-        assert_eq!(
-            model.pick(Collective::AllReduce, size),
-            Some(expected),
-            "{size}"
-        );
+        assert_eq!(model.pick(Coll::AllReduce, size), Some(expected), "{size}");
     }
     // the capture's init table: AllReduce Ring/LL 7.8 us / 141.0 GB/s, so
     // 64 KiB takes 7.8 + 65536 / (1000 x 141.0) = 8.2648 us
     let t = model
-        .predict_us(Collective::AllReduce, ring_ll(), 64 * KIB)
+        .predict_us(Coll::AllReduce, ring_ll(), 64 * KIB)
         .unwrap();
     assert!((t - 8.2648).abs() < 1e-3, "{t}");
     // Tree pinned has a time too, and a masked pair (NVLS, multicast off) has none
     assert!(model
-        .predict_us(Collective::AllReduce, tree_ll(), 64 * KIB)
+        .predict_us(Coll::AllReduce, tree_ll(), 64 * KIB)
         .is_some());
-    let nvls = Pair::new(
-        planner::exec::verify::Algo::Nvls,
-        planner::exec::verify::Proto::Simple,
-    );
-    assert_eq!(
-        model.predict_us(Collective::AllReduce, nvls, 64 * KIB),
-        None
-    );
+    let nvls = Pair::new(planner::model::Algo::Nvls, planner::model::Proto::Simple);
+    assert_eq!(model.predict_us(Coll::AllReduce, nvls, 64 * KIB), None);
 }

@@ -4,9 +4,10 @@ use super::source::SourceArgs;
 use crate::error::{Error, Result};
 use crate::exec::nccl;
 use crate::exec::rendezvous::{LauncherEnv, Rendezvous};
-use crate::exec::verify::{Backend, Collective, Dtype, IterPlan, PairSelection, VerifyRun};
+use crate::exec::verify::{Backend, Dtype, IterPlan, PairSelection, VerifyRun};
 use crate::exec::verify_run::{self, Progress, TopologyRecord, VerifyRequest};
 use crate::exec::verify_score::{self, ModelPredictor, NoModel, Predictor};
+use crate::model::Coll;
 use crate::report::verify as report;
 use crate::topo::{build, paths::PathOptions, Cluster};
 use crate::units::{parse_size, parse_size_range};
@@ -17,7 +18,7 @@ pub struct VerifyArgs {
     /// Sizes to measure: one size or a range LO..HI doubling each step
     #[arg(long, default_value = "8..4G", value_name = "RANGE")]
     pub sizes: String,
-    /// Collective: all-reduce, all-gather, reduce-scatter, broadcast, reduce
+    /// Coll: all-reduce, all-gather, reduce-scatter, broadcast, reduce
     #[arg(long, default_value = "all-reduce", value_name = "NAME")]
     pub coll: String,
     /// Pairs: all (Ring and Tree with LL, LL128, Simple), winner (the model's pick per size), or a list such as Ring/LL,Tree/Simple
@@ -94,7 +95,7 @@ fn request_from(args: &VerifyArgs) -> Result<VerifyRequest> {
         ));
     }
     Ok(VerifyRequest {
-        collective: Collective::parse(&args.coll)?,
+        collective: Coll::parse(&args.coll)?,
         dtype: Dtype::parse(&args.dtype)?,
         sizes: parse_size_range(&args.sizes)
             .map_err(|e| Error::bad_input(format!("--sizes: {e}")))?,

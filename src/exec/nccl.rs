@@ -21,9 +21,10 @@
 //! `nccl_child.rs`, the kernels for data and checks `nccl_kernels.rs`.
 
 use super::verify::{
-    Algo, Collective, Dtype, GpuInfo, IterPlan, NcclChoice, Pair, Proto, RowStatus,
+    coll_label_serde, logged_bytes, Dtype, GpuInfo, IterPlan, NcclChoice, Pair, RowStatus,
 };
 use crate::error::{Error, Result};
+use crate::model::{Algo, Coll, Proto};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::process::Command;
@@ -48,7 +49,7 @@ pub const CHILD_SUBCOMMAND: &str = "__nccl-child";
 
 /// Why a pair is never run here, if it is one of those.
 pub fn refused_pair(pair: Pair) -> Option<String> {
-    if pair.algo.uses_multicast() {
+    if pair.algo.is_nvls() {
         Some(format!(
             "{pair}: needs NVLink multicast, which planner keeps off (NCCL_NVLS_ENABLE=0)"
         ))
@@ -97,7 +98,8 @@ pub enum ChildRanks {
 /// The job of one child process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChildSpec {
-    pub collective: Collective,
+    #[serde(with = "coll_label_serde")]
+    pub collective: Coll,
     pub dtype: Dtype,
     pub sizes: Vec<u64>,
     pub plan: IterPlan,
@@ -170,8 +172,8 @@ pub fn child_command(exe: &Path, spec: &ChildSpec) -> Result<Command> {
     }
     match spec.mode {
         ChildMode::Pinned { pair } => {
-            cmd.env("NCCL_ALGO", pair.algo.env_name());
-            cmd.env("NCCL_PROTO", pair.proto.env_name());
+            cmd.env("NCCL_ALGO", pair.algo.nccl_name());
+            cmd.env("NCCL_PROTO", pair.proto.nccl_name());
         }
         ChildMode::Free | ChildMode::Choices => {
             cmd.env_remove("NCCL_ALGO");
@@ -204,7 +206,7 @@ pub fn child_command(exe: &Path, spec: &ChildSpec) -> Result<Command> {
 /// size, which for all-gather and reduce-scatter is one rank's share).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TuningLine {
-    pub collective: Collective,
+    pub collective: Coll,
     pub bytes: u64,
     pub choice: NcclChoice,
 }
@@ -216,9 +218,7 @@ pub fn parse_tuning_line(line: &str) -> Option<TuningLine> {
     let head = &line[..arrow];
     let (func_part, bytes_part) = head.rsplit_once(':')?;
     let func = func_part.split_whitespace().last()?;
-    let collective = Collective::ALL
-        .into_iter()
-        .find(|c| c.nccl_name() == func)?;
+    let collective = Coll::ALL.into_iter().find(|c| c.nccl_name() == func)?;
     let bytes: u64 = bytes_part.trim().parse().ok()?;
 
     let mut words = line[arrow + ARROW.len()..].split_whitespace();
@@ -254,7 +254,7 @@ pub fn parse_tuning_line(line: &str) -> Option<TuningLine> {
 /// of `collective` whose byte count matches the size as NCCL logs it.
 pub fn choices_from_log<'a>(
     lines: impl IntoIterator<Item = &'a str>,
-    collective: Collective,
+    collective: Coll,
     sizes: &[u64],
     n_ranks: usize,
 ) -> Vec<(u64, Option<NcclChoice>)> {
@@ -266,7 +266,7 @@ pub fn choices_from_log<'a>(
     sizes
         .iter()
         .map(|&size| {
-            let logged = collective.logged_bytes(size, n_ranks);
+            let logged = logged_bytes(collective, size, n_ranks);
             let choice = parsed.iter().find(|t| t.bytes == logged).map(|t| t.choice);
             (size, choice)
         })
@@ -390,7 +390,7 @@ mod tests {
 
     fn spec(mode: ChildMode) -> ChildSpec {
         ChildSpec {
-            collective: Collective::AllReduce,
+            collective: Coll::AllReduce,
             dtype: Dtype::F32,
             sizes: vec![8, 1024],
             plan: IterPlan::default(),
@@ -469,14 +469,14 @@ mod tests {
     fn tuning_lines_parse() {
         let line = "myhost:1234:1240 [0] NCCL INFO AllReduce: 4096 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..7}";
         let t = parse_tuning_line(line).unwrap();
-        assert_eq!(t.collective, Collective::AllReduce);
+        assert_eq!(t.collective, Coll::AllReduce);
         assert_eq!(t.bytes, 4096);
         assert_eq!(t.choice.pair, Pair::new(Algo::Ring, Proto::Ll));
         assert_eq!((t.choice.channel_lo, t.choice.channel_hi), (0, 7));
 
         let tree = "h:1:2 [1] NCCL INFO ReduceScatter: 1048576 Bytes -> Algo TREE proto SIMPLE channel{Lo..Hi}={0..23}";
         let t = parse_tuning_line(tree).unwrap();
-        assert_eq!(t.collective, Collective::ReduceScatter);
+        assert_eq!(t.collective, Coll::ReduceScatter);
         assert_eq!(t.choice.pair, Pair::new(Algo::Tree, Proto::Simple));
         assert_eq!(t.choice.channel_hi, 23);
 
@@ -542,7 +542,7 @@ AllReduce: 4294967296 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..23}\n\
         let lines: Vec<&str> = CAPTURE_CHOICES.lines().collect();
         assert_eq!(lines.len(), 31);
         let sizes: Vec<u64> = (2..=32).map(|p| 1u64 << p).collect();
-        let choices = choices_from_log(lines.iter().copied(), Collective::AllReduce, &sizes, 2);
+        let choices = choices_from_log(lines.iter().copied(), Coll::AllReduce, &sizes, 2);
         let ring_ll = Pair::new(Algo::Ring, Proto::Ll);
         let ring_simple = Pair::new(Algo::Ring, Proto::Simple);
         for (size, choice) in &choices {
@@ -562,7 +562,7 @@ AllReduce: 4294967296 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..23}\n\
         // all-gather sizes are logged per rank: 8 KiB total on 2 ranks is a 4096-byte line
         let ag = choices_from_log(
             ["AllGather: 4096 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..1}"],
-            Collective::AllGather,
+            Coll::AllGather,
             &[8192],
             2,
         );

@@ -18,8 +18,9 @@ use super::nccl::{
 use super::nccl_kernels::{
     amplitude, collective_code, dtype_code, CHECK_KERNEL, FILL_KERNEL, KERNELS_CU,
 };
-use super::verify::{Collective, Dtype, GpuInfo, RowStatus};
+use super::verify::{Dtype, GpuInfo, RowStatus};
 use crate::error::{Error, Result};
+use crate::model::Coll;
 use cudarc::driver::{
     sys as cu, CudaContext, CudaEvent, CudaFunction, CudaGraph, CudaStream, LaunchConfig,
     PushKernelArg,
@@ -76,11 +77,11 @@ struct Counts {
     recv_elems: u64,
 }
 
-fn counts(collective: Collective, dtype: Dtype, bytes: u64, world: usize) -> Counts {
+fn counts(collective: Coll, dtype: Dtype, bytes: u64, world: usize) -> Counts {
     let elems = bytes / dtype.size();
     let world = world.max(1) as u64;
     match collective {
-        Collective::AllGather => {
+        Coll::AllGather => {
             let per_rank = elems / world;
             Counts {
                 call: per_rank,
@@ -89,7 +90,7 @@ fn counts(collective: Collective, dtype: Dtype, bytes: u64, world: usize) -> Cou
                 recv_elems: per_rank * world,
             }
         }
-        Collective::ReduceScatter => {
+        Coll::ReduceScatter => {
             let per_rank = elems / world;
             Counts {
                 call: per_rank,
@@ -609,15 +610,13 @@ fn launch_collective(
         // stream belongs to the same GPU and the communicator to this rank.
         let result = unsafe {
             match spec.collective {
-                Collective::AllReduce => {
-                    nccl::all_reduce(send, recv, count, dtype, sum, comm, stream)
-                }
-                Collective::AllGather => nccl::all_gather(send, recv, count, dtype, comm, stream),
-                Collective::ReduceScatter => {
+                Coll::AllReduce => nccl::all_reduce(send, recv, count, dtype, sum, comm, stream),
+                Coll::AllGather => nccl::all_gather(send, recv, count, dtype, comm, stream),
+                Coll::ReduceScatter => {
                     nccl::reduce_scatter(send, recv, count, dtype, sum, comm, stream)
                 }
-                Collective::Broadcast => nccl::broadcast(send, recv, count, dtype, 0, comm, stream),
-                Collective::Reduce => nccl::reduce(send, recv, count, dtype, sum, 0, comm, stream),
+                Coll::Broadcast => nccl::broadcast(send, recv, count, dtype, 0, comm, stream),
+                Coll::Reduce => nccl::reduce(send, recv, count, dtype, sum, 0, comm, stream),
             }
         };
         if let Err(e) = result {
@@ -660,7 +659,7 @@ fn run_size(
     distributed: bool,
 ) -> std::result::Result<(Vec<f64>, u32, u64), SizeError> {
     let bytes_for_plan = match spec.collective {
-        Collective::AllGather | Collective::ReduceScatter => c.per_rank * world as u64,
+        Coll::AllGather | Coll::ReduceScatter => c.per_rank * world as u64,
         _ => c.call,
     } * spec.dtype.size();
     let mut times = Vec::new();
@@ -698,7 +697,7 @@ fn run_size(
     let mut wrong = 0u64;
     for r in ranks {
         let out_elems = match spec.collective {
-            Collective::Reduce if r.rank != 0 => 0, // only the root's output is defined
+            Coll::Reduce if r.rank != 0 => 0, // only the root's output is defined
             _ => c.recv_elems,
         };
         if out_elems > 0 {
@@ -956,24 +955,24 @@ mod tests {
     #[test]
     fn counts_follow_nccl_tests_sizes() {
         // all-reduce 1 MiB of f32: 262144 elements in and out
-        let c = counts(Collective::AllReduce, Dtype::F32, 1 << 20, 2);
+        let c = counts(Coll::AllReduce, Dtype::F32, 1 << 20, 2);
         assert_eq!(
             (c.call, c.send_elems, c.recv_elems),
             (262144, 262144, 262144)
         );
         // all-gather 1 MiB on 2 ranks: each sends 131072, receives 262144; NCCL takes the send count
-        let c = counts(Collective::AllGather, Dtype::F32, 1 << 20, 2);
+        let c = counts(Coll::AllGather, Dtype::F32, 1 << 20, 2);
         assert_eq!(
             (c.call, c.send_elems, c.recv_elems),
             (131072, 131072, 262144)
         );
         // reduce-scatter 1 MiB of bf16 on 4 ranks: 524288 in, 131072 out
-        let c = counts(Collective::ReduceScatter, Dtype::Bf16, 1 << 20, 4);
+        let c = counts(Coll::ReduceScatter, Dtype::Bf16, 1 << 20, 4);
         assert_eq!(
             (c.call, c.send_elems, c.recv_elems),
             (131072, 524288, 131072)
         );
         // 8 bytes of f32 all-gather on 4 ranks: nothing per rank
-        assert_eq!(counts(Collective::AllGather, Dtype::F32, 8, 4).call, 0);
+        assert_eq!(counts(Coll::AllGather, Dtype::F32, 8, 4).call, 0);
     }
 }

@@ -10,7 +10,8 @@
 //! Outputs are poisoned (all bits set: NaN) before the checked call, so an
 //! element nobody wrote is wrong too.
 
-use super::verify::{Collective, Dtype};
+use super::verify::Dtype;
+use crate::model::Coll;
 
 /// Integer amplitude of the pattern for `n_ranks`: the largest in 1..=5 with
 /// `amp * n_ranks` within the exact integers of `dtype`.
@@ -32,7 +33,7 @@ pub fn pattern(index: u64, rank: u32, amp: u32) -> i32 {
 /// `per_rank` is the element count of one rank's share (all-gather input,
 /// reduce-scatter output).
 pub fn expected(
-    collective: Collective,
+    collective: Coll,
     index: u64,
     per_rank: u64,
     rank: u32,
@@ -41,14 +42,12 @@ pub fn expected(
     amp: u32,
 ) -> i32 {
     match collective {
-        Collective::AllReduce | Collective::Reduce => {
-            (0..n_ranks).map(|r| pattern(index, r, amp)).sum()
-        }
-        Collective::AllGather => pattern(index % per_rank, (index / per_rank) as u32, amp),
-        Collective::ReduceScatter => (0..n_ranks)
+        Coll::AllReduce | Coll::Reduce => (0..n_ranks).map(|r| pattern(index, r, amp)).sum(),
+        Coll::AllGather => pattern(index % per_rank, (index / per_rank) as u32, amp),
+        Coll::ReduceScatter => (0..n_ranks)
             .map(|r| pattern(rank as u64 * per_rank + index, r, amp))
             .sum(),
-        Collective::Broadcast => pattern(index, root, amp),
+        Coll::Broadcast => pattern(index, root, amp),
     }
 }
 
@@ -61,13 +60,13 @@ pub fn dtype_code(dtype: Dtype) -> i32 {
     }
 }
 
-pub fn collective_code(collective: Collective) -> i32 {
+pub fn collective_code(collective: Coll) -> i32 {
     match collective {
-        Collective::AllReduce => 0,
-        Collective::AllGather => 1,
-        Collective::ReduceScatter => 2,
-        Collective::Broadcast => 3,
-        Collective::Reduce => 4,
+        Coll::AllReduce => 0,
+        Coll::AllGather => 1,
+        Coll::ReduceScatter => 2,
+        Coll::Broadcast => 3,
+        Coll::Reduce => 4,
     }
 }
 
@@ -178,19 +177,19 @@ mod tests {
     fn expected_values_by_hand() {
         let amp = 5;
         let (p0, p1) = (pattern(7, 0, amp), pattern(7, 1, amp));
-        assert_eq!(expected(Collective::AllReduce, 7, 0, 0, 2, 0, amp), p0 + p1);
+        assert_eq!(expected(Coll::AllReduce, 7, 0, 0, 2, 0, amp), p0 + p1);
         // all-gather output element per_rank + 3 is rank 1's element 3
         assert_eq!(
-            expected(Collective::AllGather, 10 + 3, 10, 0, 2, 0, amp),
+            expected(Coll::AllGather, 10 + 3, 10, 0, 2, 0, amp),
             pattern(3, 1, amp)
         );
         // reduce-scatter: rank 1's element 2 is the sum of every rank's element 10 + 2
         assert_eq!(
-            expected(Collective::ReduceScatter, 2, 10, 1, 2, 0, amp),
+            expected(Coll::ReduceScatter, 2, 10, 1, 2, 0, amp),
             pattern(12, 0, amp) + pattern(12, 1, amp)
         );
         assert_eq!(
-            expected(Collective::Broadcast, 5, 0, 1, 2, 0, amp),
+            expected(Coll::Broadcast, 5, 0, 1, 2, 0, amp),
             pattern(5, 0, amp)
         );
     }

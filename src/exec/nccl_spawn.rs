@@ -277,7 +277,7 @@ fn failed_row(pair: Option<Pair>, bytes: u64, why: String) -> Row {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::verify::{Algo, Proto};
+    use crate::model::{Algo, Proto};
 
     fn size_event(bytes: u64) -> ChildEvent {
         ChildEvent::Size {
@@ -333,7 +333,7 @@ mod tests {
             std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
         let spec = ChildSpec {
-            collective: crate::exec::verify::Collective::AllReduce,
+            collective: crate::model::Coll::AllReduce,
             dtype: crate::exec::verify::Dtype::F32,
             sizes: vec![8, 16],
             plan: Default::default(),

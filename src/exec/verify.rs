@@ -10,93 +10,64 @@
 //! repeats, its tail the p99 over repeats (nearest rank).
 
 use crate::error::{Error, Result};
+use crate::model::{Algo, Coll, Proto};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// The collectives verify measures. Sizes follow nccl-tests: the bytes of the
-/// largest buffer of one rank (the output of all-gather, the input of
-/// reduce-scatter), which is also the byte count NCCL's cost model uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Collective {
-    AllReduce,
-    AllGather,
-    ReduceScatter,
-    Broadcast,
-    Reduce,
+/// Verify measures the model's collectives (`Coll`). Sizes follow
+/// nccl-tests: the bytes of the largest buffer of one rank (the output of
+/// all-gather, the input of reduce-scatter), which is also the byte count
+/// NCCL's cost model uses.
+///
+/// Result files and report titles spell a collective as NCCL's name in lower
+/// case (`allreduce`).
+pub fn coll_label(coll: Coll) -> String {
+    coll.nccl_name().to_ascii_lowercase()
 }
 
-impl Collective {
-    pub const ALL: [Collective; 5] = [
-        Collective::AllReduce,
-        Collective::AllGather,
-        Collective::ReduceScatter,
-        Collective::Broadcast,
-        Collective::Reduce,
-    ];
+/// `#[serde(with = "coll_label_serde")]`: a `Coll` as `coll_label` spells it,
+/// the result file's format.
+pub mod coll_label_serde {
+    use super::coll_label;
+    use crate::model::Coll;
+    use serde::{de::Error as _, Deserialize, Deserializer, Serializer};
 
-    /// Our flag spelling (`--coll allreduce`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Collective::AllReduce => "allreduce",
-            Collective::AllGather => "allgather",
-            Collective::ReduceScatter => "reducescatter",
-            Collective::Broadcast => "broadcast",
-            Collective::Reduce => "reduce",
-        }
+    pub fn serialize<S: Serializer>(coll: &Coll, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&coll_label(*coll))
     }
 
-    /// NCCL's spelling in its logs (`ncclFuncToString`).
-    pub fn nccl_name(self) -> &'static str {
-        match self {
-            Collective::AllReduce => "AllReduce",
-            Collective::AllGather => "AllGather",
-            Collective::ReduceScatter => "ReduceScatter",
-            Collective::Broadcast => "Broadcast",
-            Collective::Reduce => "Reduce",
-        }
-    }
-
-    pub fn parse(text: &str) -> Result<Collective> {
-        let key: String = text
-            .chars()
-            .filter(|c| *c != '-' && *c != '_')
-            .collect::<String>()
-            .to_ascii_lowercase();
-        Collective::ALL
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Coll, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Coll::ALL
             .into_iter()
-            .find(|c| c.name() == key)
+            .find(|c| coll_label(*c) == text)
             .ok_or_else(|| {
-                Error::bad_input(format!(
-                    "unknown collective '{text}'; known: all-reduce, all-gather, reduce-scatter, broadcast, reduce"
+                D::Error::custom(format!(
+                    "unknown collective `{text}`, expected one of {}",
+                    Coll::ALL.map(coll_label).join(", ")
                 ))
             })
     }
+}
 
-    /// nccl-tests' bus-bandwidth factor for `n` ranks: busbw = algbw x factor.
-    pub fn bus_factor(self, n_ranks: usize) -> f64 {
-        let n = n_ranks.max(1) as f64;
-        match self {
-            Collective::AllReduce => 2.0 * (n - 1.0) / n,
-            Collective::AllGather | Collective::ReduceScatter => (n - 1.0) / n,
-            Collective::Broadcast | Collective::Reduce => 1.0,
-        }
-    }
-
-    /// How NCCL's per-call TUNING line counts bytes: all-gather logs the
-    /// per-rank send size and reduce-scatter the per-rank receive size, so the
-    /// line shows `size / n_ranks` for those two.
-    pub fn logged_bytes(self, size: u64, n_ranks: usize) -> u64 {
-        match self {
-            Collective::AllGather | Collective::ReduceScatter => size / n_ranks.max(1) as u64,
-            _ => size,
-        }
+/// nccl-tests' bus-bandwidth factor for `n` ranks: busbw = algbw x factor.
+pub fn bus_factor(coll: Coll, n_ranks: usize) -> f64 {
+    let n = n_ranks.max(1) as f64;
+    match coll {
+        Coll::AllReduce => 2.0 * (n - 1.0) / n,
+        Coll::AllGather | Coll::ReduceScatter => (n - 1.0) / n,
+        Coll::Broadcast | Coll::Reduce => 1.0,
     }
 }
 
-impl fmt::Display for Collective {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+/// How NCCL's per-call TUNING line counts bytes: all-gather logs the
+/// per-rank send size and reduce-scatter the per-rank receive size, so the
+/// line shows `size / n_ranks` for those two.
+pub fn logged_bytes(coll: Coll, size: u64, n_ranks: usize) -> u64 {
+    if coll.is_ag_rs() {
+        size / n_ranks.max(1) as u64
+    } else {
+        size
     }
 }
 
@@ -149,104 +120,6 @@ impl fmt::Display for Dtype {
     }
 }
 
-/// NCCL's algorithms, in NCCL's own index order (`NCCL_ALGO_*`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum Algo {
-    Tree,
-    Ring,
-    CollNetDirect,
-    CollNetChain,
-    #[serde(rename = "NVLS")]
-    Nvls,
-    #[serde(rename = "NVLSTree")]
-    NvlsTree,
-    #[serde(rename = "PAT")]
-    Pat,
-}
-
-impl Algo {
-    pub const ALL: [Algo; 7] = [
-        Algo::Tree,
-        Algo::Ring,
-        Algo::CollNetDirect,
-        Algo::CollNetChain,
-        Algo::Nvls,
-        Algo::NvlsTree,
-        Algo::Pat,
-    ];
-    /// The spelling `NCCL_ALGO` accepts and NCCL's init table prints (`ncclAlgoStr`).
-    pub fn env_name(self) -> &'static str {
-        match self {
-            Algo::Tree => "Tree",
-            Algo::Ring => "Ring",
-            Algo::CollNetDirect => "CollNetDirect",
-            Algo::CollNetChain => "CollNetChain",
-            Algo::Nvls => "NVLS",
-            Algo::NvlsTree => "NVLSTree",
-            Algo::Pat => "PAT",
-        }
-    }
-    /// The spelling of NCCL's per-call TUNING line (`ncclAlgoToString`).
-    pub fn log_name(self) -> &'static str {
-        match self {
-            Algo::Tree => "TREE",
-            Algo::Ring => "RING",
-            Algo::CollNetDirect => "COLLNET_DIRECT",
-            Algo::CollNetChain => "COLLNET_CHAIN",
-            Algo::Nvls => "NVLS",
-            Algo::NvlsTree => "NVLS_TREE",
-            Algo::Pat => "PAT",
-        }
-    }
-    /// NVLink SHARP (multicast) algorithms: never run where NVLS is off.
-    pub fn uses_multicast(self) -> bool {
-        matches!(self, Algo::Nvls | Algo::NvlsTree)
-    }
-    /// Either spelling, any case.
-    pub fn parse(text: &str) -> Option<Algo> {
-        let key = text.to_ascii_lowercase().replace(['_', '-'], "");
-        Algo::ALL
-            .into_iter()
-            .find(|a| a.env_name().to_ascii_lowercase() == key)
-    }
-}
-
-/// NCCL's protocols, in NCCL's index order (`NCCL_PROTO_*`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum Proto {
-    #[serde(rename = "LL")]
-    Ll,
-    #[serde(rename = "LL128")]
-    Ll128,
-    Simple,
-}
-
-impl Proto {
-    pub const ALL: [Proto; 3] = [Proto::Ll, Proto::Ll128, Proto::Simple];
-    /// The spelling `NCCL_PROTO` accepts (`ncclProtoStr`).
-    pub fn env_name(self) -> &'static str {
-        match self {
-            Proto::Ll => "LL",
-            Proto::Ll128 => "LL128",
-            Proto::Simple => "Simple",
-        }
-    }
-    /// The spelling of NCCL's per-call TUNING line (`ncclProtoToString`).
-    pub fn log_name(self) -> &'static str {
-        match self {
-            Proto::Ll => "LL",
-            Proto::Ll128 => "LL128",
-            Proto::Simple => "SIMPLE",
-        }
-    }
-    pub fn parse(text: &str) -> Option<Proto> {
-        let key = text.to_ascii_lowercase();
-        Proto::ALL
-            .into_iter()
-            .find(|p| p.env_name().to_ascii_lowercase() == key)
-    }
-}
-
 /// One algorithm x protocol pair, written `Ring/LL128`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Pair {
@@ -259,16 +132,19 @@ impl Pair {
         Pair { algo, proto }
     }
 
+    /// `ALGO/PROTO`, either NCCL spelling of the algorithm, any case, with or
+    /// without `_` / `-` (`ring/ll128`, `NVLS_TREE/SIMPLE`, `nvls-tree/simple`).
     pub fn parse(text: &str) -> Result<Pair> {
         let bad = || {
             Error::bad_input(format!(
-                "invalid pair '{text}': expected ALGO/PROTO such as Ring/LL128 (algorithms: Tree, Ring, \
-                 CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT; protocols: LL, LL128, Simple)"
+                "invalid pair '{text}': expected ALGO/PROTO such as Ring/LL128 (algorithms: {}; protocols: {})",
+                Algo::ALL.map(|a| a.nccl_name()).join(", "),
+                Proto::ALL.map(|p| p.nccl_name()).join(", ")
             ))
         };
         let (a, p) = text.trim().split_once('/').ok_or_else(bad)?;
-        let algo = Algo::parse(a.trim()).ok_or_else(bad)?;
-        let proto = Proto::parse(p.trim()).ok_or_else(bad)?;
+        let algo = Algo::parse(&a.trim().replace(['_', '-'], "")).map_err(|_| bad())?;
+        let proto = Proto::parse(p.trim()).map_err(|_| bad())?;
         Ok(Pair { algo, proto })
     }
 
@@ -289,7 +165,7 @@ impl Pair {
 
 impl fmt::Display for Pair {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.algo.env_name(), self.proto.env_name())
+        write!(f, "{}/{}", self.algo.nccl_name(), self.proto.nccl_name())
     }
 }
 
@@ -573,7 +449,8 @@ pub struct GpuInfo {
 /// The options of the run, as given.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunOptions {
-    pub collective: Collective,
+    #[serde(with = "coll_label_serde")]
+    pub collective: Coll,
     pub dtype: Dtype,
     pub sizes: Vec<u64>,
     /// `--pairs` as given.
@@ -619,7 +496,7 @@ pub struct Row {
     pub backend: Backend,
     /// The pinned pair; None for NCCL's free choice.
     pub pair: Option<Pair>,
-    /// Requested size (see `Collective`).
+    /// Requested size (see `coll_label`).
     pub bytes: u64,
     pub status: RowStatus,
     /// Why a row is not `ok`, or a remark.
@@ -779,14 +656,14 @@ mod tests {
 
     #[test]
     fn pairs_parse_in_either_spelling() {
-        assert_eq!(
-            Pair::parse("ring/ll128").unwrap(),
-            Pair::new(Algo::Ring, Proto::Ll128)
-        );
-        assert_eq!(
-            Pair::parse("NVLS_TREE/SIMPLE").unwrap(),
-            Pair::new(Algo::NvlsTree, Proto::Simple)
-        );
+        for (text, algo, proto) in [
+            ("ring/ll128", Algo::Ring, Proto::Ll128),
+            ("NVLS_TREE/SIMPLE", Algo::NvlsTree, Proto::Simple),
+            ("nvls-tree/simple", Algo::NvlsTree, Proto::Simple),
+            (" CollNet_Direct / ll ", Algo::CollNetDirect, Proto::Ll),
+        ] {
+            assert_eq!(Pair::parse(text).unwrap(), Pair::new(algo, proto), "{text}");
+        }
         assert_eq!(
             Pair::new(Algo::Tree, Proto::Simple).to_string(),
             "Tree/Simple"
@@ -795,6 +672,11 @@ mod tests {
             let e = Pair::parse(bad).unwrap_err();
             assert_eq!(e.exit_code(), 2);
         }
+        assert_eq!(
+            Pair::parse("Ring/LL64").unwrap_err().to_string(),
+            "invalid pair 'Ring/LL64': expected ALGO/PROTO such as Ring/LL128 (algorithms: Tree, Ring, \
+             CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT; protocols: LL, LL128, Simple)"
+        );
         assert_eq!(
             PairSelection::parse("Ring/LL,Tree/Simple,Ring/LL").unwrap(),
             PairSelection::List(vec![
@@ -816,12 +698,47 @@ mod tests {
 
     #[test]
     fn bus_factors_as_nccl_tests() {
-        assert_eq!(Collective::AllReduce.bus_factor(2), 1.0);
-        assert_eq!(Collective::AllReduce.bus_factor(8), 1.75);
-        assert_eq!(Collective::AllGather.bus_factor(8), 0.875);
-        assert_eq!(Collective::Broadcast.bus_factor(8), 1.0);
-        assert_eq!(Collective::AllGather.logged_bytes(1024, 2), 512);
-        assert_eq!(Collective::AllReduce.logged_bytes(1024, 2), 1024);
+        // all-reduce: 2 (n-1)/n = 2*1/2 = 1 and 2*7/8 = 1.75
+        assert_eq!(bus_factor(Coll::AllReduce, 2), 1.0);
+        assert_eq!(bus_factor(Coll::AllReduce, 8), 1.75);
+        // all-gather: (n-1)/n = 7/8
+        assert_eq!(bus_factor(Coll::AllGather, 8), 0.875);
+        assert_eq!(bus_factor(Coll::Broadcast, 8), 1.0);
+        // all-gather logs one rank's share: 1024 / 2
+        assert_eq!(logged_bytes(Coll::AllGather, 1024, 2), 512);
+        assert_eq!(logged_bytes(Coll::ReduceScatter, 1024, 4), 256);
+        assert_eq!(logged_bytes(Coll::AllReduce, 1024, 2), 1024);
+    }
+
+    #[test]
+    fn result_files_spell_collectives_in_lower_case() {
+        #[derive(Debug, PartialEq, Serialize, Deserialize)]
+        struct Options {
+            #[serde(with = "coll_label_serde")]
+            collective: Coll,
+        }
+        let labels = Coll::ALL.map(coll_label);
+        assert_eq!(
+            labels,
+            [
+                "broadcast",
+                "reduce",
+                "allgather",
+                "reducescatter",
+                "allreduce"
+            ]
+        );
+        for coll in Coll::ALL {
+            let json = serde_json::to_string(&Options { collective: coll }).unwrap();
+            assert_eq!(json, format!("{{\"collective\":\"{}\"}}", coll_label(coll)));
+            let back: Options = serde_json::from_str(&json).unwrap();
+            assert_eq!(back.collective, coll);
+        }
+        let err = serde_json::from_str::<Options>(r#"{"collective":"AllReduce"}"#).unwrap_err();
+        assert!(
+            err.to_string().contains("unknown collective `AllReduce`"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -5,9 +5,10 @@
 
 use super::plan::{self, DType, ExecPlan, PlanChoice};
 use super::runtime::{Executor, RunOptions};
-use super::verify::{Algo, Backend, Collective, Dtype, Pair, Proto, Row, RowStatus};
+use super::verify::{coll_label, Backend, Dtype, Pair, Row, RowStatus};
 use super::verify_run::{NativeBackend, Progress, VerifyRequest};
 use crate::error::{Error, Result};
+use crate::model::{Algo, Coll, Proto};
 use crate::units::format_size;
 
 /// The executor with the rings and trees it runs on.
@@ -31,13 +32,13 @@ fn native_pair(pair: Pair) -> Option<(plan::Algorithm, plan::Protocol)> {
     Some((algorithm, protocol))
 }
 
-fn native_collective(c: Collective) -> Option<plan::Collective> {
+fn native_collective(c: Coll) -> Option<plan::Collective> {
     match c {
-        Collective::AllReduce => Some(plan::Collective::AllReduce),
-        Collective::AllGather => Some(plan::Collective::AllGather),
-        Collective::ReduceScatter => Some(plan::Collective::ReduceScatter),
-        Collective::Broadcast => Some(plan::Collective::Broadcast),
-        Collective::Reduce => None,
+        Coll::AllReduce => Some(plan::Collective::AllReduce),
+        Coll::AllGather => Some(plan::Collective::AllGather),
+        Coll::ReduceScatter => Some(plan::Collective::ReduceScatter),
+        Coll::Broadcast => Some(plan::Collective::Broadcast),
+        Coll::Reduce => None,
     }
 }
 
@@ -97,7 +98,7 @@ impl NativeBackend for NativeExec {
         if self.choice(request, pair, largest).is_none() {
             return unavailable(format!(
                 "the native executor runs Ring and Tree, and not {}",
-                request.collective
+                coll_label(request.collective)
             ));
         }
         let base = RunOptions {

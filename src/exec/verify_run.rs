@@ -7,11 +7,12 @@ use super::nccl::{self, choices_from_log, ChildEvent, ChildMode, ChildRanks, Chi
 use super::nccl_spawn::{rows_from_outcome, run_child, ChildInit, ChildOutcome};
 use super::rendezvous::{LauncherEnv, Rendezvous};
 use super::verify::{
-    fnv1a64, Backend, Collective, Dtype, Fingerprint, GpuInfo, IterPlan, Pair, PairSelection, Row,
-    RowStatus, RunOptions, VerifyRun, RESULT_FORMAT, RESULT_VERSION,
+    fnv1a64, Backend, Dtype, Fingerprint, GpuInfo, IterPlan, Pair, PairSelection, Row, RowStatus,
+    RunOptions, VerifyRun, RESULT_FORMAT, RESULT_VERSION,
 };
 use super::verify_score::Predictor;
 use crate::error::{Error, Result};
+use crate::model::Coll;
 use crate::units::format_size;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -20,7 +21,7 @@ use std::time::Duration;
 /// What the user asked for.
 #[derive(Debug, Clone)]
 pub struct VerifyRequest {
-    pub collective: Collective,
+    pub collective: Coll,
     pub dtype: Dtype,
     pub sizes: Vec<u64>,
     pub pairs: PairSelection,

@@ -13,8 +13,10 @@
 //!   size (below 1: ours is faster).
 
 use super::verify::{
-    algbw_gbs, median, Backend, Collective, NcclChoice, Pair, Regime, Row, RowStatus, VerifyRun,
+    algbw_gbs, bus_factor, coll_label_serde, median, Backend, NcclChoice, Pair, Regime, Row,
+    RowStatus, VerifyRun,
 };
+use crate::model::Coll;
 use serde::Serialize;
 
 /// Where predictions come from: the current model, or what a result file recorded.
@@ -22,9 +24,9 @@ pub trait Predictor {
     /// "stock model (nccl-2.28 tables)", "recorded in the file", ...
     fn label(&self) -> String;
     /// Predicted time in µs; None when the model masks the pair.
-    fn predict_us(&self, collective: Collective, pair: Pair, bytes: u64) -> Option<f64>;
+    fn predict_us(&self, collective: Coll, pair: Pair, bytes: u64) -> Option<f64>;
     /// The model's choice at this size.
-    fn pick(&self, collective: Collective, bytes: u64) -> Option<Pair>;
+    fn pick(&self, collective: Coll, bytes: u64) -> Option<Pair>;
 }
 
 /// No model available: rows keep no prediction.
@@ -34,10 +36,10 @@ impl Predictor for NoModel {
     fn label(&self) -> String {
         "no model".into()
     }
-    fn predict_us(&self, _: Collective, _: Pair, _: u64) -> Option<f64> {
+    fn predict_us(&self, _: Coll, _: Pair, _: u64) -> Option<f64> {
         None
     }
-    fn pick(&self, _: Collective, _: u64) -> Option<Pair> {
+    fn pick(&self, _: Coll, _: u64) -> Option<Pair> {
         None
     }
 }
@@ -56,14 +58,14 @@ impl Predictor for Recorded<'_> {
             None => "predictions recorded in the file".into(),
         }
     }
-    fn predict_us(&self, _: Collective, pair: Pair, bytes: u64) -> Option<f64> {
+    fn predict_us(&self, _: Coll, pair: Pair, bytes: u64) -> Option<f64> {
         self.run
             .rows
             .iter()
             .find(|r| r.pair == Some(pair) && r.bytes == bytes && r.predicted_us.is_some())
             .and_then(|r| r.predicted_us)
     }
-    fn pick(&self, _: Collective, bytes: u64) -> Option<Pair> {
+    fn pick(&self, _: Coll, bytes: u64) -> Option<Pair> {
         let mut best: Option<(f64, Pair)> = None;
         for row in &self.run.rows {
             if let (Some(pair), Some(t)) = (row.pair, row.predicted_us) {
@@ -168,7 +170,8 @@ pub struct PairRatio {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Scored {
     pub predictor: String,
-    pub collective: Collective,
+    #[serde(with = "coll_label_serde")]
+    pub collective: Coll,
     pub world_size: usize,
     pub rows: Vec<ScoredRow>,
     pub sizes: Vec<SizeVerdict>,
@@ -270,7 +273,7 @@ pub fn score(run: &VerifyRun, predictor: &dyn Predictor) -> Scored {
         scored_rows.push(ScoredRow {
             label: row.pair_label(),
             algbw_gbs: algbw,
-            busbw_gbs: algbw.map(|a| a * coll.bus_factor(world)),
+            busbw_gbs: algbw.map(|a| a * bus_factor(coll, world)),
             predicted_us: predicted,
             error_pct,
             model_pick: row.pair.is_some() && verdict.is_some_and(|v| v.model_pick == row.pair),
@@ -416,31 +419,6 @@ pub fn score(run: &VerifyRun, predictor: &dyn Predictor) -> Scored {
 // ---------------------------------------------------------------------------
 // The current model as a predictor.
 
-fn model_coll(c: Collective) -> crate::model::Coll {
-    use crate::model::Coll;
-    match c {
-        Collective::AllReduce => Coll::AllReduce,
-        Collective::AllGather => Coll::AllGather,
-        Collective::ReduceScatter => Coll::ReduceScatter,
-        Collective::Broadcast => Coll::Broadcast,
-        Collective::Reduce => Coll::Reduce,
-    }
-}
-
-fn model_pair(p: Pair) -> (crate::model::Algo, crate::model::Proto) {
-    let algo = crate::model::Algo::from_index(p.algo as usize).unwrap_or(crate::model::Algo::Ring);
-    let proto =
-        crate::model::Proto::from_index(p.proto as usize).unwrap_or(crate::model::Proto::Simple);
-    (algo, proto)
-}
-
-fn our_pair(algo: crate::model::Algo, proto: crate::model::Proto) -> Option<Pair> {
-    Some(Pair::new(
-        *super::verify::Algo::ALL.get(algo as usize)?,
-        *super::verify::Proto::ALL.get(proto as usize)?,
-    ))
-}
-
 /// NCCL's model as verify runs it: the pick comes from the model with NCCL's
 /// defaults; the time of a pinned pair from the model with that pair pinned
 /// (`NCCL_ALGO`/`NCCL_PROTO`, as the child that measured it), so a protocol
@@ -508,12 +486,11 @@ impl ModelPredictor {
 
     fn evaluate(
         model: &crate::model::Model,
-        collective: Collective,
+        collective: Coll,
         bytes: u64,
     ) -> Option<crate::model::Evaluation> {
         let call =
-            crate::model::select::Call::new(model_coll(collective), bytes, model.input.n_ranks, 1)
-                .ok()?;
+            crate::model::select::Call::new(collective, bytes, model.input.n_ranks, 1).ok()?;
         model.evaluate(&call).ok()
     }
 }
@@ -522,8 +499,8 @@ impl Predictor for ModelPredictor {
     fn label(&self) -> String {
         self.label.clone()
     }
-    fn predict_us(&self, collective: Collective, pair: Pair, bytes: u64) -> Option<f64> {
-        let (algo, proto) = model_pair(pair);
+    fn predict_us(&self, collective: Coll, pair: Pair, bytes: u64) -> Option<f64> {
+        let Pair { algo, proto } = pair;
         let mut cache = self.pinned.borrow_mut();
         let model = cache.entry(pair).or_insert_with(|| {
             let mut env = self.base.env.clone();
@@ -537,10 +514,10 @@ impl Predictor for ModelPredictor {
             .find(|c| c.algo == algo && c.proto == proto && c.usable())
             .map(|c| c.time_us as f64)
     }
-    fn pick(&self, collective: Collective, bytes: u64) -> Option<Pair> {
+    fn pick(&self, collective: Coll, bytes: u64) -> Option<Pair> {
         let eval = ModelPredictor::evaluate(&self.base, collective, bytes)?;
         let w = eval.winner();
-        our_pair(w.algo, w.proto)
+        Some(Pair::new(w.algo, w.proto))
     }
 }
 

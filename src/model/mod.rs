@@ -35,10 +35,10 @@ pub use table::TuningTable;
 pub use tune::{MaskReason, Tuned};
 
 use crate::error::{Error, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// NCCL's collective functions that the model tunes, in NCCL's index order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Coll {
     Broadcast = 0,
     Reduce = 1,
@@ -115,7 +115,7 @@ impl Coll {
 
 /// NCCL's algorithms, in index order (the tie order of the argmin).
 /// JSON uses NCCL's `ncclAlgoStr` names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Algo {
     Tree = 0,
     Ring = 1,
@@ -189,7 +189,7 @@ impl Algo {
 }
 
 /// NCCL's protocols, in index order. JSON uses NCCL's `ncclProtoStr` names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Proto {
     #[serde(rename = "LL")]
     Ll = 0,

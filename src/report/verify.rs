@@ -2,7 +2,7 @@
 //! and an SVG of measured and predicted time against size per pair.
 
 use crate::error::{Error, Result};
-use crate::exec::verify::{Backend, RowStatus, VerifyRun};
+use crate::exec::verify::{coll_label, Backend, RowStatus, VerifyRun};
 use crate::exec::verify_score::{Scored, ScoredRow};
 use crate::units::format_size;
 use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
@@ -89,7 +89,7 @@ fn describe_options(run: &VerifyRun) -> String {
     let o = &run.options;
     format!(
         "{} {} · sizes {}..{} ({}) · pairs {} · backends {} · iters {} (loops capped at {}), warmup {}, repeats {}{} · {}",
-        o.collective,
+        coll_label(o.collective),
         o.dtype,
         o.sizes.first().map(|s| format_size(*s)).unwrap_or_default(),
         o.sizes.last().map(|s| format_size(*s)).unwrap_or_default(),
@@ -440,7 +440,8 @@ pub fn render_svg(run: &VerifyRun, scored: &Scored) -> Result<String> {
         root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
         let title = format!(
             "{} {}: measured (solid) and predicted (dashed)",
-            run.options.collective, run.options.dtype
+            coll_label(run.options.collective),
+            run.options.dtype
         );
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 20))

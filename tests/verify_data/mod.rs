@@ -4,9 +4,10 @@
 #![allow(dead_code)]
 
 use planner::exec::verify::{
-    Algo, Backend, Collective, Dtype, Fingerprint, GpuInfo, IterPlan, NcclChoice, Pair, Proto, Row,
-    RowStatus, RunOptions, VerifyRun, RESULT_FORMAT, RESULT_VERSION,
+    Backend, Dtype, Fingerprint, GpuInfo, IterPlan, NcclChoice, Pair, Row, RowStatus, RunOptions,
+    VerifyRun, RESULT_FORMAT, RESULT_VERSION,
 };
+use planner::model::{Algo, Coll, Proto};
 
 pub const KIB: u64 = 1024;
 pub const MIB: u64 = 1 << 20;
@@ -123,7 +124,7 @@ pub fn recorded_run() -> VerifyRun {
             nccl_graph_xml: None,
         },
         options: RunOptions {
-            collective: Collective::AllReduce,
+            collective: Coll::AllReduce,
             dtype: Dtype::F32,
             sizes: vec![KIB, MIB, 64 * MIB],
             pairs: "Ring/LL,Ring/Simple,Tree/LL".into(),
