@@ -6,14 +6,19 @@
 // its second word. The receiver's flag lanes check the flag, the warp retries
 // until every line is complete, then reads the lines again.
 //
-// Data layout in a warp slice (120 units of 16 bytes; our own mapping):
-//   lane l with l%8 != 7, pass p: unit p*28 + (l - l/8), both words;
-//   flag lane k = l/8: units 112+2k and 113+2k, one word per pass:
-//   pass 0 unit(112+2k).lo, pass 1 .hi, pass 2 unit(113+2k).lo, pass 3 .hi.
+// Data layout in a warp slice (120 units of 16 bytes; our own mapping, the
+// same shape as NCCL's): pass g covers one contiguous run of units,
+//   unit(g, l) = 32g - 4*(g/2) + l - (g%2)*(l/8);
+//   lanes l%8 != 7 hold unit(g, l) whole in pass g (both words);
+//   flag lanes hold unit(0, l) and unit(2, l): pass 0 sends unit(0,l).lo,
+//   pass 1 unit(0,l).hi, pass 2 unit(2,l).lo, pass 3 unit(2,l).hi.
 // Every access to user memory is a whole 16-byte unit except at the ragged end.
 
 #define LL128_WIRE_BYTES_PER_WARP_SLICE 2048
 #define LL128_DATA_BYTES_PER_WARP_SLICE 1920
+#ifndef LL128_SLICES_PER_ITER
+#define LL128_SLICES_PER_ITER 1
+#endif
 
 template<typename T, int MAXR, int MAXS>
 struct PrimsLL128 {
@@ -79,41 +84,57 @@ struct PrimsLL128 {
     }
   }
 
-  // Gather this lane's 8 words of a warp slice from user memory.
+  // User-memory unit of pass g for this lane (NCCL-like mapping: every pass
+  // reads one contiguous run of units; flag lanes take part in passes 0 and 2
+  // only, so a warp issues 4 loads per slice).
+  __device__ __forceinline__ int unit_of(int g) const {
+    return g * 32 - 4 * (g / 2) + lane - (g % 2) * (lane / 8);
+  }
+
+  // Gather this lane's 8 words of a warp slice from user memory. Flag lanes
+  // end with their two units' words in v[0], v[2], v[4], v[6] (the low word
+  // of each wire pass); odd words are don't-care (replaced by the flag).
   __device__ __forceinline__ void load_slice(const T* base, int n, u64 (&v)[8]) {
-    if (!flag_lane) {
-      const int l2 = lane - lane / 8;
+    const int per = 16 / sizeof(T);
+    if (n == LL128_DATA_BYTES_PER_WARP_SLICE / (int)sizeof(T)) {
 #pragma unroll
-      for (int p = 0; p < 4; p++) {
-        uint4 u = load_unit(base, p * 28 + l2, n);
-        v[2 * p] = ((u64)u.y << 32) | u.x;
-        v[2 * p + 1] = ((u64)u.w << 32) | u.z;
+      for (int g = 0; g < 4; g++) {
+        if (!flag_lane || g % 2 == 0) {
+          const uint4 u = ld_v4(base + unit_of(g) * per);
+          v[2 * g] = ((u64)u.y << 32) | u.x;
+          v[2 * g + 1] = ((u64)u.w << 32) | u.z;
+        }
       }
     } else {
-      const int k = lane / 8;
-      uint4 a = load_unit(base, 112 + 2 * k, n);
-      uint4 b = load_unit(base, 113 + 2 * k, n);
-      v[0] = ((u64)a.y << 32) | a.x;
-      v[2] = ((u64)a.w << 32) | a.z;
-      v[4] = ((u64)b.y << 32) | b.x;
-      v[6] = ((u64)b.w << 32) | b.z;
+#pragma unroll
+      for (int g = 0; g < 4; g++) {
+        if (!flag_lane || g % 2 == 0) {
+          const uint4 u = load_unit(base, unit_of(g), n);
+          v[2 * g] = ((u64)u.y << 32) | u.x;
+          v[2 * g + 1] = ((u64)u.w << 32) | u.z;
+        }
+      }
+    }
+    if (flag_lane) {
+      v[2] = v[1];
+      v[6] = v[5];
       v[1] = v[3] = v[5] = v[7] = 0;
     }
   }
-  __device__ __forceinline__ void store_slice(T* base, int n, const u64 (&v)[8]) {
-    if (!flag_lane) {
-      const int l2 = lane - lane / 8;
+  __device__ __forceinline__ void store_slice(T* base, int n, u64 (&v)[8]) {
+    const int per = 16 / sizeof(T);
+    if (flag_lane) {
+      v[1] = v[2];
+      v[5] = v[6];
+    }
+    const bool full = n == LL128_DATA_BYTES_PER_WARP_SLICE / (int)sizeof(T);
 #pragma unroll
-      for (int p = 0; p < 4; p++) {
-        uint4 u = make_uint4((u32)v[2 * p], (u32)(v[2 * p] >> 32), (u32)v[2 * p + 1], (u32)(v[2 * p + 1] >> 32));
-        store_unit(base, p * 28 + l2, n, u);
+    for (int g = 0; g < 4; g++) {
+      if (!flag_lane || g % 2 == 0) {
+        const uint4 u = make_uint4((u32)v[2 * g], (u32)(v[2 * g] >> 32), (u32)v[2 * g + 1], (u32)(v[2 * g + 1] >> 32));
+        if (full) st_v4(base + unit_of(g) * per, u);
+        else store_unit(base, unit_of(g), n, u);
       }
-    } else {
-      const int k = lane / 8;
-      uint4 a = make_uint4((u32)v[0], (u32)(v[0] >> 32), (u32)v[2], (u32)(v[2] >> 32));
-      uint4 b = make_uint4((u32)v[4], (u32)(v[4] >> 32), (u32)v[6], (u32)(v[6] >> 32));
-      store_unit(base, 112 + 2 * k, n, a);
-      store_unit(base, 113 + 2 * k, n, b);
     }
   }
 
@@ -158,29 +179,43 @@ struct PrimsLL128 {
     for (int i = 0; i < MAXR; i++) if (i < nr) rslot[i] = recv[i]->buff + (size_t)(recv_step[i] % PLANNER_FIFO_STEPS) * step_bytes;
 #pragma unroll
     for (int i = 0; i < MAXS; i++) if (i < ns) sslot[i] = send[i]->buff + (size_t)(send_step[i] % PLANNER_FIFO_STEPS) * step_bytes;
-    for (int ws = warp; ws * per_slice < nelem; ws += nwarps) {
-      const int n = min(per_slice, nelem - ws * per_slice);
-      u64 v[8];
-      if (SRC) load_slice(src + (size_t)ws * per_slice, n, v);
+    // Each warp takes LL128_SLICES_PER_ITER warp slices per iteration and
+    // loads all their source data up front, so more 16-byte loads are in
+    // flight while the first slice's lines are awaited.
+    for (int ws0 = warp; ws0 * per_slice < nelem; ws0 += nwarps * LL128_SLICES_PER_ITER) {
+      u64 v[LL128_SLICES_PER_ITER][8];
+      if (SRC) {
 #pragma unroll
-      for (int i = 0; i < MAXR; i++) {
-        if (i < nr) {
-          u64 r[8];
-          recv_slice(rslot[i] + (size_t)ws * LL128_WIRE_BYTES_PER_WARP_SLICE, recv_step[i] + 1, r);
-#pragma unroll
-          for (int w = 0; w < 8; w++) v[w] = (SRC || i > 0) ? add_u64<T>(v[w], r[w]) : r[w];
+        for (int s = 0; s < LL128_SLICES_PER_ITER; s++) {
+          const int ws = ws0 + s * nwarps;
+          if (ws * per_slice < nelem) load_slice(src + (size_t)ws * per_slice, min(per_slice, nelem - ws * per_slice), v[s]);
         }
       }
 #pragma unroll
-      for (int i = 0; i < MAXS; i++) {
-        if (i < ns) {
-          char* p = sslot[i] + (size_t)ws * LL128_WIRE_BYTES_PER_WARP_SLICE + lane * 16;
-          const u64 flag = send_step[i] + 1;
+      for (int s = 0; s < LL128_SLICES_PER_ITER; s++) {
+        const int ws = ws0 + s * nwarps;
+        if (ws * per_slice >= nelem) break;
+        const int n = min(per_slice, nelem - ws * per_slice);
 #pragma unroll
-          for (int q = 0; q < 4; q++) st_volatile_v2u64(p + q * 512, v[2 * q], flag_lane ? flag : v[2 * q + 1]);
+        for (int i = 0; i < MAXR; i++) {
+          if (i < nr) {
+            u64 r[8];
+            recv_slice(rslot[i] + (size_t)ws * LL128_WIRE_BYTES_PER_WARP_SLICE, recv_step[i] + 1, r);
+#pragma unroll
+            for (int w = 0; w < 8; w++) v[s][w] = (SRC || i > 0) ? add_u64<T>(v[s][w], r[w]) : r[w];
+          }
         }
+#pragma unroll
+        for (int i = 0; i < MAXS; i++) {
+          if (i < ns) {
+            char* p = sslot[i] + (size_t)ws * LL128_WIRE_BYTES_PER_WARP_SLICE + lane * 16;
+            const u64 flag = send_step[i] + 1;
+#pragma unroll
+            for (int q = 0; q < 4; q++) st_volatile_v2u64(p + q * 512, v[s][2 * q], flag_lane ? flag : v[s][2 * q + 1]);
+          }
+        }
+        if (DST) store_slice(dst + (size_t)ws * per_slice, n, v[s]);
       }
-      if (DST) store_slice(dst + (size_t)ws * per_slice, n, v);
     }
     barrier();
 #pragma unroll
