@@ -108,3 +108,21 @@ fn live_probe_printed_one_line_per_oddity() {
     assert!(lines[2].starts_with("planner: probe: NUMA node -1"));
     assert_eq!(lines[3], "exit code: 0");
 }
+
+/// The second live probe (bench/results/integration-h200x2-2026-11-30), after
+/// the socket-NIC fix: it finds eth0, so every path line, NET included, is
+/// the capture's, and the XML is NCCL's own dump but for the per-boot host hash.
+const PROBE2_XML: &str =
+    include_str!("../bench/results/integration-h200x2-2026-11-30/probe-topo.xml");
+
+#[test]
+fn second_live_probe_gives_every_capture_path_line() {
+    let root = xml::parse(PROBE2_XML, "integration probe-topo.xml").unwrap();
+    assert_eq!(gpu_lines(&root, "live probe"), CAPTURE_GPU_LINES);
+    let capture_body = &CAPTURE_XML[CAPTURE_XML.find("<system").unwrap()..];
+    let mut probe = root.clone();
+    let capture = xml::parse(capture_body, "capture").unwrap();
+    // The host hash is NCCL's hash of host name and boot id: it changes every boot.
+    probe.children[0].set_attr("host_hash", capture.children[0].attr("host_hash").unwrap());
+    assert_eq!(xml::write(&probe), capture_body);
+}
