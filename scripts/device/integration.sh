@@ -7,7 +7,7 @@
 #   cargo build --release
 #   mkdir -p /work/main/.dev/integration && cp target/release/planner scripts/device/integration.sh /work/main/.dev/integration/
 # There (device tool, carry [".dev/integration"]):
-#   bash .dev/integration/integration.sh
+#   bash .dev/integration/integration.sh          (or PARTS="run small" bash ...)
 # Writes into $OUT (8 files at most come back):
 #   machine.txt        date, kernel, driver, GPUs, NCCL library
 #   probe-topo.xml     planner topo --xml (live probe)
@@ -17,7 +17,10 @@
 #   verify.json/.txt   planner verify --backend both --sizes 8..4G on the live probe with the planner's search
 #   small.tar.gz       NCCL at 8 B..64 KiB: one process (eager, CUDA graphs) vs 2 processes under launcher
 #                      variables (eager): result files and their text output
+# PARTS selects what runs (default: all of live run verify small).
 set -u
+PARTS=${PARTS:-live run verify small}
+want() { case " $PARTS " in *" $1 "*) return 0;; *) return 1;; esac; }
 # ABSOLUTE SAFETY RULE: NVLink multicast stays off for every process started here.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT=${OUT:-/tmp/integration-out}
@@ -35,6 +38,7 @@ elapsed() { echo $(( $(date +%s) - T0 )); }
   env | grep -E '^(NCCL|TORCH_SYMM|NVSHMEM)_' | sort
 } > "$OUT/machine.txt" 2>&1
 
+if want live; then
 {
   echo "== planner topo --xml (exit code below)"
   timeout 60 "$PLANNER" topo --xml -o "$OUT/probe-topo.xml"; echo "exit $?"
@@ -45,28 +49,35 @@ elapsed() { echo $(( $(date +%s) - T0 )); }
 } > "$OUT/live.txt" 2>&1
 timeout 60 "$PLANNER" explain --sweep 4..4G --nccl-calls > "$OUT/calls.txt" 2>&1
 echo "live views done at $(elapsed) s"
+fi
 
+if want run; then
 {
   for pair in Ring/LL Ring/LL128 Ring/Simple Tree/LL Tree/LL128 Tree/Simple; do
     echo "== run $pair 8..1G (search plan, CUDA graph, in place)"
     timeout 60 "$PLANNER" run --pair "$pair" --size 8..1G --cuda-graph --in-place --iters 5 --warmup 2 --timeout 10
     echo "exit $?"
   done
-  for n in 4 8; do
-    for pair in Ring/LL128 Tree/Simple; do
-      echo "== run $pair --virtual-ranks $n 8..64M"
-      timeout 60 "$PLANNER" run --pair "$pair" --virtual-ranks "$n" --size 8..64M --iters 3 --warmup 1 --timeout 10
+  # Virtual ranks: n ranks as n buffers on GPU 0; 8 channels keep n x 8 CTAs co-resident (132 SMs).
+  for n in 2 4 8; do
+    for pair in Ring/LL Ring/LL128 Ring/Simple Tree/LL Tree/LL128 Tree/Simple; do
+      echo "== run $pair --virtual-ranks $n --channels 8 8..64M"
+      timeout 60 "$PLANNER" run --pair "$pair" --virtual-ranks "$n" --channels 8 --size 8..64M --iters 3 --warmup 1 --timeout 10
       echo "exit $?"
     done
   done
 } > "$OUT/run.txt" 2>&1
 echo "runs done at $(elapsed) s"
+grep -c "exit 0" "$OUT/run.txt"; grep "exit [1-9]" "$OUT/run.txt" | head
+fi
 
+if want verify; then
 timeout 300 "$PLANNER" verify --backend both --sizes 8..4G --timeout 30 --out "$OUT/verify.json" \
   > "$OUT/verify.txt" 2>&1
 echo "verify exit $?" >> "$OUT/verify.txt"
 echo "verify done at $(elapsed) s"
-if [ -z "${SKIP_SMALL:-}" ]; then
+fi
+if want small; then
 SMALL=/tmp/small; mkdir -p $SMALL
 timeout 100 "$PLANNER" verify --backend nccl --sizes 8..64K --timeout 30 --out $SMALL/nccl-eager-1proc.json \
   > $SMALL/nccl-eager-1proc.txt 2>&1
@@ -81,5 +92,4 @@ wait
 tar -C $SMALL -czf "$OUT/small.tar.gz" .
 echo "small sizes done at $(elapsed) s"
 fi
-grep -c "exit 0" "$OUT/run.txt"; grep "exit [1-9]" "$OUT/run.txt" | head
 ls -la "$OUT"
