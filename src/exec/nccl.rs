@@ -83,7 +83,8 @@ pub enum ChildMode {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum ChildRanks {
-    /// Every rank is a GPU of this process (ncclCommInitAll over GPUs 0..gpus).
+    /// Every rank is a GPU of this process (GPUs 0..gpus), each driven by
+    /// its own thread with its own communicator (ncclCommInitRank on one id).
     Local { gpus: usize },
     /// One rank of a multi-process communicator (ncclCommInitRank); the
     /// unique id comes from rank 0 through the rendezvous, hex encoded.

@@ -28,7 +28,7 @@ use cudarc::driver::{
 use cudarc::nccl::{result as nccl, sys as nccl_sys};
 use std::ffi::{c_void, CStr};
 use std::io::Write;
-use std::sync::Arc;
+use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 /// Entry point of the hidden subcommand: read the job, run it, report.
 pub fn child_main() -> Result<()> {
@@ -138,6 +138,8 @@ struct LocalRank {
     check: CudaFunction,
     start: CudaEvent,
     end: CudaEvent,
+    /// The other rank threads of this process (None: one rank per process).
+    gate: Option<Arc<Gate>>,
 }
 
 /// The communicators of this process, aborted on drop (abort needs no
@@ -216,30 +218,97 @@ fn run_job(spec: &ChildSpec, emit: &mut dyn FnMut(ChildEvent)) -> Result<()> {
     if device_count == 0 {
         return Err(Error::runtime("no CUDA GPU visible"));
     }
-    let (ordinals, world, first_rank): (Vec<usize>, usize, usize) = match &spec.ranks {
+    match &spec.ranks {
         ChildRanks::Local { gpus } => {
-            if *gpus == 0 || *gpus > device_count {
+            let gpus = *gpus;
+            if gpus == 0 || gpus > device_count {
                 return Err(Error::bad_input(format!(
                     "asked for {gpus} GPUs, this machine shows {device_count}"
                 )));
             }
-            ((0..*gpus).collect(), *gpus, 0)
+            // One id for all local ranks, as rank 0 of a multi-process run makes it.
+            let id = nccl::get_uniqueid().map_err(|e| {
+                Error::runtime(format!(
+                    "ncclGetUniqueId failed: {}",
+                    NcclFailure::from(e, std::ptr::null_mut()).describe()
+                ))
+            })?;
+            run_local_ranks(spec, gpus, id, emit)
         }
         ChildRanks::Rank {
             rank,
             world,
             local_rank,
-            ..
+            id_hex,
         } => {
             if *local_rank >= device_count {
                 return Err(Error::bad_input(format!(
                     "LOCAL_RANK {local_rank} but this machine shows {device_count} GPUs"
                 )));
             }
-            (vec![*local_rank], *world, *rank)
+            let bytes = id_from_hex(id_hex)?;
+            let id = nccl_sys::ncclUniqueId {
+                internal: bytes.map(|b| b as std::ffi::c_char),
+            };
+            let place = Place {
+                ordinal: *local_rank,
+                rank: *rank,
+                world: *world,
+                id,
+            };
+            run_rank(spec, place, None, emit)
         }
-    };
+    }
+}
 
+/// Where one rank runs: its GPU, its rank in the communicator, and the id.
+#[derive(Clone, Copy)]
+struct Place {
+    ordinal: usize,
+    rank: usize,
+    world: usize,
+    id: nccl_sys::ncclUniqueId,
+}
+
+/// How long the other rank threads get to stop after one failed, before the
+/// failure is reported anyway (one stuck inside NCCL cannot be interrupted).
+const RELEASE_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Every local GPU driven by its own thread, exactly as one process per GPU
+/// would drive it: its own communicator (ncclCommInitRank on the shared id),
+/// stream, buffers and timing loops. The threads' reports are merged into
+/// those of one process of `gpus` GPUs.
+fn run_local_ranks(
+    spec: &ChildSpec,
+    gpus: usize,
+    id: nccl_sys::ncclUniqueId,
+    emit: &mut dyn FnMut(ChildEvent),
+) -> Result<()> {
+    let shared = Arc::new(spec.clone());
+    let work = move |rank: usize, gate: &Arc<Gate>, send: &mut dyn FnMut(ChildEvent)| {
+        let place = Place {
+            ordinal: rank,
+            rank,
+            world: gpus,
+            id,
+        };
+        run_rank(&shared, place, Some(gate.clone()), send)
+    };
+    let mut report = LocalReport::new(gpus);
+    run_rank_threads(gpus, RELEASE_GRACE, work, &mut |rank, event| {
+        report.accept(rank, event, emit)
+    })
+}
+
+/// One rank (one GPU) from buffers to the last size; reports through `emit`.
+/// `gate` joins the other threads of this process (None: one rank per process).
+fn run_rank(
+    spec: &ChildSpec,
+    place: Place,
+    gate: Option<Arc<Gate>>,
+    emit: &mut dyn FnMut(ChildEvent),
+) -> Result<()> {
+    let (ordinals, world, first_rank) = (vec![place.ordinal], place.world, place.rank);
     // Largest buffers any size needs.
     let (mut send_max, mut recv_max) = (0u64, 0u64);
     for &bytes in &spec.sizes {
@@ -330,6 +399,7 @@ fn run_job(spec: &ChildSpec, emit: &mut dyn FnMut(ChildEvent)) -> Result<()> {
             check,
             start,
             end,
+            gate: gate.clone(),
         });
     }
 
@@ -352,13 +422,11 @@ fn run_job(spec: &ChildSpec, emit: &mut dyn FnMut(ChildEvent)) -> Result<()> {
         unsafe { launch.launch(grid_for(elems)) }.map_err(cuda_err("fill kernel", r.ordinal))?;
     }
     for r in &ranks {
-        r.stream
-            .synchronize()
-            .map_err(cuda_err("fill kernel", r.ordinal))?;
+        wait_stream(r, "fill kernel")?;
     }
 
     // Communicators.
-    let comms = init_comms(spec, &ranks)?;
+    let comms = init_comm(place, &ranks)?;
     let mut gpus = Vec::new();
     for r in &ranks {
         gpus.push(gpu_info(r)?);
@@ -373,10 +441,31 @@ fn run_job(spec: &ChildSpec, emit: &mut dyn FnMut(ChildEvent)) -> Result<()> {
         gpus,
     });
 
-    let distributed = matches!(spec.ranks, ChildRanks::Rank { .. });
+    let distributed = world > 1;
     if spec.mode != ChildMode::Choices {
         warm_clocks(spec, &ranks, &comms, world);
     }
+    let outcome = run_sizes(spec, &ranks, &comms, amp, world, distributed, emit);
+    if outcome.is_err() {
+        // Release the other threads before this communicator is aborted.
+        if let Some(gate) = &gate {
+            gate.abort();
+        }
+    }
+    drop(comms);
+    outcome
+}
+
+/// The size loop of one rank.
+fn run_sizes(
+    spec: &ChildSpec,
+    ranks: &[LocalRank],
+    comms: &Comms,
+    amp: u32,
+    world: usize,
+    distributed: bool,
+    emit: &mut dyn FnMut(ChildEvent),
+) -> Result<()> {
     let mut refused: Option<String> = None;
     for &bytes in &spec.sizes {
         let c = counts(spec.collective, spec.dtype, bytes, world);
@@ -406,7 +495,7 @@ fn run_job(spec: &ChildSpec, emit: &mut dyn FnMut(ChildEvent)) -> Result<()> {
             emit(event);
             continue;
         }
-        match run_size(spec, &ranks, &comms, c, amp, world, distributed) {
+        match run_size(spec, ranks, comms, c, amp, world, distributed) {
             Ok((times, iters, wrong)) => {
                 if let ChildEvent::Size {
                     status,
@@ -443,7 +532,6 @@ fn run_job(spec: &ChildSpec, emit: &mut dyn FnMut(ChildEvent)) -> Result<()> {
             Err(SizeError::Other(e)) => return Err(e),
         }
     }
-    drop(comms);
     Ok(())
 }
 
@@ -538,51 +626,32 @@ fn grid_for(elems: u64) -> LaunchConfig {
     }
 }
 
-fn init_comms(spec: &ChildSpec, ranks: &[LocalRank]) -> Result<Comms> {
-    match &spec.ranks {
-        ChildRanks::Local { gpus } => {
-            let mut handles = vec![std::ptr::null_mut(); *gpus];
-            let devlist: Vec<i32> = ranks.iter().map(|r| r.ordinal as i32).collect();
-            // SAFETY: `handles` has room for `gpus` communicators and
-            // `devlist` holds `gpus` valid device ordinals.
-            unsafe { nccl::comm_init_all(handles.as_mut_ptr(), *gpus as i32, devlist.as_ptr()) }
-                .map_err(|e| {
-                    Error::runtime(format!(
-                        "ncclCommInitAll over {gpus} GPUs failed: {}",
-                        NcclFailure::from(e, std::ptr::null_mut()).describe()
-                    ))
-                })?;
-            Ok(Comms(handles))
-        }
-        ChildRanks::Rank {
-            rank,
-            world,
-            id_hex,
-            ..
-        } => {
-            let bytes = id_from_hex(id_hex)?;
-            let id = nccl_sys::ncclUniqueId {
-                internal: bytes.map(|b| b as std::ffi::c_char),
-            };
-            let r = &ranks[0];
-            // ncclCommInitRank works on the calling thread's current device.
-            r.ctx
-                .bind_to_thread()
-                .map_err(cuda_err("cuCtxSetCurrent", r.ordinal))?;
-            let mut comm: nccl_sys::ncclComm_t = std::ptr::null_mut();
-            // SAFETY: `comm` is a valid out-pointer; the id came from
-            // ncclGetUniqueId on rank 0 through the rendezvous.
-            unsafe { nccl::comm_init_rank(&mut comm, *world as i32, id, *rank as i32) }.map_err(
-                |e| {
-                    Error::runtime(format!(
-                        "ncclCommInitRank (rank {rank} of {world}) failed: {}",
-                        NcclFailure::from(e, std::ptr::null_mut()).describe()
-                    ))
-                },
-            )?;
-            Ok(Comms(vec![comm]))
-        }
-    }
+fn init_comm(place: Place, ranks: &[LocalRank]) -> Result<Comms> {
+    let Place {
+        ordinal,
+        rank,
+        world,
+        id,
+    } = place;
+    let r = &ranks[0];
+    // ncclCommInitRank works on the calling thread's current device.
+    r.ctx
+        .bind_to_thread()
+        .map_err(cuda_err("cuCtxSetCurrent", r.ordinal))?;
+    // ncclCommInitRank blocks until every rank has called it: go in only
+    // when every local thread got this far, so a thread that failed before
+    // cannot leave the others waiting inside NCCL.
+    sync_point(ranks)?;
+    let mut comm: nccl_sys::ncclComm_t = std::ptr::null_mut();
+    // SAFETY: `comm` is a valid out-pointer; the id came from
+    // ncclGetUniqueId (this process or rank 0 through the rendezvous).
+    unsafe { nccl::comm_init_rank(&mut comm, world as i32, id, rank as i32) }.map_err(|e| {
+        Error::runtime(format!(
+            "GPU {ordinal}: ncclCommInitRank (rank {rank} of {world}) failed: {}",
+            NcclFailure::from(e, std::ptr::null_mut()).describe()
+        ))
+    })?;
+    Ok(Comms(vec![comm]))
 }
 
 /// Enqueue one collective on every local rank (grouped when there are several).
@@ -641,11 +710,56 @@ fn launch_collective(
 
 fn sync_all(ranks: &[LocalRank]) -> Result<()> {
     for r in ranks {
-        r.stream
-            .synchronize()
-            .map_err(cuda_err("cuStreamSynchronize", r.ordinal))?;
+        wait_stream(r, "cuStreamSynchronize")?;
     }
     Ok(())
+}
+
+/// Wait for a rank's stream. With other rank threads in this process, poll
+/// instead of blocking, so that a thread whose peer failed (and will never
+/// join the collective this stream waits on) stops instead of hanging.
+fn wait_stream(r: &LocalRank, what: &str) -> Result<()> {
+    let Some(gate) = &r.gate else {
+        return r.stream.synchronize().map_err(cuda_err(what, r.ordinal));
+    };
+    r.ctx
+        .bind_to_thread()
+        .map_err(cuda_err("cuCtxSetCurrent", r.ordinal))?;
+    loop {
+        // SAFETY: the stream handle is owned by `r.stream`, alive here.
+        match unsafe { cu::cuStreamQuery(r.stream.cu_stream()) } {
+            cu::CUresult::CUDA_SUCCESS => return Ok(()),
+            cu::CUresult::CUDA_ERROR_NOT_READY => {
+                if gate.is_aborted() {
+                    return Err(released(r.ordinal));
+                }
+                std::thread::yield_now();
+            }
+            other => {
+                return Err(Error::runtime(format!(
+                    "GPU {}: {what} failed: {other:?}",
+                    r.ordinal
+                )))
+            }
+        }
+    }
+}
+
+/// Wait until every rank thread of this process gets here (no-op for one
+/// rank per process).
+fn sync_point(ranks: &[LocalRank]) -> Result<()> {
+    for r in ranks {
+        if let Some(gate) = &r.gate {
+            gate.wait().map_err(|Released| released(r.ordinal))?;
+        }
+    }
+    Ok(())
+}
+
+fn released(ordinal: usize) -> Error {
+    Error::runtime(format!(
+        "GPU {ordinal}: stopped because another GPU of this process failed"
+    ))
 }
 
 /// Warm-up, timed repeats and the checked call for one size: (per-repeat µs, iters, #wrong).
@@ -726,14 +840,15 @@ fn run_size(
         r.ctx
             .bind_to_thread()
             .map_err(cuda_err("cuCtxSetCurrent", r.ordinal))?;
+        // The collective must be done before the pageable copy below, which
+        // would otherwise block where no peer failure can stop it.
+        wait_stream(r, "check kernel")?;
         // SAFETY: copies the one u64 of the counter buffer into `host`.
         unsafe {
             cudarc::driver::result::memcpy_dtoh_async(&mut host, r.wrong, r.stream.cu_stream())
         }
         .map_err(cuda_err("cuMemcpyDtoH (counter)", r.ordinal))?;
-        r.stream
-            .synchronize()
-            .map_err(cuda_err("check kernel", r.ordinal))?;
+        wait_stream(r, "check kernel")?;
         wrong += host[0];
     }
 
@@ -762,6 +877,8 @@ fn time_loops(
 ) -> std::result::Result<Vec<f64>, SizeError> {
     let mut times = Vec::new();
     for _ in 0..spec.plan.repeats {
+        // Every rank starts its timed loop together.
+        sync_point(ranks)?;
         for r in ranks {
             r.start
                 .record(&r.stream)
@@ -812,14 +929,6 @@ fn time_with_graphs(
                     r.ordinal
                 )))
             }
-            Err(e) if ranks.len() > 1 => {
-                capture_error = Some(Error::runtime(format!(
-                    "GPU {}: cuStreamEndCapture failed: {e:?} (seen with NCCL 2.28.3: a group over \
-                     several GPUs of one process cannot be captured; for --cuda-graph run one \
-                     process per GPU under a launcher)",
-                    r.ordinal
-                )))
-            }
             Err(e) => capture_error = Some(cuda_err("cuStreamEndCapture", r.ordinal)(e)),
         }
     }
@@ -834,6 +943,8 @@ fn time_with_graphs(
     sync_all(ranks)?;
     let mut times = Vec::new();
     for _ in 0..spec.plan.repeats {
+        // Every rank starts its timed replay together.
+        sync_point(ranks)?;
         for r in ranks {
             r.start
                 .record(&r.stream)
@@ -855,6 +966,8 @@ fn time_with_graphs(
 fn slowest_loop_us(ranks: &[LocalRank], iters: u32) -> Result<f64> {
     let mut slowest = 0.0f64;
     for r in ranks {
+        // The end event is the last work on the stream.
+        wait_stream(r, "cuEventSynchronize")?;
         let ms = r
             .start
             .elapsed_ms(&r.end)
@@ -902,15 +1015,14 @@ fn all_reduce_f64(
         )
     }
     .map_err(|e| SizeError::Nccl(NcclFailure::from(e, comms.0[0])))?;
+    wait_stream(r, "cuStreamSynchronize")?;
     let mut out = vec![0f64; n];
     // SAFETY: reads n f64 from the scratch buffer into `out` (n f64).
     unsafe {
         cudarc::driver::result::memcpy_dtoh_async(&mut out, r.scratch, stream)
             .map_err(cuda_err("cuMemcpyDtoH", r.ordinal))?;
     }
-    r.stream
-        .synchronize()
-        .map_err(cuda_err("cuStreamSynchronize", r.ordinal))?;
+    wait_stream(r, "cuStreamSynchronize")?;
     Ok(out)
 }
 
@@ -948,9 +1060,415 @@ fn cuda_version() -> String {
     }
 }
 
+/// A barrier for the rank threads of one process that a failing thread can
+/// open for good (std::sync::Barrier cannot be released): `wait` returns
+/// `Err(Released)` to everyone once `abort` was called.
+struct Gate {
+    parties: usize,
+    state: Mutex<GateState>,
+    turned: Condvar,
+}
+
+#[derive(Default)]
+struct GateState {
+    waiting: usize,
+    generation: u64,
+    aborted: bool,
+}
+
+/// Another thread aborted the gate.
+#[derive(Debug, PartialEq, Eq)]
+struct Released;
+
+impl Gate {
+    fn new(parties: usize) -> Gate {
+        Gate {
+            parties: parties.max(1),
+            state: Mutex::new(GateState::default()),
+            turned: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, GateState> {
+        // The state stays consistent even if a holder panicked.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Block until all parties arrive (Ok) or the gate is aborted (Err).
+    fn wait(&self) -> std::result::Result<(), Released> {
+        let mut state = self.lock();
+        if state.aborted {
+            return Err(Released);
+        }
+        state.waiting += 1;
+        if state.waiting == self.parties {
+            state.waiting = 0;
+            state.generation += 1;
+            self.turned.notify_all();
+            return Ok(());
+        }
+        let generation = state.generation;
+        while state.generation == generation && !state.aborted {
+            state = self
+                .turned
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        if state.generation != generation {
+            Ok(())
+        } else {
+            Err(Released)
+        }
+    }
+
+    /// Release every waiter, now and later; true for the first call.
+    fn abort(&self) -> bool {
+        let mut state = self.lock();
+        let first = !state.aborted;
+        state.aborted = true;
+        self.turned.notify_all();
+        first
+    }
+
+    fn is_aborted(&self) -> bool {
+        self.lock().aborted
+    }
+}
+
+/// Run `work(rank, gate, send)` on `n` threads sharing one gate; messages a
+/// thread sends reach `on_message` on the calling thread, in order. The first
+/// failing thread aborts the gate (releasing the others) and its error is
+/// returned; if some thread has not stopped `grace` after that failure, the
+/// error is returned anyway and that thread is left behind.
+fn run_rank_threads<M, W>(
+    n: usize,
+    grace: std::time::Duration,
+    work: W,
+    on_message: &mut dyn FnMut(usize, M),
+) -> Result<()>
+where
+    M: Send + 'static,
+    W: Fn(usize, &Arc<Gate>, &mut dyn FnMut(M)) -> Result<()> + Send + Sync + 'static,
+{
+    enum FromRank<M> {
+        Message(usize, M),
+        /// The outcome, and whether this thread's failure aborted the gate.
+        Finished(Result<()>, bool),
+    }
+    let gate = Arc::new(Gate::new(n));
+    let work = Arc::new(work);
+    let (tx, rx) = mpsc::channel::<FromRank<M>>();
+    let mut started = 0;
+    let mut first_error: Option<(Error, bool)> = None;
+    let mut deadline = None;
+    for rank in 0..n {
+        let (thread_gate, work, tx) = (gate.clone(), work.clone(), tx.clone());
+        let spawned = std::thread::Builder::new()
+            .name(format!("nccl-rank-{rank}"))
+            .spawn(move || {
+                let messages = tx.clone();
+                let mut send = |m: M| {
+                    let _ = messages.send(FromRank::Message(rank, m));
+                };
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    work(rank, &thread_gate, &mut send)
+                }))
+                .unwrap_or_else(|_| {
+                    Err(Error::runtime(format!("rank {rank}: its thread panicked")))
+                });
+                let aborted_first = outcome.is_err() && thread_gate.abort();
+                let _ = tx.send(FromRank::Finished(outcome, aborted_first));
+            });
+        match spawned {
+            Ok(_) => started += 1,
+            Err(e) => {
+                gate.abort();
+                first_error = Some((
+                    Error::runtime(format!("cannot start the thread of rank {rank}: {e}")),
+                    true,
+                ));
+                deadline = Some(std::time::Instant::now() + grace);
+                break;
+            }
+        }
+    }
+    drop(tx);
+    let mut finished = 0;
+    while finished < started {
+        let next = match deadline {
+            None => rx.recv().ok(),
+            Some(at) => rx
+                .recv_timeout(at.saturating_duration_since(std::time::Instant::now()))
+                .ok(),
+        };
+        let Some(next) = next else {
+            break; // grace over (or every thread gone)
+        };
+        match next {
+            FromRank::Message(rank, m) => on_message(rank, m),
+            FromRank::Finished(Ok(()), _) => finished += 1,
+            FromRank::Finished(Err(e), aborted_first) => {
+                finished += 1;
+                // Prefer the cause over the threads it released.
+                let replace = match &first_error {
+                    None => true,
+                    Some((_, cause)) => aborted_first && !cause,
+                };
+                if replace {
+                    first_error = Some((e, aborted_first));
+                }
+                deadline.get_or_insert_with(|| std::time::Instant::now() + grace);
+            }
+        }
+    }
+    match first_error {
+        Some((e, _)) => Err(e),
+        None if finished < started => Err(Error::runtime(
+            "a GPU thread ended without reporting its result",
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Turns the reports of the rank threads into those of one process of
+/// `gpus` GPUs: one Init listing every GPU (once all are up), then rank 0's
+/// sizes (every rank holds the values combined over all ranks).
+struct LocalReport {
+    gpus: usize,
+    inits: Vec<ChildEvent>,
+    init_sent: bool,
+    held: Vec<ChildEvent>,
+}
+
+impl LocalReport {
+    fn new(gpus: usize) -> LocalReport {
+        LocalReport {
+            gpus,
+            inits: Vec::new(),
+            init_sent: false,
+            held: Vec::new(),
+        }
+    }
+
+    fn accept(&mut self, rank: usize, event: ChildEvent, emit: &mut dyn FnMut(ChildEvent)) {
+        match event {
+            ChildEvent::Init { .. } => {
+                self.inits.push(event);
+                if self.inits.len() == self.gpus {
+                    emit(merge_inits(std::mem::take(&mut self.inits)));
+                    self.init_sent = true;
+                    for held in self.held.drain(..) {
+                        emit(held);
+                    }
+                }
+            }
+            other if rank == 0 => {
+                if self.init_sent {
+                    emit(other)
+                } else {
+                    self.held.push(other)
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// One Init from the ranks' own: the first one's versions, every GPU by rank.
+fn merge_inits(inits: Vec<ChildEvent>) -> ChildEvent {
+    let mut merged: Option<(String, String, usize)> = None;
+    let mut all_gpus = Vec::new();
+    for init in inits {
+        if let ChildEvent::Init {
+            nccl_version,
+            cuda_version,
+            world_size,
+            gpus,
+        } = init
+        {
+            merged.get_or_insert((nccl_version, cuda_version, world_size));
+            all_gpus.extend(gpus);
+        }
+    }
+    all_gpus.sort_by_key(|g| g.rank);
+    let (nccl_version, cuda_version, world_size) = merged.unwrap_or_default();
+    ChildEvent::Init {
+        nccl_version,
+        cuda_version,
+        world_size,
+        gpus: all_gpus,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn rank_threads_pass_the_gate_together_and_deliver_messages() {
+        let mut got = Vec::new();
+        let outcome = run_rank_threads(
+            3,
+            Duration::from_secs(5),
+            |rank, gate, send: &mut dyn FnMut(usize)| {
+                for phase in 0..4 {
+                    gate.wait()
+                        .map_err(|_| Error::runtime("released".to_string()))?;
+                    send(rank * 10 + phase);
+                }
+                Ok(())
+            },
+            &mut |rank, m| got.push((rank, m)),
+        );
+        assert!(outcome.is_ok());
+        assert_eq!(got.len(), 12);
+        // Each rank's messages arrive in its own order.
+        for rank in 0..3 {
+            let mine: Vec<usize> = got
+                .iter()
+                .filter(|(r, _)| *r == rank)
+                .map(|p| p.1)
+                .collect();
+            assert_eq!(
+                mine,
+                vec![rank * 10, rank * 10 + 1, rank * 10 + 2, rank * 10 + 3]
+            );
+        }
+    }
+
+    #[test]
+    fn a_failing_rank_releases_the_others_and_its_error_is_reported() {
+        let start = Instant::now();
+        let outcome = run_rank_threads(
+            2,
+            Duration::from_secs(30),
+            |rank, gate, _send: &mut dyn FnMut(())| {
+                if rank == 1 {
+                    // Fails before the first barrier (as a failed cuMemAlloc would).
+                    std::thread::sleep(Duration::from_millis(50));
+                    return Err(Error::runtime("GPU 1: cuMemAlloc (send, 4 GiB) failed"));
+                }
+                gate.wait()
+                    .map_err(|Released| Error::runtime("GPU 0: released"))?;
+                Ok(())
+            },
+            &mut |_, _| {},
+        );
+        let message = outcome.unwrap_err().to_string();
+        assert!(message.contains("GPU 1: cuMemAlloc"), "{message}");
+        // Released at once, not after the grace period.
+        assert!(start.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_rank_stuck_forever_does_not_hang_the_process() {
+        let outcome = run_rank_threads(
+            2,
+            Duration::from_millis(200),
+            |rank, _gate, _send: &mut dyn FnMut(())| {
+                if rank == 0 {
+                    // Ignores the gate, like a thread blocked inside NCCL.
+                    std::thread::sleep(Duration::from_secs(3600));
+                    return Ok(());
+                }
+                Err(Error::runtime("GPU 1: ncclCommInitRank failed"))
+            },
+            &mut |_, _| {},
+        );
+        assert!(outcome
+            .unwrap_err()
+            .to_string()
+            .contains("ncclCommInitRank"));
+    }
+
+    #[test]
+    fn a_panicking_rank_is_an_error_not_a_hang() {
+        let outcome = run_rank_threads(
+            2,
+            Duration::from_secs(30),
+            |rank, gate, _send: &mut dyn FnMut(())| {
+                if rank == 0 {
+                    panic!("boom");
+                }
+                gate.wait().map_err(|_| Error::runtime("released"))
+            },
+            &mut |_, _| {},
+        );
+        assert!(outcome
+            .unwrap_err()
+            .to_string()
+            .contains("rank 0: its thread panicked"));
+    }
+
+    #[test]
+    fn gate_stays_open_after_abort() {
+        let gate = Gate::new(2);
+        assert!(!gate.is_aborted());
+        assert!(gate.abort());
+        assert!(!gate.abort(), "only the first abort is the cause");
+        assert_eq!(gate.wait(), Err(Released));
+        // A single party never waits.
+        assert_eq!(Gate::new(1).wait(), Ok(()));
+    }
+
+    fn gpu(rank: usize) -> GpuInfo {
+        GpuInfo {
+            rank,
+            host: "h".into(),
+            name: "NVIDIA H200".into(),
+            bus_id: format!("0000:0{rank}:00.0"),
+            compute_capability: "9.0".into(),
+            memory_bytes: 1,
+        }
+    }
+
+    fn init(rank: usize) -> ChildEvent {
+        ChildEvent::Init {
+            nccl_version: "2.28.3".into(),
+            cuda_version: "13.0".into(),
+            world_size: 2,
+            gpus: vec![gpu(rank)],
+        }
+    }
+
+    fn size(bytes: u64) -> ChildEvent {
+        ChildEvent::Size {
+            bytes,
+            status: RowStatus::Ok,
+            note: None,
+            iters: 20,
+            repeats: 1,
+            times_us: vec![10.0],
+            wrong: Some(0),
+        }
+    }
+
+    #[test]
+    fn thread_reports_read_as_one_process() {
+        let mut out = Vec::new();
+        let mut report = LocalReport::new(2);
+        let mut emit = |e: ChildEvent| out.push(e);
+        // Rank 1 comes up last; rank 0's first size waits for the Init.
+        report.accept(0, init(0), &mut emit);
+        report.accept(0, size(8), &mut emit);
+        report.accept(1, size(8), &mut emit); // rank 1's copy is dropped
+        report.accept(1, init(1), &mut emit);
+        report.accept(0, size(16), &mut emit);
+        assert_eq!(out.len(), 3);
+        match &out[0] {
+            ChildEvent::Init {
+                world_size, gpus, ..
+            } => {
+                assert_eq!(*world_size, 2);
+                assert_eq!(gpus.iter().map(|g| g.rank).collect::<Vec<_>>(), vec![0, 1]);
+            }
+            other => panic!("expected Init, got {other:?}"),
+        }
+        assert_eq!(out[1], size(8));
+        assert_eq!(out[2], size(16));
+    }
 
     #[test]
     fn counts_follow_nccl_tests_sizes() {
