@@ -15,7 +15,7 @@
 #   calls.txt          planner explain --nccl-calls 4..4G (the model's per-call choices on the live probe)
 #   run.txt            planner run, every Ring/Tree x LL/LL128/Simple pair on the search's plan, + virtual ranks
 #   verify.json/.txt   planner verify --backend both --sizes 8..4G on the live probe with the planner's search
-#   small.tar.gz       NCCL at 8 B..64 KiB: one process (eager, CUDA graphs) vs 2 processes under launcher
+#   small.tar.gz       NCCL at 8 B..64 KiB (PROC_SIZES): one process (eager, CUDA graphs) vs 2 processes under launcher
 #                      variables (eager): result files and their text output
 # PARTS selects what runs (default: all of live run verify small).
 set -u
@@ -79,13 +79,13 @@ echo "verify done at $(elapsed) s"
 fi
 if want small; then
 SMALL=/tmp/small; mkdir -p $SMALL
-timeout 100 "$PLANNER" verify --backend nccl --sizes 8..64K --timeout 30 --out $SMALL/nccl-eager-1proc.json \
+timeout 100 "$PLANNER" verify --backend nccl --sizes "${PROC_SIZES:-8..64K}" --timeout 30 --out $SMALL/nccl-eager-1proc.json \
   > $SMALL/nccl-eager-1proc.txt 2>&1
-timeout 100 "$PLANNER" verify --backend nccl --cuda-graph --sizes 8..64K --timeout 30 \
+timeout 100 "$PLANNER" verify --backend nccl --cuda-graph --sizes "${PROC_SIZES:-8..64K}" --timeout 30 \
   --out $SMALL/nccl-graph-1proc.json > $SMALL/nccl-graph-1proc.txt 2>&1
 for r in 0 1; do
   RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29541 \
-    timeout 100 "$PLANNER" verify --backend nccl --sizes 8..64K --timeout 30 \
+    timeout 100 "$PLANNER" verify --backend nccl --sizes "${PROC_SIZES:-8..64K}" --timeout 30 \
     --out $SMALL/nccl-eager-2proc.json > $SMALL/nccl-eager-2proc-rank$r.txt 2>&1 &
 done
 wait
