@@ -164,8 +164,10 @@ fn graph_xml_that_is_not_xml_or_missing() {
 #[test]
 fn graph_file_round_trip_through_the_cli() {
     // The capture's own graph dump, fed back, gives the searched result and the same dump.
+    // The capture ran with NCCL_NVLS_ENABLE=0, so its NVLS graph (id 3) is empty.
     let path = write_temp("graph.xml", GRAPH_XML);
     let out = planner()
+        .env("NCCL_NVLS_ENABLE", "0")
         .args([
             "--fixture",
             "h200x2-nvswitch-vm",
@@ -180,4 +182,32 @@ fn graph_file_round_trip_through_the_cli() {
         .stdout
         .clone();
     assert_eq!(String::from_utf8(out).unwrap(), GRAPH_XML);
+}
+
+#[test]
+fn channels_searches_nvls_where_nccl_would() {
+    // With NVLS allowed (NCCL's default), the 2x H200 NVSwitch machine gets an
+    // NVLS graph: one head per GPU, 2 channels; `--nvls off` or
+    // NCCL_NVLS_ENABLE=0 leaves it unsearched, as in the capture.
+    let run = |env: Option<&str>, extra: &[&str]| {
+        let mut cmd = planner();
+        cmd.env_remove("NCCL_NVLS_ENABLE");
+        if let Some(v) = env {
+            cmd.env("NCCL_NVLS_ENABLE", v);
+        }
+        let mut args = vec!["--fixture", "h200x2-nvswitch-vm", "channels", "--graph-xml"];
+        args.extend_from_slice(extra);
+        let out = cmd
+            .args(args)
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        String::from_utf8(out).unwrap()
+    };
+    let nvls_graph = "<graph id=\"3\" pattern=\"5\" crossnic=\"0\" nchannels=\"2\"";
+    assert!(run(None, &[]).contains(nvls_graph));
+    assert!(!run(None, &["--nvls", "off"]).contains(nvls_graph));
+    assert!(!run(Some("0"), &[]).contains(nvls_graph));
 }

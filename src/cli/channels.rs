@@ -44,9 +44,10 @@ pub struct ChannelsArgs {
     /// Show NCCL's log lines as this rank prints them
     #[arg(long, value_name = "RANK", default_value_t = 0)]
     pub rank: usize,
-    /// Also search the NVLS graph (NCCL_NVLS_ENABLE with multicast-capable NVSwitches)
-    #[arg(long)]
-    pub nvls: bool,
+    /// NVLink SHARP graph: on/off overrides NCCL_NVLS_ENABLE; by default it is searched
+    /// where NCCL would (an NVSwitch, sm90+, NCCL_NVLS_ENABLE not 0), as `explain` does
+    #[arg(long, value_name = "on|off")]
+    pub nvls: Option<super::explain::OnOff>,
     /// Also search the CollNet graphs (a SHARP-capable network)
     #[arg(long)]
     pub collnet: bool,
@@ -57,13 +58,20 @@ pub struct ChannelsArgs {
 }
 
 impl ChannelsArgs {
-    pub fn options(&self) -> Result<SearchOptions> {
+    pub fn options(&self, cluster: &Cluster) -> Result<SearchOptions> {
         let cross_nic = match self.cross_nic {
             Some(v) => v,
             None => cross_nic_from_env()?,
         };
+        let flag = match self.nvls {
+            Some(super::explain::OnOff::On) => crate::model::input::NvlsFlag::On,
+            Some(super::explain::OnOff::Off) => crate::model::input::NvlsFlag::Off,
+            None => crate::model::input::NvlsFlag::Auto,
+        };
+        let env = crate::model::NcclEnv::from_process();
+        let nvls = crate::model::ModelInput::nvls_request(cluster, &env, flag).supported();
         Ok(SearchOptions {
-            nvls: self.nvls,
+            nvls,
             collnet: self.collnet,
             cross_nic,
         })
@@ -95,7 +103,7 @@ pub fn run(source: &SourceArgs, graph: &GraphArgs, args: &ChannelsArgs) -> Resul
             cluster.n_ranks().saturating_sub(1)
         )));
     }
-    let (result, origin) = graph.resolve(&cluster, &args.options()?)?;
+    let (result, origin) = graph.resolve(&cluster, &args.options(&cluster)?)?;
     if args.graph_xml {
         print!(
             "{}",
