@@ -1,10 +1,8 @@
 //! Plans from a search result, the plan checks, and the input pattern.
 
 use planner::exec::pattern;
-use planner::exec::plan::{
-    chain_tree, validate_tree, Algorithm, Collective, DType, ExecPlan, PlanChoice, Protocol,
-    TreeNode,
-};
+use planner::exec::plan::{chain_tree, validate_tree, DType, ExecPlan, PlanChoice, TreeNode};
+use planner::model::{Algo, Coll, Proto};
 use planner::search::{Connection, Graphs, Pattern, SearchGraph, SearchResult, TreeLinks};
 
 /// The 2x H200 capture (nccl-init-rank0.log): 24 runtime channels, every ring
@@ -81,7 +79,7 @@ fn hand_built_capture_equals_the_search() {
 
 #[test]
 fn plan_from_the_capture_keeps_rings_trees_and_nccl_shape() {
-    let choice = PlanChoice::all_reduce(Algorithm::Tree, Protocol::LL128, 64 << 20);
+    let choice = PlanChoice::all_reduce(Algo::Tree, Proto::Ll128, 64 << 20);
     let plan = ExecPlan::from_search(&capture_search(), &choice).unwrap();
     assert_eq!(plan.n_ranks, 2);
     // 64 MiB >= 24 * 640 * 8: all 24 channels; Tree always 640 threads.
@@ -112,7 +110,7 @@ fn plan_from_the_capture_keeps_rings_trees_and_nccl_shape() {
 
 #[test]
 fn explicit_channels_beyond_the_search_repeat_its_channels() {
-    let mut choice = PlanChoice::all_reduce(Algorithm::Ring, Protocol::Simple, 1 << 30);
+    let mut choice = PlanChoice::all_reduce(Algo::Ring, Proto::Simple, 1 << 30);
     choice.n_channels = Some(32);
     let plan = ExecPlan::from_search(&capture_search(), &choice).unwrap();
     assert_eq!(plan.rings.len(), 32);
@@ -121,18 +119,18 @@ fn explicit_channels_beyond_the_search_repeat_its_channels() {
 
 #[test]
 fn bad_shapes_are_rejected() {
-    let mut choice = PlanChoice::all_reduce(Algorithm::Ring, Protocol::LL, 4096);
+    let mut choice = PlanChoice::all_reduce(Algo::Ring, Proto::Ll, 4096);
     choice.n_threads = Some(100);
     assert!(ExecPlan::default_shapes(2, 1, &choice).is_err());
     choice.n_threads = None;
     choice.n_channels = Some(65);
     assert!(ExecPlan::default_shapes(2, 1, &choice).is_err());
     // Only Ring/Simple for the other collectives.
-    let mut c = PlanChoice::all_reduce(Algorithm::Tree, Protocol::Simple, 4096);
-    c.collective = Collective::AllGather;
+    let mut c = PlanChoice::all_reduce(Algo::Tree, Proto::Simple, 4096);
+    c.collective = Coll::AllGather;
     assert!(ExecPlan::default_shapes(2, 1, &c).is_err());
     // A size that is not a whole number of elements.
-    let mut c = PlanChoice::all_reduce(Algorithm::Ring, Protocol::Simple, 6);
+    let mut c = PlanChoice::all_reduce(Algo::Ring, Proto::Simple, 6);
     c.dtype = DType::F32;
     assert!(ExecPlan::default_shapes(2, 1, &c).is_err());
 }
@@ -151,7 +149,7 @@ fn broken_trees_are_named() {
     // A search ring with a rank out of range fails the plan.
     let mut s = capture_search();
     s.connection.rings[3] = vec![0, 2];
-    let choice = PlanChoice::all_reduce(Algorithm::Ring, Protocol::LL, 4096);
+    let choice = PlanChoice::all_reduce(Algo::Ring, Proto::Ll, 4096);
     let err = ExecPlan::from_search(&s, &choice).unwrap_err();
     assert!(err.to_string().contains("ring 3"), "{err}");
 }
@@ -181,7 +179,7 @@ fn pattern_values_are_small_exact_and_match_their_bits() {
 
 #[test]
 fn cpu_check_counts_wrong_elements() {
-    let c = PlanChoice::all_reduce(Algorithm::Ring, Protocol::LL, 64);
+    let c = PlanChoice::all_reduce(Algo::Ring, Proto::Ll, 64);
     let plan = ExecPlan::default_shapes(3, 1, &c).unwrap();
     let mut out: Vec<u32> = (0..16)
         .map(|i| pattern::bits(DType::F32, pattern::expected(&plan, 0, i, 9)))

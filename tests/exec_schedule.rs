@@ -4,10 +4,10 @@
 //! sum / copy, written exactly once, with no deadlock and no FIFO overflow.
 
 use planner::exec::plan::{
-    chain_tree, heap_tree, launch_shape, Algorithm, Collective, DType, ExecPlan, PlanChoice,
-    Protocol, TreeNode,
+    chain_tree, heap_tree, launch_shape, DType, ExecPlan, PlanChoice, TreeNode,
 };
 use planner::exec::schedule::{self, simulate, FIFO_STEPS};
+use planner::model::{Algo, Coll, Proto};
 
 /// Inputs that make every misplaced element visible: rank r, element i holds
 /// a distinct value (r+1) * 1_000_003 + i (sums over 16 ranks stay exact in i64).
@@ -21,19 +21,13 @@ fn inputs(plan: &ExecPlan) -> Vec<Vec<i64>> {
         .collect()
 }
 
-fn choice(
-    coll: Collective,
-    algo: Algorithm,
-    proto: Protocol,
-    bytes: u64,
-    nch: usize,
-) -> PlanChoice {
+fn choice(coll: Coll, algo: Algo, proto: Proto, bytes: u64, nch: usize) -> PlanChoice {
     PlanChoice {
         collective: coll,
         algorithm: algo,
         protocol: proto,
         n_channels: Some(nch),
-        n_threads: Some(if proto == Protocol::LL128 { 640 } else { 512 }),
+        n_threads: Some(if proto == Proto::Ll128 { 640 } else { 512 }),
         dtype: DType::F32,
         bytes,
         in_place: false,
@@ -74,15 +68,9 @@ const COUNTS: &[u64] = &[1, 2, 3, 5, 17, 255, 1000, 4099, 8191, 8193, 24_577, 65
 fn ring_all_reduce_every_rank_count_protocol_and_ragged_size() {
     for n in 1..=16 {
         for &nch in &[1, 3, 8] {
-            for proto in [Protocol::LL, Protocol::LL128, Protocol::Simple] {
+            for proto in [Proto::Ll, Proto::Ll128, Proto::Simple] {
                 for &count in COUNTS {
-                    let c = choice(
-                        Collective::AllReduce,
-                        Algorithm::Ring,
-                        proto,
-                        count * 4,
-                        nch,
-                    );
+                    let c = choice(Coll::AllReduce, Algo::Ring, proto, count * 4, nch);
                     let plan = ExecPlan::default_shapes(n, nch, &c).unwrap();
                     check(&plan);
                 }
@@ -96,14 +84,8 @@ fn ring_all_reduce_many_loops_and_permuted_rings() {
     // LL moves 8192 f32 per step: 300k elements over 5 ranks and 2 channels is
     // several full ring loops plus a ragged last loop, on a permuted ring.
     for n in [2, 5, 7] {
-        for proto in [Protocol::LL, Protocol::LL128, Protocol::Simple] {
-            let c = choice(
-                Collective::AllReduce,
-                Algorithm::Ring,
-                proto,
-                300_007 * 4,
-                2,
-            );
+        for proto in [Proto::Ll, Proto::Ll128, Proto::Simple] {
+            let c = choice(Coll::AllReduce, Algo::Ring, proto, 300_007 * 4, 2);
             let ring: Vec<usize> = (0..n).map(|i| (i * 3 + 1) % n).collect();
             let mut ring_sorted = ring.clone();
             ring_sorted.sort();
@@ -126,22 +108,16 @@ fn ring_all_reduce_many_loops_and_permuted_rings() {
         }
     }
     // Simple moves 2 MiB per operation (524288 f32): 2 ranks, 1 channel, 2.5 loops.
-    let c = choice(
-        Collective::AllReduce,
-        Algorithm::Ring,
-        Protocol::Simple,
-        2_621_447 * 4,
-        1,
-    );
+    let c = choice(Coll::AllReduce, Algo::Ring, Proto::Simple, 2_621_447 * 4, 1);
     check(&ExecPlan::default_shapes(2, 1, &c).unwrap());
 }
 
 #[test]
 fn ring_all_reduce_in_place_and_16_bit_types() {
     for n in [1, 2, 3, 8, 16] {
-        for proto in [Protocol::LL, Protocol::LL128, Protocol::Simple] {
+        for proto in [Proto::Ll, Proto::Ll128, Proto::Simple] {
             for dtype in [DType::F32, DType::BF16, DType::F16] {
-                let mut c = choice(Collective::AllReduce, Algorithm::Ring, proto, 0, 3);
+                let mut c = choice(Coll::AllReduce, Algo::Ring, proto, 0, 3);
                 c.dtype = dtype;
                 c.bytes = 10_007 * dtype.size() as u64;
                 c.in_place = true;
@@ -154,9 +130,9 @@ fn ring_all_reduce_in_place_and_16_bit_types() {
 #[test]
 fn tree_all_reduce_chains_binary_trees_and_arity_three() {
     for n in 1..=16 {
-        for proto in [Protocol::LL, Protocol::LL128, Protocol::Simple] {
+        for proto in [Proto::Ll, Proto::Ll128, Proto::Simple] {
             for &count in &[1u64, 7, 1000, 8193, 40_001] {
-                let c = choice(Collective::AllReduce, Algorithm::Tree, proto, count * 4, 4);
+                let c = choice(Coll::AllReduce, Algo::Tree, proto, count * 4, 4);
                 // test_shapes alternates chain / binary tree per channel.
                 let plan = ExecPlan::test_shapes(n, 4, &c).unwrap();
                 check(&plan);
@@ -173,14 +149,8 @@ fn tree_all_reduce_chains_binary_trees_and_arity_three() {
     for r in [4, 5, 6] {
         tree[r].up = Some(3);
     }
-    for proto in [Protocol::LL, Protocol::LL128, Protocol::Simple] {
-        let c = choice(
-            Collective::AllReduce,
-            Algorithm::Tree,
-            proto,
-            100_003 * 4,
-            2,
-        );
+    for proto in [Proto::Ll, Proto::Ll128, Proto::Simple] {
+        let c = choice(Coll::AllReduce, Algo::Tree, proto, 100_003 * 4, 2);
         let plan = ExecPlan::build(
             7,
             vec![(0..7).collect()],
@@ -196,14 +166,10 @@ fn tree_all_reduce_chains_binary_trees_and_arity_three() {
 #[test]
 fn ring_all_gather_reduce_scatter_broadcast() {
     for n in 1..=16 {
-        for coll in [
-            Collective::AllGather,
-            Collective::ReduceScatter,
-            Collective::Broadcast,
-        ] {
+        for coll in [Coll::AllGather, Coll::ReduceScatter, Coll::Broadcast] {
             for &bytes in &[64u64, 4 * 1000 * n as u64 + 12, 4 * 300_017] {
                 for in_place in [false, true] {
-                    let mut c = choice(coll, Algorithm::Ring, Protocol::Simple, bytes, 3);
+                    let mut c = choice(coll, Algo::Ring, Proto::Simple, bytes, 3);
                     c.in_place = in_place;
                     c.root = n / 2;
                     let plan = ExecPlan::test_shapes(n, 3, &c).unwrap();
@@ -217,13 +183,7 @@ fn ring_all_gather_reduce_scatter_broadcast() {
 #[test]
 fn zero_elements_per_rank_is_a_no_op() {
     // 8 bytes of all-gather over 2 ranks: the per-rank block (16-byte multiple) is empty.
-    let c = choice(
-        Collective::AllGather,
-        Algorithm::Ring,
-        Protocol::Simple,
-        8,
-        1,
-    );
+    let c = choice(Coll::AllGather, Algo::Ring, Proto::Simple, 8, 1);
     let plan = ExecPlan::default_shapes(2, 1, &c).unwrap();
     assert_eq!(plan.call_count(), 0);
     let sim = check(&plan);
@@ -258,13 +218,7 @@ fn channel_parts_tile_the_buffer_with_512_byte_aligned_starts() {
 
 #[test]
 fn simple_slices_fit_their_fifo_steps() {
-    let c = choice(
-        Collective::AllReduce,
-        Algorithm::Ring,
-        Protocol::Simple,
-        1 << 30,
-        1,
-    );
+    let c = choice(Coll::AllReduce, Algo::Ring, Proto::Simple, 1 << 30, 1);
     let plan = ExecPlan::default_shapes(2, 1, &c).unwrap();
     let ck = schedule::chunking(&plan);
     // 4 MiB buffer / 8 steps = 512 KiB per step; chunk 4 steps = 2 MiB = 524288 f32; 2 slices of 2 steps.
@@ -284,28 +238,19 @@ fn simple_slices_fit_their_fifo_steps() {
 #[test]
 fn chunk_sizes_follow_nccl() {
     let mk = |algo, proto, bytes| {
-        let c = choice(Collective::AllReduce, algo, proto, bytes, 24);
+        let c = choice(Coll::AllReduce, algo, proto, bytes, 24);
         schedule::chunking(&ExecPlan::default_shapes(2, 24, &c).unwrap())
     };
     // LL: 64 KiB step, half payload = 32768 B = 8192 f32.
-    assert_eq!(mk(Algorithm::Ring, Protocol::LL, 1 << 20).chunk_elems, 8192);
+    assert_eq!(mk(Algo::Ring, Proto::Ll, 1 << 20).chunk_elems, 8192);
     // LL128: 614400 B step, 15/16 payload = 576000 B = 144000 f32 (a multiple of the 1920 B grain).
-    assert_eq!(
-        mk(Algorithm::Ring, Protocol::LL128, 1 << 20).chunk_elems,
-        144_000
-    );
+    assert_eq!(mk(Algo::Ring, Proto::Ll128, 1 << 20).chunk_elems, 144_000);
     // Tree LL128, 2 ranks, 24 channels, 1 MiB: nsteps = 1 + 0.1*2 = 1.2; 1 MiB/(24*chunk) = 0 is
     // below 1.2*64/2 = 38.4, so 576000 halves while > 131072: 288000, 144000, 72000; then below
     // 1.2*16/2 = 9.6 it halves while > 32768: 36000, 18000; grain 1920: 9*1920 = 17280 B = 4320 f32.
-    assert_eq!(
-        mk(Algorithm::Tree, Protocol::LL128, 1 << 20).chunk_elems,
-        4320
-    );
+    assert_eq!(mk(Algo::Tree, Proto::Ll128, 1 << 20).chunk_elems, 4320);
     // Tree Simple: one 512 KiB step per operation.
-    assert_eq!(
-        mk(Algorithm::Tree, Protocol::Simple, 1 << 20).chunk_elems,
-        131_072
-    );
+    assert_eq!(mk(Algo::Tree, Proto::Simple, 1 << 20).chunk_elems, 131_072);
 }
 
 #[test]
@@ -321,35 +266,26 @@ fn launch_shape_matches_the_h200_capture() {
         (65536, 8),
         (131072, 16),
     ] {
-        let (nc, _) = launch_shape(Algorithm::Ring, Protocol::LL, 2, bytes, 24, 512);
+        let (nc, _) = launch_shape(Algo::Ring, Proto::Ll, 2, bytes, 24, 512);
         assert_eq!(nc, nch, "{bytes} B");
     }
     // 8 B: nt halves 512 -> 64 while nBytes < nc*nt*16, then the 3-warp minimum: 96.
-    assert_eq!(
-        launch_shape(Algorithm::Ring, Protocol::LL, 2, 8, 24, 512),
-        (1, 96)
-    );
+    assert_eq!(launch_shape(Algo::Ring, Proto::Ll, 2, 8, 24, 512), (1, 96));
     // Large Ring/Simple: all channels, 512 + 32 sync-warp threads.
     assert_eq!(
-        launch_shape(Algorithm::Ring, Protocol::Simple, 2, 1 << 30, 24, 512),
+        launch_shape(Algo::Ring, Proto::Simple, 2, 1 << 30, 24, 512),
         (24, 544)
     );
     // Tree always uses 640 threads.
     assert_eq!(
-        launch_shape(Algorithm::Tree, Protocol::LL, 2, 1 << 30, 24, 512).1,
+        launch_shape(Algo::Tree, Proto::Ll, 2, 1 << 30, 24, 512).1,
         640
     );
 }
 
 #[test]
 fn broken_schedules_are_caught() {
-    let c = choice(
-        Collective::AllReduce,
-        Algorithm::Ring,
-        Protocol::LL,
-        4000 * 4,
-        1,
-    );
+    let c = choice(Coll::AllReduce, Algo::Ring, Proto::Ll, 4000 * 4, 1);
     let plan = ExecPlan::default_shapes(3, 1, &c).unwrap();
     let ins = inputs(&plan);
     // Rank 2 skips its last operation: its peer's message is never received.

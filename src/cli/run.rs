@@ -3,7 +3,7 @@
 
 use crate::cli::source::SourceArgs;
 use crate::error::{Error, Result};
-use crate::exec::plan::{parse_pair, Collective, DType, ExecPlan, PlanChoice};
+use crate::exec::plan::{parse_collective, parse_pair, DType, ExecPlan, PlanChoice};
 use crate::exec::runtime::{Executor, RunOptions, RunReport};
 use crate::units::clap_size_range;
 use std::time::Duration;
@@ -126,7 +126,7 @@ fn search_plan(
 
 pub fn run(args: RunArgs, source: &SourceArgs) -> Result<()> {
     let (algorithm, protocol) = parse_pair(&args.pair)?;
-    let collective = Collective::parse(&args.coll)?;
+    let collective = parse_collective(&args.coll)?;
     let dtype = DType::parse(&args.dtype)?;
     if args.iters == 0 {
         return Err(Error::bad_input("--iters must be at least 1"));

@@ -8,7 +8,8 @@
 
 use crate::error::{Error, Result};
 use crate::exec::cuda;
-use crate::exec::plan::{Algorithm, Collective, DType, Protocol};
+use crate::exec::plan::{coll_name, kernel_algo_id, kernel_coll_id, DType};
+use crate::model::{Algo, Coll, Proto};
 use std::ffi::CString;
 
 const COMMON: &str = include_str!("../../kernels/common.cuh");
@@ -32,9 +33,9 @@ pub const SOURCE_FILES: &[(&str, &str)] = &[
 /// and `planner_check` for one (collective, algorithm, protocol, type).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Variant {
-    pub collective: Collective,
-    pub algorithm: Algorithm,
-    pub protocol: Protocol,
+    pub collective: Coll,
+    pub algorithm: Algo,
+    pub protocol: Proto,
     pub dtype: DType,
 }
 
@@ -42,9 +43,9 @@ impl Variant {
     pub fn name(&self) -> String {
         format!(
             "{}_{}_{}_{}",
-            self.collective.name(),
-            self.algorithm.name(),
-            self.protocol.name(),
+            coll_name(self.collective),
+            self.algorithm.nccl_name(),
+            self.protocol.nccl_name(),
             self.dtype.name()
         )
     }
@@ -54,25 +55,21 @@ impl Variant {
     pub fn all() -> Vec<Variant> {
         let mut out = Vec::new();
         for dtype in [DType::F32, DType::BF16, DType::F16] {
-            for algorithm in [Algorithm::Ring, Algorithm::Tree] {
-                for protocol in [Protocol::LL, Protocol::LL128, Protocol::Simple] {
+            for algorithm in [Algo::Ring, Algo::Tree] {
+                for protocol in [Proto::Ll, Proto::Ll128, Proto::Simple] {
                     out.push(Variant {
-                        collective: Collective::AllReduce,
+                        collective: Coll::AllReduce,
                         algorithm,
                         protocol,
                         dtype,
                     });
                 }
             }
-            for collective in [
-                Collective::AllGather,
-                Collective::ReduceScatter,
-                Collective::Broadcast,
-            ] {
+            for collective in [Coll::AllGather, Coll::ReduceScatter, Coll::Broadcast] {
                 out.push(Variant {
                     collective,
-                    algorithm: Algorithm::Ring,
-                    protocol: Protocol::Simple,
+                    algorithm: Algo::Ring,
+                    protocol: Proto::Simple,
                     dtype,
                 });
             }
@@ -106,22 +103,15 @@ fn read_sources() -> Result<Vec<(String, String)>> {
 
 /// The full source of one variant: its defines, then every file.
 pub fn source(variant: &Variant) -> Result<String> {
-    let coll = match variant.collective {
-        Collective::AllReduce => 0,
-        Collective::AllGather => 1,
-        Collective::ReduceScatter => 2,
-        Collective::Broadcast => 3,
-    };
-    let algo = match variant.algorithm {
-        Algorithm::Ring => 0,
-        Algorithm::Tree => 1,
-    };
+    let unsupported = || Error::runtime(format!("the executor has no kernel {}", variant.name()));
+    let coll = kernel_coll_id(variant.collective).ok_or_else(unsupported)?;
+    let algo = kernel_algo_id(variant.algorithm).ok_or_else(unsupported)?;
     let mut text = format!(
         "// variant {}\n#define PLANNER_T {}\n#define PLANNER_DTYPE_BF16 {}\n#define PLANNER_COLL {coll}\n#define PLANNER_ALGO {algo}\n#define PLANNER_PROTO {}\n",
         variant.name(),
         variant.dtype.c_type(),
         u8::from(variant.dtype == DType::BF16),
-        variant.protocol.index(),
+        variant.protocol as usize,
     );
     for (name, body) in read_sources()? {
         text.push_str(&format!("// ---- {name}\n#line 1 \"{name}\"\n"));

@@ -16,7 +16,7 @@ pub mod plan;
 pub mod runtime;
 pub mod schedule;
 
-pub use plan::{Algorithm, Collective, DType, ExecPlan, PlanChoice, Protocol, TreeNode};
+pub use plan::{DType, ExecPlan, PlanChoice, TreeNode};
 
 // `planner verify` (the verify helper's files).
 pub mod nccl;

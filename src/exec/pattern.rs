@@ -3,7 +3,8 @@
 //! over at most 16 ranks (|sum| <= 112) is exact in f32, bf16 and f16 in any
 //! order of additions, and an element is right only if its bits are equal.
 
-use crate::exec::plan::{Collective, DType, ExecPlan};
+use crate::exec::plan::{DType, ExecPlan};
+use crate::model::Coll;
 
 /// The input value of element `index` on `rank`.
 pub fn value(rank: u32, index: u64, seed: u32) -> i32 {
@@ -45,12 +46,13 @@ pub fn expected(plan: &ExecPlan, rank: usize, i: u64, seed: u32) -> i32 {
     let n = plan.n_ranks as u32;
     let count = plan.call_count() as u64;
     match plan.collective {
-        Collective::AllReduce => (0..n).map(|r| value(r, i, seed)).sum(),
-        Collective::AllGather => value((i / count) as u32, i % count, seed),
-        Collective::ReduceScatter => (0..n)
+        // Reduce (which plans reject) would hold the sum at the root.
+        Coll::AllReduce | Coll::Reduce => (0..n).map(|r| value(r, i, seed)).sum(),
+        Coll::AllGather => value((i / count) as u32, i % count, seed),
+        Coll::ReduceScatter => (0..n)
             .map(|r| value(r, rank as u64 * count + i, seed))
             .sum(),
-        Collective::Broadcast => value(plan.root as u32, i, seed),
+        Coll::Broadcast => value(plan.root as u32, i, seed),
     }
 }
 

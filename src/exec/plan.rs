@@ -4,6 +4,7 @@
 //! hand in tests.
 
 use crate::error::{Error, Result};
+use crate::model::{Algo, Coll, Proto};
 use crate::search::SearchResult;
 use serde::Serialize;
 use std::fmt;
@@ -18,87 +19,51 @@ pub const MAX_RANKS: usize = 16;
 /// NCCL's `NCCL_MAX_TREE_ARITY` (`device.h`): children per tree node.
 pub const MAX_TREE_ARITY: usize = 3;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-pub enum Collective {
-    AllReduce,
-    AllGather,
-    ReduceScatter,
-    Broadcast,
-}
-
-impl Collective {
-    pub fn name(self) -> &'static str {
-        match self {
-            Collective::AllReduce => "all_reduce",
-            Collective::AllGather => "all_gather",
-            Collective::ReduceScatter => "reduce_scatter",
-            Collective::Broadcast => "broadcast",
-        }
-    }
-    pub fn parse(text: &str) -> Result<Self> {
-        match text.to_ascii_lowercase().replace('-', "_").as_str() {
-            "all_reduce" | "allreduce" => Ok(Collective::AllReduce),
-            "all_gather" | "allgather" => Ok(Collective::AllGather),
-            "reduce_scatter" | "reducescatter" => Ok(Collective::ReduceScatter),
-            "broadcast" => Ok(Collective::Broadcast),
-            _ => Err(Error::bad_input(format!(
-                "unknown collective '{text}'; expected all-reduce, all-gather, reduce-scatter or broadcast"
-            ))),
-        }
-    }
-    /// nccl-tests' bus-bandwidth factor (`all_reduce.cu:59-65` and siblings).
-    pub fn bus_factor(self, n_ranks: usize) -> f64 {
-        let n = n_ranks as f64;
-        match self {
-            Collective::AllReduce => 2.0 * (n - 1.0) / n,
-            Collective::AllGather | Collective::ReduceScatter => (n - 1.0) / n,
-            Collective::Broadcast => 1.0,
-        }
+/// The executor's spelling of a collective (`all_reduce`): `planner run`
+/// output and kernel variant names.
+pub fn coll_name(coll: Coll) -> &'static str {
+    match coll {
+        Coll::AllReduce => "all_reduce",
+        Coll::AllGather => "all_gather",
+        Coll::ReduceScatter => "reduce_scatter",
+        Coll::Broadcast => "broadcast",
+        Coll::Reduce => "reduce",
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-pub enum Algorithm {
-    Ring,
-    Tree,
-}
-
-impl Algorithm {
-    pub fn name(self) -> &'static str {
-        match self {
-            Algorithm::Ring => "Ring",
-            Algorithm::Tree => "Tree",
-        }
+/// `--coll`: the collectives the executor runs (no Reduce).
+pub fn parse_collective(text: &str) -> Result<Coll> {
+    match Coll::parse(text) {
+        Ok(coll) if coll != Coll::Reduce => Ok(coll),
+        _ => Err(Error::bad_input(format!(
+            "unknown collective '{text}'; expected all-reduce, all-gather, reduce-scatter or broadcast"
+        ))),
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-pub enum Protocol {
-    LL,
-    LL128,
-    Simple,
+/// `PLANNER_COLL` in the kernels (`collectives.cu`); None for Reduce, which
+/// the executor does not run.
+pub fn kernel_coll_id(coll: Coll) -> Option<i32> {
+    match coll {
+        Coll::AllReduce => Some(0),
+        Coll::AllGather => Some(1),
+        Coll::ReduceScatter => Some(2),
+        Coll::Broadcast => Some(3),
+        Coll::Reduce => None,
+    }
 }
 
-impl Protocol {
-    pub fn name(self) -> &'static str {
-        match self {
-            Protocol::LL => "LL",
-            Protocol::LL128 => "LL128",
-            Protocol::Simple => "Simple",
-        }
-    }
-    /// Index used in kernel arguments and connection tables.
-    pub fn index(self) -> usize {
-        match self {
-            Protocol::LL => 0,
-            Protocol::LL128 => 1,
-            Protocol::Simple => 2,
-        }
+/// `PLANNER_ALGO` in the kernels; None for algorithms the executor does not run.
+pub fn kernel_algo_id(algo: Algo) -> Option<i32> {
+    match algo {
+        Algo::Ring => Some(0),
+        Algo::Tree => Some(1),
+        _ => None,
     }
 }
 
 /// Parse `Ring/LL128` (case-insensitive).
-pub fn parse_pair(text: &str) -> Result<(Algorithm, Protocol)> {
+pub fn parse_pair(text: &str) -> Result<(Algo, Proto)> {
     let bad = || {
         Error::bad_input(format!(
             "invalid --pair '{text}': expected ALGO/PROTO with ALGO Ring or Tree and PROTO LL, LL128 or Simple"
@@ -106,16 +71,11 @@ pub fn parse_pair(text: &str) -> Result<(Algorithm, Protocol)> {
     };
     let (a, p) = text.split_once('/').ok_or_else(bad)?;
     let algo = match a.trim().to_ascii_lowercase().as_str() {
-        "ring" => Algorithm::Ring,
-        "tree" => Algorithm::Tree,
+        "ring" => Algo::Ring,
+        "tree" => Algo::Tree,
         _ => return Err(bad()),
     };
-    let proto = match p.trim().to_ascii_lowercase().as_str() {
-        "ll" => Protocol::LL,
-        "ll128" => Protocol::LL128,
-        "simple" => Protocol::Simple,
-        _ => return Err(bad()),
-    };
+    let proto = Proto::parse(p.trim()).map_err(|_| bad())?;
     Ok((algo, proto))
 }
 
@@ -171,9 +131,9 @@ pub struct TreeNode {
 /// Everything the executor needs to run one collective.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExecPlan {
-    pub collective: Collective,
-    pub algorithm: Algorithm,
-    pub protocol: Protocol,
+    pub collective: Coll,
+    pub algorithm: Algo,
+    pub protocol: Proto,
     pub n_ranks: usize,
     /// CTAs per rank (one per channel).
     pub n_channels: usize,
@@ -197,9 +157,9 @@ pub struct ExecPlan {
 /// The choices that do not come from the search.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlanChoice {
-    pub collective: Collective,
-    pub algorithm: Algorithm,
-    pub protocol: Protocol,
+    pub collective: Coll,
+    pub algorithm: Algo,
+    pub protocol: Proto,
     /// None: NCCL's rule for this size (`launch_shape`).
     pub n_channels: Option<usize>,
     pub n_threads: Option<usize>,
@@ -210,9 +170,9 @@ pub struct PlanChoice {
 }
 
 impl PlanChoice {
-    pub fn all_reduce(algorithm: Algorithm, protocol: Protocol, bytes: u64) -> Self {
+    pub fn all_reduce(algorithm: Algo, protocol: Proto, bytes: u64) -> Self {
         PlanChoice {
-            collective: Collective::AllReduce,
+            collective: Coll::AllReduce,
             algorithm,
             protocol,
             n_channels: None,
@@ -230,9 +190,9 @@ impl fmt::Display for ExecPlan {
         write!(
             f,
             "{} {}/{} {} ranks, {} channels x {} threads, {} {}",
-            self.collective.name(),
-            self.algorithm.name(),
-            self.protocol.name(),
+            coll_name(self.collective),
+            self.algorithm.nccl_name(),
+            self.protocol.nccl_name(),
             self.n_ranks,
             self.n_channels,
             self.n_threads,
@@ -252,22 +212,22 @@ impl fmt::Display for ExecPlan {
 /// Ring LL times the rank count). `ring_simple_threads` is NCCL's
 /// `maxThreads[Ring][Simple]` (256 or 512, §2.3).
 pub fn launch_shape(
-    algorithm: Algorithm,
-    protocol: Protocol,
+    algorithm: Algo,
+    protocol: Proto,
     n_ranks: usize,
     bytes: u64,
     comm_channels: usize,
     ring_simple_threads: usize,
 ) -> (usize, usize) {
     let max_threads = match (algorithm, protocol) {
-        (Algorithm::Ring, Protocol::Simple) => ring_simple_threads,
-        (_, Protocol::LL128) => 640,
+        (Algo::Ring, Proto::Simple) => ring_simple_threads,
+        (_, Proto::Ll128) => 640,
         _ => 512,
     };
     let threshold = match (algorithm, protocol) {
-        (Algorithm::Ring, Protocol::LL) => 8 * n_ranks as u64,
-        (_, Protocol::LL) | (_, Protocol::LL128) => 8,
-        (_, Protocol::Simple) => 64,
+        (Algo::Ring, Proto::Ll) => 8 * n_ranks as u64,
+        (_, Proto::Ll) | (_, Proto::Ll128) => 8,
+        (_, Proto::Simple) => 64,
     };
     let mut nc = comm_channels.max(1) as u64;
     let mut nt = max_threads as u64;
@@ -277,16 +237,14 @@ pub fn launch_shape(
     while bytes < nc * nt * threshold && nt.is_multiple_of(128) {
         nt /= 2;
     }
-    if protocol == Protocol::Simple {
-        match algorithm {
-            Algorithm::Ring => nt += 32,
-            Algorithm::Tree => nt += 128,
-        }
+    if protocol == Proto::Simple {
+        // Ring +32, Tree +128; plans admit no other algorithm.
+        nt += if algorithm == Algo::Tree { 128 } else { 32 };
     }
     if nt / 32 < 3 {
         nt = 96;
     }
-    if algorithm == Algorithm::Tree {
+    if algorithm == Algo::Tree {
         nt = MAX_THREADS as u64;
     }
     (nc as usize, nt as usize)
@@ -427,6 +385,7 @@ impl ExecPlan {
                 "a plan needs at least one ring and one tree",
             ));
         }
+        validate_vocabulary(choice)?;
         let (default_nc, default_nt) = launch_shape(
             choice.algorithm,
             choice.protocol,
@@ -486,9 +445,9 @@ impl ExecPlan {
     pub fn send_count(&self) -> usize {
         let total = (self.bytes / self.dtype.size() as u64) as usize;
         match self.collective {
-            Collective::AllReduce | Collective::Broadcast => total,
-            Collective::AllGather => self.per_rank_count(),
-            Collective::ReduceScatter => self.per_rank_count() * self.n_ranks,
+            Coll::AllReduce | Coll::Broadcast | Coll::Reduce => total,
+            Coll::AllGather => self.per_rank_count(),
+            Coll::ReduceScatter => self.per_rank_count() * self.n_ranks,
         }
     }
 
@@ -496,9 +455,9 @@ impl ExecPlan {
     pub fn recv_count(&self) -> usize {
         let total = (self.bytes / self.dtype.size() as u64) as usize;
         match self.collective {
-            Collective::AllReduce | Collective::Broadcast => total,
-            Collective::AllGather => self.per_rank_count() * self.n_ranks,
-            Collective::ReduceScatter => self.per_rank_count(),
+            Coll::AllReduce | Coll::Broadcast | Coll::Reduce => total,
+            Coll::AllGather => self.per_rank_count() * self.n_ranks,
+            Coll::ReduceScatter => self.per_rank_count(),
         }
     }
 
@@ -507,10 +466,10 @@ impl ExecPlan {
     /// nccl-tests (`common.cu:899-911`) the block is a multiple of 16 bytes.
     pub fn call_count(&self) -> usize {
         match self.collective {
-            Collective::AllReduce | Collective::Broadcast => {
+            Coll::AllReduce | Coll::Broadcast | Coll::Reduce => {
                 (self.bytes / self.dtype.size() as u64) as usize
             }
-            _ => self.per_rank_count(),
+            Coll::AllGather | Coll::ReduceScatter => self.per_rank_count(),
         }
     }
 
@@ -529,6 +488,24 @@ impl ExecPlan {
     }
 }
 
+/// The part of NCCL's vocabulary the executor runs: no Reduce, only Ring
+/// and Tree (the other pairs are checked in `validate_shape`).
+fn validate_vocabulary(choice: &PlanChoice) -> Result<()> {
+    if kernel_coll_id(choice.collective).is_none() {
+        return Err(Error::bad_input(format!(
+            "{}: the executor runs all-reduce, all-gather, reduce-scatter and broadcast only",
+            choice.collective.cli_name()
+        )));
+    }
+    if kernel_algo_id(choice.algorithm).is_none() {
+        return Err(Error::bad_input(format!(
+            "{}: the executor runs Ring and Tree only",
+            choice.algorithm.nccl_name()
+        )));
+    }
+    Ok(())
+}
+
 fn validate_shape(choice: &PlanChoice, n_channels: usize, n_threads: usize) -> Result<()> {
     if n_channels == 0 || n_channels > MAX_CHANNELS {
         return Err(Error::bad_input(format!(
@@ -540,7 +517,7 @@ fn validate_shape(choice: &PlanChoice, n_channels: usize, n_threads: usize) -> R
             "--threads {n_threads}: must be a multiple of 32 between 64 and {MAX_THREADS}"
         )));
     }
-    if choice.algorithm == Algorithm::Tree {
+    if choice.algorithm == Algo::Tree {
         // The split tree gives each half whole warps (see tree_split_threads).
         let (up, down) = tree_split_threads(choice.protocol, n_threads);
         if up == 0 || down == 0 || !up.is_multiple_of(32) || !down.is_multiple_of(32) {
@@ -549,14 +526,14 @@ fn validate_shape(choice: &PlanChoice, n_channels: usize, n_threads: usize) -> R
             )));
         }
     }
-    if choice.collective != Collective::AllReduce
-        && (choice.algorithm != Algorithm::Ring || choice.protocol != Protocol::Simple)
+    if choice.collective != Coll::AllReduce
+        && (choice.algorithm != Algo::Ring || choice.protocol != Proto::Simple)
     {
         return Err(Error::bad_input(format!(
             "{} runs with Ring/Simple only (asked for {}/{})",
-            choice.collective.name(),
-            choice.algorithm.name(),
-            choice.protocol.name()
+            coll_name(choice.collective),
+            choice.algorithm.nccl_name(),
+            choice.protocol.nccl_name()
         )));
     }
     Ok(())
@@ -565,9 +542,9 @@ fn validate_shape(choice: &PlanChoice, n_channels: usize, n_threads: usize) -> R
 /// NCCL's split of a tree CTA into reduce-up and broadcast-down threads
 /// (`all_reduce.h` runTreeSplit): Simple half (+64 from 256 on), LL/LL128 70 %
 /// rounded down to whole warps. Returns (reduce, broadcast).
-pub fn tree_split_threads(protocol: Protocol, n_threads: usize) -> (usize, usize) {
+pub fn tree_split_threads(protocol: Proto, n_threads: usize) -> (usize, usize) {
     let up = match protocol {
-        Protocol::Simple => {
+        Proto::Simple => {
             let half = n_threads / 2;
             if half >= 256 {
                 half + 64

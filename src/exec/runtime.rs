@@ -14,8 +14,11 @@ use crate::error::{Error, Result};
 use crate::exec::cuda::{self, describe};
 use crate::exec::kernels::{self, Variant};
 use crate::exec::pattern;
-use crate::exec::plan::{Algorithm, Collective, ExecPlan, MAX_CHANNELS, MAX_RANKS, MAX_TREE_ARITY};
+use crate::exec::plan::{
+    coll_name, kernel_coll_id, ExecPlan, MAX_CHANNELS, MAX_RANKS, MAX_TREE_ARITY,
+};
 use crate::exec::schedule::{self, buff_bytes};
+use crate::model::{Algo, Coll};
 use crate::units::format_size;
 use cudarc::driver::{result, sys, DriverError};
 use serde::Serialize;
@@ -457,13 +460,13 @@ fn plan_edges(plan: &ExecPlan) -> Vec<(usize, usize, usize)> {
     }
     for c in 0..plan.n_channels {
         match plan.algorithm {
-            Algorithm::Ring => {
+            Algo::Ring => {
                 let ring = &plan.rings[c];
                 for i in 0..ring.len() {
                     edges.push((c, ring[i], ring[(i + 1) % ring.len()]));
                 }
             }
-            Algorithm::Tree => {
+            Algo::Tree => {
                 for (r, node) in plan.trees[c].iter().enumerate() {
                     if let Some(u) = node.up {
                         edges.push((c, r, u));
@@ -471,6 +474,8 @@ fn plan_edges(plan: &ExecPlan) -> Vec<(usize, usize, usize)> {
                     }
                 }
             }
+            // ExecPlan::build admits only Ring and Tree.
+            _ => {}
         }
     }
     edges
@@ -724,7 +729,7 @@ impl Executor {
             if want > free {
                 return Err(Error::runtime(format!(
                     "{} of {} per rank needs {} on {} but only {} is free",
-                    template.collective.name(),
+                    coll_name(template.collective),
                     format_size(template.bytes),
                     format_size(want as u64),
                     gpu.label(),
@@ -923,9 +928,9 @@ impl Executor {
         let block = (plan.call_count() * plan.dtype.size()) as u64;
         match plan.collective {
             // The input is rank r's block of the output (nccl-tests' layout).
-            Collective::AllGather => (recv + r as u64 * block, recv),
+            Coll::AllGather => (recv + r as u64 * block, recv),
             // The output is rank r's block of the input.
-            Collective::ReduceScatter => (send, send + r as u64 * block),
+            Coll::ReduceScatter => (send, send + r as u64 * block),
             _ => (send, recv),
         }
     }
@@ -1213,10 +1218,10 @@ impl Executor {
         }
         Err(Error::runtime(format!(
             "timeout: {} over {} ranks {}/{} of {} did not finish within {:.0} s on {}; aborted",
-            plan.collective.name(),
+            coll_name(plan.collective),
             plan.n_ranks,
-            plan.algorithm.name(),
-            plan.protocol.name(),
+            plan.algorithm.nccl_name(),
+            plan.protocol.nccl_name(),
             format_size(plan.bytes),
             timeout.as_secs_f64(),
             stuck.join(", ")
@@ -1270,7 +1275,7 @@ impl Executor {
             gpu.bind()?;
             let (send, recv) = self.rank_buffers(plan, r);
             let recv_bytes = plan.recv_count() * elem;
-            let rs_in_place = plan.in_place && plan.collective == Collective::ReduceScatter;
+            let rs_in_place = plan.in_place && plan.collective == Coll::ReduceScatter;
             if !rs_in_place && recv_bytes > 0 {
                 // SAFETY: inside the rank's output allocation.
                 cu(
@@ -1318,12 +1323,12 @@ impl Executor {
             let (_, recv) = self.rank_buffers(plan, r);
             let mut buf = recv;
             let mut n = plan.recv_count() as u64;
-            let mut coll: i32 = match plan.collective {
-                Collective::AllReduce => 0,
-                Collective::AllGather => 1,
-                Collective::ReduceScatter => 2,
-                Collective::Broadcast => 3,
-            };
+            let mut coll: i32 = kernel_coll_id(plan.collective).ok_or_else(|| {
+                Error::runtime(format!(
+                    "the executor has no kernel for {}",
+                    coll_name(plan.collective)
+                ))
+            })?;
             let mut nranks = plan.n_ranks as i32;
             let mut rank = r as i32;
             let mut root = plan.root as i32;
@@ -1450,7 +1455,7 @@ impl Executor {
             time_us,
             gpu_time_us: per_iter_us,
             algbw_gbs: algbw,
-            busbw_gbs: algbw * plan.collective.bus_factor(plan.n_ranks),
+            busbw_gbs: algbw * plan.collective.nccl_tests_bus_factor(plan.n_ranks),
             wrong,
             first_wrong,
             cpu_checked,

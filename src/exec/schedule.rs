@@ -6,7 +6,8 @@
 //! so tests can check every rank count, channel count and ragged size without
 //! a GPU. Sizes and offsets here are in elements unless a name says bytes.
 
-use crate::exec::plan::{tree_split_threads, Algorithm, Collective, ExecPlan, Protocol};
+use crate::exec::plan::{tree_split_threads, ExecPlan};
+use crate::model::{Algo, Coll, Proto};
 use std::collections::{HashMap, VecDeque};
 
 /// NCCL_STEPS: slots per connection FIFO (`device.h:26`).
@@ -23,19 +24,19 @@ pub const LL128_LINE_BYTES: usize = 128;
 pub const LL128_LINE_DATA_BYTES: usize = 120;
 
 /// Chunk grain per protocol (`device.h:328-334`): LL 16 B, LL128 1920 B, Simple 512 B.
-pub fn grain_bytes(protocol: Protocol) -> usize {
+pub fn grain_bytes(protocol: Proto) -> usize {
     match protocol {
-        Protocol::LL => 16,
-        Protocol::LL128 => 1920,
-        Protocol::Simple => 512,
+        Proto::Ll => 16,
+        Proto::Ll128 => 1920,
+        Proto::Simple => 512,
     }
 }
 
-pub fn buff_bytes(protocol: Protocol) -> usize {
+pub fn buff_bytes(protocol: Proto) -> usize {
     match protocol {
-        Protocol::LL => LL_BUFF_BYTES,
-        Protocol::LL128 => LL128_BUFF_BYTES,
-        Protocol::Simple => SIMPLE_BUFF_BYTES,
+        Proto::Ll => LL_BUFF_BYTES,
+        Proto::Ll128 => LL128_BUFF_BYTES,
+        Proto::Simple => SIMPLE_BUFF_BYTES,
     }
 }
 
@@ -59,17 +60,17 @@ pub fn chunking(plan: &ExecPlan) -> Chunking {
     let step_bytes = buff_bytes(protocol) / FIFO_STEPS;
     // CHUNKSTEPS / SLICESTEPS (collectives.h:19-35) apply to Ring/Simple only.
     let (chunk_steps, slice_steps) = match (plan.algorithm, protocol, plan.collective) {
-        (Algorithm::Ring, Protocol::Simple, Collective::Broadcast) => (1, 1),
-        (Algorithm::Ring, Protocol::Simple, _) => (4, 2),
+        (Algo::Ring, Proto::Simple, Coll::Broadcast) => (1, 1),
+        (Algo::Ring, Proto::Simple, _) => (4, 2),
         _ => (1, 1),
     };
     let mut chunk_bytes = step_bytes * chunk_steps;
     match protocol {
-        Protocol::LL => chunk_bytes /= 2,
-        Protocol::LL128 => chunk_bytes = chunk_bytes / 16 * 15,
-        Protocol::Simple => {}
+        Proto::Ll => chunk_bytes /= 2,
+        Proto::Ll128 => chunk_bytes = chunk_bytes / 16 * 15,
+        Proto::Simple => {}
     }
-    if plan.algorithm == Algorithm::Tree && protocol == Protocol::LL128 {
+    if plan.algorithm == Algo::Tree && protocol == Proto::Ll128 {
         // One node: nNodes = 1, ppn = nRanks.
         let ppn = plan.n_ranks as f64;
         let nsteps = 1.0 + 0.1 * ppn;
@@ -170,7 +171,7 @@ pub fn ops(plan: &ExecPlan, rank: usize, channel: usize, group: Group) -> Vec<Op
         return out;
     }
     match plan.algorithm {
-        Algorithm::Ring => {
+        Algo::Ring => {
             if group != Group::All {
                 return out;
             }
@@ -184,7 +185,7 @@ pub fn ops(plan: &ExecPlan, rank: usize, channel: usize, group: Group) -> Vec<Op
             let pos0 = ring.iter().position(|&r| r == 0).expect("rank 0 in ring");
             let ring_index = (pos + n - pos0) % n;
             match plan.collective {
-                Collective::AllReduce => ring_all_reduce(
+                Coll::AllReduce => ring_all_reduce(
                     &mut out,
                     n,
                     ring_index,
@@ -195,7 +196,7 @@ pub fn ops(plan: &ExecPlan, rank: usize, channel: usize, group: Group) -> Vec<Op
                     ck.chunk_elems,
                     16 / plan.dtype.size(),
                 ),
-                Collective::AllGather => {
+                Coll::AllGather => {
                     let mut off = 0;
                     while off < part_count {
                         let nelem = ck.chunk_elems.min(part_count - off);
@@ -226,7 +227,7 @@ pub fn ops(plan: &ExecPlan, rank: usize, channel: usize, group: Group) -> Vec<Op
                         off += ck.chunk_elems;
                     }
                 }
-                Collective::ReduceScatter => {
+                Coll::ReduceScatter => {
                     let mut off = 0;
                     while off < part_count {
                         let nelem = ck.chunk_elems.min(part_count - off);
@@ -257,7 +258,7 @@ pub fn ops(plan: &ExecPlan, rank: usize, channel: usize, group: Group) -> Vec<Op
                         off += ck.chunk_elems;
                     }
                 }
-                Collective::Broadcast => {
+                Coll::Broadcast => {
                     let mut off = 0;
                     while off < part_count {
                         let nelem = ck.chunk_elems.min(part_count - off);
@@ -290,9 +291,11 @@ pub fn ops(plan: &ExecPlan, rank: usize, channel: usize, group: Group) -> Vec<Op
                         off += ck.chunk_elems;
                     }
                 }
+                // ExecPlan::build rejects Reduce.
+                Coll::Reduce => {}
             }
         }
-        Algorithm::Tree => {
+        Algo::Tree => {
             let node = &plan.trees[channel][rank];
             let up = node.up;
             let down = &node.down;
@@ -328,6 +331,8 @@ pub fn ops(plan: &ExecPlan, rank: usize, channel: usize, group: Group) -> Vec<Op
                 off += ck.chunk_elems;
             }
         }
+        // ExecPlan::build admits only Ring and Tree.
+        _ => {}
     }
     out
 }
@@ -414,10 +419,7 @@ fn ring_all_reduce(
 
 /// The thread groups a rank's CTA runs on one channel.
 pub fn groups(plan: &ExecPlan, rank: usize, channel: usize) -> Vec<Group> {
-    if plan.algorithm == Algorithm::Tree
-        && plan.n_ranks > 1
-        && plan.trees[channel][rank].up.is_some()
-    {
+    if plan.algorithm == Algo::Tree && plan.n_ranks > 1 && plan.trees[channel][rank].up.is_some() {
         vec![Group::TreeUp, Group::TreeDown]
     } else {
         vec![Group::All]
@@ -458,7 +460,7 @@ pub fn simple_slices(ck: &Chunking, elem_size: usize, nelem: usize) -> Vec<(usiz
 /// Messages one operation puts on each connection: (offset in op, elements, steps).
 fn messages(plan: &ExecPlan, ck: &Chunking, op: &Op) -> Vec<(usize, usize, usize)> {
     match plan.protocol {
-        Protocol::Simple => simple_slices(ck, plan.dtype.size(), op.nelem)
+        Proto::Simple => simple_slices(ck, plan.dtype.size(), op.nelem)
             .into_iter()
             .map(|(o, k)| (o, k, ck.steps_per_slice))
             .collect(),
@@ -525,14 +527,14 @@ pub fn simulate_ops(
     // In-place: the input is a window of the output (nccl-tests' layout).
     let in_place_base = |rank: usize| -> usize {
         match plan.collective {
-            Collective::AllGather => rank * plan.call_count(),
+            Coll::AllGather => rank * plan.call_count(),
             _ => 0,
         }
     };
     let mut inputs_own: Vec<Vec<i64>> = inputs.to_vec();
     if plan.in_place {
         for r in 0..n {
-            if plan.collective == Collective::ReduceScatter {
+            if plan.collective == Coll::ReduceScatter {
                 // In-place reduce-scatter: the output is a window of the input.
                 continue;
             }
@@ -603,8 +605,7 @@ pub fn simulate_ops(
                 if let Some(off) = op.src {
                     let start = off + m_off;
                     for (i, a) in acc.iter_mut().enumerate() {
-                        let reads_output =
-                            plan.in_place && plan.collective != Collective::ReduceScatter;
+                        let reads_output = plan.in_place && plan.collective != Coll::ReduceScatter;
                         let v = if start + i >= send_count {
                             None
                         } else if reads_output {
@@ -639,7 +640,7 @@ pub fn simulate_ops(
                         outputs[p.rank][idx] = *a;
                         writes[p.rank][idx] += 1;
                         // In-place reduce-scatter writes into the input window.
-                        if plan.in_place && plan.collective == Collective::ReduceScatter {
+                        if plan.in_place && plan.collective == Coll::ReduceScatter {
                             inputs_own[p.rank][p.rank * plan.call_count() + idx] = *a;
                         }
                     }
@@ -696,21 +697,22 @@ pub fn expected_outputs(plan: &ExecPlan, inputs: &[Vec<i64>]) -> Vec<Vec<i64>> {
     let n = plan.n_ranks;
     let count = plan.call_count();
     match plan.collective {
-        Collective::AllReduce => {
+        // Reduce (which plans reject) would hold the sum at the root.
+        Coll::AllReduce | Coll::Reduce => {
             let sum: Vec<i64> = (0..count)
                 .map(|i| inputs.iter().map(|v| v[i]).sum())
                 .collect();
             vec![sum; n]
         }
-        Collective::Broadcast => vec![inputs[plan.root][..count].to_vec(); n],
-        Collective::AllGather => {
+        Coll::Broadcast => vec![inputs[plan.root][..count].to_vec(); n],
+        Coll::AllGather => {
             let mut all = Vec::with_capacity(count * n);
             for v in inputs {
                 all.extend_from_slice(&v[..count]);
             }
             vec![all; n]
         }
-        Collective::ReduceScatter => (0..n)
+        Coll::ReduceScatter => (0..n)
             .map(|r| {
                 (0..count)
                     .map(|i| inputs.iter().map(|v| v[r * count + i]).sum())

@@ -50,16 +50,6 @@ pub mod coll_label_serde {
     }
 }
 
-/// nccl-tests' bus-bandwidth factor for `n` ranks: busbw = algbw x factor.
-pub fn bus_factor(coll: Coll, n_ranks: usize) -> f64 {
-    let n = n_ranks.max(1) as f64;
-    match coll {
-        Coll::AllReduce => 2.0 * (n - 1.0) / n,
-        Coll::AllGather | Coll::ReduceScatter => (n - 1.0) / n,
-        Coll::Broadcast | Coll::Reduce => 1.0,
-    }
-}
-
 /// How NCCL's per-call TUNING line counts bytes: all-gather logs the
 /// per-rank send size and reduce-scatter the per-rank receive size, so the
 /// line shows `size / n_ranks` for those two.
@@ -699,11 +689,11 @@ mod tests {
     #[test]
     fn bus_factors_as_nccl_tests() {
         // all-reduce: 2 (n-1)/n = 2*1/2 = 1 and 2*7/8 = 1.75
-        assert_eq!(bus_factor(Coll::AllReduce, 2), 1.0);
-        assert_eq!(bus_factor(Coll::AllReduce, 8), 1.75);
+        assert_eq!(Coll::AllReduce.nccl_tests_bus_factor(2), 1.0);
+        assert_eq!(Coll::AllReduce.nccl_tests_bus_factor(8), 1.75);
         // all-gather: (n-1)/n = 7/8
-        assert_eq!(bus_factor(Coll::AllGather, 8), 0.875);
-        assert_eq!(bus_factor(Coll::Broadcast, 8), 1.0);
+        assert_eq!(Coll::AllGather.nccl_tests_bus_factor(8), 0.875);
+        assert_eq!(Coll::Broadcast.nccl_tests_bus_factor(8), 1.0);
         // all-gather logs one rank's share: 1024 / 2
         assert_eq!(logged_bytes(Coll::AllGather, 1024, 2), 512);
         assert_eq!(logged_bytes(Coll::ReduceScatter, 1024, 4), 256);

@@ -8,7 +8,6 @@ use super::runtime::{Executor, RunOptions};
 use super::verify::{coll_label, Backend, Dtype, Pair, Row, RowStatus};
 use super::verify_run::{NativeBackend, Progress, VerifyRequest};
 use crate::error::{Error, Result};
-use crate::model::{Algo, Coll, Proto};
 use crate::units::format_size;
 
 /// The executor with the rings and trees it runs on.
@@ -16,30 +15,6 @@ pub struct NativeExec {
     /// Runtime channels (the communicator's channel count; NCCL's per-size
     /// rule then picks how many a call uses).
     pub channels: usize,
-}
-
-fn native_pair(pair: Pair) -> Option<(plan::Algorithm, plan::Protocol)> {
-    let algorithm = match pair.algo {
-        Algo::Ring => plan::Algorithm::Ring,
-        Algo::Tree => plan::Algorithm::Tree,
-        _ => return None,
-    };
-    let protocol = match pair.proto {
-        Proto::Ll => plan::Protocol::LL,
-        Proto::Ll128 => plan::Protocol::LL128,
-        Proto::Simple => plan::Protocol::Simple,
-    };
-    Some((algorithm, protocol))
-}
-
-fn native_collective(c: Coll) -> Option<plan::Collective> {
-    match c {
-        Coll::AllReduce => Some(plan::Collective::AllReduce),
-        Coll::AllGather => Some(plan::Collective::AllGather),
-        Coll::ReduceScatter => Some(plan::Collective::ReduceScatter),
-        Coll::Broadcast => Some(plan::Collective::Broadcast),
-        Coll::Reduce => None,
-    }
 }
 
 fn native_dtype(d: Dtype) -> DType {
@@ -63,11 +38,13 @@ fn rows_with(pair: Pair, sizes: &[u64], status: RowStatus, note: &str) -> Vec<Ro
 
 impl NativeExec {
     fn choice(&self, request: &VerifyRequest, pair: Pair, bytes: u64) -> Option<PlanChoice> {
-        let (algorithm, protocol) = native_pair(pair)?;
+        // The collectives and algorithms the executor has kernels for.
+        plan::kernel_coll_id(request.collective)?;
+        plan::kernel_algo_id(pair.algo)?;
         Some(PlanChoice {
-            collective: native_collective(request.collective)?,
-            algorithm,
-            protocol,
+            collective: request.collective,
+            algorithm: pair.algo,
+            protocol: pair.proto,
             n_channels: None,
             n_threads: None,
             dtype: native_dtype(request.dtype),

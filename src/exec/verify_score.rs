@@ -13,8 +13,8 @@
 //!   size (below 1: ours is faster).
 
 use super::verify::{
-    algbw_gbs, bus_factor, coll_label_serde, median, Backend, NcclChoice, Pair, Regime, Row,
-    RowStatus, VerifyRun,
+    algbw_gbs, coll_label_serde, median, Backend, NcclChoice, Pair, Regime, Row, RowStatus,
+    VerifyRun,
 };
 use crate::model::Coll;
 use serde::Serialize;
@@ -273,7 +273,7 @@ pub fn score(run: &VerifyRun, predictor: &dyn Predictor) -> Scored {
         scored_rows.push(ScoredRow {
             label: row.pair_label(),
             algbw_gbs: algbw,
-            busbw_gbs: algbw.map(|a| a * bus_factor(coll, world)),
+            busbw_gbs: algbw.map(|a| a * coll.nccl_tests_bus_factor(world)),
             predicted_us: predicted,
             error_pct,
             model_pick: row.pair.is_some() && verdict.is_some_and(|v| v.model_pick == row.pair),

@@ -111,6 +111,18 @@ impl Coll {
     pub fn is_ag_rs(self) -> bool {
         matches!(self, Coll::AllGather | Coll::ReduceScatter)
     }
+    /// nccl-tests' bus-bandwidth factor (`all_reduce.cu` `AllReduceGetBw` and
+    /// siblings): busbw = algbw x factor for `n_ranks` ranks, whatever the
+    /// algorithm. This is nccl-tests' convention, not NCCL's per-algorithm
+    /// bus bandwidth (`select::bus_factor`).
+    pub fn nccl_tests_bus_factor(self, n_ranks: usize) -> f64 {
+        let n = n_ranks.max(1) as f64;
+        match self {
+            Coll::AllReduce => 2.0 * (n - 1.0) / n,
+            Coll::AllGather | Coll::ReduceScatter => (n - 1.0) / n,
+            Coll::Broadcast | Coll::Reduce => 1.0,
+        }
+    }
 }
 
 /// NCCL's algorithms, in index order (the tie order of the argmin).

@@ -1,5 +1,6 @@
 //! `planner run` output: an nccl-tests-like table for people, JSON for scripts.
 
+use crate::exec::plan::coll_name;
 use crate::exec::runtime::RunReport;
 use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
 
@@ -9,9 +10,9 @@ pub fn table(report: &RunReport) -> String {
     let mut out = String::new();
     out.push_str(&format!(
         "# {} {}/{} on {} rank(s){}, {} {}\n",
-        p.collective.name(),
-        p.algorithm.name(),
-        p.protocol.name(),
+        coll_name(p.collective),
+        p.algorithm.nccl_name(),
+        p.protocol.nccl_name(),
         p.n_ranks,
         match report.device.virtual_ranks {
             Some(v) => format!(" ({v} virtual ranks on one GPU)"),
@@ -37,7 +38,7 @@ pub fn table(report: &RunReport) -> String {
         report.iters,
         if report.graph { " in one CUDA graph" } else { ", one launch each" },
         report.warmup,
-        p.collective.bus_factor(p.n_ranks)
+        p.collective.nccl_tests_bus_factor(p.n_ranks)
     ));
     let mut t = Table::new();
     t.load_style(presets::ASCII_MARKDOWN)
