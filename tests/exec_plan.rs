@@ -136,6 +136,32 @@ fn bad_shapes_are_rejected() {
 }
 
 #[test]
+fn outside_the_executors_vocabulary_is_bad_input() {
+    // The model's vocabulary is wider than the executor's: Reduce and the
+    // algorithms other than Ring and Tree are refused when the plan is built.
+    let mut c = PlanChoice::all_reduce(Algo::Ring, Proto::Simple, 4096);
+    c.collective = Coll::Reduce;
+    let e = ExecPlan::default_shapes(2, 1, &c).unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    assert!(e
+        .to_string()
+        .contains("reduce: the executor runs all-reduce"));
+    let c = PlanChoice::all_reduce(Algo::Nvls, Proto::Simple, 4096);
+    let e = ExecPlan::default_shapes(2, 1, &c).unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    assert!(e
+        .to_string()
+        .contains("NVLS: the executor runs Ring and Tree only"));
+    // `--coll reduce` keeps the old message (the executor never knew Reduce).
+    let e = planner::exec::plan::parse_collective("reduce").unwrap_err();
+    assert!(e.to_string().contains("unknown collective 'reduce'"));
+    assert_eq!(
+        planner::exec::plan::parse_collective("All_Gather").unwrap(),
+        Coll::AllGather
+    );
+}
+
+#[test]
 fn broken_trees_are_named() {
     // Two roots.
     let two_roots = vec![TreeNode::default(), TreeNode::default()];
