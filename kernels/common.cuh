@@ -192,3 +192,33 @@ struct Abort {
     return hit;
   }
 };
+
+// Thread 0 saves this launch's step counters for the next launch (every
+// protocol's finish(), after its barrier).
+template<int MAXR, int MAXS>
+__device__ __forceinline__ void save_steps(int tid, const Conn* const* recv, const u64* recv_step,
+                                           int nrecv, const Conn* const* send,
+                                           const u64* send_step, int nsend) {
+  if (tid == 0) {
+#pragma unroll
+    for (int i = 0; i < MAXR; i++) if (i < nrecv) *recv[i]->step = recv_step[i];
+#pragma unroll
+    for (int i = 0; i < MAXS; i++) if (i < nsend) *send[i]->step = send_step[i];
+  }
+}
+
+// LL and LL128: thread i waits until send peer i has a free FIFO slot for the
+// next step (the receiver's head is at most PLANNER_FIFO_STEPS behind).
+template<int MAXS>
+__device__ __forceinline__ void wait_send_slot(int tid, int nsend, const Conn* const* send,
+                                               const u64* send_step, Abort* abort) {
+#pragma unroll
+  for (int i = 0; i < MAXS; i++) {
+    if (i < nsend && tid == i) {
+      while (ld_volatile_u64(send[i]->head) + PLANNER_FIFO_STEPS < send_step[i] + 1) {
+        if (abort->check()) break;
+      }
+    }
+  }
+}
+

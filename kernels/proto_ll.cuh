@@ -30,12 +30,7 @@ struct PrimsLL {
 
   __device__ void finish() {
     barrier();
-    if (tid == 0) {
-#pragma unroll
-      for (int i = 0; i < MAXR; i++) if (i < nrecv) *recv[i]->step = recv_step[i];
-#pragma unroll
-      for (int i = 0; i < MAXS; i++) if (i < nsend) *send[i]->step = send_step[i];
-    }
+    save_steps<MAXR, MAXS>(tid, recv, recv_step, nrecv, send, send_step, nsend);
   }
 
   __device__ __forceinline__ uint4* slot(const Conn& c, u64 step) {
@@ -72,15 +67,7 @@ struct PrimsLL {
     const int ns = SEND ? nsend : 0;
     if (nelem < 0) nelem = 0;
     if (SEND) {
-      // Thread i waits for a free slot at send peer i.
-#pragma unroll
-      for (int i = 0; i < MAXS; i++) {
-        if (i < ns && tid == i) {
-          while (ld_volatile_u64(send[i]->head) + PLANNER_FIFO_STEPS < send_step[i] + 1) {
-            if (abort->check()) break;
-          }
-        }
-      }
+      wait_send_slot<MAXS>(tid, ns, send, send_step, abort);
       barrier();
     }
     const int per = 8 / sizeof(T);

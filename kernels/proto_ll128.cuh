@@ -48,12 +48,7 @@ struct PrimsLL128 {
 
   __device__ void finish() {
     barrier();
-    if (tid == 0) {
-#pragma unroll
-      for (int i = 0; i < MAXR; i++) if (i < nrecv) *recv[i]->step = recv_step[i];
-#pragma unroll
-      for (int i = 0; i < MAXS; i++) if (i < nsend) *send[i]->step = send_step[i];
-    }
+    save_steps<MAXR, MAXS>(tid, recv, recv_step, nrecv, send, send_step, nsend);
   }
 
   // Load the 16-byte unit `unit` of a slice with `n` valid elements.
@@ -161,16 +156,7 @@ struct PrimsLL128 {
     const int nr = RECV ? nrecv : 0;
     const int ns = SEND ? nsend : 0;
     if (nelem < 0) nelem = 0;
-    if (SEND) {
-#pragma unroll
-      for (int i = 0; i < MAXS; i++) {
-        if (i < ns && tid == i) {
-          while (ld_volatile_u64(send[i]->head) + PLANNER_FIFO_STEPS < send_step[i] + 1) {
-            if (abort->check()) break;
-          }
-        }
-      }
-    }
+    if (SEND) wait_send_slot<MAXS>(tid, ns, send, send_step, abort);
     barrier();
     const int per_slice = LL128_DATA_BYTES_PER_WARP_SLICE / sizeof(T);
     const char* rslot[MAXR > 0 ? MAXR : 1];

@@ -131,12 +131,7 @@ struct PrimsSimple {
   // Save the steps for the next launch.
   __device__ void finish() {
     barrier();
-    if (tid == 0) {
-#pragma unroll
-      for (int i = 0; i < MAXR; i++) if (i < nrecv) *recv[i]->step = recv_step[i];
-#pragma unroll
-      for (int i = 0; i < MAXS; i++) if (i < nsend) *send[i]->step = send_step[i];
-    }
+    save_steps<MAXR, MAXS>(tid, recv, recv_step, nrecv, send, send_step, nsend);
   }
 
   template<int RECV, int SEND, int SRC, int DST>
