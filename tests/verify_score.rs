@@ -162,7 +162,7 @@ fn native_over_nccl_ratios() {
 }
 
 /// NCCL 2.28.9's graph dump from the 2 x H200 capture (`h200x2-nvswitch-vm/graph.xml`).
-const CAPTURE_GRAPH_XML: &str = include_str!("verify_data/h200x2-graph.xml");
+const CAPTURE_GRAPH_XML: &str = include_str!("golden/h200x2-nvswitch-vm/graph.xml");
 
 #[test]
 fn the_stock_model_as_predictor_matches_the_capture() {
