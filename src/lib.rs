@@ -7,12 +7,16 @@
 pub mod error;
 pub mod units;
 
+pub mod audit;
 pub mod cli;
 pub mod exec;
 pub mod model;
+pub mod nccl;
 pub mod probe;
 pub mod report;
 pub mod search;
 pub mod topo;
+pub mod verify;
+pub mod xml;
 
 pub use error::{Error, Result};

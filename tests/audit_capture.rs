@@ -1,9 +1,10 @@
 //! `planner audit` on the capture's NCCL 2.28.9 log, and on broken logs.
 
 use assert_cmd::Command;
+use planner::audit;
+use planner::audit::log::NcclLog;
 use planner::model::examples::h200x2_capture;
-use planner::model::log::NcclLog;
-use planner::model::{audit, table, Algo, Coll, Model, NcclEnv, Proto};
+use planner::model::{table, Algo, Coll, Model, NcclEnv, Proto};
 
 fn capture(name: &str) -> String {
     // The real NCCL dumps, copied from shared/captures into the repository.

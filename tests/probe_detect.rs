@@ -4,7 +4,7 @@
 
 use planner::probe::facts::{GpuFacts, MachineFacts, NvLinkFacts, P2pFacts, RemoteType};
 use planner::probe::{from_facts, Oddity, ProbeEnv, SysFs, Warnings};
-use planner::topo::xml;
+use planner::xml;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -2,7 +2,8 @@
 //! bandwidth-relevant facts come out as NCCL computes them (hand arithmetic in
 //! the comments, constants from NCCL 2.28 `topo.h`).
 
-use planner::topo::{build, fixtures, xml, NodeKind, PathType, Topology};
+use planner::topo::{build, fixtures, NodeKind, PathType, Topology};
+use planner::xml;
 
 fn load(name: &str) -> Topology {
     let f = fixtures::find(name).unwrap_or_else(|| panic!("fixture {name} is registered"));

@@ -5,7 +5,7 @@
 use std::process::{Command, Output, Stdio};
 
 fn free_port() -> u16 {
-    planner::exec::rendezvous::free_port().unwrap()
+    planner::verify::rendezvous::free_port().unwrap()
 }
 
 fn rank(rank: usize, world: usize, port: u16, timeout: u64) -> Command {

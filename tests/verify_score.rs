@@ -3,8 +3,8 @@
 
 mod verify_data;
 
-use planner::exec::verify::{Backend, Pair, Regime, VerifyRun};
-use planner::exec::verify_score::{score, Recorded};
+use planner::verify::score::{score, Recorded};
+use planner::verify::{Backend, Pair, Regime, VerifyRun};
 use verify_data::{recorded_run, ring_ll, ring_simple, tree_ll, KIB, MIB};
 
 fn close(a: Option<f64>, b: f64) -> bool {
@@ -166,8 +166,8 @@ const CAPTURE_GRAPH_XML: &str = include_str!("golden/h200x2-nvswitch-vm/graph.xm
 
 #[test]
 fn the_stock_model_as_predictor_matches_the_capture() {
-    use planner::exec::verify_score::{ModelPredictor, Predictor};
     use planner::model::Coll;
+    use planner::verify::score::{ModelPredictor, Predictor};
     let node = planner::cli::source::load_fixture("h200x2-nvswitch-vm").unwrap();
     let cluster = planner::topo::Cluster::single(node);
     let model = ModelPredictor::new(&cluster, Some(CAPTURE_GRAPH_XML), Some("2.28.9")).unwrap();

@@ -4,10 +4,10 @@
 use super::channels::GraphArgs;
 use super::explain::{choose_table, graphs_for, ModelArgs};
 use super::source::SourceArgs;
+use crate::audit::audit;
+use crate::audit::log::NcclLog;
 use crate::error::{Error, Result};
-use crate::model::audit::audit;
 use crate::model::input::NvlsFlag;
-use crate::model::log::NcclLog;
 use crate::model::{Model, ModelInput, NcclEnv};
 use crate::search::{Graphs, Pattern, SearchGraph};
 use std::path::Path;

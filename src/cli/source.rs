@@ -4,7 +4,8 @@
 use crate::error::{Error, Result};
 use crate::probe::{self, ProbeError};
 use crate::topo::paths::PathOptions;
-use crate::topo::{build, cluster::MAX_NODES, fixtures, xml, Cluster, Topology};
+use crate::topo::{build, cluster::MAX_NODES, fixtures, Cluster, Topology};
+use crate::xml;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct SourceArgs {

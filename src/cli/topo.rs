@@ -3,7 +3,8 @@
 use super::source::SourceArgs;
 use crate::error::{Error, Result};
 use crate::report::topo as view;
-use crate::topo::{fixtures, xml};
+use crate::topo::fixtures;
+use crate::xml;
 
 #[derive(Debug, clap::Args)]
 pub struct TopoArgs {

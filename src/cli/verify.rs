@@ -2,15 +2,15 @@
 
 use super::source::SourceArgs;
 use crate::error::{Error, Result};
-use crate::exec::nccl;
-use crate::exec::rendezvous::{LauncherEnv, Rendezvous};
-use crate::exec::verify::{Backend, Dtype, IterPlan, PairSelection, VerifyRun};
-use crate::exec::verify_run::{self, Progress, TopologyRecord, VerifyRequest};
-use crate::exec::verify_score::{self, ModelPredictor, NoModel, Predictor};
 use crate::model::Coll;
+use crate::nccl;
 use crate::report::verify as report;
 use crate::topo::{build, paths::PathOptions, Cluster};
 use crate::units::{parse_size, parse_size_range};
+use crate::verify::rendezvous::{LauncherEnv, Rendezvous};
+use crate::verify::run::{self, Progress, TopologyRecord, VerifyRequest};
+use crate::verify::score::{self, ModelPredictor, NoModel, Predictor};
+use crate::verify::{Backend, Dtype, IterPlan, PairSelection, VerifyRun};
 use std::time::Duration;
 
 #[derive(Debug, clap::Args)]
@@ -145,7 +145,7 @@ impl Progress for Bar {
 }
 
 fn output(run: &VerifyRun, predictor: &dyn Predictor, args: &VerifyArgs) -> Result<()> {
-    let scored = verify_score::score(run, predictor);
+    let scored = score::score(run, predictor);
     if let Some(path) = &args.csv {
         std::fs::write(path, report::render_csv(&scored))
             .map_err(|e| Error::runtime(format!("{path}: cannot write: {e}")))?;
@@ -194,7 +194,7 @@ fn topology_before(source: &SourceArgs) -> Option<Cluster> {
 fn record_of(cluster: &Cluster) -> TopologyRecord {
     TopologyRecord {
         source: cluster.node.source.clone(),
-        xml: Some(crate::topo::xml::write(&cluster.node.xml)),
+        xml: Some(crate::xml::write(&cluster.node.xml)),
         nodes: cluster.n_nodes,
         net_latency_us: cluster.net_latency_us,
     }
@@ -203,7 +203,7 @@ fn record_of(cluster: &Cluster) -> TopologyRecord {
 pub fn run(args: VerifyArgs, source: &SourceArgs) -> Result<()> {
     if let Some(path) = &args.load {
         let run = VerifyRun::load(path)?;
-        let predictor = verify_score::predictor_for_run(&run);
+        let predictor = score::predictor_for_run(&run);
         return output(&run, predictor.as_ref(), &args);
     }
     let request = request_from(&args)?;
@@ -235,22 +235,17 @@ pub fn run(args: VerifyArgs, source: &SourceArgs) -> Result<()> {
     })?;
     let bar = Bar::new();
     let mut run = match LauncherEnv::from_env()? {
-        Some(env) => match verify_run::run_distributed(
-            &exe,
-            &env,
-            &request,
-            &topology,
-            planning.as_ref(),
-            &bar,
-        )? {
-            Some(run) => run,
-            None => return Ok(()), // not rank 0: rank 0 prints
-        },
+        Some(env) => {
+            match run::run_distributed(&exe, &env, &request, &topology, planning.as_ref(), &bar)? {
+                Some(run) => run,
+                None => return Ok(()), // not rank 0: rank 0 prints
+            }
+        }
         None => {
-            let native = crate::exec::verify_native::NativeExec {
+            let native = crate::verify::native::NativeExec {
                 channels: NATIVE_CHANNELS,
             };
-            verify_run::run_local(
+            run::run_local(
                 &exe,
                 &request,
                 &topology,
@@ -264,19 +259,17 @@ pub fn run(args: VerifyArgs, source: &SourceArgs) -> Result<()> {
     // the planner's search if it runs, else NCCL's graph dump.
     if before.is_none() {
         if let Some(dump) = &run.machine.nccl_topology_xml {
-            run.machine.topology_hash =
-                format!("{:016x}", crate::exec::verify::fnv1a64(dump.as_bytes()));
+            run.machine.topology_hash = format!("{:016x}", crate::verify::fnv1a64(dump.as_bytes()));
         }
     }
     let hosts = run.machine.hosts.len();
     run.machine.nodes = run.machine.nodes.max(hosts).max(1);
-    let path = args.out.clone().unwrap_or_else(|| {
-        verify_run::default_result_path()
-            .to_string_lossy()
-            .into_owned()
-    });
+    let path = args
+        .out
+        .clone()
+        .unwrap_or_else(|| run::default_result_path().to_string_lossy().into_owned());
     let (predictions, label) = {
-        let predictor = verify_score::predictor_for_run(&run);
+        let predictor = score::predictor_for_run(&run);
         let coll = run.options.collective;
         let predictions: Vec<Option<f64>> = run
             .rows
@@ -291,13 +284,13 @@ pub fn run(args: VerifyArgs, source: &SourceArgs) -> Result<()> {
     run.options.model = Some(label);
     run.save(&path)?;
     eprintln!("planner: result file {path}");
-    let predictor = verify_score::predictor_for_run(&run);
+    let predictor = score::predictor_for_run(&run);
     output(&run, predictor.as_ref(), &args)
 }
 
 /// The hidden child of the NCCL backend.
 pub fn nccl_child() -> Result<()> {
-    crate::exec::nccl_child::child_main()
+    crate::nccl::child::child_main()
 }
 
 /// Hidden: join the launcher's rendezvous, pass an id from rank 0 to every
@@ -313,7 +306,7 @@ pub fn rendezvous_check(args: RendezvousCheckArgs) -> Result<()> {
             let seed = format!("{}-{:?}", std::process::id(), std::time::SystemTime::now());
             let mut bytes = [0u8; 128];
             for (i, chunk) in bytes.chunks_mut(8).enumerate() {
-                let h = crate::exec::verify::fnv1a64(format!("{seed}-{i}").as_bytes());
+                let h = crate::verify::fnv1a64(format!("{seed}-{i}").as_bytes());
                 chunk.copy_from_slice(&h.to_le_bytes());
             }
             nccl::id_to_hex(&bytes)

@@ -17,11 +17,9 @@
 //! `f32` where NCCL stores `float`, constants are `f64` where NCCL keeps
 //! `double`, so printed cells and ties come out as NCCL's do.
 
-pub mod audit;
 pub mod examples;
 pub mod input;
 pub mod knobs;
-pub mod log;
 pub mod schedule;
 pub mod select;
 pub mod sweep;

@@ -1,7 +1,7 @@
 //! Output of `planner audit`: every difference between an NCCL log and the
 //! planner's model, with both values.
 
-use crate::model::audit::AuditReport;
+use crate::audit::AuditReport;
 use comfy_table::{presets, ContentArrangement, Table};
 
 pub fn audit_text(report: &AuditReport) -> String {

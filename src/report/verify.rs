@@ -2,9 +2,9 @@
 //! and an SVG of measured and predicted time against size per pair.
 
 use crate::error::{Error, Result};
-use crate::exec::verify::{coll_label, Backend, RowStatus, VerifyRun};
-use crate::exec::verify_score::{Scored, ScoredRow};
 use crate::units::format_size;
+use crate::verify::score::{Scored, ScoredRow};
+use crate::verify::{coll_label, Backend, RowStatus, VerifyRun};
 use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
 use serde::Serialize;
 
@@ -338,8 +338,8 @@ pub fn render_text(run: &VerifyRun, scored: &Scored) -> String {
 /// What `--json` prints.
 #[derive(Serialize)]
 pub struct JsonReport<'a> {
-    pub machine: &'a crate::exec::verify::Fingerprint,
-    pub options: &'a crate::exec::verify::RunOptions,
+    pub machine: &'a crate::verify::Fingerprint,
+    pub options: &'a crate::verify::RunOptions,
     #[serde(flatten)]
     pub scored: &'a Scored,
 }
@@ -409,7 +409,7 @@ pub fn render_csv(scored: &Scored) -> String {
 pub fn render_svg(run: &VerifyRun, scored: &Scored) -> Result<String> {
     use plotters::prelude::*;
     let err = |e: String| Error::runtime(format!("cannot draw the plot: {e}"));
-    let mut pairs: Vec<crate::exec::verify::Pair> =
+    let mut pairs: Vec<crate::verify::Pair> =
         scored.rows.iter().filter_map(|r| r.row.pair).collect();
     pairs.sort();
     pairs.dedup();

@@ -10,8 +10,8 @@ use super::engine::Graph;
 use super::system::{SearchSystem, MAX_CHANNELS};
 use super::{Graphs, Pattern, SearchGraph};
 use crate::error::{Error, Result};
-use crate::topo::xml::XmlNode;
 use crate::topo::{Cluster, PathType};
+use crate::xml::XmlNode;
 
 /// Path type names NCCL's graph XML knows (`kvDictLinkType`).
 const XML_TYPES: [PathType; 9] = [
@@ -130,7 +130,7 @@ pub fn graphs_to_xml(graphs: &Graphs, sys: &SearchSystem) -> Result<XmlNode> {
 /// The graph XML text for `graphs` searched on `cluster`.
 pub fn write_graphs(graphs: &Graphs, cluster: &Cluster) -> Result<String> {
     let sys = super::search_system(cluster)?;
-    Ok(crate::topo::xml::write(&graphs_to_xml(graphs, &sys)?))
+    Ok(crate::xml::write(&graphs_to_xml(graphs, &sys)?))
 }
 
 fn parse_hex(text: &str) -> Option<i64> {
@@ -144,7 +144,7 @@ fn parse_hex(text: &str) -> Option<i64> {
 
 fn int_attr(node: &XmlNode, key: &str, source: &str) -> Result<i64> {
     let v = node.required(key, source)?;
-    crate::topo::xml::parse_int(v).ok_or_else(|| {
+    crate::xml::parse_int(v).ok_or_else(|| {
         Error::bad_input(format!(
             "{source}:{}: <{} {key}=\"{v}\">: not an integer",
             node.line, node.name

@@ -194,7 +194,7 @@ pub fn load_graph_file_with(
 ) -> Result<SearchResult> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::bad_input(format!("{path}: cannot read: {e}")))?;
-    let root = crate::topo::xml::parse(&text, path)?;
+    let root = crate::xml::parse(&text, path)?;
     let sys = search_system(cluster)?;
     let presets = graph_xml::parse_graphs(&root, &sys, path)?;
     search_on(&sys, cluster, opts, &presets)

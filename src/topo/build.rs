@@ -6,12 +6,12 @@
 //! NCCL 2.28 has no DEV nodes: the GPU node carries its own PCI and NVLink links.
 
 use super::paths::{self, PathOptions};
-use super::xml::{parse_int, parse_u64};
 use super::{
     CpuArch, CpuNode, CpuVendor, GpuNode, Link, LinkKind, NetNode, Node, NodeData, NodeKind,
     Topology, XmlNode,
 };
 use crate::error::{Error, Result};
+use crate::xml::{parse_int, parse_u64};
 use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableDiGraph};
 
 /// `LOC_BW` (`topo.h`): GB/s of a link that is never a bottleneck.
@@ -850,7 +850,7 @@ pub fn from_xml_with(root: &XmlNode, source: &str, options: &PathOptions) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topo::xml;
+    use crate::xml;
 
     fn capture() -> Topology {
         let text = include_str!("../../fixtures/h200x2-nvswitch-vm.xml");

@@ -11,10 +11,9 @@ pub mod build;
 pub mod cluster;
 pub mod fixtures;
 pub mod paths;
-pub mod xml;
 
+pub use crate::xml::XmlNode;
 pub use cluster::Cluster;
-pub use xml::XmlNode;
 
 use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableDiGraph};
 use serde::Serialize;

@@ -470,7 +470,8 @@ pub fn nccl_path_line(topo: &Topology, from: NodeIndex) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topo::{build, xml};
+    use crate::topo::build;
+    use crate::xml;
 
     fn capture() -> Topology {
         let text = include_str!("../../fixtures/h200x2-nvswitch-vm.xml");

@@ -3,11 +3,11 @@
 
 #![allow(dead_code)]
 
-use planner::exec::verify::{
+use planner::model::{Algo, Coll, Proto};
+use planner::verify::{
     Backend, Dtype, Fingerprint, GpuInfo, IterPlan, NcclChoice, Pair, Row, RowStatus, RunOptions,
     VerifyRun, RESULT_FORMAT, RESULT_VERSION,
 };
-use planner::model::{Algo, Coll, Proto};
 
 pub const KIB: u64 = 1024;
 pub const MIB: u64 = 1 << 20;

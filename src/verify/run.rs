@@ -3,16 +3,16 @@
 //! executor, predictions, the machine fingerprint, and the multi-process
 //! variant in which every launcher rank runs this and rank 0 coordinates.
 
-use super::nccl::{self, choices_from_log, ChildEvent, ChildMode, ChildRanks, ChildSpec};
-use super::nccl_spawn::{rows_from_outcome, run_child, ChildInit, ChildOutcome};
 use super::rendezvous::{LauncherEnv, Rendezvous};
-use super::verify::{
+use super::score::Predictor;
+use super::{
     fnv1a64, Backend, Dtype, Fingerprint, GpuInfo, IterPlan, Pair, PairSelection, Row, RowStatus,
     RunOptions, VerifyRun, RESULT_FORMAT, RESULT_VERSION,
 };
-use super::verify_score::Predictor;
 use crate::error::{Error, Result};
 use crate::model::Coll;
+use crate::nccl::spawn::{rows_from_outcome, run_child, ChildInit, ChildOutcome};
+use crate::nccl::{self, choices_from_log, ChildEvent, ChildMode, ChildRanks, ChildSpec};
 use crate::units::format_size;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

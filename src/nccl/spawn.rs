@@ -1,9 +1,9 @@
 //! The parent side of the NCCL backend: start one child, follow its report
 //! lines with a deadline, and turn what it said (or did not say) into rows.
 
-use super::nccl::{child_command, ChildEvent, ChildMode, ChildSpec};
-use super::verify::{Backend, GpuInfo, Pair, Row, RowStatus};
+use super::{child_command, ChildEvent, ChildMode, ChildSpec};
 use crate::error::{Error, Result};
+use crate::verify::{Backend, GpuInfo, Pair, Row, RowStatus};
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -334,12 +334,12 @@ mod tests {
         }
         let spec = ChildSpec {
             collective: crate::model::Coll::AllReduce,
-            dtype: crate::exec::verify::Dtype::F32,
+            dtype: crate::verify::Dtype::F32,
             sizes: vec![8, 16],
             plan: Default::default(),
             graph: false,
             mode: ChildMode::Free,
-            ranks: crate::exec::nccl::ChildRanks::Local { gpus: 2 },
+            ranks: crate::nccl::ChildRanks::Local { gpus: 2 },
         };
         let mut seen = 0;
         let outcome = run_child(&exe, &spec, Duration::from_secs(20), &mut |_| seen += 1).unwrap();

@@ -2,11 +2,13 @@
 //! machine: graphs, channel counts, every cell of the init table, thread
 //! thresholds and every per-call choice.
 
-use super::log::NcclLog;
-use super::select::Call;
-use super::{Algo, Coll, Model, Proto};
+pub mod log;
+
 use crate::error::Result;
+use crate::model::select::Call;
+use crate::model::{Algo, Coll, Model, Proto};
 use crate::search::{Graphs, SearchGraph};
+use log::NcclLog;
 use serde::Serialize;
 
 /// One disagreement between the log and the planner.

@@ -9,6 +9,11 @@
 //! taken as the slowest GPU's. A row's measured time is the median over
 //! repeats, its tail the p99 over repeats (nearest rank).
 
+pub mod native;
+pub mod rendezvous;
+pub mod run;
+pub mod score;
+
 use crate::error::{Error, Result};
 use crate::model::{Algo, Coll, Proto};
 use serde::{Deserialize, Serialize};

@@ -293,7 +293,7 @@ fn write_node(node: &XmlNode, depth: usize, out: &mut String) {
 mod tests {
     use super::*;
 
-    const CAPTURE: &str = include_str!("../../fixtures/h200x2-nvswitch-vm.xml");
+    const CAPTURE: &str = include_str!("../fixtures/h200x2-nvswitch-vm.xml");
 
     #[test]
     fn round_trip_of_nccl_dump_is_byte_exact() {

@@ -12,7 +12,7 @@
 //! - native/NCCL ratio = native median / NCCL median of the same pair and
 //!   size (below 1: ours is faster).
 
-use super::verify::{
+use super::{
     algbw_gbs, coll_label_serde, median, Backend, NcclChoice, Pair, Regime, Row, RowStatus,
     VerifyRun,
 };
@@ -463,7 +463,7 @@ impl ModelPredictor {
             Err(search_error) => match graph_xml {
                 Some(xml) => {
                     let source = "NCCL's graph dump";
-                    let root = crate::topo::xml::parse(xml, source)?;
+                    let root = crate::xml::parse(xml, source)?;
                     let sys = crate::search::search_system(cluster)?;
                     let presets = crate::search::graph_xml::parse_graphs(&root, &sys, source)?;
                     let r = crate::search::search_with_presets(cluster, &opts, &presets)?;
@@ -524,7 +524,8 @@ impl Predictor for ModelPredictor {
 /// The topology a result file carries, as a cluster: the planner's record,
 /// else NCCL's own dump.
 pub fn cluster_of_run(run: &VerifyRun) -> crate::error::Result<crate::topo::Cluster> {
-    use crate::topo::{build, xml, Cluster};
+    use crate::topo::{build, Cluster};
+    use crate::xml;
     let m = &run.machine;
     let (text, source) = match (&m.topology_xml, &m.nccl_topology_xml) {
         (Some(t), _) => (t, m.topology_source.clone()),

@@ -3,11 +3,11 @@
 //! per repeat one back-to-back loop of `iters` calls, the slowest GPU's mean
 //! per call; every repeat checks every element first.
 
-use super::plan::{self, DType, ExecPlan, PlanChoice};
-use super::runtime::{Executor, RunOptions};
-use super::verify::{coll_label, Backend, Dtype, Pair, Row, RowStatus};
-use super::verify_run::{NativeBackend, Progress, VerifyRequest};
+use super::run::{NativeBackend, Progress, VerifyRequest};
+use super::{coll_label, Backend, Dtype, Pair, Row, RowStatus};
 use crate::error::{Error, Result};
+use crate::exec::plan::{self, DType, ExecPlan, PlanChoice};
+use crate::exec::runtime::{Executor, RunOptions};
 use crate::units::format_size;
 
 /// The executor with the rings and trees it runs on.

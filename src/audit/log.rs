@@ -216,7 +216,7 @@ fn env_line(msg: &str) -> Option<(String, String)> {
     }
     let value = value.trim();
     let value = match value.strip_suffix('.') {
-        Some(v) if super::knobs::parse_c_integer(v).is_some() => v,
+        Some(v) if crate::model::knobs::parse_c_integer(v).is_some() => v,
         _ => value,
     };
     Some((name.to_string(), value.to_string()))

@@ -11,16 +11,16 @@
 //! NCCL is driven through cudarc's raw `result` layer, with cudarc's event
 //! tracking off, so that a call costs what it costs in nccl-tests.
 
-use super::nccl::{
+use super::kernels::{
+    amplitude, collective_code, dtype_code, CHECK_KERNEL, FILL_KERNEL, KERNELS_CU,
+};
+use super::{
     check_libraries, id_from_hex, multicast_is_off, nccl_result_name, refused_pair, version_string,
     ChildEvent, ChildMode, ChildRanks, ChildSpec, CHILD_SPEC_ENV,
 };
-use super::nccl_kernels::{
-    amplitude, collective_code, dtype_code, CHECK_KERNEL, FILL_KERNEL, KERNELS_CU,
-};
-use super::verify::{Dtype, GpuInfo, RowStatus};
 use crate::error::{Error, Result};
 use crate::model::Coll;
+use crate::verify::{Dtype, GpuInfo, RowStatus};
 use cudarc::driver::{
     sys as cu, CudaContext, CudaEvent, CudaFunction, CudaGraph, CudaStream, LaunchConfig,
     PushKernelArg,
@@ -1043,7 +1043,7 @@ fn gpu_info(r: &LocalRank) -> Result<GpuInfo> {
     };
     Ok(GpuInfo {
         rank: r.rank,
-        host: super::rendezvous::hostname(),
+        host: crate::verify::rendezvous::hostname(),
         name,
         bus_id,
         compute_capability: format!("{major}.{minor}"),

@@ -20,11 +20,15 @@
 //! parser, the child's job description and its report lines. The GPU side is
 //! `nccl_child.rs`, the kernels for data and checks `nccl_kernels.rs`.
 
-use super::verify::{
-    coll_label_serde, logged_bytes, Dtype, GpuInfo, IterPlan, NcclChoice, Pair, RowStatus,
-};
+pub mod child;
+pub mod kernels;
+pub mod spawn;
+
 use crate::error::{Error, Result};
 use crate::model::{Algo, Coll, Proto};
+use crate::verify::{
+    coll_label_serde, logged_bytes, Dtype, GpuInfo, IterPlan, NcclChoice, Pair, RowStatus,
+};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::process::Command;
