@@ -1,7 +1,8 @@
 //! Plans from a search result, the plan checks, and the input pattern.
 
 use planner::exec::pattern;
-use planner::exec::plan::{chain_tree, validate_tree, DType, ExecPlan, PlanChoice, TreeNode};
+use planner::exec::plan::{chain_tree, validate_tree, ExecPlan, PlanChoice, TreeNode};
+use planner::measure::Dtype;
 use planner::model::{Algo, Coll, Proto};
 use planner::search::{Connection, Graphs, Pattern, SearchGraph, SearchResult, TreeLinks};
 
@@ -131,7 +132,7 @@ fn bad_shapes_are_rejected() {
     assert!(ExecPlan::default_shapes(2, 1, &c).is_err());
     // A size that is not a whole number of elements.
     let mut c = PlanChoice::all_reduce(Algo::Ring, Proto::Simple, 6);
-    c.dtype = DType::F32;
+    c.dtype = Dtype::F32;
     assert!(ExecPlan::default_shapes(2, 1, &c).is_err());
 }
 
@@ -190,12 +191,12 @@ fn pattern_values_are_small_exact_and_match_their_bits() {
         }
     }
     // f32 1.0 = 0x3f800000; bf16 is its top half; f16 1.0 = 0x3c00, -7 = 0xc700, 112 = 0x5700.
-    assert_eq!(pattern::bits(DType::F32, 1), 0x3f80_0000);
-    assert_eq!(pattern::bits(DType::BF16, 1), 0x3f80);
-    assert_eq!(pattern::bits(DType::F16, 1), 0x3c00);
-    assert_eq!(pattern::bits(DType::F16, -7), 0xc700);
-    assert_eq!(pattern::bits(DType::F16, 112), 0x5700);
-    assert_eq!(pattern::bits(DType::F16, 0), 0);
+    assert_eq!(pattern::bits(Dtype::F32, 1), 0x3f80_0000);
+    assert_eq!(pattern::bits(Dtype::Bf16, 1), 0x3f80);
+    assert_eq!(pattern::bits(Dtype::F16, 1), 0x3c00);
+    assert_eq!(pattern::bits(Dtype::F16, -7), 0xc700);
+    assert_eq!(pattern::bits(Dtype::F16, 112), 0x5700);
+    assert_eq!(pattern::bits(Dtype::F16, 0), 0);
     // The values differ between ranks and indices (not a constant pattern).
     let a: Vec<i32> = (0..64).map(|i| pattern::value(0, i, 1)).collect();
     let b: Vec<i32> = (0..64).map(|i| pattern::value(1, i, 1)).collect();
@@ -208,7 +209,7 @@ fn cpu_check_counts_wrong_elements() {
     let c = PlanChoice::all_reduce(Algo::Ring, Proto::Ll, 64);
     let plan = ExecPlan::default_shapes(3, 1, &c).unwrap();
     let mut out: Vec<u32> = (0..16)
-        .map(|i| pattern::bits(DType::F32, pattern::expected(&plan, 0, i, 9)))
+        .map(|i| pattern::bits(Dtype::F32, pattern::expected(&plan, 0, i, 9)))
         .collect();
     assert_eq!(pattern::count_wrong(&plan, 0, &out, 9), (0, None));
     out[5] ^= 1;

@@ -4,7 +4,7 @@
 //! sum / copy, written exactly once, with no deadlock and no FIFO overflow.
 
 use planner::exec::plan::{
-    chain_tree, heap_tree, launch_shape, DType, ExecPlan, PlanChoice, TreeNode,
+    chain_tree, heap_tree, launch_shape, Dtype, ExecPlan, PlanChoice, TreeNode,
 };
 use planner::exec::schedule::{self, simulate, FIFO_STEPS};
 use planner::model::{Algo, Coll, Proto};
@@ -28,7 +28,7 @@ fn choice(coll: Coll, algo: Algo, proto: Proto, bytes: u64, nch: usize) -> PlanC
         protocol: proto,
         n_channels: Some(nch),
         n_threads: Some(if proto == Proto::Ll128 { 640 } else { 512 }),
-        dtype: DType::F32,
+        dtype: Dtype::F32,
         bytes,
         in_place: false,
         root: 0,
@@ -116,7 +116,7 @@ fn ring_all_reduce_many_loops_and_permuted_rings() {
 fn ring_all_reduce_in_place_and_16_bit_types() {
     for n in [1, 2, 3, 8, 16] {
         for proto in [Proto::Ll, Proto::Ll128, Proto::Simple] {
-            for dtype in [DType::F32, DType::BF16, DType::F16] {
+            for dtype in [Dtype::F32, Dtype::Bf16, Dtype::F16] {
                 let mut c = choice(Coll::AllReduce, Algo::Ring, proto, 0, 3);
                 c.dtype = dtype;
                 c.bytes = 10_007 * dtype.size() as u64;

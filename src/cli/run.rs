@@ -3,8 +3,10 @@
 
 use crate::cli::source::SourceArgs;
 use crate::error::{Error, Result};
-use crate::exec::plan::{parse_collective, parse_pair, DType, ExecPlan, PlanChoice};
+use crate::exec::plan::{parse_collective, parse_pair, ExecPlan, PlanChoice};
 use crate::exec::runtime::{Executor, RunOptions, RunReport};
+use crate::measure::Dtype;
+use crate::model::Pair;
 use crate::units::clap_size_range;
 use std::time::Duration;
 
@@ -125,9 +127,12 @@ fn search_plan(
 }
 
 pub fn run(args: RunArgs, source: &SourceArgs) -> Result<()> {
-    let (algorithm, protocol) = parse_pair(&args.pair)?;
+    let Pair {
+        algo: algorithm,
+        proto: protocol,
+    } = parse_pair(&args.pair)?;
     let collective = parse_collective(&args.coll)?;
-    let dtype = DType::parse(&args.dtype)?;
+    let dtype = Dtype::parse(&args.dtype)?;
     if args.iters == 0 {
         return Err(Error::bad_input("--iters must be at least 1"));
     }
@@ -169,7 +174,7 @@ pub fn run(args: RunArgs, source: &SourceArgs) -> Result<()> {
         root: args.root,
     };
     // Round sizes to whole elements.
-    let elem = dtype.size() as u64;
+    let elem = dtype.size();
     let sizes: Vec<u64> = sizes.iter().map(|&s| (s / elem).max(1) * elem).collect();
     let max_bytes = *sizes.iter().max().expect("clap gives at least one size");
     let base = shapes(&args, source, n_ranks, &choice_for(max_bytes))?;

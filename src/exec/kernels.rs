@@ -8,7 +8,8 @@
 
 use crate::error::{Error, Result};
 use crate::exec::cuda;
-use crate::exec::plan::{coll_name, kernel_algo_id, kernel_coll_id, DType};
+use crate::exec::plan::{coll_name, kernel_algo_id, kernel_coll_id};
+use crate::measure::Dtype;
 use crate::model::{Algo, Coll, Proto};
 use std::ffi::CString;
 
@@ -36,7 +37,7 @@ pub struct Variant {
     pub collective: Coll,
     pub algorithm: Algo,
     pub protocol: Proto,
-    pub dtype: DType,
+    pub dtype: Dtype,
 }
 
 impl Variant {
@@ -46,7 +47,7 @@ impl Variant {
             coll_name(self.collective),
             self.algorithm.nccl_name(),
             self.protocol.nccl_name(),
-            self.dtype.name()
+            self.dtype.nccl_tests_name()
         )
     }
 
@@ -54,7 +55,7 @@ impl Variant {
     /// other collectives Ring/Simple), each type.
     pub fn all() -> Vec<Variant> {
         let mut out = Vec::new();
-        for dtype in [DType::F32, DType::BF16, DType::F16] {
+        for dtype in [Dtype::F32, Dtype::Bf16, Dtype::F16] {
             for algorithm in [Algo::Ring, Algo::Tree] {
                 for protocol in [Proto::Ll, Proto::Ll128, Proto::Simple] {
                     out.push(Variant {
@@ -110,7 +111,7 @@ pub fn source(variant: &Variant) -> Result<String> {
         "// variant {}\n#define PLANNER_T {}\n#define PLANNER_DTYPE_BF16 {}\n#define PLANNER_COLL {coll}\n#define PLANNER_ALGO {algo}\n#define PLANNER_PROTO {}\n",
         variant.name(),
         variant.dtype.c_type(),
-        u8::from(variant.dtype == DType::BF16),
+        u8::from(variant.dtype == Dtype::Bf16),
         variant.protocol as usize,
     );
     for (name, body) in read_sources()? {

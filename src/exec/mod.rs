@@ -16,4 +16,4 @@ pub mod plan;
 pub mod runtime;
 pub mod schedule;
 
-pub use plan::{DType, ExecPlan, PlanChoice, TreeNode};
+pub use plan::{ExecPlan, PlanChoice, TreeNode};

@@ -3,7 +3,8 @@
 //! over at most 16 ranks (|sum| <= 112) is exact in f32, bf16 and f16 in any
 //! order of additions, and an element is right only if its bits are equal.
 
-use crate::exec::plan::{DType, ExecPlan};
+use crate::exec::plan::ExecPlan;
+use crate::measure::Dtype;
 use crate::model::Coll;
 
 /// The input value of element `index` on `rank`.
@@ -19,13 +20,13 @@ pub fn value(rank: u32, index: u64, seed: u32) -> i32 {
 }
 
 /// The bits of a small integer in `dtype` (low 16 bits for bf16/f16).
-pub fn bits(dtype: DType, v: i32) -> u32 {
+pub fn bits(dtype: Dtype, v: i32) -> u32 {
     let f = v as f32;
     match dtype {
-        DType::F32 => f.to_bits(),
+        Dtype::F32 => f.to_bits(),
         // Exact: the value has at most 8 significant bits.
-        DType::BF16 => f.to_bits() >> 16,
-        DType::F16 => f16_bits_of_small_int(v),
+        Dtype::Bf16 => f.to_bits() >> 16,
+        Dtype::F16 => f16_bits_of_small_int(v),
     }
 }
 

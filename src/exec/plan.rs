@@ -4,7 +4,8 @@
 //! hand in tests.
 
 use crate::error::{Error, Result};
-use crate::model::{Algo, Coll, Proto};
+use crate::measure::Dtype;
+use crate::model::{Algo, Coll, Pair, Proto};
 use crate::search::SearchResult;
 use serde::Serialize;
 use std::fmt;
@@ -62,62 +63,17 @@ pub fn kernel_algo_id(algo: Algo) -> Option<i32> {
     }
 }
 
-/// Parse `Ring/LL128` (case-insensitive).
-pub fn parse_pair(text: &str) -> Result<(Algo, Proto)> {
+/// `--pair`: a `Pair` (its one parser) whose algorithm the executor runs.
+pub fn parse_pair(text: &str) -> Result<Pair> {
     let bad = || {
         Error::bad_input(format!(
             "invalid --pair '{text}': expected ALGO/PROTO with ALGO Ring or Tree and PROTO LL, LL128 or Simple"
         ))
     };
-    let (a, p) = text.split_once('/').ok_or_else(bad)?;
-    let algo = match a.trim().to_ascii_lowercase().as_str() {
-        "ring" => Algo::Ring,
-        "tree" => Algo::Tree,
-        _ => return Err(bad()),
-    };
-    let proto = Proto::parse(p.trim()).map_err(|_| bad())?;
-    Ok((algo, proto))
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-pub enum DType {
-    F32,
-    BF16,
-    F16,
-}
-
-impl DType {
-    pub fn size(self) -> usize {
-        match self {
-            DType::F32 => 4,
-            DType::BF16 | DType::F16 => 2,
-        }
-    }
-    /// Name as nccl-tests prints it.
-    pub fn name(self) -> &'static str {
-        match self {
-            DType::F32 => "float",
-            DType::BF16 => "bfloat16",
-            DType::F16 => "half",
-        }
-    }
-    /// The C type the kernels are compiled for.
-    pub fn c_type(self) -> &'static str {
-        match self {
-            DType::F32 => "float",
-            DType::BF16 => "planner_bf16",
-            DType::F16 => "planner_f16",
-        }
-    }
-    pub fn parse(text: &str) -> Result<Self> {
-        match text.to_ascii_lowercase().as_str() {
-            "f32" | "float" | "float32" => Ok(DType::F32),
-            "bf16" | "bfloat16" => Ok(DType::BF16),
-            "f16" | "half" | "float16" => Ok(DType::F16),
-            _ => Err(Error::bad_input(format!(
-                "unknown --dtype '{text}'; expected f32, bf16 or f16"
-            ))),
-        }
+    let pair = Pair::parse(text).map_err(|_| bad())?;
+    match kernel_algo_id(pair.algo) {
+        Some(_) => Ok(pair),
+        None => Err(bad()),
     }
 }
 
@@ -143,7 +99,7 @@ pub struct ExecPlan {
     pub rings: Vec<Vec<usize>>,
     /// Per channel, per rank: tree parent and children.
     pub trees: Vec<Vec<TreeNode>>,
-    pub dtype: DType,
+    pub dtype: Dtype,
     /// Bytes per rank as nccl-tests counts them: the all-reduce/broadcast buffer, the
     /// all-gather output or the reduce-scatter input (the total over ranks).
     pub bytes: u64,
@@ -163,7 +119,7 @@ pub struct PlanChoice {
     /// None: NCCL's rule for this size (`launch_shape`).
     pub n_channels: Option<usize>,
     pub n_threads: Option<usize>,
-    pub dtype: DType,
+    pub dtype: Dtype,
     pub bytes: u64,
     pub in_place: bool,
     pub root: usize,
@@ -177,7 +133,7 @@ impl PlanChoice {
             protocol,
             n_channels: None,
             n_threads: None,
-            dtype: DType::F32,
+            dtype: Dtype::F32,
             bytes,
             in_place: false,
             root: 0,
@@ -196,7 +152,7 @@ impl fmt::Display for ExecPlan {
             self.n_ranks,
             self.n_channels,
             self.n_threads,
-            self.dtype.name(),
+            self.dtype.nccl_tests_name(),
             if self.in_place {
                 "in-place"
             } else {
@@ -415,12 +371,12 @@ impl ExecPlan {
         for (c, tree) in trees.iter().enumerate() {
             validate_tree(tree, n_ranks).map_err(|e| Error::runtime(format!("tree {c}: {e}")))?;
         }
-        let elem = choice.dtype.size() as u64;
+        let elem = choice.dtype.size();
         if !choice.bytes.is_multiple_of(elem) {
             return Err(Error::bad_input(format!(
                 "size {} B is not a whole number of {} elements ({} B each)",
                 choice.bytes,
-                choice.dtype.name(),
+                choice.dtype.nccl_tests_name(),
                 elem
             )));
         }
@@ -443,7 +399,7 @@ impl ExecPlan {
 
     /// Element count of one rank's input buffer.
     pub fn send_count(&self) -> usize {
-        let total = (self.bytes / self.dtype.size() as u64) as usize;
+        let total = (self.bytes / self.dtype.size()) as usize;
         match self.collective {
             Coll::AllReduce | Coll::Broadcast | Coll::Reduce => total,
             Coll::AllGather => self.per_rank_count(),
@@ -453,7 +409,7 @@ impl ExecPlan {
 
     /// Element count of one rank's output buffer.
     pub fn recv_count(&self) -> usize {
-        let total = (self.bytes / self.dtype.size() as u64) as usize;
+        let total = (self.bytes / self.dtype.size()) as usize;
         match self.collective {
             Coll::AllReduce | Coll::Broadcast | Coll::Reduce => total,
             Coll::AllGather => self.per_rank_count() * self.n_ranks,
@@ -467,15 +423,15 @@ impl ExecPlan {
     pub fn call_count(&self) -> usize {
         match self.collective {
             Coll::AllReduce | Coll::Broadcast | Coll::Reduce => {
-                (self.bytes / self.dtype.size() as u64) as usize
+                (self.bytes / self.dtype.size()) as usize
             }
             Coll::AllGather | Coll::ReduceScatter => self.per_rank_count(),
         }
     }
 
     fn per_rank_count(&self) -> usize {
-        let total = (self.bytes / self.dtype.size() as u64) as usize;
-        let align = 16 / self.dtype.size();
+        let total = (self.bytes / self.dtype.size()) as usize;
+        let align = 16 / self.dtype.size() as usize;
         (total / self.n_ranks) & !(align - 1)
     }
 

@@ -709,7 +709,7 @@ impl Executor {
             conn_bytes[gpu_of(opts.virtual_ranks, to)] += fifo_bytes + 256;
             conn_bytes[gpu_of(opts.virtual_ranks, from)] += 256;
         }
-        let elem = template.dtype.size();
+        let elem = template.dtype.size() as usize;
         let (send_bytes, recv_bytes) = (template.send_count() * elem, template.recv_count() * elem);
         let per_rank_bytes = if template.in_place {
             send_bytes.max(recv_bytes)
@@ -925,7 +925,7 @@ impl Executor {
         if !plan.in_place {
             return (send, recv);
         }
-        let block = (plan.call_count() * plan.dtype.size()) as u64;
+        let block = (plan.call_count() * plan.dtype.size() as usize) as u64;
         match plan.collective {
             // The input is rank r's block of the output (nccl-tests' layout).
             Coll::AllGather => (recv + r as u64 * block, recv),
@@ -966,8 +966,12 @@ impl Executor {
             args.recv[local] = d;
         }
         for c in 0..plan.n_channels {
-            let (off, count) =
-                schedule::channel_part(plan.call_count(), plan.n_channels, plan.dtype.size(), c);
+            let (off, count) = schedule::channel_part(
+                plan.call_count(),
+                plan.n_channels,
+                plan.dtype.size() as usize,
+                c,
+            );
             args.chan_off[c] = off as i64;
             args.chan_count[c] = count as i64;
         }
@@ -1268,7 +1272,7 @@ impl Executor {
 
     /// Fill every rank's input with the pattern and poison its output.
     fn prepare_buffers(&self, plan: &ExecPlan, seed: u32) -> Result<()> {
-        let elem = plan.dtype.size();
+        let elem = plan.dtype.size() as usize;
         for r in 0..self.n_ranks {
             let g = gpu_of(self.virtual_ranks, r);
             let gpu = &self.gpus[g];
@@ -1305,7 +1309,7 @@ impl Executor {
 
     /// Count wrong output elements on the GPU (and on the CPU when small).
     fn check_outputs(&self, plan: &ExecPlan, opts: &RunOptions) -> Result<CheckOutcome> {
-        let elem = plan.dtype.size();
+        let elem = plan.dtype.size() as usize;
         let mut total = 0u64;
         let mut first: Option<(usize, u64)> = None;
         let cpu = (plan.recv_count() * elem) as u64 <= opts.cpu_check_bytes;
@@ -1382,7 +1386,7 @@ impl Executor {
         self.gpus[g].bind()?;
         let (_, recv) = self.rank_buffers(plan, r);
         let n = plan.recv_count();
-        Ok(match plan.dtype.size() {
+        Ok(match plan.dtype.size() as usize {
             4 => {
                 let mut v = vec![0u32; n];
                 // SAFETY: n elements of 4 bytes inside the output buffer.

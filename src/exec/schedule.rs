@@ -90,7 +90,7 @@ pub fn chunking(plan: &ExecPlan) -> Chunking {
     chunk_bytes = chunk_bytes / grain * grain;
     Chunking {
         step_bytes,
-        chunk_elems: chunk_bytes / plan.dtype.size(),
+        chunk_elems: chunk_bytes / plan.dtype.size() as usize,
         slices_per_chunk: chunk_steps / slice_steps,
         steps_per_slice: slice_steps,
     }
@@ -154,7 +154,8 @@ pub enum Group {
 pub fn ops(plan: &ExecPlan, rank: usize, channel: usize, group: Group) -> Vec<Op> {
     let ck = chunking(plan);
     let count = plan.call_count();
-    let (part_off, part_count) = channel_part(count, plan.n_channels, plan.dtype.size(), channel);
+    let (part_off, part_count) =
+        channel_part(count, plan.n_channels, plan.dtype.size() as usize, channel);
     let n = plan.n_ranks;
     let mut out = Vec::new();
     if n == 1 {
@@ -194,7 +195,7 @@ pub fn ops(plan: &ExecPlan, rank: usize, channel: usize, group: Group) -> Vec<Op
                     part_off,
                     part_count,
                     ck.chunk_elems,
-                    16 / plan.dtype.size(),
+                    16 / plan.dtype.size() as usize,
                 ),
                 Coll::AllGather => {
                     let mut off = 0;
@@ -460,7 +461,7 @@ pub fn simple_slices(ck: &Chunking, elem_size: usize, nelem: usize) -> Vec<(usiz
 /// Messages one operation puts on each connection: (offset in op, elements, steps).
 fn messages(plan: &ExecPlan, ck: &Chunking, op: &Op) -> Vec<(usize, usize, usize)> {
     match plan.protocol {
-        Proto::Simple => simple_slices(ck, plan.dtype.size(), op.nelem)
+        Proto::Simple => simple_slices(ck, plan.dtype.size() as usize, op.nelem)
             .into_iter()
             .map(|(o, k)| (o, k, ck.steps_per_slice))
             .collect(),

@@ -20,6 +20,7 @@
 pub mod examples;
 pub mod input;
 pub mod knobs;
+pub mod pair;
 pub mod schedule;
 pub mod select;
 pub mod sweep;
@@ -28,6 +29,7 @@ pub mod tune;
 
 pub use input::{GraphInfo, ModelInput, NvlsState};
 pub use knobs::NcclEnv;
+pub use pair::Pair;
 pub use select::{Candidate, Evaluation};
 pub use table::TuningTable;
 pub use tune::{MaskReason, Tuned};

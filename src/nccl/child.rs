@@ -19,8 +19,8 @@ use super::{
     ChildEvent, ChildMode, ChildRanks, ChildSpec, CHILD_SPEC_ENV,
 };
 use crate::error::{Error, Result};
+use crate::measure::{Dtype, GpuInfo, RowStatus};
 use crate::model::Coll;
-use crate::verify::{Dtype, GpuInfo, RowStatus};
 use cudarc::driver::{
     sys as cu, CudaContext, CudaEvent, CudaFunction, CudaGraph, CudaStream, LaunchConfig,
     PushKernelArg,
@@ -1043,7 +1043,7 @@ fn gpu_info(r: &LocalRank) -> Result<GpuInfo> {
     };
     Ok(GpuInfo {
         rank: r.rank,
-        host: crate::verify::rendezvous::hostname(),
+        host: crate::measure::hostname(),
         name,
         bus_id,
         compute_capability: format!("{major}.{minor}"),

@@ -10,8 +10,8 @@
 //! Outputs are poisoned (all bits set: NaN) before the checked call, so an
 //! element nobody wrote is wrong too.
 
+use crate::measure::Dtype;
 use crate::model::Coll;
-use crate::verify::Dtype;
 
 /// Integer amplitude of the pattern for `n_ranks`: the largest in 1..=5 with
 /// `amp * n_ranks` within the exact integers of `dtype`.

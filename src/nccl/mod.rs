@@ -25,10 +25,10 @@ pub mod kernels;
 pub mod spawn;
 
 use crate::error::{Error, Result};
-use crate::model::{Algo, Coll, Proto};
-use crate::verify::{
-    coll_label_serde, logged_bytes, Dtype, GpuInfo, IterPlan, NcclChoice, Pair, RowStatus,
+use crate::measure::{
+    coll_label_serde, logged_bytes, Dtype, GpuInfo, IterPlan, NcclChoice, RowStatus,
 };
+use crate::model::{Algo, Coll, Pair, Proto};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::process::Command;

@@ -3,7 +3,8 @@
 
 use super::{child_command, ChildEvent, ChildMode, ChildSpec};
 use crate::error::{Error, Result};
-use crate::verify::{Backend, GpuInfo, Pair, Row, RowStatus};
+use crate::measure::{Backend, GpuInfo, Row, RowStatus};
+use crate::model::Pair;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -334,7 +335,7 @@ mod tests {
         }
         let spec = ChildSpec {
             collective: crate::model::Coll::AllReduce,
-            dtype: crate::verify::Dtype::F32,
+            dtype: crate::measure::Dtype::F32,
             sizes: vec![8, 16],
             plan: Default::default(),
             graph: false,

@@ -18,7 +18,7 @@ pub fn table(report: &RunReport) -> String {
             Some(v) => format!(" ({v} virtual ranks on one GPU)"),
             None => String::new(),
         },
-        p.dtype.name(),
+        p.dtype.nccl_tests_name(),
         if p.in_place {
             "in-place"
         } else {
@@ -58,7 +58,7 @@ pub fn table(report: &RunReport) -> String {
         t.add_row(vec![
             r.bytes.to_string(),
             r.count.to_string(),
-            p.dtype.name().to_string(),
+            p.dtype.nccl_tests_name().to_string(),
             r.n_channels.to_string(),
             r.n_threads.to_string(),
             format!("{:.2}", r.time_us),

@@ -4,9 +4,9 @@
 //! per call; every repeat checks every element first.
 
 use super::run::{NativeBackend, Progress, VerifyRequest};
-use super::{coll_label, Backend, Dtype, Pair, Row, RowStatus};
+use super::{coll_label, Backend, Pair, Row, RowStatus};
 use crate::error::{Error, Result};
-use crate::exec::plan::{self, DType, ExecPlan, PlanChoice};
+use crate::exec::plan::{self, ExecPlan, PlanChoice};
 use crate::exec::runtime::{Executor, RunOptions};
 use crate::units::format_size;
 
@@ -15,14 +15,6 @@ pub struct NativeExec {
     /// Runtime channels (the communicator's channel count; NCCL's per-size
     /// rule then picks how many a call uses).
     pub channels: usize,
-}
-
-fn native_dtype(d: Dtype) -> DType {
-    match d {
-        Dtype::F32 => DType::F32,
-        Dtype::Bf16 => DType::BF16,
-        Dtype::F16 => DType::F16,
-    }
 }
 
 fn rows_with(pair: Pair, sizes: &[u64], status: RowStatus, note: &str) -> Vec<Row> {
@@ -47,7 +39,7 @@ impl NativeExec {
             protocol: pair.proto,
             n_channels: None,
             n_threads: None,
-            dtype: native_dtype(request.dtype),
+            dtype: request.dtype,
             bytes,
             in_place: false,
             root: 0,

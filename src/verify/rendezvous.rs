@@ -10,6 +10,7 @@
 //! missing ranks, tells the ranks that did join, and fails.
 
 use crate::error::{Error, Result};
+pub use crate::measure::hostname;
 use serde::{Deserialize, Serialize};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -429,16 +430,6 @@ fn abort_all(peers: &mut [TcpStream], reason: &str) {
     for peer in peers {
         let _ = write_message(peer, &bytes);
     }
-}
-
-/// This host's name (for fingerprints and messages).
-pub fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .unwrap_or_else(|| "unknown".to_string())
 }
 
 /// A port that was free a moment ago (for tests and local launches); never
