@@ -75,7 +75,7 @@ impl Dtype {
             "bf16" | "bfloat16" => Ok(Dtype::Bf16),
             "f16" | "half" | "float16" => Ok(Dtype::F16),
             _ => Err(Error::bad_input(format!(
-                "unknown data type '{text}'; known: f32, bf16, f16"
+                "invalid --dtype '{text}': unknown data type '{text}'; known: f32, bf16, f16"
             ))),
         }
     }

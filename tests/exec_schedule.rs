@@ -3,10 +3,9 @@
 //! channel counts and ragged sizes: every output element must be the exact
 //! sum / copy, written exactly once, with no deadlock and no FIFO overflow.
 
-use planner::exec::plan::{
-    chain_tree, heap_tree, launch_shape, Dtype, ExecPlan, PlanChoice, TreeNode,
-};
+use planner::exec::plan::{chain_tree, heap_tree, launch_shape, ExecPlan, PlanChoice, TreeNode};
 use planner::exec::schedule::{self, simulate, FIFO_STEPS};
+use planner::measure::Dtype;
 use planner::model::{Algo, Coll, Proto};
 
 /// Inputs that make every misplaced element visible: rank r, element i holds
@@ -119,7 +118,7 @@ fn ring_all_reduce_in_place_and_16_bit_types() {
             for dtype in [Dtype::F32, Dtype::Bf16, Dtype::F16] {
                 let mut c = choice(Coll::AllReduce, Algo::Ring, proto, 0, 3);
                 c.dtype = dtype;
-                c.bytes = 10_007 * dtype.size() as u64;
+                c.bytes = 10_007 * dtype.size();
                 c.in_place = true;
                 check(&ExecPlan::default_shapes(n, 3, &c).unwrap());
             }

@@ -234,6 +234,7 @@ impl VerifyRun {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{Algo, Proto};
 
     #[test]
     fn median_and_p99_by_hand() {
