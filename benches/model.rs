@@ -32,7 +32,7 @@ fn full_sweep(input: &ModelInput, table: &TuningTable, sizes: &[u64]) -> usize {
 
 /// The searched hgx-h200-8 fixture when the search stage is available.
 fn searched_fixture() -> Option<ModelInput> {
-    let topo = planner::cli::source::load_fixture("hgx-h200-8").ok()?;
+    let topo = planner::pipeline::load_fixture("hgx-h200-8").ok()?;
     let cluster = planner::topo::Cluster::single(topo);
     let env = NcclEnv::default();
     let table = table::builtin("2.30").ok()?;

@@ -3,7 +3,7 @@
 //! Topology loading (XML, paths) is the topo stage and is not timed here.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use planner::cli::source::load_fixture;
+use planner::pipeline::load_fixture;
 use planner::search::{self, SearchOptions};
 use planner::topo::Cluster;
 use std::hint::black_box;

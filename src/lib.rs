@@ -13,6 +13,7 @@ pub mod exec;
 pub mod measure;
 pub mod model;
 pub mod nccl;
+pub mod pipeline;
 pub mod probe;
 pub mod report;
 pub mod search;

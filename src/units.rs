@@ -76,6 +76,11 @@ pub fn clap_size_range(text: &str) -> std::result::Result<Vec<u64>, String> {
     parse_size_range(text).map_err(|e| e.to_string())
 }
 
+/// A user-named input file as text; an unreadable file is bad input naming it.
+pub fn read_input_file(path: &str) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|e| Error::bad_input(format!("{path}: cannot read: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

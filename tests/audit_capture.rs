@@ -33,7 +33,10 @@ fn the_log_reader_finds_everything_in_the_capture() {
         (Some(2), Some(1), Some(2))
     );
     assert_eq!(log.graphs.len(), 2);
-    assert_eq!((log.graphs[0].pattern, log.graphs[0].n_channels), (4, 12));
+    assert_eq!(
+        (log.graphs[0].pattern.number(), log.graphs[0].n_channels),
+        (4, 12)
+    );
     assert_eq!(log.graphs[1].bw_intra, 60.0);
     assert_eq!(log.channels.map(|c| (c.0, c.1)), Some((24, 0)));
     let table = log.table.as_ref().unwrap();

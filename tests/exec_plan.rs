@@ -69,7 +69,7 @@ fn capture_search() -> SearchResult {
 #[test]
 fn hand_built_capture_equals_the_search() {
     let cluster = planner::topo::Cluster::single(
-        planner::cli::source::load_fixture("h200x2-nvswitch-vm").unwrap(),
+        planner::pipeline::load_fixture("h200x2-nvswitch-vm").unwrap(),
     );
     let searched = planner::search::search(&cluster, &Default::default()).unwrap();
     let hand = capture_search();

@@ -1,7 +1,7 @@
 //! The capture (2x H200, NVSwitch, NCCL 2.28.9): our search and connection
 //! must reproduce NCCL's own init log and graph dump.
 
-use planner::cli::source::load_fixture;
+use planner::pipeline::load_fixture;
 use planner::search::{self, Pattern, SearchOptions};
 use planner::topo::{Cluster, PathType};
 

@@ -3,7 +3,7 @@
 //! parent/child links and at most 3 children; the two tree halves are the
 //! double binary tree over nodes.
 
-use planner::cli::source::load_fixture;
+use planner::pipeline::load_fixture;
 use planner::search::{self, Connection, SearchOptions};
 use planner::topo::Cluster;
 

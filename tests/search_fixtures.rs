@@ -11,7 +11,7 @@
 //! to half of the best; then it doubles the channels at half speed ("dup") unless
 //! bw < 25 or (cc > 80, bw < 50 and > 4 channels).
 
-use planner::cli::source::load_fixture;
+use planner::pipeline::load_fixture;
 use planner::search::{self, Pattern, SearchOptions, SearchResult};
 use planner::topo::{Cluster, PathType};
 

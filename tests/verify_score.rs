@@ -168,7 +168,7 @@ const CAPTURE_GRAPH_XML: &str = include_str!("golden/h200x2-nvswitch-vm/graph.xm
 fn the_stock_model_as_predictor_matches_the_capture() {
     use planner::model::Coll;
     use planner::verify::score::{ModelPredictor, Predictor};
-    let node = planner::cli::source::load_fixture("h200x2-nvswitch-vm").unwrap();
+    let node = planner::pipeline::load_fixture("h200x2-nvswitch-vm").unwrap();
     let cluster = planner::topo::Cluster::single(node);
     let model = ModelPredictor::new(&cluster, Some(CAPTURE_GRAPH_XML), Some("2.28.9")).unwrap();
     assert!(model.label().contains("nccl-2.28"), "{}", model.label());

@@ -4,15 +4,16 @@
 //! programs are ignored; an NCCL line that starts one of these records but
 //! does not parse is a bad input naming the file and line.
 
-use super::{Algo, Coll, Proto};
 use crate::error::{Error, Result};
+use crate::model::{Algo, Coll, Proto};
+use crate::search::Pattern;
 use crate::topo::PathType;
 use serde::Serialize;
 
 /// One `Pattern ..., nChannels ..., bw ..., type ..., sameChannels ...` line.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LogGraph {
-    pub pattern: u32,
+    pub pattern: Pattern,
     pub cross_nic: u32,
     pub n_channels: usize,
     pub bw_intra: f64,
@@ -260,7 +261,8 @@ fn graph_line(msg: &str) -> std::result::Result<LogGraph, String> {
         PathType::from_name(v).ok_or_else(|| format!("graph line: '{v}' is not an NCCL path type"))
     };
     Ok(LogGraph {
-        pattern: int("Pattern ")? as u32,
+        pattern: Pattern::from_number(int("Pattern ")?)
+            .ok_or_else(|| format!("graph line: unknown NCCL pattern number in '{msg}'"))?,
         cross_nic: int("crossNic ")? as u32,
         n_channels: int("nChannels ")? as usize,
         bw_intra: num(bi)?,

@@ -4,12 +4,15 @@
 
 pub mod log;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::model::input::NvlsFlag;
 use crate::model::select::Call;
-use crate::model::{Algo, Coll, Model, Proto};
-use crate::search::{Graphs, SearchGraph};
+use crate::model::{Algo, Coll, Model, NcclEnv, Proto};
+use crate::pipeline::{self, Source};
+use crate::search::{Graphs, Pattern, SearchGraph};
 use log::NcclLog;
 use serde::Serialize;
+use std::path::Path;
 
 /// One disagreement between the log and the planner.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -56,12 +59,12 @@ impl Collector {
     }
 }
 
-fn graph_name(index: usize, pattern: u32) -> &'static str {
+fn graph_name(index: usize, pattern: Pattern) -> &'static str {
     match (index, pattern) {
         (0, _) => "ring graph",
         (1, _) => "tree graph",
-        (_, 6) => "collnet direct graph",
-        (_, 5) => "NVLS graph",
+        (_, Pattern::CollNetDirect) => "collnet direct graph",
+        (_, Pattern::Nvls) => "NVLS graph",
         _ => "collnet chain graph",
     }
 }
@@ -111,7 +114,7 @@ pub fn audit(log: &NcclLog, model: &Model, search: Option<&Graphs>) -> Result<Au
             c.check(
                 l,
                 format!("{name} pattern"),
-                lg.pattern.to_string(),
+                lg.pattern.number().to_string(),
                 pg.pattern.number().to_string(),
             );
             c.check(
@@ -154,7 +157,7 @@ pub fn audit(log: &NcclLog, model: &Model, search: Option<&Graphs>) -> Result<Au
         for (i, pg) in ours.iter().enumerate().skip(log.graphs.len()) {
             c.check(
                 0,
-                graph_name(i, pg.pattern.number()).to_string(),
+                graph_name(i, pg.pattern).to_string(),
                 "not in the log".to_string(),
                 "searched".to_string(),
             );
@@ -273,4 +276,130 @@ pub fn audit(log: &NcclLog, model: &Model, search: Option<&Graphs>) -> Result<Au
         compared: c.compared,
         differences: c.differences,
     })
+}
+/// What `planner audit` compares: a log, the topology to model it on, and the model's flags.
+#[derive(Debug, Clone, Default)]
+pub struct AuditOptions {
+    pub log: String,
+    /// `--topo` / `--fixture`; without either, the log's NCCL_TOPO_DUMP_FILE next to the log.
+    pub source: Source,
+    /// `--graph FILE`.
+    pub graph_file: Option<String>,
+    /// Feed the model the log's own graphs (compares the cost model alone, not the search).
+    pub log_graphs: bool,
+    pub tuning_table: Option<String>,
+    pub nccl_version: Option<String>,
+}
+
+/// Read the log, build the model for its machine, and compare.
+pub fn audit_log(opts: &AuditOptions) -> Result<AuditReport> {
+    let log = NcclLog::load(&opts.log)?;
+    let table = pipeline::choose_table(
+        opts.tuning_table.as_deref(),
+        opts.nccl_version.as_deref(),
+        log.version.as_deref(),
+    )?;
+    let mut cluster = source_for(&opts.source, &log, &opts.log)?.load()?;
+    // The dump is one node; the log says how many there were.
+    if let Some(n) = log.n_nodes {
+        cluster.n_nodes = n.max(1);
+    }
+    let env = NcclEnv::from_pairs(log.env.iter().map(|(n, v, _)| (n.clone(), v.clone())));
+    let nvls_state = crate::model::ModelInput::nvls_request(&cluster, &env, NvlsFlag::Auto);
+    let (graphs, channels, ours) = if opts.log_graphs {
+        let (g, c) = graphs_from_log(&log)?;
+        (g, c, false)
+    } else {
+        let r = pipeline::graphs_for(
+            &cluster,
+            &env,
+            nvls_state.supported(),
+            opts.graph_file.as_deref(),
+        )
+        .map_err(|e| {
+            Error::runtime(format!(
+                "{} (use --log-graphs to audit the cost model with the log's own graphs)",
+                e.message()
+            ))
+        })?;
+        (r.0, r.1, true)
+    };
+    let model =
+        pipeline::model_from_graphs(&cluster, &graphs, channels, table, env, NvlsFlag::Auto)?;
+    audit(&log, &model, ours.then_some(&graphs))
+}
+
+/// The log's graph lines and its runtime channel count.
+fn graphs_from_log(log: &NcclLog) -> Result<(Graphs, usize)> {
+    let graph = |i: usize, id: u32| -> Option<SearchGraph> {
+        let g = log.graphs.get(i)?;
+        Some(SearchGraph {
+            id,
+            pattern: g.pattern,
+            cross_nic: g.cross_nic,
+            n_channels: g.n_channels,
+            bw_intra: g.bw_intra,
+            bw_inter: g.bw_inter,
+            type_intra: g.type_intra,
+            type_inter: g.type_inter,
+            latency_inter: 0.0,
+            same_channels: g.same_channels,
+            channels: Vec::new(),
+        })
+    };
+    let missing = |what: &str| {
+        Error::bad_input(format!(
+            "{}: --log-graphs needs the log's {what} line (NCCL_DEBUG_SUBSYS must include GRAPH and INIT)",
+            log.source
+        ))
+    };
+    let ring = graph(0, 0).ok_or_else(|| missing("ring graph 'Pattern ...'"))?;
+    let tree = graph(1, 1).ok_or_else(|| missing("tree graph 'Pattern ...'"))?;
+    let mut collnet_chain = None;
+    let mut collnet_direct = None;
+    let mut nvls = None;
+    for i in 2..log.graphs.len() {
+        match log.graphs[i].pattern {
+            Pattern::CollNetDirect => collnet_direct = graph(i, 4),
+            Pattern::Nvls => nvls = graph(i, 3),
+            _ => collnet_chain = graph(i, 2),
+        }
+    }
+    let (channels, _, _) = log.channels.ok_or_else(|| missing("'N coll channels'"))?;
+    Ok((
+        Graphs {
+            ring,
+            tree,
+            collnet_chain,
+            collnet_direct,
+            nvls,
+        },
+        channels,
+    ))
+}
+
+/// The topology: --topo/--fixture, else the log's NCCL_TOPO_DUMP_FILE next to the log.
+fn source_for(source: &Source, log: &NcclLog, log_path: &str) -> Result<Source> {
+    if source.is_explicit() {
+        return Ok(source.clone());
+    }
+    let dir = Path::parent(Path::new(log_path)).unwrap_or(Path::new("."));
+    let dump = log.env_value("NCCL_TOPO_DUMP_FILE").ok_or_else(|| {
+        Error::bad_input(format!(
+            "{log_path}: no topology: pass --topo FILE (the log names no NCCL_TOPO_DUMP_FILE)"
+        ))
+    })?;
+    let name = Path::new(dump)
+        .file_name()
+        .map(Path::new)
+        .unwrap_or(Path::new(dump));
+    let candidates = [dir.join(dump), dir.join(name)];
+    let found = candidates.iter().find(|p| p.is_file()).ok_or_else(|| {
+        Error::bad_input(format!(
+            "{log_path}: no topology: the log's NCCL_TOPO_DUMP_FILE {dump} is not next to it; pass --topo FILE"
+        ))
+    })?;
+    let mut s = source.clone();
+    s.topo = Some(found.to_string_lossy().into_owned());
+    Ok(s)
 }

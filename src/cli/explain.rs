@@ -1,22 +1,13 @@
 //! `planner explain`: NCCL's choice for one size or a sweep, why, and NCCL's
 //! own table and per-call formats. Thin: build the model, hand to `report`.
 
-use super::channels::{cross_nic_from_env, GraphArgs};
-use super::source::SourceArgs;
+use super::source::{nvls_flag, GraphArgs, OnOff, SourceArgs};
 use crate::error::{Error, Result};
-use crate::model::input::NvlsFlag;
 use crate::model::select::Call;
-use crate::model::{table, Coll, Model, ModelInput, NcclEnv, TuningTable};
+use crate::model::{Coll, NcclEnv, TuningTable};
+use crate::pipeline;
 use crate::report::explain as out;
-use crate::search::{Graphs, SearchOptions};
-use crate::topo::{Cluster, NodeKind};
 use crate::units::{parse_size, parse_size_range};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum OnOff {
-    On,
-    Off,
-}
 
 /// Flags that choose the model (shared with `audit`).
 #[derive(Debug, Clone, clap::Args)]
@@ -71,84 +62,15 @@ pub struct ExplainArgs {
     pub json: bool,
 }
 
-/// The tuning table: a file, a version, the libnccl found here, or the newest.
-pub fn choose_table(args: &ModelArgs, log_version: Option<&str>) -> Result<TuningTable> {
-    if let Some(path) = &args.tuning_table {
-        return TuningTable::load_file(path);
+impl ModelArgs {
+    /// The tuning table these flags choose (`log_version`: the NCCL version a log names).
+    pub fn table(&self, log_version: Option<&str>) -> Result<TuningTable> {
+        pipeline::choose_table(
+            self.tuning_table.as_deref(),
+            self.nccl_version.as_deref(),
+            log_version,
+        )
     }
-    if let Some(v) = &args.nccl_version {
-        return table::builtin(&table::family_of(v)?);
-    }
-    let found = match log_version {
-        Some(v) => {
-            let fam = table::family_of(v)?;
-            let mut it = fam.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
-            Some((
-                it.next().unwrap_or(0),
-                it.next().unwrap_or(0),
-                format!("the log's NCCL {v}"),
-            ))
-        }
-        None => crate::probe::nccl_version::detect()
-            .map(|v| (v.major, v.minor, format!("{} {}", v.library, v.text()))),
-    };
-    match found {
-        Some((major, minor, what)) => {
-            let (family, exact) = table::nearest_family(major, minor);
-            if !exact {
-                eprintln!(
-                    "planner: no tuning table for NCCL {major}.{minor} ({what}); using the {family} table"
-                );
-            }
-            table::builtin(family)
-        }
-        None => table::builtin(table::newest_family()),
-    }
-}
-
-/// Run the search as NCCL's init would, or read the global `--graph FILE`:
-/// the graphs and the runtime channel count.
-pub fn graphs_for(
-    cluster: &Cluster,
-    env: &NcclEnv,
-    nvls_supported: bool,
-    graph: &GraphArgs,
-) -> Result<(Graphs, usize)> {
-    let coll_nic = cluster
-        .node
-        .nodes(NodeKind::Net)
-        .iter()
-        .filter_map(|&i| cluster.node.node(i).net())
-        .any(|n| n.coll);
-    let opts = SearchOptions {
-        nvls: nvls_supported,
-        collnet: env.collnet_enable == Some(1) && coll_nic,
-        cross_nic: cross_nic_from_env()?,
-    };
-    let (result, _origin) = graph.resolve(cluster, &opts)?;
-    let channels = result.connection.n_channels;
-    Ok((result.graphs, channels))
-}
-
-/// Topology, search and tuning: the model `explain` talks about.
-pub fn build_model(
-    source: &SourceArgs,
-    graph: &GraphArgs,
-    model_args: &ModelArgs,
-    env: NcclEnv,
-    nvls: Option<OnOff>,
-) -> Result<Model> {
-    let table = choose_table(model_args, None)?;
-    let cluster = source.load()?;
-    let flag = match nvls {
-        Some(OnOff::On) => NvlsFlag::On,
-        Some(OnOff::Off) => NvlsFlag::Off,
-        None => NvlsFlag::Auto,
-    };
-    let nvls_state = ModelInput::nvls_request(&cluster, &env, flag);
-    let (graphs, channels) = graphs_for(&cluster, &env, nvls_state.supported(), graph)?;
-    let input = ModelInput::from_graphs(&cluster, &graphs, channels, &env, nvls_state, &table)?;
-    Model::new(input, env, table)
 }
 
 fn write_json(value: &impl serde::Serialize) -> Result<()> {
@@ -181,7 +103,15 @@ pub fn run(source: &SourceArgs, graph: &GraphArgs, args: ExplainArgs) -> Result<
     if let Some(p) = &args.proto {
         env.proto = Some(p.clone());
     }
-    let model = build_model(source, graph, &args.model, env, args.nvls)?;
+    let table = args.model.table(None)?;
+    let cluster = source.source().load()?;
+    let model = pipeline::build_model(
+        &cluster,
+        graph.graph.as_deref(),
+        table,
+        env,
+        nvls_flag(args.nvls),
+    )?;
     let n_ranks = model.input.n_ranks;
 
     if args.nccl_table {

@@ -22,7 +22,7 @@ pub struct Cli {
     #[command(flatten)]
     pub source: source::SourceArgs,
     #[command(flatten)]
-    pub graph: channels::GraphArgs,
+    pub graph: source::GraphArgs,
     #[command(subcommand)]
     pub command: Command,
 }

@@ -3,16 +3,12 @@
 
 use crate::cli::source::SourceArgs;
 use crate::error::{Error, Result};
-use crate::exec::plan::{parse_collective, parse_pair, ExecPlan, PlanChoice};
-use crate::exec::runtime::{Executor, RunOptions, RunReport};
+use crate::exec::plan::{parse_collective, parse_pair};
+use crate::exec::runtime::RunOptions;
+use crate::exec::session::{run_sizes, wrong_elements, RunRequest};
 use crate::measure::Dtype;
-use crate::model::Pair;
 use crate::units::clap_size_range;
 use std::time::Duration;
-
-/// Runtime channels assumed when no search result is available: NCCL's count
-/// on the 2x H200 NVSwitch machine of the capture (12 search channels x 2).
-pub const FALLBACK_CHANNELS: usize = 24;
 
 /// `--size`: one size or a sweep (a newtype so clap takes one value).
 #[derive(Debug, Clone, PartialEq)]
@@ -74,63 +70,8 @@ pub struct RunArgs {
     pub json: bool,
 }
 
-/// Rings and trees for `n_ranks`: the search's when it runs on this machine,
-/// otherwise ring 0..n-1 and the chain (virtual ranks: alternating test shapes).
-fn shapes(
-    args: &RunArgs,
-    source: &SourceArgs,
-    n_ranks: usize,
-    choice: &PlanChoice,
-) -> Result<ExecPlan> {
-    if args.virtual_ranks.is_some() {
-        let nch = args.channels.unwrap_or(FALLBACK_CHANNELS);
-        return ExecPlan::test_shapes(n_ranks, nch, choice);
-    }
-    match search_plan(source, n_ranks, choice) {
-        Ok(plan) => Ok(plan),
-        Err(why) => {
-            eprintln!(
-                "planner: no search result ({why}); running ring 0..{} and the chain tree on {} channels",
-                n_ranks - 1,
-                args.channels.unwrap_or(FALLBACK_CHANNELS)
-            );
-            ExecPlan::default_shapes(n_ranks, args.channels.unwrap_or(FALLBACK_CHANNELS), choice)
-        }
-    }
-}
-
-/// The search on the explicit topology (--fixture / --topo) or the live probe.
-fn search_plan(
-    source: &SourceArgs,
-    n_ranks: usize,
-    choice: &PlanChoice,
-) -> std::result::Result<ExecPlan, String> {
-    let cluster = if source.fixture.is_some() || source.topo.is_some() {
-        source.load().map_err(|e| e.to_string())?
-    } else {
-        let root = crate::probe::probe().map_err(|e| match e {
-            crate::probe::ProbeError::Unavailable(why) => why,
-            crate::probe::ProbeError::Failed(e) => e.to_string(),
-        })?;
-        let node = crate::topo::build::from_xml(&root, "live probe").map_err(|e| e.to_string())?;
-        crate::topo::Cluster::single(node)
-    };
-    if cluster.n_ranks() != n_ranks {
-        return Err(format!(
-            "the topology has {} ranks, the run {n_ranks}",
-            cluster.n_ranks()
-        ));
-    }
-    let result = crate::search::search(&cluster, &crate::search::SearchOptions::default())
-        .map_err(|e| e.to_string())?;
-    ExecPlan::from_search(&result, choice).map_err(|e| e.to_string())
-}
-
 pub fn run(args: RunArgs, source: &SourceArgs) -> Result<()> {
-    let Pair {
-        algo: algorithm,
-        proto: protocol,
-    } = parse_pair(&args.pair)?;
+    let pair = parse_pair(&args.pair)?;
     let collective = parse_collective(&args.coll)?;
     let dtype = Dtype::parse(&args.dtype)?;
     if args.iters == 0 {
@@ -150,70 +91,34 @@ pub fn run(args: RunArgs, source: &SourceArgs) -> Result<()> {
             )));
         }
     }
-    let sizes: Vec<u64> = args.size.0.clone();
-    let opts = RunOptions {
-        iters: args.iters,
-        warmup: args.warmup,
-        graph: args.cuda_graph,
-        timeout: Duration::from_secs_f64(args.timeout),
-        virtual_ranks: args.virtual_ranks,
-        gpus: args.gpus,
-        seed: args.seed,
-        ..RunOptions::default()
-    };
-    let n_ranks = Executor::ranks_available(&opts)?;
-    let choice_for = |bytes: u64| PlanChoice {
+    let request = RunRequest {
+        sizes: args.size.0.clone(),
+        pair,
         collective,
-        algorithm,
-        protocol,
-        n_channels: args.channels,
-        n_threads: args.threads,
+        channels: args.channels,
+        threads: args.threads,
         dtype,
-        bytes,
         in_place: args.in_place,
         root: args.root,
+        options: RunOptions {
+            iters: args.iters,
+            warmup: args.warmup,
+            graph: args.cuda_graph,
+            timeout: Duration::from_secs_f64(args.timeout),
+            virtual_ranks: args.virtual_ranks,
+            gpus: args.gpus,
+            seed: args.seed,
+            ..RunOptions::default()
+        },
     };
-    // Round sizes to whole elements.
-    let elem = dtype.size();
-    let sizes: Vec<u64> = sizes.iter().map(|&s| (s / elem).max(1) * elem).collect();
-    let max_bytes = *sizes.iter().max().expect("clap gives at least one size");
-    let base = shapes(&args, source, n_ranks, &choice_for(max_bytes))?;
-    let plans: Vec<ExecPlan> = sizes
-        .iter()
-        .map(|&b| {
-            ExecPlan::build(
-                n_ranks,
-                base.rings.clone(),
-                base.trees.clone(),
-                &choice_for(b),
-                base.origin.clone(),
-            )
-        })
-        .collect::<Result<_>>()?;
-    // Set up once for the largest size, channel and thread count.
-    let mut template = base.clone();
-    template.bytes = max_bytes;
-    template.n_channels = plans.iter().map(|p| p.n_channels).max().unwrap_or(1);
-    template.n_threads = plans.iter().map(|p| p.n_threads).max().unwrap_or(64);
-    template.rings = base
-        .rings
-        .iter()
-        .cycle()
-        .take(template.n_channels)
-        .cloned()
-        .collect();
-    template.trees = base
-        .trees
-        .iter()
-        .cycle()
-        .take(template.n_channels)
-        .cloned()
-        .collect();
-    let exec = Executor::open(&template, &opts)?;
-    let mut results = Vec::new();
-    for plan in &plans {
-        let r = exec.run(plan, &opts)?;
-        if !args.json {
+    let machine = match source.source().load_machine() {
+        Ok(Some(cluster)) => Ok(cluster),
+        Ok(None) => Err("no GPU found by the probe".to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    let json = args.json;
+    let report = run_sizes(&request, machine, &mut |plan, r| {
+        if !json {
             eprintln!(
                 "planner: {:>9}  {:>2} ch x {:>3} thr  {:>10.2} us  busbw {:>7.2} GB/s  #wrong {}",
                 crate::units::format_size(plan.bytes),
@@ -224,41 +129,14 @@ pub fn run(args: RunArgs, source: &SourceArgs) -> Result<()> {
                 r.wrong
             );
         }
-        results.push(r);
-    }
-    let report = RunReport {
-        plan: base.with_bytes(max_bytes),
-        device: exec.info().clone(),
-        graph: args.cuda_graph,
-        iters: args.iters,
-        warmup: args.warmup,
-        results,
-    };
-    drop(exec);
-    if args.json {
+    })?;
+    if json {
         println!("{}", crate::report::run::json(&report));
     } else {
         print!("{}", crate::report::run::table(&report));
     }
-    let wrong: u64 = report.results.iter().map(|r| r.wrong).sum();
-    if wrong > 0 {
-        return Err(Error::runtime(format!(
-            "{wrong} wrong element(s) in {} ({})",
-            report.plan,
-            report
-                .results
-                .iter()
-                .filter(|r| r.wrong > 0)
-                .map(|r| format!(
-                    "{}: {} wrong, first at rank {} element {}",
-                    crate::units::format_size(r.bytes),
-                    r.wrong,
-                    r.first_wrong.map_or(0, |f| f.0),
-                    r.first_wrong.map_or(0, |f| f.1)
-                ))
-                .collect::<Vec<_>>()
-                .join("; ")
-        )));
+    match wrong_elements(&report) {
+        Some(e) => Err(e),
+        None => Ok(()),
     }
-    Ok(())
 }

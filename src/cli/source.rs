@@ -1,11 +1,6 @@
-//! Where the topology comes from, shared by every command: the live probe by
-//! default, `--fixture NAME`, or `--topo FILE`, replicated by `--nodes`.
+//! The global flags that say where the topology comes from (`pipeline::Source`), and `--graph FILE`.
 
-use crate::error::{Error, Result};
-use crate::probe::{self, ProbeError};
-use crate::topo::paths::PathOptions;
-use crate::topo::{build, cluster::MAX_NODES, fixtures, Cluster, Topology};
-use crate::xml;
+use crate::pipeline::Source;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct SourceArgs {
@@ -24,66 +19,38 @@ pub struct SourceArgs {
 }
 
 impl SourceArgs {
-    /// Load the topology, printing the fallback notice when no GPU is found.
-    pub fn load(&self) -> Result<Cluster> {
-        if self.nodes == 0 || self.nodes > MAX_NODES {
-            return Err(Error::bad_input(format!(
-                "invalid --nodes {}: must be between 1 and {MAX_NODES}",
-                self.nodes
-            )));
-        }
-        if !self.net_latency.is_finite() || self.net_latency < 0.0 {
-            return Err(Error::bad_input(format!(
-                "invalid --net-latency {}: must be a non-negative number of µs",
-                self.net_latency
-            )));
-        }
-        let node = self.load_node()?;
-        if self.nodes > 1 && node.nodes(crate::topo::NodeKind::Net).is_empty() {
-            return Err(Error::bad_input(format!(
-                "--nodes {}: the topology ({}) has no NIC to join nodes through",
-                self.nodes, node.source
-            )));
-        }
-        Ok(Cluster {
-            node,
-            n_nodes: self.nodes,
+    pub fn source(&self) -> Source {
+        Source {
+            fixture: self.fixture.clone(),
+            topo: self.topo.clone(),
+            nodes: self.nodes,
             net_latency_us: self.net_latency,
-        })
-    }
-
-    fn load_node(&self) -> Result<Topology> {
-        if let Some(name) = &self.fixture {
-            return load_fixture(name);
-        }
-        if let Some(path) = &self.topo {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| Error::bad_input(format!("{path}: cannot read: {e}")))?;
-            let root = xml::parse(&text, path)?;
-            return build::from_xml_with(&root, path, &PathOptions::from_env()?);
-        }
-        match probe::probe() {
-            Ok(root) => build::from_xml_with(&root, "live probe", &PathOptions::from_env()?),
-            Err(ProbeError::Unavailable(why)) => {
-                eprintln!(
-                    "planner: no GPU found ({why}); using built-in fixture {}; pass --fixture or --topo to choose",
-                    fixtures::DEFAULT_FIXTURE
-                );
-                load_fixture(fixtures::DEFAULT_FIXTURE)
-            }
-            Err(ProbeError::Failed(e)) => Err(e),
         }
     }
 }
 
-pub fn load_fixture(name: &str) -> Result<Topology> {
-    let fixture = fixtures::find(name).ok_or_else(|| {
-        Error::bad_input(format!(
-            "unknown fixture '{name}'; known fixtures: {}",
-            fixtures::names().join(", ")
-        ))
-    })?;
-    let source = format!("fixture {name}");
-    let root = xml::parse(fixture.xml, &source)?;
-    build::from_xml_with(&root, &source, &PathOptions::from_env()?)
+/// `--graph FILE`, shared by every command that needs channels.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct GraphArgs {
+    /// Use the graphs in an NCCL graph XML (NCCL_GRAPH_FILE / NCCL_GRAPH_DUMP_FILE format)
+    /// instead of searching; graphs the file lacks are searched
+    #[arg(long, global = true, value_name = "FILE")]
+    pub graph: Option<String>,
+}
+
+/// `--nvls on|off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
+/// `--nvls`, or NCCL_NVLS_ENABLE's own rule when absent.
+pub fn nvls_flag(nvls: Option<OnOff>) -> crate::model::input::NvlsFlag {
+    use crate::model::input::NvlsFlag;
+    match nvls {
+        Some(OnOff::On) => NvlsFlag::On,
+        Some(OnOff::Off) => NvlsFlag::Off,
+        None => NvlsFlag::Auto,
+    }
 }

@@ -30,7 +30,7 @@ pub struct FixturesArgs {
 }
 
 pub fn run_topo(source: &SourceArgs, args: &TopoArgs) -> Result<()> {
-    let cluster = source.load()?;
+    let cluster = source.source().load()?;
     let text = if args.xml {
         xml::write(&cluster.node.xml)
     } else if args.dot {

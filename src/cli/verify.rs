@@ -5,11 +5,11 @@ use crate::error::{Error, Result};
 use crate::model::Coll;
 use crate::nccl;
 use crate::report::verify as report;
-use crate::topo::{build, paths::PathOptions, Cluster};
 use crate::units::{parse_size, parse_size_range};
 use crate::verify::rendezvous::{LauncherEnv, Rendezvous};
-use crate::verify::run::{self, Progress, TopologyRecord, VerifyRequest};
-use crate::verify::score::{self, ModelPredictor, NoModel, Predictor};
+use crate::verify::run::{Progress, VerifyRequest};
+use crate::verify::score::{self, Predictor};
+use crate::verify::session;
 use crate::verify::{Backend, Dtype, IterPlan, PairSelection, VerifyRun};
 use std::time::Duration;
 
@@ -74,11 +74,6 @@ pub struct RendezvousCheckArgs {
     #[arg(long, default_value_t = 30)]
     pub timeout: u64,
 }
-
-/// Runtime channels of the native executor's rings and trees when the
-/// search cannot say (NCCL's count on the 2 x H200 capture: 12 search
-/// channels, doubled).
-const NATIVE_CHANNELS: usize = 24;
 
 fn request_from(args: &VerifyArgs) -> Result<VerifyRequest> {
     let plan = IterPlan {
@@ -162,44 +157,6 @@ fn output(run: &VerifyRun, predictor: &dyn Predictor, args: &VerifyArgs) -> Resu
     Ok(())
 }
 
-/// The machine's topology for the model before measuring: what the user
-/// chose (--fixture/--topo), else the live probe; never the built-in default
-/// fixture, which would describe another machine.
-fn topology_before(source: &SourceArgs) -> Option<Cluster> {
-    let explicit = source.fixture.is_some() || source.topo.is_some();
-    let loaded = if explicit {
-        source.load()
-    } else {
-        match crate::probe::probe() {
-            Ok(root) => PathOptions::from_env()
-                .and_then(|opts| build::from_xml_with(&root, "live probe", &opts))
-                .map(|node| Cluster {
-                    node,
-                    n_nodes: source.nodes,
-                    net_latency_us: source.net_latency,
-                }),
-            Err(crate::probe::ProbeError::Unavailable(_)) => return None,
-            Err(crate::probe::ProbeError::Failed(e)) => Err(e),
-        }
-    };
-    match loaded {
-        Ok(cluster) => Some(cluster),
-        Err(e) => {
-            eprintln!("planner: no topology for the model before the run ({e})");
-            None
-        }
-    }
-}
-
-fn record_of(cluster: &Cluster) -> TopologyRecord {
-    TopologyRecord {
-        source: cluster.node.source.clone(),
-        xml: Some(crate::xml::write(&cluster.node.xml)),
-        nodes: cluster.n_nodes,
-        net_latency_us: cluster.net_latency_us,
-    }
-}
-
 pub fn run(args: VerifyArgs, source: &SourceArgs) -> Result<()> {
     if let Some(path) = &args.load {
         let run = VerifyRun::load(path)?;
@@ -207,82 +164,12 @@ pub fn run(args: VerifyArgs, source: &SourceArgs) -> Result<()> {
         return output(&run, predictor.as_ref(), &args);
     }
     let request = request_from(&args)?;
-    let before = topology_before(source);
-    let library = nccl::library_version().ok();
-    let planning: Box<dyn Predictor> = match &before {
-        Some(cluster) => match ModelPredictor::new(cluster, None, library.as_deref()) {
-            Ok(p) => Box::new(p),
-            Err(e) => {
-                eprintln!("planner: the model cannot run before the run ({e})");
-                Box::new(NoModel)
-            }
-        },
-        None => Box::new(NoModel),
-    };
-    let topology = match &before {
-        Some(cluster) => record_of(cluster),
-        None => TopologyRecord {
-            source: "NCCL's topology dump (rank 0)".into(),
-            nodes: source.nodes,
-            net_latency_us: source.net_latency,
-            ..Default::default()
-        },
-    };
-    let exe = std::env::current_exe().map_err(|e| {
-        Error::runtime(format!(
-            "cannot find the planner binary to start NCCL children: {e}"
-        ))
-    })?;
     let bar = Bar::new();
-    let mut run = match LauncherEnv::from_env()? {
-        Some(env) => {
-            match run::run_distributed(&exe, &env, &request, &topology, planning.as_ref(), &bar)? {
-                Some(run) => run,
-                None => return Ok(()), // not rank 0: rank 0 prints
-            }
-        }
-        None => {
-            let native = crate::verify::native::NativeExec {
-                channels: NATIVE_CHANNELS,
-            };
-            run::run_local(
-                &exe,
-                &request,
-                &topology,
-                planning.as_ref(),
-                Some(&native),
-                &bar,
-            )?
-        }
+    let Some((run, path)) =
+        session::measure(&request, &source.source(), args.out.as_deref(), &bar)?
+    else {
+        return Ok(()); // not rank 0: rank 0 prints
     };
-    // Predictions: the planner's topology if it had one, else NCCL's own dump;
-    // the planner's search if it runs, else NCCL's graph dump.
-    if before.is_none() {
-        if let Some(dump) = &run.machine.nccl_topology_xml {
-            run.machine.topology_hash = format!("{:016x}", crate::verify::fnv1a64(dump.as_bytes()));
-        }
-    }
-    let hosts = run.machine.hosts.len();
-    run.machine.nodes = run.machine.nodes.max(hosts).max(1);
-    let path = args
-        .out
-        .clone()
-        .unwrap_or_else(|| run::default_result_path().to_string_lossy().into_owned());
-    let (predictions, label) = {
-        let predictor = score::predictor_for_run(&run);
-        let coll = run.options.collective;
-        let predictions: Vec<Option<f64>> = run
-            .rows
-            .iter()
-            .map(|r| r.pair.and_then(|p| predictor.predict_us(coll, p, r.bytes)))
-            .collect();
-        (predictions, predictor.label())
-    };
-    for (row, predicted) in run.rows.iter_mut().zip(predictions) {
-        row.predicted_us = predicted;
-    }
-    run.options.model = Some(label);
-    run.save(&path)?;
     eprintln!("planner: result file {path}");
     let predictor = score::predictor_for_run(&run);
     output(&run, predictor.as_ref(), &args)

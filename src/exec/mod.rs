@@ -15,5 +15,6 @@ pub mod pattern;
 pub mod plan;
 pub mod runtime;
 pub mod schedule;
+pub mod session;
 
 pub use plan::{ExecPlan, PlanChoice, TreeNode};

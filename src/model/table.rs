@@ -189,8 +189,7 @@ pub fn newest_family() -> &'static str {
 impl TuningTable {
     /// Load a table from a file (`--tuning-table FILE`).
     pub fn load_file(path: &str) -> Result<TuningTable> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::bad_input(format!("{path}: cannot read: {e}")))?;
+        let text = crate::units::read_input_file(path)?;
         TuningTable::parse(&text, path)
     }
 

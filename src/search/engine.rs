@@ -1302,7 +1302,7 @@ mod tests {
     /// Nothing fits: NCCL falls back to one channel in GPU index order at 0.1 GB/s, type SYS.
     #[test]
     fn fallback_when_no_speed_fits() {
-        let topo = crate::cli::source::load_fixture("hgx-h200-8").unwrap();
+        let topo = crate::pipeline::load_fixture("hgx-h200-8").unwrap();
         let mut sys = SearchSystem::new(&topo, false).unwrap();
         // Every link down to 1 GB/s: below the lowest sm90 intra rung (3 GB/s).
         for bw in &mut sys.link_bw {
@@ -1330,7 +1330,7 @@ mod tests {
     #[test]
     fn twin_replay_is_exact() {
         for f in crate::topo::fixtures::FIXTURES {
-            let topo = crate::cli::source::load_fixture(f.name).unwrap();
+            let topo = crate::pipeline::load_fixture(f.name).unwrap();
             let Ok(sys) = SearchSystem::new(&topo, false) else {
                 continue;
             };

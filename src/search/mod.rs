@@ -29,6 +29,19 @@ impl Pattern {
     pub fn number(self) -> u32 {
         self as u32
     }
+    /// NCCL's pattern number (`graph.h`); None for a number NCCL does not define.
+    pub fn from_number(n: u64) -> Option<Pattern> {
+        [
+            Pattern::BalancedTree,
+            Pattern::SplitTree,
+            Pattern::Tree,
+            Pattern::Ring,
+            Pattern::Nvls,
+            Pattern::CollNetDirect,
+        ]
+        .into_iter()
+        .find(|p| p.number() as u64 == n)
+    }
     pub fn is_tree(self) -> bool {
         matches!(
             self,
@@ -192,8 +205,7 @@ pub fn load_graph_file_with(
     cluster: &Cluster,
     opts: &SearchOptions,
 ) -> Result<SearchResult> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::bad_input(format!("{path}: cannot read: {e}")))?;
+    let text = crate::units::read_input_file(path)?;
     let root = crate::xml::parse(&text, path)?;
     let sys = search_system(cluster)?;
     let presets = graph_xml::parse_graphs(&root, &sys, path)?;

@@ -622,7 +622,7 @@ mod tests {
     fn local_nets_agree_with_the_topology_stage() {
         // Our NET->GPU pairing (ncclTopoGetLocalGpu) must equal what paths.rs stored.
         for f in crate::topo::fixtures::FIXTURES {
-            let topo = crate::cli::source::load_fixture(f.name).unwrap();
+            let topo = crate::pipeline::load_fixture(f.name).unwrap();
             let sys = SearchSystem::new(&topo, true).or_else(|_| SearchSystem::new(&topo, false));
             let sys = sys.unwrap();
             for (n, &node) in topo.nodes(NodeKind::Net).iter().enumerate() {
@@ -637,7 +637,7 @@ mod tests {
     #[test]
     fn score_keys_sort_like_nccl() {
         for f in crate::topo::fixtures::FIXTURES {
-            let topo = crate::cli::source::load_fixture(f.name).unwrap();
+            let topo = crate::pipeline::load_fixture(f.name).unwrap();
             let inter = !topo.nodes(NodeKind::Net).is_empty();
             let sys = SearchSystem::new(&topo, inter).unwrap();
             let n = sys.ngpus;
@@ -674,7 +674,7 @@ mod tests {
 
     #[test]
     fn capture_system() {
-        let topo = crate::cli::source::load_fixture("h200x2-nvswitch-vm").unwrap();
+        let topo = crate::pipeline::load_fixture("h200x2-nvswitch-vm").unwrap();
         let sys = SearchSystem::new(&topo, false).unwrap();
         // 18 NVLinks x 20.6 GB/s = 370.8 to the NVSwitch, as NCCL's float product
         // (370.80002); GPU->GPU through the NVSwitch is 2 hops.

@@ -9,6 +9,7 @@ pub mod native;
 pub mod rendezvous;
 pub mod run;
 pub mod score;
+pub mod session;
 
 pub use crate::measure::{
     algbw_gbs, coll_label, coll_label_serde, logged_bytes, median, percentile, Backend, Dtype,
@@ -219,8 +220,7 @@ impl VerifyRun {
     }
 
     pub fn load(path: &str) -> Result<VerifyRun> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::bad_input(format!("{path}: cannot read: {e}")))?;
+        let text = crate::units::read_input_file(path)?;
         VerifyRun::from_json(&text, path)
     }
 

@@ -1,0 +1,257 @@
+//! The one way every command and test builds its inputs: where the topology comes from (a fixture, a file, the live
+//! probe, else the built-in fixture) -> the cluster (`--nodes` copies of the node) -> the channels (NCCL's search, or
+//! an `NCCL_GRAPH_FILE`) -> the tuning table -> the model.
+
+use crate::error::{Error, Result};
+use crate::model::input::NvlsFlag;
+use crate::model::{table, Model, ModelInput, NcclEnv, TuningTable};
+use crate::probe::{self, ProbeError};
+use crate::search::{self, Graphs, SearchOptions, SearchResult};
+use crate::topo::paths::PathOptions;
+use crate::topo::{build, cluster::MAX_NODES, fixtures, Cluster, NodeKind, Topology};
+use crate::xml;
+
+/// Where the topology comes from, and how many nodes of it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Source {
+    /// A built-in fixture by name.
+    pub fixture: Option<String>,
+    /// An NCCL topology XML file.
+    pub topo: Option<String>,
+    pub nodes: usize,
+    /// µs added to every NIC.
+    pub net_latency_us: f64,
+}
+
+impl Source {
+    /// A fixture or file was named (no probing).
+    pub fn is_explicit(&self) -> bool {
+        self.fixture.is_some() || self.topo.is_some()
+    }
+
+    /// The cluster: the named topology, else the live probe, else the built-in fixture (with a notice on stderr).
+    pub fn load(&self) -> Result<Cluster> {
+        self.check()?;
+        let node = match self.load_machine_node()? {
+            Some(node) => node,
+            None => load_fixture(fixtures::DEFAULT_FIXTURE)?,
+        };
+        self.cluster_of(node)
+    }
+
+    /// The cluster of this machine: the named topology, else the live probe; None when there is no GPU (never the
+    /// built-in fixture, which would describe another machine).
+    pub fn load_machine(&self) -> Result<Option<Cluster>> {
+        self.check()?;
+        if !self.is_explicit() {
+            return match probe::probe() {
+                Ok(root) => self
+                    .cluster_of(build::from_xml_with(
+                        &root,
+                        "live probe",
+                        &PathOptions::from_env()?,
+                    )?)
+                    .map(Some),
+                Err(ProbeError::Unavailable(_)) => Ok(None),
+                Err(ProbeError::Failed(e)) => Err(e),
+            };
+        }
+        self.load().map(Some)
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.nodes == 0 || self.nodes > MAX_NODES {
+            return Err(Error::bad_input(format!(
+                "invalid --nodes {}: must be between 1 and {MAX_NODES}",
+                self.nodes
+            )));
+        }
+        if !self.net_latency_us.is_finite() || self.net_latency_us < 0.0 {
+            return Err(Error::bad_input(format!(
+                "invalid --net-latency {}: must be a non-negative number of µs",
+                self.net_latency_us
+            )));
+        }
+        Ok(())
+    }
+
+    fn cluster_of(&self, node: Topology) -> Result<Cluster> {
+        if self.nodes > 1 && node.nodes(NodeKind::Net).is_empty() {
+            return Err(Error::bad_input(format!(
+                "--nodes {}: the topology ({}) has no NIC to join nodes through",
+                self.nodes, node.source
+            )));
+        }
+        Ok(Cluster {
+            node,
+            n_nodes: self.nodes,
+            net_latency_us: self.net_latency_us,
+        })
+    }
+
+    /// The named topology, else the live probe; None (after a notice) when no GPU is found.
+    fn load_machine_node(&self) -> Result<Option<Topology>> {
+        if let Some(name) = &self.fixture {
+            return load_fixture(name).map(Some);
+        }
+        if let Some(path) = &self.topo {
+            let text = crate::units::read_input_file(path)?;
+            let root = xml::parse(&text, path)?;
+            return build::from_xml_with(&root, path, &PathOptions::from_env()?).map(Some);
+        }
+        match probe::probe() {
+            Ok(root) => {
+                build::from_xml_with(&root, "live probe", &PathOptions::from_env()?).map(Some)
+            }
+            Err(ProbeError::Unavailable(why)) => {
+                eprintln!(
+                    "planner: no GPU found ({why}); using built-in fixture {}; pass --fixture or --topo to choose",
+                    fixtures::DEFAULT_FIXTURE
+                );
+                Ok(None)
+            }
+            Err(ProbeError::Failed(e)) => Err(e),
+        }
+    }
+}
+
+/// A built-in topology by name.
+pub fn load_fixture(name: &str) -> Result<Topology> {
+    let fixture = fixtures::find(name).ok_or_else(|| {
+        Error::bad_input(format!(
+            "unknown fixture '{name}'; known fixtures: {}",
+            fixtures::names().join(", ")
+        ))
+    })?;
+    let source = format!("fixture {name}");
+    let root = xml::parse(fixture.xml, &source)?;
+    build::from_xml_with(&root, &source, &PathOptions::from_env()?)
+}
+
+/// The tuning table: a file, a version, the version a log names, the libnccl found here, or the newest.
+pub fn choose_table(
+    tuning_table: Option<&str>,
+    nccl_version: Option<&str>,
+    log_version: Option<&str>,
+) -> Result<TuningTable> {
+    if let Some(path) = tuning_table {
+        return TuningTable::load_file(path);
+    }
+    if let Some(v) = nccl_version {
+        return table::builtin(&table::family_of(v)?);
+    }
+    let found = match log_version {
+        Some(v) => {
+            let fam = table::family_of(v)?;
+            let mut it = fam.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+            Some((
+                it.next().unwrap_or(0),
+                it.next().unwrap_or(0),
+                format!("the log's NCCL {v}"),
+            ))
+        }
+        None => crate::probe::nccl_version::detect()
+            .map(|v| (v.major, v.minor, format!("{} {}", v.library, v.text()))),
+    };
+    match found {
+        Some((major, minor, what)) => {
+            let (family, exact) = table::nearest_family(major, minor);
+            if !exact {
+                eprintln!(
+                    "planner: no tuning table for NCCL {major}.{minor} ({what}); using the {family} table"
+                );
+            }
+            table::builtin(family)
+        }
+        None => table::builtin(table::newest_family()),
+    }
+}
+
+/// `NCCL_CROSS_NIC` from the environment (NCCL's default 2).
+pub fn cross_nic_from_env() -> Result<u32> {
+    match std::env::var("NCCL_CROSS_NIC") {
+        Ok(v) if !v.trim().is_empty() => match v.trim() {
+            "0" => Ok(0),
+            "1" => Ok(1),
+            "2" => Ok(2),
+            other => Err(Error::bad_input(format!(
+                "NCCL_CROSS_NIC={other}: expected 0, 1 or 2"
+            ))),
+        },
+        _ => Ok(2),
+    }
+}
+
+/// NCCL's channels: the search, or the graphs of an `NCCL_GRAPH_FILE` (`graph_file`); also says where they came from.
+pub fn channels(
+    cluster: &Cluster,
+    opts: &SearchOptions,
+    graph_file: Option<&str>,
+) -> Result<(SearchResult, String)> {
+    match graph_file {
+        Some(path) => Ok((
+            search::load_graph_file_with(path, cluster, opts)?,
+            format!("from {path}"),
+        )),
+        None => Ok((search::search(cluster, opts)?, "searched".to_string())),
+    }
+}
+
+/// The search options NCCL's init would use on `cluster` under `env`.
+pub fn search_options(
+    cluster: &Cluster,
+    env: &NcclEnv,
+    nvls_supported: bool,
+) -> Result<SearchOptions> {
+    let coll_nic = cluster
+        .node
+        .nodes(NodeKind::Net)
+        .iter()
+        .filter_map(|&i| cluster.node.node(i).net())
+        .any(|n| n.coll);
+    Ok(SearchOptions {
+        nvls: nvls_supported,
+        collnet: env.collnet_enable == Some(1) && coll_nic,
+        cross_nic: cross_nic_from_env()?,
+    })
+}
+
+/// The graphs NCCL's init would build (or `graph_file`'s) and the runtime channel count.
+pub fn graphs_for(
+    cluster: &Cluster,
+    env: &NcclEnv,
+    nvls_supported: bool,
+    graph_file: Option<&str>,
+) -> Result<(Graphs, usize)> {
+    let opts = search_options(cluster, env, nvls_supported)?;
+    let (result, _origin) = channels(cluster, &opts, graph_file)?;
+    let n_channels = result.connection.n_channels;
+    Ok((result.graphs, n_channels))
+}
+
+/// Cluster, channels and tuning table -> NCCL's model, with NVLS requested as `nvls` says.
+pub fn build_model(
+    cluster: &Cluster,
+    graph_file: Option<&str>,
+    table: TuningTable,
+    env: NcclEnv,
+    nvls: NvlsFlag,
+) -> Result<Model> {
+    let nvls_state = ModelInput::nvls_request(cluster, &env, nvls);
+    let (graphs, n_channels) = graphs_for(cluster, &env, nvls_state.supported(), graph_file)?;
+    model_from_graphs(cluster, &graphs, n_channels, table, env, nvls)
+}
+
+/// NCCL's model on given graphs (e.g. a log's own).
+pub fn model_from_graphs(
+    cluster: &Cluster,
+    graphs: &Graphs,
+    n_channels: usize,
+    table: TuningTable,
+    env: NcclEnv,
+    nvls: NvlsFlag,
+) -> Result<Model> {
+    let nvls_state = ModelInput::nvls_request(cluster, &env, nvls);
+    let input = ModelInput::from_graphs(cluster, graphs, n_channels, &env, nvls_state, &table)?;
+    Model::new(input, env, table)
+}
