@@ -24,6 +24,7 @@ pub mod pair;
 pub mod schedule;
 pub mod select;
 pub mod sweep;
+pub mod symmetric;
 pub mod table;
 pub mod tune;
 
