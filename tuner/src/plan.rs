@@ -299,6 +299,16 @@ impl fmt::Display for PlanError {
 impl std::error::Error for PlanError {}
 
 impl Plan {
+    /// A plan of the current format and version (not validated: [`Plan::to_json`] validates before writing).
+    pub fn new(provenance: Provenance, rules: Vec<Rule>) -> Plan {
+        Plan {
+            format: PLAN_FORMAT.to_string(),
+            version: PLAN_VERSION,
+            provenance,
+            rules,
+        }
+    }
+
     /// Parses and validates a plan. Never panics, whatever the input (see `tests/plan_format.rs`).
     pub fn from_json(text: &str) -> Result<Plan, PlanError> {
         let value: Value = serde_json::from_str(text).map_err(|e| {

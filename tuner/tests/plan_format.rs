@@ -33,10 +33,8 @@ fn rule(
 }
 
 fn plan(rules: Vec<Rule>) -> Plan {
-    Plan {
-        format: "planner-tuner-plan".into(),
-        version: 1,
-        provenance: Provenance {
+    Plan::new(
+        Provenance {
             planner_version: "0.1.0".into(),
             created_unix: 1_764_547_200,
             machine: "2x NVIDIA H200".into(),
@@ -48,7 +46,7 @@ fn plan(rules: Vec<Rule>) -> Plan {
             margin_percent: 2.0,
         },
         rules,
-    }
+    )
 }
 
 fn sample() -> Plan {
@@ -142,6 +140,10 @@ fn round_trip_through_json_and_serde() {
     assert_eq!(Plan::from_json(&json).expect("reads back"), plan);
     let via_serde: Plan = serde_json::from_str(&json).expect("serde Deserialize validates too");
     assert_eq!(via_serde, plan);
+    assert_eq!(
+        (plan.format.as_str(), plan.version),
+        ("planner-tuner-plan", 1)
+    );
     // u64::MAX survives as an exact integer, null options as null.
     assert!(json.contains("\"max_bytes\": 18446744073709551615"));
     assert!(json.contains("\"channels\": null"));

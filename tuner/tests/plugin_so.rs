@@ -714,7 +714,7 @@ fn eight_threads_on_separate_and_shared_contexts() {
     let check_calls = |ctx: *mut c_void, seed: usize| {
         let api = support::api();
         let before = nccl_like_table();
-        let mut state = seed as u64 * 0x9e37_79b9_7f4a_7c15 + 1;
+        let mut state = (seed as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
         for _ in 0..CALLS {
             state ^= state << 13;
             state ^= state >> 7;
