@@ -81,6 +81,36 @@ pub fn read_input_file(path: &str) -> Result<String> {
     std::fs::read_to_string(path).map_err(|e| Error::bad_input(format!("{path}: cannot read: {e}")))
 }
 
+/// C's `strtol(text, &end, 0)`: leading blanks, optional sign, `0x` hex, leading-`0` octal, else decimal. The value
+/// of the longest prefix that parses (None: no digits, or out of range of i64) and the text after it.
+pub fn c_strtol(text: &str) -> (Option<i64>, &str) {
+    let t = text.trim_start();
+    let (neg, t) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let (radix, digits) = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        (16, h)
+    } else if t.len() > 1 && t.starts_with('0') {
+        (8, &t[1..])
+    } else {
+        (10, t)
+    };
+    let end = digits
+        .find(|c: char| !c.is_digit(radix))
+        .unwrap_or(digits.len());
+    let rest = &digits[end..];
+    if end == 0 {
+        // A leading `0` followed by a non-octal digit is the number 0.
+        return (if radix == 8 { Some(0) } else { None }, rest);
+    }
+    let value = i64::from_str_radix(&digits[..end], radix)
+        .ok()
+        .map(|v| if neg { -v } else { v });
+    (value, rest)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

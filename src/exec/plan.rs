@@ -10,15 +10,10 @@ use crate::search::SearchResult;
 use serde::Serialize;
 use std::fmt;
 
-/// NCCL's `MAXCHANNELS` (`device.h:91`): the most CTAs one collective uses.
-pub const MAX_CHANNELS: usize = 64;
-/// NCCL's `NCCL_MAX_NTHREADS` (`device.h:93`).
-pub const MAX_THREADS: usize = 640;
+pub use crate::limits::{MAX_CHANNELS, MAX_THREADS, MAX_TREE_ARITY};
 /// Most ranks the executor drives (real GPUs or virtual ranks); kernel
 /// arguments hold one buffer pair per local rank.
 pub const MAX_RANKS: usize = 16;
-/// NCCL's `NCCL_MAX_TREE_ARITY` (`device.h`): children per tree node.
-pub const MAX_TREE_ARITY: usize = 3;
 
 /// The executor's spelling of a collective (`all_reduce`): `planner run`
 /// output and kernel variant names.

@@ -1,5 +1,5 @@
-//! Model inputs written out by hand from real NCCL dumps and from
-//! `nccl-model.md`, for tests, benchmarks and documentation.
+//! Model inputs written out by hand from real NCCL dumps and from a worked
+//! example of NCCL's formulas, for tests, benchmarks and documentation.
 
 use super::input::{GraphInfo, ModelInput, NvlsState};
 use crate::topo::{CpuArch, CpuVendor, PathType};
@@ -53,7 +53,7 @@ pub fn h200x2_capture() -> ModelInput {
     }
 }
 
-/// The worked example of `nccl-model.md` 2.13: one node, 8 Hopper GPUs,
+/// A worked example of NCCL's `tuning.cc` formulas: one node, 8 Hopper GPUs,
 /// ring and tree with 12 channels at 30 GB/s over NVLink, balanced tree,
 /// no NVLS or CollNet, 24 runtime channels.
 pub fn hopper8_worked_example() -> ModelInput {

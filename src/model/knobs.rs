@@ -106,24 +106,10 @@ impl NcclEnv {
 /// `strtoll(s, &end, 0)` with NCCL's "whole string must parse" rule:
 /// decimal, `0x` hex, leading-`0` octal, optional sign and leading blanks.
 pub fn parse_c_integer(text: &str) -> Option<i64> {
-    let t = text.trim_start();
-    let (neg, t) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let (radix, digits) = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        (16, h)
-    } else if t.len() > 1 && t.starts_with('0') {
-        (8, &t[1..])
-    } else {
-        (10, t)
-    };
-    if digits.is_empty() {
-        return None;
+    match crate::units::c_strtol(text) {
+        (value, "") => value,
+        _ => None,
     }
-    let value = i64::from_str_radix(digits, radix).ok()?;
-    Some(if neg { -value } else { value })
 }
 
 /// Which protocols and algorithms each function may use, after the user

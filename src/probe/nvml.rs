@@ -1,6 +1,6 @@
 //! The live NVML (and CUDA driver) reads that fill `MachineFacts`.
 //!
-//! nvml-wrapper 0.13 has two gaps (docs/rust-crates.md 1.4): `remote_device_type`
+//! nvml-wrapper 0.13 has two gaps: `remote_device_type`
 //! always answers Unknown, and `field_values_for` always sends scopeId 0. Both
 //! are read here through the raw function table instead.
 

@@ -117,28 +117,7 @@ pub fn is_bdf(name: &str) -> bool {
 /// blanks, optional sign, `0x` hex, leading-`0` octal, else decimal; stops at
 /// the first non-digit; 0 when nothing parses.
 pub fn strtol(s: &str) -> i64 {
-    let t = s.trim_start();
-    let (neg, t) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let (radix, digits) = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        (16, h)
-    } else if t.starts_with('0') && t.len() > 1 {
-        (8, &t[1..])
-    } else {
-        (10, t)
-    };
-    let end = digits
-        .find(|c: char| !c.is_digit(radix))
-        .unwrap_or(digits.len());
-    let value = i64::from_str_radix(&digits[..end], radix).unwrap_or(0);
-    if neg {
-        -value
-    } else {
-        value
-    }
+    crate::units::c_strtol(s).0.unwrap_or(0)
 }
 
 /// C's `sscanf(s, "%f GT/s", &x)`: the leading float of a link speed.

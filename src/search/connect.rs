@@ -11,10 +11,7 @@ use super::{Connection, Graphs, Pattern, SearchGraph, SearchOptions, TreeLinks};
 use crate::error::{Error, Result};
 use crate::topo::Cluster;
 
-/// `MAXCHANNELS`.
-const MAX_CHANNELS: usize = 64;
-/// `NCCL_MAX_TREE_ARITY`.
-const MAX_TREE_ARITY: usize = 3;
+use crate::limits::{MAX_CHANNELS, MAX_TREE_ARITY};
 /// `NCCL_COLLNET_NODE_THRESHOLD` default.
 const COLLNET_NODE_THRESHOLD: usize = 2;
 

@@ -11,10 +11,9 @@ use crate::topo::{CpuArch, CpuVendor, LinkKind, NodeData, NodeKind, PathType, To
 use petgraph::stable_graph::{EdgeIndex, NodeIndex};
 use petgraph::visit::EdgeRef;
 
-/// NCCL's `LOC_BW`: a node's path to itself.
-pub const LOC_BW: f32 = 5000.0;
-/// `MAXCHANNELS`.
-pub const MAX_CHANNELS: usize = 64;
+pub use crate::limits::MAX_CHANNELS;
+/// `limits::LOC_BW` in the search's `float`.
+const LOC_BW: f32 = crate::limits::LOC_BW as f32;
 
 /// What crossing one link costs beyond the link itself (`followPath`).
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -14,8 +14,7 @@ use crate::error::{Error, Result};
 use crate::xml::{parse_int, parse_u64};
 use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableDiGraph};
 
-/// `LOC_BW` (`topo.h`): GB/s of a link that is never a bottleneck.
-pub const LOC_BW: f64 = 5000.0;
+use crate::limits::LOC_BW;
 
 /// NCCL's per-link NVLink bandwidth by compute capability (`ncclTopoNVLinkBw`).
 pub fn nvlink_bw(sm: u32) -> f32 {

@@ -229,7 +229,7 @@ fn set_paths_to(topo: &mut Topology, base: NodeIndex, options: &PathOptions) {
     }
     topo.paths[b][b] = Some(Path {
         ptype: PathType::Loc,
-        bw: super::build::LOC_BW,
+        bw: crate::limits::LOC_BW,
         links: Vec::new(),
     });
     let mut frontier = vec![base];
@@ -500,7 +500,7 @@ mod tests {
         assert_eq!(lines, expected);
     }
 
-    /// nccl-model.md 3.6: two sm80 GPUs under different Gen4 switches of one
+    /// An illustrative machine (made up, not a capture): two sm80 GPUs under different Gen4 switches of one
     /// Intel socket, 12 NVLinks between them, a 200 Gb/s NIC beside GPU 0.
     const PXN_EXAMPLE: &str = r#"<system version="1">
   <cpu host_hash="0x9a3c51e07b2d4f18" numaid="0" affinity="00000000,0000ffff" arch="x86_64" vendor="GenuineIntel" familyid="6" modelid="106">

@@ -84,15 +84,8 @@ impl Regime {
     }
 }
 
-/// FNV-1a, 64 bit: a stable fingerprint of a topology's XML text.
-pub fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        hash ^= *b as u64;
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    hash
-}
+/// FNV-1a, 64 bit: a stable fingerprint of a topology's XML text (the tuner plan's hash, one definition).
+pub use nccl_tuner_planner::plan::fnv1a64;
 
 // ---------------------------------------------------------------------------
 // The result file.

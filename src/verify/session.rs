@@ -11,11 +11,6 @@ use crate::error::{Error, Result};
 use crate::pipeline::Source;
 use crate::topo::Cluster;
 
-/// Runtime channels of the native executor's rings and trees when the
-/// search cannot say (NCCL's count on the 2 x H200 capture: 12 search
-/// channels, doubled).
-const NATIVE_CHANNELS: usize = 24;
-
 /// Measure `request`, record the model's predictions, and save the result file at `out` (default: a timestamped
 /// name in the current directory). None on a rank other than 0 of a launcher run (rank 0 reports).
 pub fn measure(
@@ -60,7 +55,7 @@ pub fn measure(
         }
         None => {
             let native = NativeExec {
-                channels: NATIVE_CHANNELS,
+                channels: crate::exec::session::FALLBACK_CHANNELS,
             };
             run::run_local(
                 &exe,

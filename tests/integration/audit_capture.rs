@@ -1,30 +1,15 @@
 //! `planner audit` on the capture's NCCL 2.28.9 log, and on broken logs.
 
-use assert_cmd::Command;
+use crate::common::golden;
+use crate::common::planner;
 use planner::audit;
 use planner::audit::log::NcclLog;
 use planner::model::examples::h200x2_capture;
 use planner::model::{table, Algo, Coll, Model, NcclEnv, Proto};
 
-fn capture(name: &str) -> String {
-    // The real NCCL dumps, copied from shared/captures into the repository.
-    format!(
-        "{}/tests/golden/h200x2-nvswitch-vm/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    )
-}
-
-fn planner() -> Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("planner"));
-    for var in planner::model::knobs::VARIABLES {
-        cmd.env_remove(var);
-    }
-    cmd
-}
-
 #[test]
 fn the_log_reader_finds_everything_in_the_capture() {
-    let log = NcclLog::load(&capture("nccl-init-rank0.log")).unwrap();
+    let log = NcclLog::load(&golden("nccl-init-rank0.log")).unwrap();
     assert_eq!(log.version.as_deref(), Some("2.28.9+cuda13.0"));
     assert_eq!(log.env_value("NCCL_NVLS_ENABLE"), Some("0"));
     assert_eq!(log.env_value("NCCL_TOPO_DUMP_FILE"), Some("./topo.xml"));
@@ -56,7 +41,7 @@ fn the_log_reader_finds_everything_in_the_capture() {
 
 #[test]
 fn audit_of_the_capture_model_has_no_differences() {
-    let log = NcclLog::load(&capture("nccl-init-rank0.log")).unwrap();
+    let log = NcclLog::load(&golden("nccl-init-rank0.log")).unwrap();
     let env = NcclEnv::from_pairs(log.env.iter().map(|(n, v, _)| (n.clone(), v.clone())));
     let model = Model::new(h200x2_capture(), env, table::builtin("2.28").unwrap()).unwrap();
     let report = audit::audit(&log, &model, None).unwrap();
@@ -82,7 +67,7 @@ fn audit_cli_on_the_capture_log_reports_no_differences() {
     // Topology: the log's NCCL_TOPO_DUMP_FILE (./topo.xml) next to the log;
     // graphs: the log's own (the cost model alone).
     let out = planner()
-        .args(["audit", &capture("nccl-init-rank0.log"), "--log-graphs"])
+        .args(["audit", &golden("nccl-init-rank0.log"), "--log-graphs"])
         .output()
         .unwrap();
     assert!(
@@ -97,9 +82,9 @@ fn audit_cli_on_the_capture_log_reports_no_differences() {
     let out = planner()
         .args([
             "--topo",
-            &capture("topo.xml"),
+            &golden("topo.xml"),
             "audit",
-            &capture("nccl-init-rank0.log"),
+            &golden("nccl-init-rank0.log"),
         ])
         .args(["--log-graphs", "--json"])
         .output()
@@ -117,7 +102,7 @@ fn audit_cli_on_the_capture_log_reports_no_differences() {
 #[test]
 fn audit_cli_with_the_planners_own_search_reports_no_differences() {
     let out = planner()
-        .args(["audit", &capture("nccl-init-rank0.log")])
+        .args(["audit", &golden("nccl-init-rank0.log")])
         .output()
         .unwrap();
     assert!(
@@ -139,7 +124,7 @@ fn write_temp(name: &str, text: &str) -> String {
 
 #[test]
 fn broken_logs_name_the_line() {
-    let full = std::fs::read_to_string(capture("nccl-init-rank0.log")).unwrap();
+    let full = std::fs::read_to_string(golden("nccl-init-rank0.log")).unwrap();
     let lines: Vec<&str> = full.lines().collect();
     // Cut inside a table row (the AllReduce row of the first block).
     let row = lines

@@ -1,11 +1,7 @@
 //! `planner run` without a GPU, and its input checks (exit 2 names the input).
 
-use assert_cmd::Command;
+use crate::common::planner;
 use predicates::prelude::*;
-
-fn planner() -> Command {
-    Command::new(assert_cmd::cargo::cargo_bin!("planner"))
-}
 
 #[test]
 fn bad_pair_is_bad_input() {

@@ -62,9 +62,11 @@ fn row<'a>(choice: &'a SymmetricChoice, kernel: &str) -> &'a SymCandidate {
         .unwrap_or_else(|| panic!("no candidate {kernel}"))
 }
 
-fn close(got: f32, want: f64, what: &str) {
-    let rel = (got as f64 - want).abs() / want;
-    assert!(rel < 2e-6, "{what}: model {got}, hand {want}");
+fn assert_close(got: f32, want: f64, what: &str) {
+    assert!(
+        crate::common::close(got as f64, want, 2e-6),
+        "{what}: model {got}, hand {want}"
+    );
 }
 
 /// 2x H200 as measured: 2 ranks, sm90, NVLink through an NVSwitch, NVLS off.
@@ -92,9 +94,9 @@ fn hand_2_28_allreduce_agxll_8_bytes_on_2_ranks() {
     assert_eq!(c.bus_bytes, Some(18432));
     assert_eq!(c.blocks, Some(1));
     assert_eq!(c.channels, Some(1));
-    close(c.time_us.unwrap(), time(1.0), "time");
+    assert_close(c.time_us.unwrap(), time(1.0), "time");
     // score = time * (1 + 0.025*1)
-    close(c.score_us.unwrap(), time(1.0) * 1.025, "score");
+    assert_close(c.score_us.unwrap(), time(1.0) * 1.025, "score");
     // nccl-tests busbw for 8 B all-reduce on 2 ranks: 8 B / 4.8925 us x 2(n-1)/n = 0.001635 GB/s
     assert!((c.busbw_gbs.unwrap() - 8.0 / 4892.492).abs() < 1e-8);
 }
@@ -115,8 +117,8 @@ fn hand_2_28_allreduce_rsxld_agxst_2_mib_on_2_ranks() {
     assert_eq!(c.blocks, Some(7));
     // 2048 cells over 7 blocks: 293 cells each, 7 channels used.
     assert_eq!(c.channels, Some(7));
-    close(c.time_us.unwrap(), time(7.0), "time");
-    close(c.score_us.unwrap(), time(7.0) * 1.175, "score");
+    assert_close(c.time_us.unwrap(), time(7.0), "time");
+    assert_close(c.score_us.unwrap(), time(7.0) * 1.175, "score");
 }
 
 #[test]
@@ -133,7 +135,7 @@ fn hand_2_28_allgather_st_1_mib_per_rank_on_8_ranks() {
     let c = row(&choice, "AllGather_ST");
     assert_eq!(c.bus_bytes, Some(7 * MIB));
     assert_eq!(c.blocks, Some(9));
-    close(c.time_us.unwrap(), time(9.0), "time");
+    assert_close(c.time_us.unwrap(), time(9.0), "time");
     // nccl-tests: size = 8 MiB, busbw = size/time x 7/8
     let busbw = 8.0 * 1048576.0 / (time(9.0) * 1e3) * 7.0 / 8.0;
     assert!((c.busbw_gbs.unwrap() - busbw).abs() / busbw < 1e-6);
@@ -157,7 +159,7 @@ fn hand_2_28_allreduce_multicast_64_mib_on_8_ranks() {
     assert!(c.needs_multicast && c.eligible);
     assert_eq!(c.bus_bytes, Some(72 * MIB));
     assert_eq!(c.blocks, Some(2));
-    close(c.time_us.unwrap(), time(2.0), "time");
+    assert_close(c.time_us.unwrap(), time(2.0), "time");
 }
 
 // ------------------------------------------------------------ hand calculations, 2.30
@@ -177,7 +179,7 @@ fn hand_2_30_allreduce_agxll_64_kib_on_4_ranks_sm100() {
     let c = row(&choice, "AllReduce_AGxLL_R");
     assert_eq!(c.bus_bytes, Some(2359296));
     assert_eq!(c.blocks, Some(11));
-    close(c.time_us.unwrap(), time(11.0), "time");
+    assert_close(c.time_us.unwrap(), time(11.0), "time");
 }
 
 #[test]
@@ -193,7 +195,7 @@ fn hand_2_30_reducescatter_ld_1_mib_on_8_ranks_sm100() {
     let c = row(&choice, "ReduceScatter_LD");
     assert_eq!(c.bus_bytes, Some(7 * MIB));
     assert_eq!(c.blocks, Some(12));
-    close(c.time_us.unwrap(), time(12.0), "time");
+    assert_close(c.time_us.unwrap(), time(12.0), "time");
     assert_eq!(choice.pick.as_deref(), Some("ReduceScatter_LD"));
 }
 
@@ -213,7 +215,7 @@ fn hand_2_30_allgather_ll_4_kib_on_2_ranks_sm90() {
     assert_eq!(c.blocks, Some(3));
     // 4 cells over 3 blocks: 2 cells each, so only 2 CTAs get work.
     assert_eq!(c.channels, Some(2));
-    close(c.time_us.unwrap(), time(3.0), "time");
+    assert_close(c.time_us.unwrap(), time(3.0), "time");
     assert_eq!(choice.pick.as_deref(), Some("AllGather_LL"));
 }
 
@@ -230,7 +232,7 @@ fn hand_2_30_allgather_stmc_16_mib_on_8_ranks_sm100() {
     let c = row(&choice, "AllGather_STMC");
     assert!(c.needs_multicast && c.eligible);
     assert_eq!(c.blocks, Some(3));
-    close(c.time_us.unwrap(), time(3.0), "time");
+    assert_close(c.time_us.unwrap(), time(3.0), "time");
 }
 
 // ------------------------------------------------------------ 2x H200 picks (issue 13)
@@ -581,7 +583,7 @@ fn bad_input_is_named() {
     );
     let err = SymmetricTable::builtin("2.19").unwrap_err();
     assert!(err.message().contains("2.19"));
-    let broken = include_str!("../tuning-tables/nccl-symmetric-2.28.json")
+    let broken = include_str!("../../tuning-tables/nccl-symmetric-2.28.json")
         .replace("\"ll_bus_factor\"", "\"ll_bus_factr\"");
     let err = SymmetricTable::parse(&broken, "x.json").unwrap_err();
     assert!(err.message().contains("x.json") && err.message().contains("ll_bus_factor.value"));

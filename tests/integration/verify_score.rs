@@ -1,11 +1,9 @@
 //! The result file round trip and the scoring arithmetic, on a small recorded
 //! run whose every number is worked out by hand in the comments.
 
-mod verify_data;
-
+use crate::verify_data::{recorded_run, ring_ll, ring_simple, tree_ll, KIB, MIB};
 use planner::verify::score::{score, Recorded};
 use planner::verify::{Backend, Pair, Regime, VerifyRun};
-use verify_data::{recorded_run, ring_ll, ring_simple, tree_ll, KIB, MIB};
 
 fn close(a: Option<f64>, b: f64) -> bool {
     a.is_some_and(|a| (a - b).abs() < 1e-9)
@@ -162,7 +160,7 @@ fn native_over_nccl_ratios() {
 }
 
 /// NCCL 2.28.9's graph dump from the 2 x H200 capture (`h200x2-nvswitch-vm/graph.xml`).
-const CAPTURE_GRAPH_XML: &str = include_str!("golden/h200x2-nvswitch-vm/graph.xml");
+const CAPTURE_GRAPH_XML: &str = include_str!("../golden/h200x2-nvswitch-vm/graph.xml");
 
 #[test]
 fn the_stock_model_as_predictor_matches_the_capture() {

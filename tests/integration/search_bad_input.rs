@@ -1,11 +1,11 @@
 //! Bad input for the search stage exits with code 2 and one line naming the input.
 
-use assert_cmd::Command;
+use crate::common::planner;
 use predicates::str::contains;
 use std::path::PathBuf;
 
-const CAPTURE_XML: &str = include_str!("../fixtures/h200x2-nvswitch-vm.xml");
-const GRAPH_XML: &str = include_str!("golden/h200x2-nvswitch-vm/graph.xml");
+const CAPTURE_XML: &str = include_str!("../../fixtures/h200x2-nvswitch-vm.xml");
+const GRAPH_XML: &str = include_str!("../golden/h200x2-nvswitch-vm/graph.xml");
 
 fn write_temp(name: &str, text: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("planner-search-tests-{}", std::process::id()));
@@ -13,10 +13,6 @@ fn write_temp(name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
     path
-}
-
-fn planner() -> Command {
-    Command::cargo_bin("planner").unwrap()
 }
 
 /// The capture topology with the second GPU's PCI block cut out.

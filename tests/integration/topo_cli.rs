@@ -2,25 +2,8 @@
 //! output for several fixtures, the --xml/--json/--dot outputs, and every bad
 //! input giving one line on stderr and exit code 2.
 
-use assert_cmd::Command;
+use crate::common::planner;
 use std::path::PathBuf;
-
-fn planner() -> Command {
-    let mut cmd = Command::cargo_bin("planner").unwrap();
-    // The path options read NCCL's environment; keep the tests on NCCL's defaults.
-    for var in [
-        "NCCL_P2P_LEVEL",
-        "NCCL_P2P_DISABLE",
-        "NCCL_NVB_DISABLE",
-        "NCCL_PXN_DISABLE",
-        "NCCL_PXN_C2C",
-        "NCCL_NET_GDR_LEVEL",
-        "NCCL_NET_GDR_C2C",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd
-}
 
 fn stdout_of(args: &[&str]) -> String {
     let out = planner().args(args).output().unwrap();
@@ -128,7 +111,7 @@ fn multi_node_reports_net_bandwidth_and_latency() {
 
 #[test]
 fn xml_output_round_trips_the_capture_byte_exactly() {
-    let fixture = include_str!("../fixtures/h200x2-nvswitch-vm.xml");
+    let fixture = include_str!("../../fixtures/h200x2-nvswitch-vm.xml");
     let body = &fixture[fixture.find("<system").unwrap()..];
     assert_eq!(
         stdout_of(&["topo", "--fixture", "h200x2-nvswitch-vm", "--xml"]),

@@ -7,7 +7,7 @@ use planner::model::input::GraphInfo;
 use planner::model::{table, Algo, Coll, Model, NcclEnv, Proto, TuningTable};
 use planner::topo::PathType;
 
-const T228: &str = include_str!("../tuning-tables/nccl-2.28.json");
+const T228: &str = include_str!("../../tuning-tables/nccl-2.28.json");
 
 #[test]
 fn builtin_tables_load_with_nccl_values() {

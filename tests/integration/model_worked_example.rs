@@ -1,6 +1,6 @@
-//! nccl-model.md 2.13: one node, 8 Hopper GPUs, ring and tree with 12
+//! A worked example of NCCL's cost model (`src/graph/tuning.cc`): one node, 8 Hopper GPUs, ring and tree with 12
 //! channels at 30 GB/s over NVLink, balanced tree, AllReduce of 1 MiB.
-//! Every number below is the hand calculation of that section.
+//! Every number below is a hand calculation written out beside it.
 
 use planner::model::examples::hopper8_worked_example;
 use planner::model::select::Call;
@@ -15,7 +15,8 @@ fn model() -> Model {
     .unwrap()
 }
 
-fn close(a: f64, b: f64, tol: f64) -> bool {
+/// Absolute tolerance: the hand calculations round to the printed digits.
+fn within(a: f64, b: f64, tol: f64) -> bool {
     (a - b).abs() <= tol
 }
 
@@ -50,12 +51,15 @@ fn worked_example_bandwidths_latencies_and_times() {
     for (a, p, algbw, lat, time) in rows {
         let bw = m.tuned.bandwidth[ar][a as usize][p as usize] as f64;
         let l = m.tuned.latency[ar][a as usize][p as usize] as f64;
-        assert!(close(bw, algbw, 0.006), "{a:?}/{p:?} algBw {bw} vs {algbw}");
-        assert!(close(l, lat, 1e-4), "{a:?}/{p:?} latency {l} vs {lat}");
+        assert!(
+            within(bw, algbw, 0.006),
+            "{a:?}/{p:?} algBw {bw} vs {algbw}"
+        );
+        assert!(within(l, lat, 1e-4), "{a:?}/{p:?} latency {l} vs {lat}");
         let cand = &eval.candidates[a as usize * 3 + p as usize];
         assert!(cand.usable(), "{a:?}/{p:?} should be usable");
         assert!(
-            close(cand.time_us as f64, time, 0.006),
+            within(cand.time_us as f64, time, 0.006),
             "{a:?}/{p:?} time {} vs {time}",
             cand.time_us
         );

@@ -2,13 +2,9 @@
 //! bad flags are input errors (exit 2), and `--load` re-renders a recorded
 //! file anywhere, with --json, --csv and --plot.
 
-mod verify_data;
+use crate::verify_data;
 
-use std::process::Command;
-
-fn planner() -> Command {
-    Command::new(assert_cmd::cargo::cargo_bin!("planner"))
-}
+use crate::common::planner;
 
 fn text(out: &std::process::Output) -> String {
     format!(

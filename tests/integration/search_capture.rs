@@ -5,7 +5,7 @@ use planner::pipeline::load_fixture;
 use planner::search::{self, Pattern, SearchOptions};
 use planner::topo::{Cluster, PathType};
 
-const GRAPH_XML: &str = include_str!("golden/h200x2-nvswitch-vm/graph.xml");
+const GRAPH_XML: &str = include_str!("../golden/h200x2-nvswitch-vm/graph.xml");
 
 fn capture() -> Cluster {
     Cluster::single(load_fixture("h200x2-nvswitch-vm").expect("capture fixture loads"))
@@ -58,7 +58,7 @@ fn graph_xml_equals_the_capture_dump() {
     assert_eq!(xml, GRAPH_XML);
 }
 
-const INIT_LOG: &str = include_str!("golden/h200x2-nvswitch-vm/nccl-init-rank0.log");
+const INIT_LOG: &str = include_str!("../golden/h200x2-nvswitch-vm/nccl-init-rank0.log");
 
 /// The capture log's graph, tree, channel and ring lines, in order.
 fn capture_channel_lines() -> Vec<String> {

@@ -2,20 +2,16 @@
 //! `h200x2-nvswitch-vm`: the init tuning table cell by cell, and the
 //! per-call algorithm/protocol/channel choices from 4 B to 4 GiB.
 
+use crate::common::golden;
 use planner::model::examples::h200x2_capture;
 use planner::model::select::Call;
 use planner::model::table;
 use planner::model::{Coll, Model, NcclEnv};
 use planner::report::explain::{nccl_call_lines, nccl_table_lines};
 
-const CAPTURE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/golden/h200x2-nvswitch-vm"
-);
-
 fn capture_file(name: &str) -> String {
     // The real NCCL dumps, copied from shared/captures into the repository.
-    let path = format!("{CAPTURE}/{name}");
+    let path = golden(name);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 

@@ -6,12 +6,12 @@ use planner::topo::{build, paths::nccl_path_line, NodeKind, XmlNode};
 use planner::xml;
 
 const DIR: &str = "bench/results/probe-h200x2-2026-11-29";
-const PROBE_XML: &str = include_str!("../bench/results/probe-h200x2-2026-11-29/probe-topo.xml");
-const NCCL_XML: &str = include_str!("../bench/results/probe-h200x2-2026-11-29/nccl-topo.xml");
-const NCCL_LOG: &str = include_str!("../bench/results/probe-h200x2-2026-11-29/nccl-init.log");
+const PROBE_XML: &str = include_str!("../../bench/results/probe-h200x2-2026-11-29/probe-topo.xml");
+const NCCL_XML: &str = include_str!("../../bench/results/probe-h200x2-2026-11-29/nccl-topo.xml");
+const NCCL_LOG: &str = include_str!("../../bench/results/probe-h200x2-2026-11-29/nccl-init.log");
 const PROBE_STDERR: &str =
-    include_str!("../bench/results/probe-h200x2-2026-11-29/probe-stderr.txt");
-const CAPTURE_XML: &str = include_str!("../fixtures/h200x2-nvswitch-vm.xml");
+    include_str!("../../bench/results/probe-h200x2-2026-11-29/probe-stderr.txt");
+const CAPTURE_XML: &str = include_str!("../../fixtures/h200x2-nvswitch-vm.xml");
 
 /// NCCL's path dump in the capture's init log (shared/captures/h200x2-nvswitch-vm/
 /// nccl-init-rank0.log), verbatim.
@@ -114,7 +114,7 @@ fn live_probe_printed_one_line_per_oddity() {
 /// the socket-NIC fix: it finds eth0, so every path line, NET included, is
 /// the capture's, and the XML is NCCL's own dump but for the per-boot host hash.
 const PROBE2_XML: &str =
-    include_str!("../bench/results/integration-h200x2-2026-11-30/probe-topo.xml");
+    include_str!("../../bench/results/integration-h200x2-2026-11-30/probe-topo.xml");
 
 #[test]
 fn second_live_probe_gives_every_capture_path_line() {

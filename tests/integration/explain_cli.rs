@@ -1,15 +1,8 @@
 //! `planner explain` end to end on the capture (topology dump + NCCL's own
 //! graph dump), and its bad inputs (exit 2, one clear line).
 
+use crate::common::golden;
 use assert_cmd::Command;
-
-fn capture(name: &str) -> String {
-    // The real NCCL dumps, copied from shared/captures into the repository.
-    format!(
-        "{}/tests/golden/h200x2-nvswitch-vm/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    )
-}
 
 /// `planner --topo topo.xml explain --graph graph.xml ...` with a clean NCCL environment.
 fn explain(args: &[&str]) -> Command {
@@ -20,10 +13,10 @@ fn explain(args: &[&str]) -> Command {
     cmd.env_remove("NCCL_CROSS_NIC");
     cmd.args([
         "--topo",
-        &capture("topo.xml"),
+        &golden("topo.xml"),
         "explain",
         "--graph",
-        &capture("graph.xml"),
+        &golden("graph.xml"),
     ]);
     cmd.args(args);
     cmd
@@ -54,7 +47,7 @@ fn bad_input(cmd: &mut Command) -> String {
 
 #[test]
 fn nccl_table_matches_the_capture_log_with_nccl_nvls_enable_0() {
-    let log = std::fs::read_to_string(capture("nccl-init-rank0.log")).unwrap();
+    let log = std::fs::read_to_string(golden("nccl-init-rank0.log")).unwrap();
     let start = log.find("NCCL INFO   Algorithm   |").unwrap();
     let expected: Vec<&str> = log[start..]
         .lines()
@@ -68,7 +61,7 @@ fn nccl_table_matches_the_capture_log_with_nccl_nvls_enable_0() {
 
 #[test]
 fn nccl_calls_match_the_capture_choices() {
-    let expected = std::fs::read_to_string(capture("nccl-allreduce-choices.txt")).unwrap();
+    let expected = std::fs::read_to_string(golden("nccl-allreduce-choices.txt")).unwrap();
     let out = stdout(&mut explain(&[
         "--nccl-calls",
         "--sweep",
@@ -213,7 +206,7 @@ fn bad_inputs_exit_2_with_one_clear_line() {
 fn bad_tuning_table_file_names_file_and_key() {
     let dir = std::env::temp_dir().join(format!("planner-table-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let text = include_str!("../tuning-tables/nccl-2.28.json").replace(
+    let text = include_str!("../../tuning-tables/nccl-2.28.json").replace(
         "\"tree_ll_bw_divisor\": 3.8,",
         "\"tree_ll_bw_divisor\": -3.8,",
     );
@@ -327,13 +320,13 @@ fn the_planners_own_search_reproduces_the_capture_table_and_choices() {
     cmd.env("NCCL_NVLS_ENABLE", "0");
     cmd.args([
         "--topo",
-        &capture("topo.xml"),
+        &golden("topo.xml"),
         "explain",
         "--nccl-version",
         "2.28",
         "--nccl-table",
     ]);
-    let log = std::fs::read_to_string(capture("nccl-init-rank0.log")).unwrap();
+    let log = std::fs::read_to_string(golden("nccl-init-rank0.log")).unwrap();
     let start = log.find("NCCL INFO   Algorithm   |").unwrap();
     let expected: Vec<&str> = log[start..]
         .lines()
@@ -350,12 +343,12 @@ fn the_planners_own_search_reproduces_the_capture_table_and_choices() {
     cmd.env("NCCL_NVLS_ENABLE", "0");
     cmd.args([
         "--topo",
-        &capture("topo.xml"),
+        &golden("topo.xml"),
         "explain",
         "--nccl-version",
         "2.28",
     ]);
     cmd.args(["--nccl-calls", "--sweep", "4..4G"]);
-    let expected = std::fs::read_to_string(capture("nccl-allreduce-choices.txt")).unwrap();
+    let expected = std::fs::read_to_string(golden("nccl-allreduce-choices.txt")).unwrap();
     assert_eq!(stdout(&mut cmd), expected);
 }

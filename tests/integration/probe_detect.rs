@@ -283,7 +283,7 @@ fn env_with_hostid(id: &str) -> ProbeEnv {
     }
 }
 
-const CAPTURE_FIXTURE: &str = include_str!("../fixtures/h200x2-nvswitch-vm.xml");
+const CAPTURE_FIXTURE: &str = include_str!("../../fixtures/h200x2-nvswitch-vm.xml");
 
 #[test]
 fn recorded_h200_vm_gives_nccls_own_dump() {

@@ -1,0 +1,31 @@
+//! Helpers shared by every integration test.
+
+use assert_cmd::Command;
+
+/// The binary with a clean NCCL environment: every NCCL_* variable of the caller's shell is removed (and every one
+/// the model reads, set or not), so the shell cannot change what a test sees.
+pub fn planner() -> Command {
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("planner"));
+    for (var, _) in std::env::vars_os() {
+        if var.to_string_lossy().starts_with("NCCL_") {
+            cmd.env_remove(var);
+        }
+    }
+    for var in planner::model::knobs::VARIABLES {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// `a` and `b` agree within the relative tolerance `rel_tol` (of the larger magnitude, at least 1).
+pub fn close(a: f64, b: f64, rel_tol: f64) -> bool {
+    (a - b).abs() <= rel_tol * a.abs().max(b.abs()).max(1.0)
+}
+
+/// A file of the real 2x H200 capture (NCCL's own dumps, copied from shared/captures into tests/golden).
+pub fn golden(name: &str) -> String {
+    format!(
+        "{}/tests/golden/h200x2-nvswitch-vm/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}

@@ -1,0 +1,34 @@
+//! The integration tests, one binary (faster to build and link than one per file): each module tests one stage or
+//! command; `common` holds the shared helpers.
+
+mod common;
+mod verify_data;
+
+mod audit_capture;
+mod exec_cli;
+mod exec_launch;
+mod exec_nvrtc;
+mod exec_plan;
+mod exec_schedule;
+mod explain_cli;
+mod model_capture;
+mod model_env_syntax;
+mod model_masks;
+mod model_multinode;
+mod model_symmetric;
+mod model_tables;
+mod model_ties;
+mod model_tree_correction;
+mod model_worked_example;
+mod probe_detect;
+mod probe_h200x2_result;
+mod search_bad_input;
+mod search_capture;
+mod search_connect;
+mod search_fixtures;
+mod topo_cli;
+mod topo_fixtures;
+mod verify_cli;
+mod verify_rendezvous;
+mod verify_results;
+mod verify_score;
