@@ -2,6 +2,7 @@
 //! example of NCCL's formulas, for tests, benchmarks and documentation.
 
 use super::input::{GraphInfo, ModelInput, NvlsState};
+use crate::search::Pattern;
 use crate::topo::{CpuArch, CpuVendor, PathType};
 
 /// The capture `h200x2-nvswitch-vm` (NCCL 2.28.9): 2x H200 (sm90) on an
@@ -20,7 +21,7 @@ pub fn h200x2_capture() -> ModelInput {
         cpu_vendor: CpuVendor::Intel,
         has_nvswitch: true,
         ring: GraphInfo {
-            pattern: 4,
+            pattern: Pattern::Ring,
             n_channels: 12,
             bw_intra: 30.0,
             bw_inter: 30.0,
@@ -30,7 +31,7 @@ pub fn h200x2_capture() -> ModelInput {
             same_channels: true,
         },
         tree: GraphInfo {
-            pattern: 1,
+            pattern: Pattern::BalancedTree,
             n_channels: 12,
             bw_intra: 60.0,
             bw_inter: 60.0,
@@ -39,10 +40,10 @@ pub fn h200x2_capture() -> ModelInput {
             latency_inter: 0.0,
             same_channels: false,
         },
-        collnet_chain: GraphInfo::empty(3),
-        collnet_direct: GraphInfo::empty(6),
-        nvls: GraphInfo::empty(5),
-        max_tree_pattern: 1,
+        collnet_chain: GraphInfo::empty(Pattern::Tree),
+        collnet_direct: GraphInfo::empty(Pattern::CollNetDirect),
+        nvls: GraphInfo::empty(Pattern::Nvls),
+        max_tree_pattern: Pattern::BalancedTree,
         channels: 24,
         nvls_state: NvlsState::Disabled("NCCL_NVLS_ENABLE=0".to_string()),
         nvls_channels: 0,
@@ -57,7 +58,7 @@ pub fn h200x2_capture() -> ModelInput {
 /// ring and tree with 12 channels at 30 GB/s over NVLink, balanced tree,
 /// no NVLS or CollNet, 24 runtime channels.
 pub fn hopper8_worked_example() -> ModelInput {
-    let graph = |pattern: u32, same: bool| GraphInfo {
+    let graph = |pattern: Pattern, same: bool| GraphInfo {
         pattern,
         n_channels: 12,
         bw_intra: 30.0,
@@ -76,12 +77,12 @@ pub fn hopper8_worked_example() -> ModelInput {
         cpu_arch: CpuArch::X86,
         cpu_vendor: CpuVendor::Intel,
         has_nvswitch: true,
-        ring: graph(4, true),
-        tree: graph(1, false),
-        collnet_chain: GraphInfo::empty(3),
-        collnet_direct: GraphInfo::empty(6),
-        nvls: GraphInfo::empty(5),
-        max_tree_pattern: 1,
+        ring: graph(Pattern::Ring, true),
+        tree: graph(Pattern::BalancedTree, false),
+        collnet_chain: GraphInfo::empty(Pattern::Tree),
+        collnet_direct: GraphInfo::empty(Pattern::CollNetDirect),
+        nvls: GraphInfo::empty(Pattern::Nvls),
+        max_tree_pattern: Pattern::BalancedTree,
         channels: 24,
         nvls_state: NvlsState::Unavailable("not in the worked example".to_string()),
         nvls_channels: 0,

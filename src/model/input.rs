@@ -14,8 +14,7 @@ use serde::Serialize;
 /// cross-rank alignment.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GraphInfo {
-    /// NCCL pattern number (ring 4, balanced tree 1, split tree 2, tree 3, NVLS 5, collnet direct 6).
-    pub pattern: u32,
+    pub pattern: Pattern,
     /// Search channels (not the doubled runtime count).
     pub n_channels: usize,
     /// Per-channel bandwidth, GB/s (`float` in NCCL).
@@ -30,7 +29,7 @@ pub struct GraphInfo {
 
 impl GraphInfo {
     /// A graph NCCL did not search: zero-filled (`memset`), types LOC.
-    pub fn empty(pattern: u32) -> GraphInfo {
+    pub fn empty(pattern: Pattern) -> GraphInfo {
         GraphInfo {
             pattern,
             n_channels: 0,
@@ -45,7 +44,7 @@ impl GraphInfo {
 
     pub fn from_search(g: &SearchGraph) -> GraphInfo {
         GraphInfo {
-            pattern: g.pattern.number(),
+            pattern: g.pattern,
             n_channels: g.n_channels,
             bw_intra: g.bw_intra as f32,
             bw_inter: g.bw_inter as f32,
@@ -103,7 +102,7 @@ pub struct ModelInput {
     pub collnet_direct: GraphInfo,
     pub nvls: GraphInfo,
     /// Highest tree pattern over the ranks (`comm->maxTreePattern`).
-    pub max_tree_pattern: u32,
+    pub max_tree_pattern: Pattern,
     /// Runtime channels (`comm->nChannels`).
     pub channels: usize,
     pub nvls_state: NvlsState,
@@ -230,7 +229,7 @@ impl ModelInput {
         let optional = |g: &Option<SearchGraph>, pattern: Pattern| {
             g.as_ref()
                 .map(GraphInfo::from_search)
-                .unwrap_or_else(|| GraphInfo::empty(pattern.number()))
+                .unwrap_or_else(|| GraphInfo::empty(pattern))
         };
         let collnet_chain = optional(&graphs.collnet_chain, Pattern::Tree);
         let collnet_direct = optional(&graphs.collnet_direct, Pattern::CollNetDirect);

@@ -8,6 +8,7 @@ use super::knobs::{EnableMatrix, NcclEnv};
 use super::table::TuningTable;
 use super::{log2i, Algo, Coll, Proto};
 use crate::error::Result;
+use crate::search::Pattern;
 use crate::topo::{CpuArch, CpuVendor, PathType};
 use serde::Serialize;
 
@@ -433,7 +434,7 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
                         .min(n_ch_f * selected.per_channel_max_tree_ll128_bw)
                         as f32;
                 }
-                if a == Algo::Tree && input.max_tree_pattern == 3 {
+                if a == Algo::Tree && input.max_tree_pattern == Pattern::Tree {
                     bus_bw = (bus_bw as f64 * f.tree_pattern_tree_bw) as f32;
                 }
                 if a == Algo::Pat {

@@ -14,7 +14,7 @@ use super::facts::{nccl_nvlink_target, GpuFacts, MachineFacts, RemoteType, INVIS
 use super::net::NetDevice;
 use super::sysfs::{is_bdf, leading_float, strtol, SysFs};
 use super::warnings::{Oddity, Warnings};
-use crate::topo::XmlNode;
+use crate::xml::XmlNode;
 
 /// What the probe knows about the host besides NVML and the PCI tree.
 #[derive(Debug, Clone, PartialEq)]

@@ -18,7 +18,7 @@ pub mod warnings;
 pub mod nccl_version;
 
 use crate::error::Error;
-use crate::topo::XmlNode;
+use crate::xml::XmlNode;
 pub use facts::MachineFacts;
 pub use sysfs::SysFs;
 pub use warnings::{Oddity, Warnings};

@@ -12,7 +12,8 @@
 //! (Graphviz of NCCL's graph).
 
 use crate::topo::fixtures::Fixture;
-use crate::topo::{Cluster, NodeData, NodeKind, PathType, Topology, XmlNode};
+use crate::topo::{Cluster, NodeData, NodeKind, PathType, Topology};
+use crate::xml::XmlNode;
 use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
 use petgraph::stable_graph::NodeIndex;
 use petgraph::visit::{EdgeRef, IntoEdgeReferences};

@@ -8,10 +8,10 @@
 use super::paths::{self, PathOptions};
 use super::{
     CpuArch, CpuNode, CpuVendor, GpuNode, Link, LinkKind, NetNode, Node, NodeData, NodeKind,
-    Topology, XmlNode,
+    Topology,
 };
 use crate::error::{Error, Result};
-use crate::xml::{parse_int, parse_u64};
+use crate::xml::{parse_int, parse_u64, XmlNode};
 use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableDiGraph};
 
 use crate::limits::LOC_BW;

@@ -12,9 +12,9 @@ pub mod cluster;
 pub mod fixtures;
 pub mod paths;
 
-pub use crate::xml::XmlNode;
 pub use cluster::Cluster;
 
+use crate::xml::XmlNode;
 use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableDiGraph};
 use serde::Serialize;
 

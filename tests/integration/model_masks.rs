@@ -4,6 +4,7 @@ use planner::model::examples::{h200x2_capture, hopper8_worked_example};
 use planner::model::input::{GraphInfo, NvlsState};
 use planner::model::select::Call;
 use planner::model::{table, Algo, Coll, MaskReason, Model, ModelInput, NcclEnv, Proto};
+use planner::search::Pattern;
 use planner::topo::PathType;
 
 fn model(input: ModelInput, env: NcclEnv) -> Model {
@@ -26,7 +27,7 @@ fn usable(m: &Model, coll: Coll, algo: Algo, proto: Proto) -> bool {
 fn nvls_input() -> ModelInput {
     let mut input = hopper8_worked_example();
     input.nvls = GraphInfo {
-        pattern: 5,
+        pattern: Pattern::Nvls,
         n_channels: 16,
         bw_intra: 40.0,
         bw_inter: 40.0,

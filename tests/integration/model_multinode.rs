@@ -3,12 +3,13 @@
 use crate::common::close;
 use planner::model::input::{GraphInfo, NvlsState};
 use planner::model::{table, Algo, Coll, Model, ModelInput, NcclEnv, Proto};
+use planner::search::Pattern;
 use planner::topo::{CpuArch, CpuVendor, PathType};
 
 /// `nodes` x `gpus` Hopper GPUs on NVLink, one 50 GB/s NIC per GPU pair:
 /// ring and tree 16 channels, 40 GB/s intra, 25 GB/s inter, 32 runtime channels.
 fn cluster(nodes: usize, gpus: usize, vendor: CpuVendor) -> ModelInput {
-    let graph = |pattern: u32| GraphInfo {
+    let graph = |pattern: Pattern| GraphInfo {
         pattern,
         n_channels: 16,
         bw_intra: 40.0,
@@ -27,12 +28,12 @@ fn cluster(nodes: usize, gpus: usize, vendor: CpuVendor) -> ModelInput {
         cpu_arch: CpuArch::X86,
         cpu_vendor: vendor,
         has_nvswitch: true,
-        ring: graph(4),
-        tree: graph(1),
-        collnet_chain: GraphInfo::empty(3),
-        collnet_direct: GraphInfo::empty(6),
-        nvls: GraphInfo::empty(5),
-        max_tree_pattern: 1,
+        ring: graph(Pattern::Ring),
+        tree: graph(Pattern::BalancedTree),
+        collnet_chain: GraphInfo::empty(Pattern::Tree),
+        collnet_direct: GraphInfo::empty(Pattern::CollNetDirect),
+        nvls: GraphInfo::empty(Pattern::Nvls),
+        max_tree_pattern: Pattern::BalancedTree,
         channels: 32,
         nvls_state: NvlsState::Disabled("NCCL_NVLS_ENABLE=0".to_string()),
         nvls_channels: 0,

@@ -668,7 +668,7 @@ const CAPTURE_PATH_LINES: [&str; 3] = [
     "NET/0-0 :GPU/0-60 (3/1.2/PHB) GPU/0-70 (3/1.2/PHB) CPU/0-ffffffffffffff (2/1.2/PHB) NET/0-0 (0/5000.0/LOC) ",
 ];
 
-fn path_lines(root: &planner::topo::XmlNode) -> Vec<String> {
+fn path_lines(root: &planner::xml::XmlNode) -> Vec<String> {
     use planner::topo::{build, paths::nccl_path_line, NodeKind};
     let t = build::from_xml(root, "probe").unwrap();
     let mut lines: Vec<String> = t

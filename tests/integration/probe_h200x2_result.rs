@@ -2,8 +2,9 @@
 //! (bench/results/probe-h200x2-2026-11-29), read back: its paths must be
 //! NCCL's, both the capture's and those NCCL logged on the same boot.
 
-use planner::topo::{build, paths::nccl_path_line, NodeKind, XmlNode};
+use planner::topo::{build, paths::nccl_path_line, NodeKind};
 use planner::xml;
+use planner::xml::XmlNode;
 
 const DIR: &str = "bench/results/probe-h200x2-2026-11-29";
 const PROBE_XML: &str = include_str!("../../bench/results/probe-h200x2-2026-11-29/probe-topo.xml");
