@@ -137,6 +137,42 @@ struct LocalRank {
     gate: Option<Arc<Gate>>,
 }
 
+impl LocalRank {
+    /// Make this GPU's context current on the calling thread (raw driver
+    /// calls act on the current context).
+    fn bind(&self) -> Result<()> {
+        self.ctx
+            .bind_to_thread()
+            .on_gpu(GpuId(self.ordinal), "cuCtxSetCurrent")
+    }
+
+    /// Launch a data kernel (`function`: `args`' kernel of this rank's
+    /// module) over `n` elements on this rank's stream.
+    ///
+    /// # Safety
+    /// The addresses in `args` must lie in this GPU's buffers, large enough
+    /// for `n` elements of the job's type (and, for the checker, two u64).
+    unsafe fn launch_data<A: DataKernelArgs>(
+        &self,
+        function: &CudaFunction,
+        n: u64,
+        args: &mut A,
+    ) -> Result<()> {
+        self.bind()?;
+        // SAFETY: the module was compiled for the job's type in this context,
+        // the stream belongs to it and the caller vouches for the memory.
+        unsafe {
+            pattern::launch(
+                function.cu_function(),
+                self.stream.cu_stream(),
+                n,
+                args,
+                GpuId(self.ordinal),
+            )
+        }
+    }
+}
+
 /// The communicators of this process, aborted on drop (abort needs no
 /// coordination with other ranks, unlike destroy).
 struct Comms(Vec<nccl_sys::ncclComm_t>);
@@ -397,21 +433,9 @@ fn run_rank(
     for r in &ranks {
         let elems = send_max / spec.dtype.size();
         let mut args = data.fill_args(r.send, elems, r.rank as u32);
-        r.ctx
-            .bind_to_thread()
-            .on_gpu(GpuId(r.ordinal), "cuCtxSetCurrent")?;
-        // SAFETY: planner_fill of this context's module, compiled for
-        // spec.dtype; it writes `elems` elements inside the send buffer,
-        // which holds send_max bytes; the stream belongs to this context.
-        unsafe {
-            pattern::launch(
-                r.fill.cu_function(),
-                r.stream.cu_stream(),
-                elems,
-                &mut args,
-                GpuId(r.ordinal),
-            )?;
-        }
+        // SAFETY: planner_fill writes `elems` elements inside the send
+        // buffer, which holds send_max bytes.
+        unsafe { r.launch_data(&r.fill, elems, &mut args)? };
     }
     for r in &ranks {
         wait_stream(r, "fill kernel")?;
@@ -582,9 +606,7 @@ fn init_comm(place: Place, ranks: &[LocalRank]) -> Result<Comms> {
     } = place;
     let r = &ranks[0];
     // ncclCommInitRank works on the calling thread's current device.
-    r.ctx
-        .bind_to_thread()
-        .on_gpu(GpuId(r.ordinal), "cuCtxSetCurrent")?;
+    r.bind()?;
     // ncclCommInitRank blocks until every rank has called it: go in only
     // when every local thread got this far, so a thread that failed before
     // cannot leave the others waiting inside NCCL.
@@ -669,9 +691,7 @@ fn wait_stream(r: &LocalRank, what: &str) -> Result<()> {
     let Some(gate) = &r.gate else {
         return r.stream.synchronize().on_gpu(GpuId(r.ordinal), what);
     };
-    r.ctx
-        .bind_to_thread()
-        .on_gpu(GpuId(r.ordinal), "cuCtxSetCurrent")?;
+    r.bind()?;
     loop {
         // SAFETY: the stream handle is owned by `r.stream`, alive here.
         match unsafe { cu::cuStreamQuery(r.stream.cu_stream()) } {
@@ -737,9 +757,7 @@ fn run_size(
     // The checked call.
     for r in ranks {
         // Raw driver calls act on the thread's current context.
-        r.ctx
-            .bind_to_thread()
-            .on_gpu(GpuId(r.ordinal), "cuCtxSetCurrent")?;
+        r.bind()?;
         let stream = r.stream.cu_stream();
         // SAFETY: the ranges lie inside buffers allocated on this stream's
         // GPU (the counters' buffer holds 16 bytes).
@@ -771,27 +789,13 @@ fn run_size(
                 count: c.per_rank,
             };
             let mut args = expectation.check_args(r.recv, out_elems, r.wrong, r.wrong + 8);
-            r.ctx
-                .bind_to_thread()
-                .on_gpu(GpuId(r.ordinal), "cuCtxSetCurrent")?;
-            // SAFETY: planner_check of this context's module, compiled for
-            // spec.dtype (the context is current); it reads
-            // `out_elems` elements inside the receive buffer and writes the
-            // two u64 of the counters' buffer; the stream belongs to this context.
-            unsafe {
-                pattern::launch(
-                    r.check.cu_function(),
-                    r.stream.cu_stream(),
-                    out_elems,
-                    &mut args,
-                    GpuId(r.ordinal),
-                )?;
-            }
+            // SAFETY: planner_check reads `out_elems` elements inside the
+            // receive buffer (recv_elems at most) and writes the two u64 of
+            // the counters' buffer (16 bytes).
+            unsafe { r.launch_data(&r.check, out_elems, &mut args)? };
         }
         let mut host = [0u64; 1];
-        r.ctx
-            .bind_to_thread()
-            .on_gpu(GpuId(r.ordinal), "cuCtxSetCurrent")?;
+        r.bind()?;
         // The collective must be done before the pageable copy below, which
         // would otherwise block where no peer failure can stop it.
         wait_stream(r, "check kernel")?;
@@ -942,9 +946,7 @@ fn all_reduce_f64(
     if n == 0 || n > r.scratch_len {
         return Ok(values.to_vec());
     }
-    r.ctx
-        .bind_to_thread()
-        .on_gpu(GpuId(r.ordinal), "cuCtxSetCurrent")?;
+    r.bind()?;
     let stream = r.stream.cu_stream();
     // SAFETY: the scratch buffer holds scratch_len >= n f64 on this GPU; the
     // host slice holds n f64 and the copy is synchronous for pageable memory.
