@@ -1,20 +1,13 @@
-// planner executor: shared device code (types, memory operations, layouts).
-// Compiled at run time by NVRTC (no system headers), see src/exec/kernels.rs.
+// planner executor: shared device code of the collectives (layouts, memory
+// operations, arithmetic). Compiled at run time by NVRTC (no system headers)
+// after types.cuh, see src/exec/kernels.rs and src/gpu/nvrtc.rs.
 // The layouts below must match the #[repr(C)] structs in src/exec/runtime.rs.
-
-typedef unsigned long long u64;
-typedef unsigned int u32;
-typedef unsigned short u16;
-typedef long long i64;
 
 #define PLANNER_FIFO_STEPS 8
 #define PLANNER_MAX_RANKS 16
 #define PLANNER_MAX_CHANNELS 64
 #define PLANNER_MAX_ARITY 3
 #define PLANNER_ABORT_CHECK_SPINS 1024
-
-struct planner_bf16 { u16 bits; };
-struct planner_f16 { u16 bits; };
 
 // One directed connection as one end sees it. Memory: the FIFO and `tail`
 // live on the receiving GPU, `head` on the sending GPU; each end keeps its own
@@ -152,23 +145,6 @@ __device__ __forceinline__ u64 add_u64(u64 a, u64 b) {
   u32 lo = Arith<T>::add((u32)a, (u32)b);
   u32 hi = Arith<T>::add((u32)(a >> 32), (u32)(b >> 32));
   return ((u64)hi << 32) | lo;
-}
-
-// One element as a 32-bit word (16-bit types in the low half).
-template<typename T>
-__device__ __forceinline__ u32 load_elem(const T* p) {
-  if (sizeof(T) == 4) return *(const u32*)p;
-  return (u32)(*(const u16*)p);
-}
-template<typename T>
-__device__ __forceinline__ u32 load_elem_volatile(const T* p) {
-  if (sizeof(T) == 4) return *(const volatile u32*)p;
-  return (u32)(*(const volatile u16*)p);
-}
-template<typename T>
-__device__ __forceinline__ void store_elem(T* p, u32 v) {
-  if (sizeof(T) == 4) *(u32*)p = v;
-  else *(u16*)p = (u16)v;
 }
 
 // ---------------------------------------------------------------- abort

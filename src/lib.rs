@@ -10,6 +10,7 @@ pub mod units;
 pub mod audit;
 pub mod cli;
 pub mod exec;
+pub mod gpu;
 pub mod limits;
 pub mod measure;
 pub mod model;

@@ -4,14 +4,13 @@
 //!
 //! - `plan`: what to run (`ExecPlan`), built from the search or by hand.
 //! - `schedule`: the kernels' step schedule on the CPU, with a FIFO simulator.
-//! - `pattern`: the deterministic inputs and the exact expected results.
-//! - `kernels`: the CUDA sources and their NVRTC compilation to CUBIN.
-//! - `cuda`: checks that the driver and NVRTC libraries exist before any call.
+//! - `kernels`: the kernel variants and their sources.
 //! - `runtime`: contexts, peer access, FIFOs, launches, graphs, timing.
+//!
+//! The plumbing it shares with the NCCL backend (library checks, CUDA errors,
+//! device buffers, NVRTC, the test pattern) is in `crate::gpu`.
 
-pub mod cuda;
 pub mod kernels;
-pub mod pattern;
 pub mod plan;
 pub mod runtime;
 pub mod schedule;

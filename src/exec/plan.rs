@@ -4,6 +4,8 @@
 //! hand in tests.
 
 use crate::error::{Error, Result};
+use crate::gpu::collective_code;
+use crate::gpu::pattern::{DataPattern, Expectation};
 use crate::measure::Dtype;
 use crate::model::{Algo, Coll, Pair, Proto};
 use crate::search::SearchResult;
@@ -37,15 +39,12 @@ pub fn parse_collective(text: &str) -> Result<Coll> {
     }
 }
 
-/// `PLANNER_COLL` in the kernels (`collectives.cu`); None for Reduce, which
-/// the executor does not run.
+/// `PLANNER_COLL` in the kernels (`collectives.cu`, the shared numbering of
+/// `crate::gpu::collective_code`); None for Reduce, which the executor does not run.
 pub fn kernel_coll_id(coll: Coll) -> Option<i32> {
     match coll {
-        Coll::AllReduce => Some(0),
-        Coll::AllGather => Some(1),
-        Coll::ReduceScatter => Some(2),
-        Coll::Broadcast => Some(3),
         Coll::Reduce => None,
+        other => Some(collective_code(other)),
     }
 }
 
@@ -421,6 +420,24 @@ impl ExecPlan {
                 (self.bytes / self.dtype.size()) as usize
             }
             Coll::AllGather | Coll::ReduceScatter => self.per_rank_count(),
+        }
+    }
+
+    /// The test data of a run of this plan (`crate::gpu::pattern`): its
+    /// amplitude follows from the type and the rank count.
+    pub fn data_pattern(&self, seed: u32) -> DataPattern {
+        DataPattern::new(self.dtype, self.n_ranks, seed)
+    }
+
+    /// What rank `rank`'s output must hold after one call of this plan.
+    pub fn expectation(&self, rank: usize, seed: u32) -> Expectation {
+        Expectation {
+            pattern: self.data_pattern(seed),
+            collective: self.collective,
+            n_ranks: self.n_ranks as u32,
+            rank: rank as u32,
+            root: self.root as u32,
+            count: self.call_count() as u64,
         }
     }
 

@@ -11,13 +11,13 @@
 //! flag the kernels poll, and reported with the pair, size and GPU.
 
 use crate::error::{Error, Result};
-use crate::exec::cuda::{self, describe};
 use crate::exec::kernels::{self, Variant};
-use crate::exec::pattern;
 use crate::exec::plan::{
     coll_name, kernel_coll_id, ExecPlan, MAX_CHANNELS, MAX_RANKS, MAX_TREE_ARITY,
 };
 use crate::exec::schedule::{self, buff_bytes};
+use crate::gpu::pattern::{self, CheckArgs, DataKernelArgs, FillArgs};
+use crate::gpu::{self, nvrtc, CudaResult, DeviceBuffer, GpuId};
 use crate::model::{Algo, Coll};
 use crate::units::format_size;
 use cudarc::driver::{result, sys, DriverError};
@@ -117,7 +117,7 @@ impl Default for RunOptions {
             timeout: Duration::from_secs(30),
             virtual_ranks: None,
             gpus: None,
-            seed: 1,
+            seed: pattern::DEFAULT_SEED,
             cpu_check_bytes: 1 << 20,
         }
     }
@@ -172,19 +172,30 @@ type CheckOutcome = (u64, Option<(usize, u64)>, bool);
 
 // ------------------------------------------------------------ small helpers
 
-fn cu<T>(r: std::result::Result<T, DriverError>, what: impl FnOnce() -> String) -> Result<T> {
-    r.map_err(|e| Error::runtime(format!("{}: {}", what(), describe(&e))))
-}
+/// Calls that concern the driver, not one GPU, name it in errors.
+const DRIVER: &str = "CUDA driver";
 
-/// A CUDA handle moved into a launching thread.
-#[derive(Clone, Copy)]
+/// A raw CUDA handle moved into a launching thread; Send only for the
+/// handle types below, each of which a launching thread uses.
+#[derive(Debug, Clone, Copy)]
 struct Sendable<T>(T);
-// SAFETY: CUDA driver handles (contexts, streams, functions, events, graphs)
-// may be used from any host thread once their context is current there; each
-// launching thread makes its GPU's context current before it touches them.
-unsafe impl<T> Send for Sendable<T> {}
-// SAFETY: as above; the handles are only read.
-unsafe impl<T> Sync for Sendable<T> {}
+// SAFETY (for each impl below): the handle is an opaque pointer owned by the
+// driver, not memory Rust reads; the driver API is thread-safe and lets any
+// host thread use a handle once the handle's context is current on it, and
+// every launching thread makes its GPU's context current first (`bind`).
+// The executor creates and destroys these handles on the calling thread,
+// before and after the scoped launching threads run.
+//
+// SAFETY: a context: what the launching thread makes current.
+unsafe impl Send for Sendable<sys::CUcontext> {}
+// SAFETY: a stream of that context: where the thread launches and records.
+unsafe impl Send for Sendable<sys::CUstream> {}
+// SAFETY: the collective kernel of a module loaded in that context.
+unsafe impl Send for Sendable<sys::CUfunction> {}
+// SAFETY: a timing event of that context, recorded on the stream.
+unsafe impl Send for Sendable<sys::CUevent> {}
+// SAFETY: an instantiated graph of that context, launched on the stream.
+unsafe impl Send for Sendable<sys::CUgraphExec> {}
 
 /// How the collective kernel is launched on sm_90 and newer, as NCCL does
 /// (`enqueue.cc`, ncclLaunchKernel): CTAs in thread-block clusters of 4
@@ -265,6 +276,64 @@ impl LaunchShape {
     }
 }
 
+/// What a launching thread needs to launch the collective on one GPU:
+/// handles (Send, see `Sendable`) and plain values, no reference to the
+/// executor.
+#[derive(Debug, Clone)]
+struct CollectiveLauncher {
+    /// The GPU as messages name it.
+    label: String,
+    ctx: Sendable<sys::CUcontext>,
+    stream: Sendable<sys::CUstream>,
+    function: Sendable<sys::CUfunction>,
+    ctas: usize,
+    threads: usize,
+    shape: LaunchShape,
+}
+
+impl CollectiveLauncher {
+    /// Make the GPU's context current on this thread.
+    fn bind(&self) -> Result<()> {
+        // SAFETY: the executor's retained primary context, alive while it is.
+        unsafe { result::ctx::set_current(self.ctx.0) }.on_gpu(&self.label, "cuCtxSetCurrent")
+    }
+
+    /// Enqueue one collective (`plan` names it in an error).
+    fn launch(&self, args: &KernelArgs, plan: &ExecPlan) -> Result<()> {
+        let mut a = *args;
+        let mut params = [&mut a as *mut KernelArgs as *mut c_void];
+        let mut attrs = self.shape.attributes();
+        let config = sys::CUlaunchConfig {
+            gridDimX: self.ctas as u32,
+            gridDimY: 1,
+            gridDimZ: 1,
+            blockDimX: self.threads as u32,
+            blockDimY: 1,
+            blockDimZ: 1,
+            sharedMemBytes: 0,
+            hStream: self.stream.0,
+            attrs: attrs.as_mut_ptr(),
+            numAttrs: attrs.len() as u32,
+        };
+        // SAFETY: the function takes one KernelArgs by value; params points at a
+        // live copy and config at live attributes for the duration of the call
+        // (the driver copies both).
+        unsafe {
+            sys::cuLaunchKernelEx(
+                &config,
+                self.function.0,
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+            .result()
+        }
+        .on_gpu(
+            &self.label,
+            format_args!("cuLaunchKernelEx ({plan}, {:?})", self.shape),
+        )
+    }
+}
+
 /// An optional integer environment variable within `range`.
 fn env_u32(name: &str, range: std::ops::RangeInclusive<u32>) -> Result<Option<u32>> {
     match std::env::var(name) {
@@ -293,57 +362,23 @@ struct Gpu {
 impl Gpu {
     fn bind(&self) -> Result<()> {
         // SAFETY: ctx is this GPU's retained primary context.
-        cu(unsafe { result::ctx::set_current(self.ctx) }, || {
-            format!("cuCtxSetCurrent on GPU {}", self.ordinal)
-        })
+        unsafe { result::ctx::set_current(self.ctx) }.on_gpu(self, "cuCtxSetCurrent")
     }
     fn label(&self) -> String {
-        format!("GPU {} ({})", self.ordinal, self.name)
+        self.to_string()
+    }
+    /// `bytes` of device memory on this GPU (`what` names it in an error).
+    fn alloc(&self, bytes: usize, what: &str) -> Result<DeviceBuffer> {
+        // SAFETY: the primary context stays retained until Executor::drop,
+        // which frees (or, after an abort, leaks) every buffer before it
+        // releases the context.
+        unsafe { DeviceBuffer::in_raw_context(self.ctx, self, bytes, what) }
     }
 }
 
-/// Device memory on one GPU, freed on drop.
-struct DevMem {
-    ptr: u64,
-    bytes: usize,
-    ctx: sys::CUcontext,
-}
-
-impl DevMem {
-    fn alloc(gpu: &Gpu, bytes: usize, what: &str) -> Result<DevMem> {
-        gpu.bind()?;
-        let bytes = bytes.max(256);
-        // SAFETY: a plain allocation in the current (this GPU's) context.
-        let ptr = cu(unsafe { result::malloc_sync(bytes) }, || {
-            format!(
-                "allocating {} for {what} on {}",
-                format_size(bytes as u64),
-                gpu.label()
-            )
-        })?;
-        Ok(DevMem {
-            ptr,
-            bytes,
-            ctx: gpu.ctx,
-        })
-    }
-    fn zero(&self, gpu: &Gpu) -> Result<()> {
-        gpu.bind()?;
-        // SAFETY: the range lies inside this allocation.
-        cu(
-            unsafe { result::memset_d8_sync(self.ptr, 0, self.bytes) },
-            || format!("clearing memory on {}", gpu.label()),
-        )
-    }
-}
-
-impl Drop for DevMem {
-    fn drop(&mut self) {
-        // SAFETY: ptr came from cuMemAlloc in ctx and is freed once.
-        unsafe {
-            let _ = result::ctx::set_current(self.ctx);
-            let _ = result::free_sync(self.ptr);
-        }
+impl std::fmt::Display for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "GPU {} ({})", self.ordinal, self.name)
     }
 }
 
@@ -357,9 +392,8 @@ impl MappedFlag {
         gpu.bind()?;
         let flags = sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP;
         // SAFETY: allocates 4 bytes of pinned, mapped host memory.
-        let host = cu(unsafe { result::malloc_host(4, flags) }, || {
-            "allocating the mapped abort flag".to_string()
-        })? as *mut u32;
+        let host = unsafe { result::malloc_host(4, flags) }
+            .on_gpu(gpu, "cuMemHostAlloc (the mapped abort flag)")? as *mut u32;
         // SAFETY: freshly allocated, 4 bytes, aligned.
         unsafe { std::ptr::write_volatile(host, 0) };
         Ok(MappedFlag { host })
@@ -370,9 +404,8 @@ impl MappedFlag {
         // SAFETY: host is a DEVICEMAP|PORTABLE allocation, valid in every context.
         let rc =
             unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dptr, self.host as *mut c_void, 0) };
-        cu(rc.result(), || {
-            format!("mapping the abort flag on {}", gpu.label())
-        })?;
+        rc.result()
+            .on_gpu(gpu, "cuMemHostGetDevicePointer (the abort flag)")?;
         Ok(dptr)
     }
     fn set(&self, v: u32) {
@@ -402,10 +435,8 @@ struct Event(sys::CUevent);
 impl Event {
     fn new(gpu: &Gpu) -> Result<Event> {
         gpu.bind()?;
-        let e = cu(
-            result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT),
-            || format!("cuEventCreate on {}", gpu.label()),
-        )?;
+        let e = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT)
+            .on_gpu(gpu, "cuEventCreate")?;
         Ok(Event(e))
     }
 }
@@ -494,13 +525,13 @@ pub struct Executor {
     abort: MappedFlag,
     abort_dev: Vec<u64>,
     /// Per GPU: connection memory, then the aborted word and check counters.
-    conn_mem: Vec<DevMem>,
-    status_mem: Vec<DevMem>,
+    conn_mem: Vec<DeviceBuffer>,
+    status_mem: Vec<DeviceBuffer>,
     edges: HashMap<(usize, usize, usize), Edge>,
     /// Per rank: (send, recv) buffers and their allocation(s).
     buffers: Vec<(u64, u64)>,
-    _buffer_mem: Vec<DevMem>,
-    desc_mem: Vec<DevMem>,
+    _buffer_mem: Vec<DeviceBuffer>,
+    desc_mem: Vec<DeviceBuffer>,
     template: ExecPlan,
     info: DeviceInfo,
     /// A collective was aborted: kernels may still run, so teardown is skipped.
@@ -518,18 +549,15 @@ fn gpu_of(virtual_ranks: Option<usize>, r: usize) -> usize {
 
 /// How many GPUs there are (after checking that the driver is usable).
 pub fn device_count() -> Result<usize> {
-    cuda::require_driver()?;
-    cu(result::init(), || "cuInit".to_string())?;
-    let n = cu(result::device::get_count(), || {
-        "cuDeviceGetCount".to_string()
-    })?;
+    gpu::require_driver()?;
+    result::init().on_gpu(DRIVER, "cuInit")?;
+    let n = result::device::get_count().on_gpu(DRIVER, "cuDeviceGetCount")?;
     Ok(n.max(0) as usize)
 }
 
 fn open_gpu(ordinal: usize) -> Result<Gpu> {
-    let dev = cu(result::device::get(ordinal as i32), || {
-        format!("cuDeviceGet({ordinal})")
-    })?;
+    let id = GpuId(ordinal);
+    let dev = result::device::get(ordinal as i32).on_gpu(id, "cuDeviceGet")?;
     let name = result::device::get_name(dev).unwrap_or_else(|_| "unknown GPU".to_string());
     // Mapped host memory (the abort flag) needs CU_CTX_MAP_HOST; this fails
     // harmlessly if the primary context is already active (then UVA maps it).
@@ -538,22 +566,14 @@ fn open_gpu(ordinal: usize) -> Result<Gpu> {
         sys::cuDevicePrimaryCtxSetFlags_v2(dev, sys::CUctx_flags::CU_CTX_MAP_HOST as u32)
     };
     // SAFETY: dev is a valid device; the retained context is released in Executor::drop.
-    let ctx = cu(unsafe { result::primary_ctx::retain(dev) }, || {
-        format!("retaining the context of GPU {ordinal}")
-    })?;
+    let ctx = unsafe { result::primary_ctx::retain(dev) }.on_gpu(id, "cuDevicePrimaryCtxRetain")?;
     // SAFETY: valid context.
-    cu(unsafe { result::ctx::set_current(ctx) }, || {
-        format!("cuCtxSetCurrent on GPU {ordinal}")
-    })?;
-    let stream = cu(
-        result::stream::create(result::stream::StreamKind::NonBlocking),
-        || format!("creating a stream on GPU {ordinal}"),
-    )?;
+    unsafe { result::ctx::set_current(ctx) }.on_gpu(id, "cuCtxSetCurrent")?;
+    let stream = result::stream::create(result::stream::StreamKind::NonBlocking)
+        .on_gpu(id, "cuStreamCreate")?;
     let attr = |a| {
         // SAFETY: valid device and attribute.
-        cu(unsafe { result::device::get_attribute(dev, a) }, || {
-            format!("cuDeviceGetAttribute on GPU {ordinal}")
-        })
+        unsafe { result::device::get_attribute(dev, a) }.on_gpu(id, "cuDeviceGetAttribute")
     };
     let sm_count =
         attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as usize;
@@ -620,7 +640,7 @@ impl Executor {
         let mut driver = 0i32;
         // SAFETY: valid out-pointer.
         let _ = unsafe { sys::cuDriverGetVersion(&mut driver) };
-        let (nv_major, nv_minor) = kernels::nvrtc_version()?;
+        let (nv_major, nv_minor) = nvrtc::nvrtc_version()?;
         let cc = gpus[0].cc;
         if let Some(g) = gpus.iter().find(|g| g.cc != cc) {
             return Err(Error::runtime(format!(
@@ -632,7 +652,7 @@ impl Executor {
                 cc.1
             )));
         }
-        let arch = format!("sm_{}{}", cc.0, cc.1);
+        let arch = nvrtc::arch_of(cc);
         let info = DeviceInfo {
             gpus: gpus.iter().map(|g| g.label()).collect(),
             driver_version: format!("{}.{}", driver / 1000, (driver % 1000) / 10),
@@ -677,21 +697,15 @@ impl Executor {
         for (gpu, m) in gpus.iter().zip(&modules) {
             gpu.bind()?;
             // SAFETY: valid function handle.
-            let per_sm = cu(
-                unsafe {
-                    result::occupancy::max_active_block_per_multiprocessor(
-                        m.collective,
-                        template.n_threads as i32,
-                        0,
-                    )
-                },
-                || {
-                    format!(
-                        "cuOccupancyMaxActiveBlocksPerMultiprocessor on {}",
-                        gpu.label()
-                    )
-                },
-            )? as usize;
+            let per_sm = unsafe {
+                result::occupancy::max_active_block_per_multiprocessor(
+                    m.collective,
+                    template.n_threads as i32,
+                    0,
+                )
+            }
+            .on_gpu(gpu, "cuOccupancyMaxActiveBlocksPerMultiprocessor")?
+                as usize;
             if per_sm * gpu.sm_count < ctas_per_gpu {
                 return Err(Error::bad_input(format!(
                     "{ctas_per_gpu} CTAs of {} threads cannot all be resident on {} ({} SMs x {per_sm}); use fewer --channels or --virtual-ranks",
@@ -722,9 +736,7 @@ impl Executor {
         }
         for (g, gpu) in gpus.iter().enumerate() {
             gpu.bind()?;
-            let (free, _total) = cu(result::mem_get_info(), || {
-                format!("cuMemGetInfo on {}", gpu.label())
-            })?;
+            let (free, _total) = result::mem_get_info().on_gpu(gpu, "cuMemGetInfo")?;
             let want = need[g] + (64 << 20);
             if want > free {
                 return Err(Error::runtime(format!(
@@ -741,11 +753,11 @@ impl Executor {
         // Connection memory, laid out per GPU.
         let mut conn_mem = Vec::new();
         for (g, gpu) in gpus.iter().enumerate() {
-            let mem = DevMem::alloc(gpu, conn_bytes[g], "FIFOs")?;
+            let mem = gpu.alloc(conn_bytes[g], "FIFOs")?;
             mem.zero(gpu)?;
             conn_mem.push(mem);
         }
-        let mut cursor: Vec<u64> = conn_mem.iter().map(|m| m.ptr).collect();
+        let mut cursor: Vec<u64> = conn_mem.iter().map(|m| m.ptr()).collect();
         let mut edges = HashMap::new();
         for &(c, from, to) in &edges_list {
             let rg = gpu_of(opts.virtual_ranks, to);
@@ -772,7 +784,7 @@ impl Executor {
         // Status words: [aborted u32 | pad | wrong u64 | first u64].
         let mut status_mem = Vec::new();
         for gpu in &gpus {
-            let m = DevMem::alloc(gpu, 256, "status words")?;
+            let m = gpu.alloc(256, "status words")?;
             m.zero(gpu)?;
             status_mem.push(m);
         }
@@ -788,14 +800,14 @@ impl Executor {
         for r in 0..n_ranks {
             let gpu = &gpus[gpu_of(opts.virtual_ranks, r)];
             let (send, recv) = if template.in_place {
-                let m = DevMem::alloc(gpu, send_bytes.max(recv_bytes), "the in-place buffer")?;
-                let p = m.ptr;
+                let m = gpu.alloc(send_bytes.max(recv_bytes), "the in-place buffer")?;
+                let p = m.ptr();
                 buffer_mem.push(m);
                 (p, p)
             } else {
-                let s = DevMem::alloc(gpu, send_bytes, "the input buffer")?;
-                let d = DevMem::alloc(gpu, recv_bytes, "the output buffer")?;
-                let p = (s.ptr, d.ptr);
+                let s = gpu.alloc(send_bytes, "the input buffer")?;
+                let d = gpu.alloc(recv_bytes, "the output buffer")?;
+                let p = (s.ptr(), d.ptr());
                 buffer_mem.push(s);
                 buffer_mem.push(d);
                 p
@@ -806,8 +818,7 @@ impl Executor {
         // Descriptor memory (rewritten per channel count).
         let mut desc_mem = Vec::new();
         for gpu in &gpus {
-            desc_mem.push(DevMem::alloc(
-                gpu,
+            desc_mem.push(gpu.alloc(
                 ctas_per_gpu.max(1) * std::mem::size_of::<ChannelDesc>(),
                 "channel descriptors",
             )?);
@@ -838,7 +849,7 @@ impl Executor {
 
     /// Bytes of FIFO memory per GPU.
     pub fn fifo_bytes(&self) -> Vec<usize> {
-        self.conn_mem.iter().map(|m| m.bytes).collect()
+        self.conn_mem.iter().map(|m| m.bytes()).collect()
     }
 
     fn check_compatible(&self, plan: &ExecPlan) -> Result<()> {
@@ -938,9 +949,9 @@ impl Executor {
     fn kernel_args(&self, plan: &ExecPlan, g: usize) -> KernelArgs {
         let ck = schedule::chunking(plan);
         let mut args = KernelArgs {
-            desc: self.desc_mem[g].ptr,
+            desc: self.desc_mem[g].ptr(),
             abort_flag: self.abort_dev[g],
-            aborted: self.status_mem[g].ptr,
+            aborted: self.status_mem[g].ptr(),
             send: [0; MAX_RANKS],
             recv: [0; MAX_RANKS],
             chan_off: [0; MAX_CHANNELS],
@@ -978,43 +989,22 @@ impl Executor {
         args
     }
 
-    fn launch_collective(&self, g: usize, args: &KernelArgs, plan: &ExecPlan) -> Result<()> {
+    /// How GPU `g` launches `plan`'s collective.
+    fn launcher(&self, g: usize, plan: &ExecPlan) -> Result<CollectiveLauncher> {
         let gpu = &self.gpus[g];
         let ctas = match self.virtual_ranks {
             Some(v) => v * plan.n_channels,
             None => plan.n_channels,
         };
-        let mut a = *args;
-        let mut params = [&mut a as *mut KernelArgs as *mut c_void];
-        let shape = LaunchShape::for_launch(gpu.cc, ctas, self.virtual_ranks.is_some())?;
-        let mut attrs = shape.attributes();
-        let config = sys::CUlaunchConfig {
-            gridDimX: ctas as u32,
-            gridDimY: 1,
-            gridDimZ: 1,
-            blockDimX: plan.n_threads as u32,
-            blockDimY: 1,
-            blockDimZ: 1,
-            sharedMemBytes: 0,
-            hStream: gpu.stream,
-            attrs: attrs.as_mut_ptr(),
-            numAttrs: attrs.len() as u32,
-        };
-        // SAFETY: the function takes one KernelArgs by value; params points at a
-        // live copy and config at live attributes for the duration of the call
-        // (the driver copies both).
-        cu(
-            unsafe {
-                sys::cuLaunchKernelEx(
-                    &config,
-                    self.modules[g].collective,
-                    params.as_mut_ptr(),
-                    std::ptr::null_mut(),
-                )
-                .result()
-            },
-            || format!("launching {} on {} ({shape:?})", plan, gpu.label()),
-        )
+        Ok(CollectiveLauncher {
+            label: gpu.label(),
+            ctx: Sendable(gpu.ctx),
+            stream: Sendable(gpu.stream),
+            function: Sendable(self.modules[g].collective),
+            ctas,
+            threads: plan.n_threads,
+            shape: LaunchShape::for_launch(gpu.cc, ctas, self.virtual_ranks.is_some())?,
+        })
     }
 
     /// Run `plan` once on every GPU, then `iters` more (graph or plain) timed.
@@ -1029,40 +1019,40 @@ impl Executor {
         let args: Vec<KernelArgs> = (0..self.gpus.len())
             .map(|g| self.kernel_args(plan, g))
             .collect();
+        // Every launcher before any thread starts: a failure here leaves no
+        // thread waiting at the barrier.
+        let launchers: Vec<CollectiveLauncher> = (0..self.gpus.len())
+            .map(|g| self.launcher(g, plan))
+            .collect::<Result<_>>()?;
         // Graphs are captured before anything runs.
         let mut graphs: Vec<Option<(sys::CUgraph, sys::CUgraphExec)>> = Vec::new();
         if graph && iters > 0 {
             for (g, gpu) in self.gpus.iter().enumerate() {
                 gpu.bind()?;
                 // SAFETY: capture on this GPU's stream from this thread only.
-                cu(
-                    unsafe {
-                        result::stream::begin_capture(
-                            gpu.stream,
-                            sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
-                        )
-                    },
-                    || format!("cuStreamBeginCapture on {}", gpu.label()),
-                )?;
+                unsafe {
+                    result::stream::begin_capture(
+                        gpu.stream,
+                        sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+                    )
+                }
+                .on_gpu(gpu, "cuStreamBeginCapture")?;
                 let mut launched = Ok(());
                 for _ in 0..iters {
-                    launched = self.launch_collective(g, &args[g], plan);
+                    launched = launchers[g].launch(&args[g], plan);
                     if launched.is_err() {
                         break;
                     }
                 }
                 // SAFETY: capture was begun above on this stream.
-                let graph_h = cu(unsafe { result::stream::end_capture(gpu.stream) }, || {
-                    format!("cuStreamEndCapture on {}", gpu.label())
-                })?;
+                let graph_h = unsafe { result::stream::end_capture(gpu.stream) }
+                    .on_gpu(gpu, "cuStreamEndCapture")?;
                 launched?;
                 // SAFETY: graph_h is a valid captured graph.
-                let exec = cu(
-                    unsafe {
-                        result::graph::instantiate(graph_h, sys::CUgraphInstantiate_flags(0))
-                    },
-                    || format!("cuGraphInstantiate on {}", gpu.label()),
-                )?;
+                let exec = unsafe {
+                    result::graph::instantiate(graph_h, sys::CUgraphInstantiate_flags(0))
+                }
+                .on_gpu(gpu, "cuGraphInstantiate")?;
                 graphs.push(Some((graph_h, exec)));
             }
         }
@@ -1075,54 +1065,44 @@ impl Executor {
         // the GPUs up), then the timed part between two events.
         let barrier = std::sync::Barrier::new(self.gpus.len());
         let outcome: Vec<Result<()>> = std::thread::scope(|s| {
-            let handles: Vec<_> =
-                self.gpus
-                    .iter()
-                    .enumerate()
-                    .map(|(g, _)| {
-                        let ev = Sendable((events[g].0 .0, events[g].1 .0, events[g].2 .0));
-                        let gr = Sendable(graphs.get(g).copied().flatten());
-                        let args = args[g];
-                        let barrier = &barrier;
-                        let me = Sendable(self as *const Executor);
-                        s.spawn(move || -> Result<()> {
-                            let ev = ev;
-                            let gr = gr;
-                            let me = me;
-                            // SAFETY: `self` outlives the scope; only shared reads.
-                            let this = unsafe { &*me.0 };
-                            let gpu = &this.gpus[g];
-                            gpu.bind()?;
-                            barrier.wait();
-                            this.launch_collective(g, &args, plan)?;
-                            // SAFETY: events belong to this GPU's context, recorded on its stream.
-                            cu(
-                                unsafe { result::event::record(ev.0 .0, gpu.stream) },
-                                || format!("cuEventRecord on {}", gpu.label()),
-                            )?;
-                            if iters > 0 {
-                                match gr.0 {
-                                    // SAFETY: exec was instantiated in this context.
-                                    Some((_, exec)) => cu(
-                                        unsafe { result::graph::launch(exec, gpu.stream) },
-                                        || format!("cuGraphLaunch on {}", gpu.label()),
-                                    )?,
-                                    None => {
-                                        for _ in 0..iters {
-                                            this.launch_collective(g, &args, plan)?;
-                                        }
+            let handles: Vec<_> = launchers
+                .iter()
+                .enumerate()
+                .map(|(g, launcher)| {
+                    let launcher = launcher.clone();
+                    let start = Sendable(events[g].0 .0);
+                    let end = Sendable(events[g].1 .0);
+                    let graph_exec = graphs.get(g).copied().flatten().map(|(_, e)| Sendable(e));
+                    let args = args[g];
+                    let barrier = &barrier;
+                    s.spawn(move || -> Result<()> {
+                        let (launcher, start, end, graph_exec) = (launcher, start, end, graph_exec);
+                        let stream = launcher.stream.0;
+                        launcher.bind()?;
+                        barrier.wait();
+                        launcher.launch(&args, plan)?;
+                        // SAFETY: events belong to this GPU's context, recorded on its stream.
+                        unsafe { result::event::record(start.0, stream) }
+                            .on_gpu(&launcher.label, "cuEventRecord")?;
+                        if iters > 0 {
+                            match graph_exec {
+                                // SAFETY: exec was instantiated in this context.
+                                Some(exec) => unsafe { result::graph::launch(exec.0, stream) }
+                                    .on_gpu(&launcher.label, "cuGraphLaunch")?,
+                                None => {
+                                    for _ in 0..iters {
+                                        launcher.launch(&args, plan)?;
                                     }
                                 }
                             }
-                            // SAFETY: as above.
-                            cu(
-                                unsafe { result::event::record(ev.0 .1, gpu.stream) },
-                                || format!("cuEventRecord on {}", gpu.label()),
-                            )?;
-                            Ok(())
-                        })
+                        }
+                        // SAFETY: as above.
+                        unsafe { result::event::record(end.0, stream) }
+                            .on_gpu(&launcher.label, "cuEventRecord")?;
+                        Ok(())
                     })
-                    .collect();
+                })
+                .collect();
             handles
                 .into_iter()
                 .map(|h| {
@@ -1160,9 +1140,8 @@ impl Executor {
         for (g, e) in events.iter().enumerate() {
             self.gpus[g].bind()?;
             // SAFETY: both events were recorded on this GPU's stream and completed.
-            let t = cu(unsafe { result::event::elapsed(e.0 .0, e.1 .0) }, || {
-                format!("cuEventElapsedTime on {}", self.gpus[g].label())
-            })?;
+            let t = unsafe { result::event::elapsed(e.0 .0, e.1 .0) }
+                .on_gpu(&self.gpus[g], "cuEventElapsedTime")?;
             ms.push(f64::from(t));
         }
         Ok(Some(ms))
@@ -1184,12 +1163,11 @@ impl Executor {
                     Ok(()) => done[g] = true,
                     Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_READY => {}
                     Err(e) => {
-                        return Err(Error::runtime(format!(
-                            "{} failed on {}: {}",
-                            plan,
-                            self.gpus[g].label(),
-                            describe(&e)
-                        )))
+                        return Err(gpu::cuda_error(
+                            &self.gpus[g],
+                            format_args!("running {plan} (cuEventQuery)"),
+                            &e,
+                        ))
                     }
                 }
             }
@@ -1237,42 +1215,23 @@ impl Executor {
             let desc = self.descriptors(plan, g);
             gpu.bind()?;
             // SAFETY: desc_mem holds at least this many descriptors (checked at open).
-            cu(
-                unsafe { result::memcpy_htod_sync(self.desc_mem[g].ptr, &desc) },
-                || format!("uploading descriptors to {}", gpu.label()),
-            )?;
+            unsafe { result::memcpy_htod_sync(self.desc_mem[g].ptr(), &desc) }
+                .on_gpu(gpu, "cuMemcpyHtoD (channel descriptors)")?;
         }
         Ok(())
-    }
-
-    fn launch_1d(
-        &self,
-        g: usize,
-        f: sys::CUfunction,
-        n: u64,
-        params: &mut [*mut c_void],
-    ) -> Result<()> {
-        let gpu = &self.gpus[g];
-        let blocks = (n.div_ceil(256)).clamp(1, (gpu.sm_count * 8) as u64) as u32;
-        // SAFETY: params match the kernel's signature (see callers).
-        cu(
-            unsafe { result::launch_kernel(f, (blocks, 1, 1), (256, 1, 1), 0, gpu.stream, params) },
-            || format!("launching a check kernel on {}", gpu.label()),
-        )
     }
 
     fn sync(&self, g: usize) -> Result<()> {
         let gpu = &self.gpus[g];
         gpu.bind()?;
         // SAFETY: valid stream.
-        cu(unsafe { result::stream::synchronize(gpu.stream) }, || {
-            format!("cuStreamSynchronize on {}", gpu.label())
-        })
+        unsafe { result::stream::synchronize(gpu.stream) }.on_gpu(gpu, "cuStreamSynchronize")
     }
 
     /// Fill every rank's input with the pattern and poison its output.
     fn prepare_buffers(&self, plan: &ExecPlan, seed: u32) -> Result<()> {
         let elem = plan.dtype.size() as usize;
+        let pattern = plan.data_pattern(seed);
         for r in 0..self.n_ranks {
             let g = gpu_of(self.virtual_ranks, r);
             let gpu = &self.gpus[g];
@@ -1282,23 +1241,18 @@ impl Executor {
             let rs_in_place = plan.in_place && plan.collective == Coll::ReduceScatter;
             if !rs_in_place && recv_bytes > 0 {
                 // SAFETY: inside the rank's output allocation.
-                cu(
-                    unsafe { result::memset_d8_async(recv, 0xff, recv_bytes, gpu.stream) },
-                    || format!("poisoning the output on {}", gpu.label()),
-                )?;
+                unsafe { result::memset_d8_async(recv, 0xff, recv_bytes, gpu.stream) }
+                    .on_gpu(gpu, "cuMemsetD8 (poisoning the output)")?;
             }
-            let mut buf = send;
-            let mut n = plan.send_count() as u64;
-            let mut rank = r as u32;
-            let mut seed_v = seed;
-            let mut params = [
-                &mut buf as *mut u64 as *mut c_void,
-                &mut n as *mut u64 as *mut c_void,
-                &mut rank as *mut u32 as *mut c_void,
-                &mut seed_v as *mut u32 as *mut c_void,
-            ];
+            let n = plan.send_count() as u64;
             if n > 0 {
-                self.launch_1d(g, self.modules[g].fill, n, &mut params)?;
+                let mut args = pattern.fill_args(send, n, r as u32);
+                // SAFETY: this module's planner_fill, compiled for plan.dtype;
+                // it writes n elements of the rank's input buffer, which holds
+                // send_count() elements.
+                unsafe {
+                    pattern::launch(self.modules[g].fill, gpu.stream, n, &mut args, gpu)?;
+                }
             }
         }
         for g in 0..self.gpus.len() {
@@ -1313,62 +1267,46 @@ impl Executor {
         let mut total = 0u64;
         let mut first: Option<(usize, u64)> = None;
         let cpu = (plan.recv_count() * elem) as u64 <= opts.cpu_check_bytes;
+        if kernel_coll_id(plan.collective).is_none() {
+            return Err(Error::runtime(format!(
+                "the executor has no kernel for {}",
+                coll_name(plan.collective)
+            )));
+        }
         for r in 0..self.n_ranks {
             let g = gpu_of(self.virtual_ranks, r);
             let gpu = &self.gpus[g];
             gpu.bind()?;
-            let status = self.status_mem[g].ptr;
+            // Status words 8..24: the wrong count and the first wrong index.
+            let status = self.status_mem[g].ptr();
             let counters: [u64; 2] = [0, u64::MAX];
             // SAFETY: status words 8..24 of a 256-byte allocation.
-            cu(
-                unsafe { result::memcpy_htod_sync(status + 8, &counters) },
-                || format!("resetting counters on {}", gpu.label()),
-            )?;
+            unsafe { result::memcpy_htod_sync(status + 8, &counters) }
+                .on_gpu(gpu, "cuMemcpyHtoD (resetting the check counters)")?;
             let (_, recv) = self.rank_buffers(plan, r);
-            let mut buf = recv;
-            let mut n = plan.recv_count() as u64;
-            let mut coll: i32 = kernel_coll_id(plan.collective).ok_or_else(|| {
-                Error::runtime(format!(
-                    "the executor has no kernel for {}",
-                    coll_name(plan.collective)
-                ))
-            })?;
-            let mut nranks = plan.n_ranks as i32;
-            let mut rank = r as i32;
-            let mut root = plan.root as i32;
-            let mut count = plan.call_count() as u64;
-            let mut seed = opts.seed;
-            let mut wrong_p = status + 8;
-            let mut first_p = status + 16;
-            let mut params = [
-                &mut buf as *mut u64 as *mut c_void,
-                &mut n as *mut u64 as *mut c_void,
-                &mut coll as *mut i32 as *mut c_void,
-                &mut nranks as *mut i32 as *mut c_void,
-                &mut rank as *mut i32 as *mut c_void,
-                &mut root as *mut i32 as *mut c_void,
-                &mut count as *mut u64 as *mut c_void,
-                &mut seed as *mut u32 as *mut c_void,
-                &mut wrong_p as *mut u64 as *mut c_void,
-                &mut first_p as *mut u64 as *mut c_void,
-            ];
+            let n = plan.recv_count() as u64;
+            let expectation = plan.expectation(r, opts.seed);
             if n > 0 {
-                self.launch_1d(g, self.modules[g].check, n, &mut params)?;
+                let mut args = expectation.check_args(recv, n, status + 8, status + 16);
+                // SAFETY: this module's planner_check, compiled for plan.dtype;
+                // it reads n elements of the rank's output buffer, which holds
+                // recv_count() elements, and writes the two status words.
+                unsafe {
+                    pattern::launch(self.modules[g].check, gpu.stream, n, &mut args, gpu)?;
+                }
             }
             self.sync(g)?;
             let mut got = [0u64; 2];
             // SAFETY: reads the two counters written above.
-            cu(
-                unsafe { result::memcpy_dtoh_sync(&mut got, status + 8) },
-                || format!("reading counters on {}", gpu.label()),
-            )?;
+            unsafe { result::memcpy_dtoh_sync(&mut got, status + 8) }
+                .on_gpu(gpu, "cuMemcpyDtoH (reading the check counters)")?;
             total += got[0];
             if got[0] > 0 && first.is_none() {
                 first = Some((r, got[1]));
             }
             if cpu && n > 0 {
                 let host = self.read_output(plan, r)?;
-                let (cpu_wrong, cpu_first) = pattern::count_wrong(plan, r, &host, opts.seed);
+                let (cpu_wrong, cpu_first) = expectation.count_wrong(plan.dtype, &host);
                 if cpu_wrong != got[0] {
                     return Err(Error::runtime(format!(
                         "the GPU check counted {} wrong elements on rank {r}, the CPU {cpu_wrong} (first at {cpu_first:?}): the check kernel is broken",
@@ -1390,17 +1328,15 @@ impl Executor {
             4 => {
                 let mut v = vec![0u32; n];
                 // SAFETY: n elements of 4 bytes inside the output buffer.
-                cu(unsafe { result::memcpy_dtoh_sync(&mut v, recv) }, || {
-                    "reading the output".to_string()
-                })?;
+                unsafe { result::memcpy_dtoh_sync(&mut v, recv) }
+                    .on_gpu(&self.gpus[g], "cuMemcpyDtoH (reading the output)")?;
                 v
             }
             _ => {
                 let mut v = vec![0u16; n];
                 // SAFETY: n elements of 2 bytes inside the output buffer.
-                cu(unsafe { result::memcpy_dtoh_sync(&mut v, recv) }, || {
-                    "reading the output".to_string()
-                })?;
+                unsafe { result::memcpy_dtoh_sync(&mut v, recv) }
+                    .on_gpu(&self.gpus[g], "cuMemcpyDtoH (reading the output)")?;
                 v.into_iter().map(u32::from).collect()
             }
         })
@@ -1412,10 +1348,8 @@ impl Executor {
             gpu.bind()?;
             let mut w = [0u32; 1];
             // SAFETY: first word of the status allocation.
-            cu(
-                unsafe { result::memcpy_dtoh_sync(&mut w, self.status_mem[g].ptr) },
-                || "reading the abort word".to_string(),
-            )?;
+            unsafe { result::memcpy_dtoh_sync(&mut w, self.status_mem[g].ptr()) }
+                .on_gpu(gpu, "cuMemcpyDtoH (reading the abort word)")?;
             any |= w[0] != 0;
         }
         Ok(any)
@@ -1488,7 +1422,7 @@ impl Drop for Executor {
                 }
             }
         }
-        // Buffers and FIFOs free themselves (DevMem); then streams and contexts.
+        // Buffers and FIFOs free themselves (DeviceBuffer); then streams and contexts.
         self._buffer_mem.clear();
         self.conn_mem.clear();
         self.status_mem.clear();
@@ -1508,9 +1442,8 @@ fn enable_peer(a: &Gpu, b: &Gpu) -> Result<()> {
     let mut can = 0i32;
     // SAFETY: valid devices, valid out-pointer.
     let rc = unsafe { sys::cuDeviceCanAccessPeer(&mut can, a.dev, b.dev) };
-    cu(rc.result(), || {
-        format!("cuDeviceCanAccessPeer({}, {})", a.label(), b.label())
-    })?;
+    rc.result()
+        .on_gpu(a, format_args!("cuDeviceCanAccessPeer (to {b})"))?;
     if can == 0 {
         return Err(Error::runtime(format!(
             "peer access from {} to {} is not available: the executor needs the two GPUs to read and write each other's memory (NVLink or a PCIe switch)",
@@ -1525,34 +1458,29 @@ fn enable_peer(a: &Gpu, b: &Gpu) -> Result<()> {
         sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {
             Ok(())
         }
-        other => Err(Error::runtime(format!(
-            "enabling peer access from {} to {} failed: {}",
-            a.label(),
-            b.label(),
-            describe(&DriverError(other))
-        ))),
+        other => Err(gpu::cuda_error(
+            a,
+            format_args!("cuCtxEnablePeerAccess (to {b})"),
+            &DriverError(other),
+        )),
     }
 }
 
 fn load_module(gpu: &Gpu, image: &[u8]) -> Result<Module> {
     gpu.bind()?;
     // SAFETY: image is a complete CUBIN produced by NVRTC for this architecture.
-    let module = cu(
-        unsafe { result::module::load_data(image.as_ptr() as *const c_void) },
-        || format!("loading the kernel module on {}", gpu.label()),
-    )?;
+    let module = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }
+        .on_gpu(gpu, "cuModuleLoadData")?;
     let get = |name: &str| {
         // SAFETY: module is loaded; name is a NUL-free literal.
-        cu(
-            unsafe { result::module::get_function(module, CString::new(name).expect("literal")) },
-            || format!("finding {name} in the kernel module on {}", gpu.label()),
-        )
+        unsafe { result::module::get_function(module, CString::new(name).expect("literal")) }
+            .on_gpu(gpu, format_args!("cuModuleGetFunction ({name})"))
     };
     Ok(Module {
         module,
         collective: get("planner_collective")?,
-        fill: get("planner_fill")?,
-        check: get("planner_check")?,
+        fill: get(FillArgs::KERNEL)?,
+        check: get(CheckArgs::KERNEL)?,
     })
 }
 

@@ -11,19 +11,17 @@
 //! NCCL is driven through cudarc's raw `result` layer, with cudarc's event
 //! tracking off, so that a call costs what it costs in nccl-tests.
 
-use super::kernels::{
-    amplitude, collective_code, dtype_code, CHECK_KERNEL, FILL_KERNEL, KERNELS_CU,
-};
 use super::{
     check_libraries, id_from_hex, multicast_is_off, nccl_result_name, refused_pair, version_string,
     ChildEvent, ChildMode, ChildRanks, ChildSpec, CHILD_SPEC_ENV,
 };
 use crate::error::{Error, Result};
+use crate::gpu::pattern::{self, CheckArgs, DataKernelArgs, DataPattern, Expectation, FillArgs};
+use crate::gpu::{self, cuda_error, nvrtc, CudaResult, DeviceBuffer, GpuId};
 use crate::measure::{Dtype, GpuInfo, RowStatus};
 use crate::model::Coll;
 use cudarc::driver::{
-    sys as cu, CudaContext, CudaEvent, CudaFunction, CudaGraph, CudaStream, LaunchConfig,
-    PushKernelArg,
+    sys as cu, CudaContext, CudaEvent, CudaFunction, CudaGraph, CudaStream, DriverError,
 };
 use cudarc::nccl::{result as nccl, sys as nccl_sys};
 use std::ffi::{c_void, CStr};
@@ -116,10 +114,6 @@ fn nccl_dtype(dtype: Dtype) -> nccl_sys::ncclDataType_t {
     }
 }
 
-fn cuda_err(what: &str, gpu: usize) -> impl Fn(cudarc::driver::DriverError) -> Error + '_ {
-    move |e| Error::runtime(format!("GPU {gpu}: {what} failed: {e:?}"))
-}
-
 /// One GPU of this process.
 struct LocalRank {
     ordinal: usize,
@@ -130,6 +124,7 @@ struct LocalRank {
     _buffers: Vec<DeviceBuffer>,
     send: u64,
     recv: u64,
+    /// The checker's two u64: the wrong count, then the first wrong index.
     wrong: u64,
     scratch: u64,
     scratch_len: usize,
@@ -140,6 +135,42 @@ struct LocalRank {
     end: CudaEvent,
     /// The other rank threads of this process (None: one rank per process).
     gate: Option<Arc<Gate>>,
+}
+
+impl LocalRank {
+    /// Make this GPU's context current on the calling thread (raw driver
+    /// calls act on the current context).
+    fn bind(&self) -> Result<()> {
+        self.ctx
+            .bind_to_thread()
+            .on_gpu(GpuId(self.ordinal), "cuCtxSetCurrent")
+    }
+
+    /// Launch a data kernel (`function`: `args`' kernel of this rank's
+    /// module) over `n` elements on this rank's stream.
+    ///
+    /// # Safety
+    /// The addresses in `args` must lie in this GPU's buffers, large enough
+    /// for `n` elements of the job's type (and, for the checker, two u64).
+    unsafe fn launch_data<A: DataKernelArgs>(
+        &self,
+        function: &CudaFunction,
+        n: u64,
+        args: &mut A,
+    ) -> Result<()> {
+        self.bind()?;
+        // SAFETY: the module was compiled for the job's type in this context,
+        // the stream belongs to it and the caller vouches for the memory.
+        unsafe {
+            pattern::launch(
+                function.cu_function(),
+                self.stream.cu_stream(),
+                n,
+                args,
+                GpuId(self.ordinal),
+            )
+        }
+    }
 }
 
 /// The communicators of this process, aborted on drop (abort needs no
@@ -200,13 +231,8 @@ impl NcclFailure {
 
 fn run_job(spec: &ChildSpec, emit: &mut dyn FnMut(ChildEvent)) -> Result<()> {
     check_libraries()?;
-    // SAFETY: a dlopen probe only (cudarc panics on the first call otherwise).
-    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-        return Err(Error::runtime(
-            "libnvrtc cannot be loaded (libnvrtc.so.13 or .12 on the loader path): \
-             the data and checking kernels are compiled at run time",
-        ));
-    }
+    // The data and checking kernels are compiled at run time.
+    gpu::require_nvrtc()?;
     if let ChildMode::Pinned { pair } = spec.mode {
         if let Some(why) = refused_pair(pair) {
             return Err(Error::bad_input(why));
@@ -322,16 +348,13 @@ fn run_rank(
 
     // Contexts, streams, kernels, buffers.
     let mut ranks = Vec::new();
-    let mut ptx = None;
+    let mut cubin = None;
     for (i, &ordinal) in ordinals.iter().enumerate() {
-        let ctx =
-            CudaContext::new(ordinal).map_err(cuda_err("cuDevicePrimaryCtxRetain", ordinal))?;
+        let ctx = CudaContext::new(ordinal).on_gpu(GpuId(ordinal), "cuDevicePrimaryCtxRetain")?;
         // SAFETY: we order all work ourselves: every buffer is used on this
         // one stream only, and results are read after explicit synchronisation.
         unsafe { ctx.disable_event_tracking() };
-        let (free, _total) = ctx
-            .mem_get_info()
-            .map_err(cuda_err("cuMemGetInfo", ordinal))?;
+        let (free, _total) = ctx.mem_get_info().on_gpu(GpuId(ordinal), "cuMemGetInfo")?;
         let need = send_max + recv_max + (64 << 20);
         if (free as u64) < need {
             return Err(Error::runtime(format!(
@@ -340,49 +363,50 @@ fn run_rank(
                 crate::units::format_size(free as u64)
             )));
         }
-        let stream = ctx
-            .new_stream()
-            .map_err(cuda_err("cuStreamCreate", ordinal))?;
-        if ptx.is_none() {
-            let (major, minor) = ctx
-                .compute_capability()
-                .map_err(cuda_err("cuDeviceGetAttribute", ordinal))?;
-            let opts = cudarc::nvrtc::CompileOptions {
-                options: vec![format!("--gpu-architecture=compute_{major}{minor}")],
-                ..Default::default()
-            };
-            ptx = Some(
-                cudarc::nvrtc::compile_ptx_with_opts(KERNELS_CU, opts)
-                    .map_err(|e| Error::runtime(format!("NVRTC: data kernels: {e:?}")))?,
-            );
-        }
+        let stream = ctx.new_stream().on_gpu(GpuId(ordinal), "cuStreamCreate")?;
+        // The data kernels, compiled to CUBIN for this GPU's architecture
+        // (the same path and file as the executor's).
+        let image = match cubin.take() {
+            Some(image) => image,
+            None => {
+                let cc = ctx
+                    .compute_capability()
+                    .on_gpu(GpuId(ordinal), "cuDeviceGetAttribute")?;
+                pattern::compile(spec.dtype, &nvrtc::arch_of(cc))?.image
+            }
+        };
         let module = ctx
-            .load_module(ptx.clone().ok_or_else(|| Error::runtime("no PTX"))?)
-            .map_err(cuda_err("cuModuleLoadData", ordinal))?;
+            .load_module(cudarc::nvrtc::Ptx::from_binary(image.clone()))
+            .on_gpu(GpuId(ordinal), "cuModuleLoadData")?;
+        cubin = Some(image);
         let fill = module
-            .load_function(FILL_KERNEL)
-            .map_err(cuda_err("cuModuleGetFunction", ordinal))?;
+            .load_function(FillArgs::KERNEL)
+            .on_gpu(GpuId(ordinal), "cuModuleGetFunction (planner_fill)")?;
         let check = module
-            .load_function(CHECK_KERNEL)
-            .map_err(cuda_err("cuModuleGetFunction", ordinal))?;
-        // Plain cuMemAlloc (not a stream-ordered pool): NCCL may register
-        // these buffers (CUDA-graph mode), which pool memory does not allow.
+            .load_function(CheckArgs::KERNEL)
+            .on_gpu(GpuId(ordinal), "cuModuleGetFunction (planner_check)")?;
+        // Plain cuMemAlloc (see gpu::buffer): NCCL may register these buffers.
         // Uninitialised memory is fine: the send buffer is filled below and
         // the receive buffer is read only after a collective or the
         // poisoning memset wrote it.
-        let send_buf = DeviceBuffer::new(&ctx, send_max as usize, "send")?;
-        let recv_buf = DeviceBuffer::new(&ctx, recv_max as usize, "recv")?;
-        let wrong_buf = DeviceBuffer::new(&ctx, 8, "counter")?;
-        let scratch_buf = DeviceBuffer::new(&ctx, 8 * scratch_len, "scratch")?;
-        let (send, recv, wrong, scratch) =
-            (send_buf.ptr, recv_buf.ptr, wrong_buf.ptr, scratch_buf.ptr);
+        let id = GpuId(ordinal);
+        let send_buf = DeviceBuffer::new(&ctx, id, send_max as usize, "send")?;
+        let recv_buf = DeviceBuffer::new(&ctx, id, recv_max as usize, "recv")?;
+        let wrong_buf = DeviceBuffer::new(&ctx, id, 16, "check counters")?;
+        let scratch_buf = DeviceBuffer::new(&ctx, id, 8 * scratch_len, "scratch")?;
+        let (send, recv, wrong, scratch) = (
+            send_buf.ptr(),
+            recv_buf.ptr(),
+            wrong_buf.ptr(),
+            scratch_buf.ptr(),
+        );
         let timing = Some(cu::CUevent_flags::CU_EVENT_DEFAULT);
         let start = ctx
             .new_event(timing)
-            .map_err(cuda_err("cuEventCreate", ordinal))?;
+            .on_gpu(GpuId(ordinal), "cuEventCreate")?;
         let end = ctx
             .new_event(timing)
-            .map_err(cuda_err("cuEventCreate", ordinal))?;
+            .on_gpu(GpuId(ordinal), "cuEventCreate")?;
         ranks.push(LocalRank {
             ordinal,
             rank: first_rank + i,
@@ -403,23 +427,15 @@ fn run_rank(
         });
     }
 
-    // Inputs: every rank's pattern over the whole send buffer.
-    let amp = amplitude(spec.dtype, world);
+    // Inputs: every rank's pattern over the whole send buffer (amplitude
+    // from the world size, so sums over all ranks stay exact).
+    let data = DataPattern::new(spec.dtype, world, pattern::DEFAULT_SEED);
     for r in &ranks {
         let elems = send_max / spec.dtype.size();
-        let dtype = dtype_code(spec.dtype);
-        let rank = r.rank as u32;
-        let mut launch = r.stream.launch_builder(&r.fill);
-        launch
-            .arg(&r.send)
-            .arg(&elems)
-            .arg(&dtype)
-            .arg(&rank)
-            .arg(&amp);
-        // SAFETY: planner_fill(void*, u64, int, u32, u32) matches these five
-        // arguments, and writes `elems` elements of `dtype` inside the send
+        let mut args = data.fill_args(r.send, elems, r.rank as u32);
+        // SAFETY: planner_fill writes `elems` elements inside the send
         // buffer, which holds send_max bytes.
-        unsafe { launch.launch(grid_for(elems)) }.map_err(cuda_err("fill kernel", r.ordinal))?;
+        unsafe { r.launch_data(&r.fill, elems, &mut args)? };
     }
     for r in &ranks {
         wait_stream(r, "fill kernel")?;
@@ -445,7 +461,7 @@ fn run_rank(
     if spec.mode != ChildMode::Choices {
         warm_clocks(spec, &ranks, &comms, world);
     }
-    let outcome = run_sizes(spec, &ranks, &comms, amp, world, distributed, emit);
+    let outcome = run_sizes(spec, &ranks, &comms, data, world, distributed, emit);
     if outcome.is_err() {
         // Release the other threads before this communicator is aborted.
         if let Some(gate) = &gate {
@@ -461,7 +477,7 @@ fn run_sizes(
     spec: &ChildSpec,
     ranks: &[LocalRank],
     comms: &Comms,
-    amp: u32,
+    data: DataPattern,
     world: usize,
     distributed: bool,
     emit: &mut dyn FnMut(ChildEvent),
@@ -495,7 +511,7 @@ fn run_sizes(
             emit(event);
             continue;
         }
-        match run_size(spec, ranks, comms, c, amp, world, distributed) {
+        match run_size(spec, ranks, comms, c, data, world, distributed) {
             Ok((times, iters, wrong)) => {
                 if let ChildEvent::Size {
                     status,
@@ -581,51 +597,6 @@ impl From<Error> for SizeError {
     }
 }
 
-/// Device memory from plain cuMemAlloc, freed on drop.
-struct DeviceBuffer {
-    ctx: Arc<CudaContext>,
-    ptr: u64,
-}
-
-impl DeviceBuffer {
-    fn new(ctx: &Arc<CudaContext>, bytes: usize, what: &str) -> Result<DeviceBuffer> {
-        ctx.bind_to_thread()
-            .map_err(cuda_err("cuCtxSetCurrent", ctx.ordinal()))?;
-        // SAFETY: cuMemAlloc with the context current; the pointer is freed
-        // once, in drop, with the same context current.
-        let ptr = unsafe { cudarc::driver::result::malloc_sync(bytes.max(1)) }.map_err(|e| {
-            Error::runtime(format!(
-                "GPU {}: cuMemAlloc ({what}, {}) failed: {e:?}",
-                ctx.ordinal(),
-                crate::units::format_size(bytes as u64)
-            ))
-        })?;
-        Ok(DeviceBuffer {
-            ctx: ctx.clone(),
-            ptr,
-        })
-    }
-}
-
-impl Drop for DeviceBuffer {
-    fn drop(&mut self) {
-        if self.ctx.bind_to_thread().is_ok() {
-            // SAFETY: `ptr` came from cuMemAlloc in this context and is freed
-            // exactly once; all work using it was synchronised before.
-            let _ = unsafe { cudarc::driver::result::free_sync(self.ptr) };
-        }
-    }
-}
-
-fn grid_for(elems: u64) -> LaunchConfig {
-    let blocks = elems.div_ceil(256).clamp(1, 4096) as u32;
-    LaunchConfig {
-        grid_dim: (blocks, 1, 1),
-        block_dim: (256, 1, 1),
-        shared_mem_bytes: 0,
-    }
-}
-
 fn init_comm(place: Place, ranks: &[LocalRank]) -> Result<Comms> {
     let Place {
         ordinal,
@@ -635,9 +606,7 @@ fn init_comm(place: Place, ranks: &[LocalRank]) -> Result<Comms> {
     } = place;
     let r = &ranks[0];
     // ncclCommInitRank works on the calling thread's current device.
-    r.ctx
-        .bind_to_thread()
-        .map_err(cuda_err("cuCtxSetCurrent", r.ordinal))?;
+    r.bind()?;
     // ncclCommInitRank blocks until every rank has called it: go in only
     // when every local thread got this far, so a thread that failed before
     // cannot leave the others waiting inside NCCL.
@@ -720,11 +689,9 @@ fn sync_all(ranks: &[LocalRank]) -> Result<()> {
 /// join the collective this stream waits on) stops instead of hanging.
 fn wait_stream(r: &LocalRank, what: &str) -> Result<()> {
     let Some(gate) = &r.gate else {
-        return r.stream.synchronize().map_err(cuda_err(what, r.ordinal));
+        return r.stream.synchronize().on_gpu(GpuId(r.ordinal), what);
     };
-    r.ctx
-        .bind_to_thread()
-        .map_err(cuda_err("cuCtxSetCurrent", r.ordinal))?;
+    r.bind()?;
     loop {
         // SAFETY: the stream handle is owned by `r.stream`, alive here.
         match unsafe { cu::cuStreamQuery(r.stream.cu_stream()) } {
@@ -735,12 +702,7 @@ fn wait_stream(r: &LocalRank, what: &str) -> Result<()> {
                 }
                 std::thread::yield_now();
             }
-            other => {
-                return Err(Error::runtime(format!(
-                    "GPU {}: {what} failed: {other:?}",
-                    r.ordinal
-                )))
-            }
+            other => return Err(cuda_error(GpuId(r.ordinal), what, &DriverError(other))),
         }
     }
 }
@@ -768,7 +730,7 @@ fn run_size(
     ranks: &[LocalRank],
     comms: &Comms,
     c: Counts,
-    amp: u32,
+    data: DataPattern,
     world: usize,
     distributed: bool,
 ) -> std::result::Result<(Vec<f64>, u32, u64), SizeError> {
@@ -795,16 +757,18 @@ fn run_size(
     // The checked call.
     for r in ranks {
         // Raw driver calls act on the thread's current context.
-        r.ctx
-            .bind_to_thread()
-            .map_err(cuda_err("cuCtxSetCurrent", r.ordinal))?;
+        r.bind()?;
         let stream = r.stream.cu_stream();
-        // SAFETY: both ranges lie inside buffers allocated on this stream's GPU.
+        // SAFETY: the ranges lie inside buffers allocated on this stream's
+        // GPU (the counters' buffer holds 16 bytes).
         unsafe {
             cudarc::driver::result::memset_d8_async(r.recv, 0xFF, r.recv_bytes as usize, stream)
-                .map_err(cuda_err("cuMemsetD8 (poison)", r.ordinal))?;
+                .on_gpu(GpuId(r.ordinal), "cuMemsetD8 (poison)")?;
+            // The wrong count starts at 0, the first wrong index at u64::MAX.
             cudarc::driver::result::memset_d8_async(r.wrong, 0, 8, stream)
-                .map_err(cuda_err("cuMemsetD8 (counter)", r.ordinal))?;
+                .on_gpu(GpuId(r.ordinal), "cuMemsetD8 (counter)")?;
+            cudarc::driver::result::memset_d8_async(r.wrong + 8, 0xFF, 8, stream)
+                .on_gpu(GpuId(r.ordinal), "cuMemsetD8 (first wrong)")?;
         }
     }
     launch_collective(spec, ranks, comms, c).map_err(SizeError::Nccl)?;
@@ -815,31 +779,23 @@ fn run_size(
             _ => c.recv_elems,
         };
         if out_elems > 0 {
-            let (dtype, coll) = (dtype_code(spec.dtype), collective_code(spec.collective));
-            let (rank, nranks, root) = (r.rank as u32, world as u32, 0u32);
-            let mut launch = r.stream.launch_builder(&r.check);
-            launch
-                .arg(&r.recv)
-                .arg(&out_elems)
-                .arg(&c.per_rank)
-                .arg(&dtype)
-                .arg(&coll)
-                .arg(&rank)
-                .arg(&nranks)
-                .arg(&root)
-                .arg(&amp)
-                .arg(&r.wrong);
-            // SAFETY: planner_check(const void*, u64, u64, int, int, u32, u32,
-            // u32, u32, u64*) matches these ten arguments; it reads
-            // `out_elems` elements inside the receive buffer and adds to the
-            // one-u64 counter.
-            unsafe { launch.launch(grid_for(out_elems)) }
-                .map_err(cuda_err("check kernel", r.ordinal))?;
+            // Broadcast and Reduce are called with root 0.
+            let expectation = Expectation {
+                pattern: data,
+                collective: spec.collective,
+                n_ranks: world as u32,
+                rank: r.rank as u32,
+                root: 0,
+                count: c.per_rank,
+            };
+            let mut args = expectation.check_args(r.recv, out_elems, r.wrong, r.wrong + 8);
+            // SAFETY: planner_check reads `out_elems` elements inside the
+            // receive buffer (recv_elems at most) and writes the two u64 of
+            // the counters' buffer (16 bytes).
+            unsafe { r.launch_data(&r.check, out_elems, &mut args)? };
         }
         let mut host = [0u64; 1];
-        r.ctx
-            .bind_to_thread()
-            .map_err(cuda_err("cuCtxSetCurrent", r.ordinal))?;
+        r.bind()?;
         // The collective must be done before the pageable copy below, which
         // would otherwise block where no peer failure can stop it.
         wait_stream(r, "check kernel")?;
@@ -847,7 +803,7 @@ fn run_size(
         unsafe {
             cudarc::driver::result::memcpy_dtoh_async(&mut host, r.wrong, r.stream.cu_stream())
         }
-        .map_err(cuda_err("cuMemcpyDtoH (counter)", r.ordinal))?;
+        .on_gpu(GpuId(r.ordinal), "cuMemcpyDtoH (counter)")?;
         wait_stream(r, "check kernel")?;
         wrong += host[0];
     }
@@ -882,7 +838,7 @@ fn time_loops(
         for r in ranks {
             r.start
                 .record(&r.stream)
-                .map_err(cuda_err("cuEventRecord", r.ordinal))?;
+                .on_gpu(GpuId(r.ordinal), "cuEventRecord")?;
         }
         for _ in 0..iters {
             launch_collective(spec, ranks, comms, c).map_err(SizeError::Nccl)?;
@@ -890,7 +846,7 @@ fn time_loops(
         for r in ranks {
             r.end
                 .record(&r.stream)
-                .map_err(cuda_err("cuEventRecord", r.ordinal))?;
+                .on_gpu(GpuId(r.ordinal), "cuEventRecord")?;
         }
         times.push(slowest_loop_us(ranks, iters)?);
     }
@@ -908,7 +864,7 @@ fn time_with_graphs(
     for r in ranks {
         r.stream
             .begin_capture(cu::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-            .map_err(cuda_err("cuStreamBeginCapture", r.ordinal))?;
+            .on_gpu(GpuId(r.ordinal), "cuStreamBeginCapture")?;
     }
     let mut captured = Ok(());
     for _ in 0..iters {
@@ -929,7 +885,7 @@ fn time_with_graphs(
                     r.ordinal
                 )))
             }
-            Err(e) => capture_error = Some(cuda_err("cuStreamEndCapture", r.ordinal)(e)),
+            Err(e) => capture_error = Some(cuda_error(GpuId(r.ordinal), "cuStreamEndCapture", &e)),
         }
     }
     captured.map_err(SizeError::Nccl)?;
@@ -938,7 +894,7 @@ fn time_with_graphs(
     }
     // One untimed replay, then the timed ones.
     for (g, r) in graphs.iter().zip(ranks) {
-        g.launch().map_err(cuda_err("cuGraphLaunch", r.ordinal))?;
+        g.launch().on_gpu(GpuId(r.ordinal), "cuGraphLaunch")?;
     }
     sync_all(ranks)?;
     let mut times = Vec::new();
@@ -948,15 +904,15 @@ fn time_with_graphs(
         for r in ranks {
             r.start
                 .record(&r.stream)
-                .map_err(cuda_err("cuEventRecord", r.ordinal))?;
+                .on_gpu(GpuId(r.ordinal), "cuEventRecord")?;
         }
         for (g, r) in graphs.iter().zip(ranks) {
-            g.launch().map_err(cuda_err("cuGraphLaunch", r.ordinal))?;
+            g.launch().on_gpu(GpuId(r.ordinal), "cuGraphLaunch")?;
         }
         for r in ranks {
             r.end
                 .record(&r.stream)
-                .map_err(cuda_err("cuEventRecord", r.ordinal))?;
+                .on_gpu(GpuId(r.ordinal), "cuEventRecord")?;
         }
         times.push(slowest_loop_us(ranks, iters)?);
     }
@@ -971,7 +927,7 @@ fn slowest_loop_us(ranks: &[LocalRank], iters: u32) -> Result<f64> {
         let ms = r
             .start
             .elapsed_ms(&r.end)
-            .map_err(cuda_err("cuEventElapsedTime", r.ordinal))?;
+            .on_gpu(GpuId(r.ordinal), "cuEventElapsedTime")?;
         slowest = slowest.max(ms as f64);
     }
     Ok(slowest * 1000.0 / iters.max(1) as f64)
@@ -990,15 +946,13 @@ fn all_reduce_f64(
     if n == 0 || n > r.scratch_len {
         return Ok(values.to_vec());
     }
-    r.ctx
-        .bind_to_thread()
-        .map_err(cuda_err("cuCtxSetCurrent", r.ordinal))?;
+    r.bind()?;
     let stream = r.stream.cu_stream();
     // SAFETY: the scratch buffer holds scratch_len >= n f64 on this GPU; the
     // host slice holds n f64 and the copy is synchronous for pageable memory.
     unsafe {
         cudarc::driver::result::memcpy_htod_async(r.scratch, values, stream)
-            .map_err(cuda_err("cuMemcpyHtoD", r.ordinal))?;
+            .on_gpu(GpuId(r.ordinal), "cuMemcpyHtoD")?;
     }
     let ptr = r.scratch as *mut c_void;
     // SAFETY: in-place all-reduce of n f64 inside the scratch buffer, on this
@@ -1020,7 +974,7 @@ fn all_reduce_f64(
     // SAFETY: reads n f64 from the scratch buffer into `out` (n f64).
     unsafe {
         cudarc::driver::result::memcpy_dtoh_async(&mut out, r.scratch, stream)
-            .map_err(cuda_err("cuMemcpyDtoH", r.ordinal))?;
+            .on_gpu(GpuId(r.ordinal), "cuMemcpyDtoH")?;
     }
     wait_stream(r, "cuStreamSynchronize")?;
     Ok(out)

@@ -18,10 +18,10 @@
 //!
 //! This file holds what needs no GPU: names, environments, the TUNING-line
 //! parser, the child's job description and its report lines. The GPU side is
-//! `nccl_child.rs`, the kernels for data and checks `nccl_kernels.rs`.
+//! `child.rs`; its data and checking kernels are the executor's too
+//! (`crate::gpu::pattern`, `kernels/pattern.cu`).
 
 pub mod child;
-pub mod kernels;
 pub mod spawn;
 
 use crate::error::{Error, Result};

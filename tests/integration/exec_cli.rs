@@ -38,7 +38,7 @@ fn bad_dtype_collective_and_virtual_ranks_are_bad_input() {
 
 #[test]
 fn no_driver_is_a_clear_runtime_error() {
-    if planner::exec::cuda::require_driver().is_ok() {
+    if planner::gpu::require_driver().is_ok() {
         eprintln!("skipping: this machine has a CUDA driver");
         return;
     }

@@ -1,11 +1,16 @@
-//! Every kernel variant compiles with NVRTC to CUBIN for sm_90 (no GPU needed).
-//! In CI (CI=true) NVRTC must be present (.ci/run installs the 13.0 wheel);
-//! on a developer machine without it the test says so and passes.
+//! Every kernel compiles with NVRTC to CUBIN for sm_90 (no GPU needed): the
+//! executor's variants and the NCCL backend's data kernels, through the one
+//! compile path (`planner::gpu::nvrtc`). In CI (CI=true) NVRTC must be
+//! present (.ci/run installs the 13.0 wheel); on a developer machine without
+//! it the test says so and passes.
 
 use planner::exec::kernels::{self, Variant};
+use planner::gpu::nvrtc::{self, Cubin};
+use planner::gpu::pattern;
+use planner::measure::Dtype;
 
 fn nvrtc_or_skip() -> bool {
-    if planner::exec::cuda::nvrtc_available() {
+    if planner::gpu::nvrtc_available() {
         return true;
     }
     let in_ci = std::env::var("CI").map(|v| v == "true").unwrap_or(false);
@@ -22,7 +27,7 @@ fn every_kernel_compiles_to_sm90_cubin() {
     if !nvrtc_or_skip() {
         return;
     }
-    let (major, _minor) = kernels::nvrtc_version().expect("nvrtcVersion");
+    let (major, _minor) = nvrtc::nvrtc_version().expect("nvrtcVersion");
     assert!(major >= 12, "NVRTC {major}.x is too old for sm_90 CUBIN");
     let variants = Variant::all();
     // 3 types x (6 all-reduce pairs + 3 Ring/Simple collectives)
@@ -30,20 +35,49 @@ fn every_kernel_compiles_to_sm90_cubin() {
     for v in variants {
         let cubin =
             kernels::compile(&v, "sm_90").unwrap_or_else(|e| panic!("{} failed: {e}", v.name()));
-        // A CUBIN is an ELF file.
-        assert_eq!(
-            &cubin.image[..4],
-            b"\x7fELF",
-            "{} is not an ELF image",
-            v.name()
-        );
-        assert!(
-            !cubin.log.contains("warning"),
-            "{} compiled with warnings:\n{}",
-            v.name(),
-            cubin.log
-        );
+        assert_clean_cubin(&v.name(), &cubin);
+        for kernel in ["planner_collective", "planner_fill", "planner_check"] {
+            assert!(holds_symbol(&cubin, kernel), "{} lacks {kernel}", v.name());
+        }
     }
+}
+
+/// The NCCL backend's fill and check kernels, one module per type.
+#[test]
+fn every_data_kernel_compiles_to_sm90_cubin() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    for dtype in [Dtype::F32, Dtype::Bf16, Dtype::F16] {
+        let name = format!("data kernels ({dtype})");
+        let cubin =
+            pattern::compile(dtype, "sm_90").unwrap_or_else(|e| panic!("{name} failed: {e}"));
+        assert_clean_cubin(&name, &cubin);
+        assert_eq!(cubin.arch, "sm_90");
+        for kernel in ["planner_fill", "planner_check"] {
+            assert!(holds_symbol(&cubin, kernel), "{name} lacks {kernel}");
+        }
+        assert!(!holds_symbol(&cubin, "planner_collective"), "{name}");
+    }
+}
+
+/// A CUBIN is an ELF file, and NVRTC had nothing to warn about.
+fn assert_clean_cubin(name: &str, cubin: &Cubin) {
+    assert_eq!(&cubin.image[..4], b"\x7fELF", "{name} is not an ELF image");
+    assert!(
+        !cubin.log.contains("warning"),
+        "{name} compiled with warnings:\n{}",
+        cubin.log
+    );
+}
+
+/// Whether the image's symbol names include `kernel` (extern "C": unmangled).
+fn holds_symbol(cubin: &Cubin, kernel: &str) -> bool {
+    let needle = format!("{kernel}\0");
+    cubin
+        .image
+        .windows(needle.len())
+        .any(|w| w == needle.as_bytes())
 }
 
 #[test]
@@ -53,7 +87,7 @@ fn a_compile_error_reports_nvrtc_log() {
     }
     let dir = std::env::temp_dir().join(format!("planner-bad-kernels-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    for (name, text) in kernels::SOURCE_FILES {
+    for (name, text) in nvrtc::SOURCE_FILES {
         let body = if *name == "collectives.cu" {
             format!("{text}\nthis_is_not_cuda;\n")
         } else {
@@ -61,7 +95,7 @@ fn a_compile_error_reports_nvrtc_log() {
         };
         std::fs::write(dir.join(name), body).unwrap();
     }
-    // SAFETY-free: the variable is only read by kernels::source in this process;
+    // SAFETY-free: the variable is only read by planner::gpu::nvrtc::program_source in this process;
     // this test file runs its tests in one process, so set it via a child instead.
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "compile_error_child", "--nocapture", "--ignored"])

@@ -1,7 +1,7 @@
 //! Plans from a search result, the plan checks, and the input pattern.
 
-use planner::exec::pattern;
 use planner::exec::plan::{chain_tree, validate_tree, ExecPlan, PlanChoice, TreeNode};
+use planner::gpu::pattern::{self, DataPattern};
 use planner::measure::Dtype;
 use planner::model::{Algo, Coll, Proto};
 use planner::search::{Connection, Graphs, Pattern, SearchGraph, SearchResult, TreeLinks};
@@ -183,11 +183,18 @@ fn broken_trees_are_named() {
 
 #[test]
 fn pattern_values_are_small_exact_and_match_their_bits() {
-    // Every value is in -7..=7, so any sum over 16 ranks has at most 7 significant bits.
+    // At the executor's most ranks (16) the amplitude is 5 in every type
+    // (bf16: 256 / 16 = 16, capped at 5), so every value is in -5..=5 (within
+    // the old -7..=7) and any sum over 16 ranks (|sum| <= 80) has at most 7
+    // significant bits.
+    for dtype in [Dtype::F32, Dtype::Bf16, Dtype::F16] {
+        assert_eq!(DataPattern::new(dtype, 16, 1).amp, 5, "{dtype}");
+    }
+    let p = DataPattern::new(Dtype::Bf16, 16, 1);
     for i in 0..10_000u64 {
         for r in 0..16 {
-            let v = pattern::value(r, i, 1);
-            assert!((-7..=7).contains(&v));
+            let v = p.value(r, i);
+            assert!((-5..=5).contains(&v));
         }
     }
     // f32 1.0 = 0x3f800000; bf16 is its top half; f16 1.0 = 0x3c00, -7 = 0xc700, 112 = 0x5700.
@@ -198,8 +205,8 @@ fn pattern_values_are_small_exact_and_match_their_bits() {
     assert_eq!(pattern::bits(Dtype::F16, 112), 0x5700);
     assert_eq!(pattern::bits(Dtype::F16, 0), 0);
     // The values differ between ranks and indices (not a constant pattern).
-    let a: Vec<i32> = (0..64).map(|i| pattern::value(0, i, 1)).collect();
-    let b: Vec<i32> = (0..64).map(|i| pattern::value(1, i, 1)).collect();
+    let a: Vec<i32> = (0..64).map(|i| p.value(0, i)).collect();
+    let b: Vec<i32> = (0..64).map(|i| p.value(1, i)).collect();
     assert_ne!(a, b);
     assert!(a.iter().any(|&v| v != a[0]));
 }
@@ -208,11 +215,12 @@ fn pattern_values_are_small_exact_and_match_their_bits() {
 fn cpu_check_counts_wrong_elements() {
     let c = PlanChoice::all_reduce(Algo::Ring, Proto::Ll, 64);
     let plan = ExecPlan::default_shapes(3, 1, &c).unwrap();
+    let want = plan.expectation(0, 9);
     let mut out: Vec<u32> = (0..16)
-        .map(|i| pattern::bits(Dtype::F32, pattern::expected(&plan, 0, i, 9)))
+        .map(|i| pattern::bits(Dtype::F32, want.value(i)))
         .collect();
-    assert_eq!(pattern::count_wrong(&plan, 0, &out, 9), (0, None));
+    assert_eq!(want.count_wrong(plan.dtype, &out), (0, None));
     out[5] ^= 1;
     out[9] = 0xffff_ffff;
-    assert_eq!(pattern::count_wrong(&plan, 0, &out, 9), (2, Some(5)));
+    assert_eq!(want.count_wrong(plan.dtype, &out), (2, Some(5)));
 }

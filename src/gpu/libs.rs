@@ -1,6 +1,6 @@
 //! Checks that the CUDA driver and NVRTC libraries can be loaded, and carry
-//! the symbols we call, before cudarc touches them: cudarc panics on a missing
-//! library or symbol instead of returning an error (rust-crates.md §2.3).
+//! the symbols we call, before cudarc touches them: with `dynamic-loading`,
+//! cudarc panics on a missing library or symbol instead of returning an error.
 
 use crate::error::{Error, Result};
 
@@ -122,16 +122,4 @@ pub fn require_nvrtc() -> Result<()> {
 /// Whether NVRTC can be used (for tests that skip without it).
 pub fn nvrtc_available() -> bool {
     check_library("nvrtc", NVRTC_SYMBOLS).is_ok()
-}
-
-/// A driver error as one readable phrase: `CUDA_ERROR_X (text)`.
-pub fn describe(err: &cudarc::driver::DriverError) -> String {
-    let name = err
-        .error_name()
-        .map(|c| c.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| format!("{:?}", err.0));
-    match err.error_string() {
-        Ok(text) => format!("{name} ({})", text.to_string_lossy()),
-        Err(_) => name,
-    }
 }

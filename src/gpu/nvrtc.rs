@@ -1,0 +1,186 @@
+//! The one way CUDA source becomes a module: the files in `kernels/`,
+//! concatenated after a few `#define`s, compiled by NVRTC to CUBIN for the
+//! GPU's own architecture (`sm_90` on H100/H200). CUBIN, not PTX: the driver
+//! refuses PTX from an NVRTC newer than itself, and a CUBIN needs no JIT step.
+//!
+//! The sources are built into the binary; `PLANNER_KERNEL_DIR` points at a
+//! directory with edited copies to use instead (no rebuild needed), and
+//! `PLANNER_NVRTC_OPTS` adds compiler options.
+
+use crate::error::{Error, Result};
+use crate::gpu::libs;
+use std::ffi::CString;
+
+/// Every CUDA file, by name. A program names the ones it needs, in order.
+pub const SOURCE_FILES: &[(&str, &str)] = &[
+    ("types.cuh", include_str!("../../kernels/types.cuh")),
+    ("common.cuh", include_str!("../../kernels/common.cuh")),
+    (
+        "proto_simple.cuh",
+        include_str!("../../kernels/proto_simple.cuh"),
+    ),
+    ("proto_ll.cuh", include_str!("../../kernels/proto_ll.cuh")),
+    (
+        "proto_ll128.cuh",
+        include_str!("../../kernels/proto_ll128.cuh"),
+    ),
+    (
+        "collectives.cu",
+        include_str!("../../kernels/collectives.cu"),
+    ),
+    ("pattern.cu", include_str!("../../kernels/pattern.cu")),
+];
+
+/// The text of file `name`: the built-in copy, or the one in `PLANNER_KERNEL_DIR`.
+fn read_source(name: &str) -> Result<String> {
+    if let Ok(dir) = std::env::var("PLANNER_KERNEL_DIR") {
+        if !dir.is_empty() {
+            let path = std::path::Path::new(&dir).join(name);
+            return std::fs::read_to_string(&path).map_err(|e| {
+                Error::bad_input(format!(
+                    "PLANNER_KERNEL_DIR: cannot read {}: {e}",
+                    path.display()
+                ))
+            });
+        }
+    }
+    SOURCE_FILES
+        .iter()
+        .find(|(file, _)| *file == name)
+        .map(|(_, text)| text.to_string())
+        .ok_or_else(|| Error::runtime(format!("no kernel source file {name}")))
+}
+
+/// One program's full source: a comment naming it, its `#define`s, then
+/// each file with a `#line` so NVRTC's messages name the file and line.
+pub fn program_source(name: &str, defines: &[(&str, String)], files: &[&str]) -> Result<String> {
+    let mut text = format!("// {name}\n");
+    for (macro_name, value) in defines {
+        text.push_str(&format!("#define {macro_name} {value}\n"));
+    }
+    for file in files {
+        let body = read_source(file)?;
+        text.push_str(&format!("// ---- {file}\n#line 1 \"{file}\"\n"));
+        text.push_str(&body);
+        text.push('\n');
+    }
+    Ok(text)
+}
+
+/// A compiled module image and the compiler's messages.
+#[derive(Debug, Clone)]
+pub struct Cubin {
+    pub image: Vec<u8>,
+    pub log: String,
+    pub arch: String,
+}
+
+/// The NVRTC architecture of a GPU of compute capability `cc`: `sm_90`.
+pub fn arch_of(cc: (i32, i32)) -> String {
+    format!("sm_{}{}", cc.0, cc.1)
+}
+
+/// NVRTC's version as (major, minor).
+pub fn nvrtc_version() -> Result<(i32, i32)> {
+    libs::require_nvrtc()?;
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: require_nvrtc checked the library and the symbol; the pointers are valid.
+    let rc = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
+    rc.result()
+        .map_err(|e| Error::runtime(format!("nvrtcVersion failed: {e:?}")))?;
+    Ok((major, minor))
+}
+
+/// Compile `source` (named `name` in messages) to CUBIN for `arch` (e.g.
+/// "sm_90") with the extra NVRTC options `extra` (e.g.
+/// "--ptxas-options=--verbose"). On a compile error the message carries
+/// NVRTC's log.
+pub fn compile(name: &str, source: &str, arch: &str, extra: &[&str]) -> Result<Cubin> {
+    libs::require_nvrtc()?;
+    let src = CString::new(source)
+        .map_err(|_| Error::runtime(format!("kernel {name}: the source contains a NUL byte")))?;
+    let file_name = CString::new(format!("{name}.cu"))
+        .map_err(|_| Error::runtime(format!("kernel {name}: the name contains a NUL byte")))?;
+    let prog = cudarc::nvrtc::result::create_program(&src, Some(&file_name))
+        .map_err(|e| Error::runtime(format!("nvrtcCreateProgram failed: {e:?}")))?;
+    let mut options = vec![
+        format!("--gpu-architecture={arch}"),
+        "--std=c++17".to_string(),
+    ];
+    options.extend(extra.iter().map(|s| s.to_string()));
+    // Extra options for investigations, e.g. "--ptxas-options=--verbose".
+    if let Ok(env_opts) = std::env::var("PLANNER_NVRTC_OPTS") {
+        options.extend(env_opts.split_whitespace().map(str::to_string));
+    }
+    // SAFETY: `prog` was just created and is destroyed exactly once below.
+    let compiled = unsafe { cudarc::nvrtc::result::compile_program(prog, &options) };
+    // SAFETY: as above.
+    let log = unsafe { cudarc::nvrtc::result::get_program_log(prog) }
+        .map(|chars| {
+            let bytes: Vec<u8> = chars
+                .iter()
+                .map(|&c| c as u8)
+                .take_while(|&b| b != 0)
+                .collect();
+            String::from_utf8_lossy(&bytes).into_owned()
+        })
+        .unwrap_or_default();
+    let result = match compiled {
+        Err(e) => Err(Error::runtime(format!(
+            "kernel {name} failed to compile for {arch} ({e:?}); NVRTC log:\n{}",
+            log.trim_end()
+        ))),
+        Ok(()) => {
+            let mut size = 0usize;
+            // SAFETY: prog compiled successfully; size is a valid out-pointer.
+            let rc = unsafe { cudarc::nvrtc::sys::nvrtcGetCUBINSize(prog, &mut size) };
+            rc.result()
+                .map_err(|e| Error::runtime(format!("nvrtcGetCUBINSize failed: {e:?}")))
+                .and_then(|()| {
+                    let mut image = vec![0u8; size];
+                    // SAFETY: `image` has exactly the size NVRTC reported.
+                    let rc = unsafe {
+                        cudarc::nvrtc::sys::nvrtcGetCUBIN(prog, image.as_mut_ptr() as *mut _)
+                    };
+                    rc.result()
+                        .map_err(|e| Error::runtime(format!("nvrtcGetCUBIN failed: {e:?}")))
+                        .map(|()| Cubin {
+                            image,
+                            log: log.clone(),
+                            arch: arch.to_string(),
+                        })
+                })
+        }
+    };
+    // SAFETY: prog is valid and not used after this.
+    let _ = unsafe { cudarc::nvrtc::result::destroy_program(prog) };
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_program_is_its_defines_then_its_files_with_line_markers() {
+        let text = program_source(
+            "pattern_f32",
+            &[("PLANNER_T", "float".to_string())],
+            &["types.cuh", "pattern.cu"],
+        )
+        .unwrap();
+        let define = text.find("#define PLANNER_T float\n").unwrap();
+        let types = text.find("#line 1 \"types.cuh\"").unwrap();
+        let pattern = text.find("#line 1 \"pattern.cu\"").unwrap();
+        assert!(define < types && types < pattern, "{text}");
+        assert!(!text.contains("collectives.cu"));
+        let err = program_source("x", &[], &["nonexistent.cu"]).unwrap_err();
+        assert!(err.to_string().contains("nonexistent.cu"), "{err}");
+    }
+
+    #[test]
+    fn architecture_from_compute_capability() {
+        assert_eq!(arch_of((9, 0)), "sm_90");
+        assert_eq!(arch_of((10, 0)), "sm_100");
+    }
+}
