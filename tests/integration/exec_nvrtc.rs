@@ -98,7 +98,12 @@ fn a_compile_error_reports_nvrtc_log() {
     // SAFETY-free: the variable is only read by planner::gpu::nvrtc::program_source in this process;
     // this test file runs its tests in one process, so set it via a child instead.
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "compile_error_child", "--nocapture", "--ignored"])
+        .args([
+            "--exact",
+            "exec_nvrtc::compile_error_child",
+            "--nocapture",
+            "--ignored",
+        ])
         .env("PLANNER_KERNEL_DIR", &dir)
         .output()
         .unwrap();
