@@ -25,6 +25,7 @@ pub mod log;
 pub mod schedule;
 pub mod select;
 pub mod sweep;
+pub mod rules;
 pub mod table;
 pub mod tune;
 
