@@ -604,3 +604,84 @@ fn calls_work_for_every_family() {
         }
     }
 }
+
+/// The machine of `tests/data/logs/nccl-2.29.7-rtx5090-2ranks-socket.log`
+/// (see its README): 2 nodes of one RTX 5090 over sockets. The graph values
+/// are read off the log's own table; the test checks the 2.29 formulas.
+fn rtx5090_two_hosts() -> ModelInput {
+    let mut input = one_gpu_per_node();
+    input.min_sm = 120;
+    input.max_sm = 120;
+    input.ring = GraphInfo {
+        pattern: 4,
+        n_channels: 2,
+        bw_intra: 1.2,
+        bw_inter: 1.2,
+        type_intra: PathType::Loc,
+        type_inter: PathType::Phb,
+        latency_inter: 0.0,
+        same_channels: true,
+    };
+    input.tree = GraphInfo {
+        pattern: 3,
+        bw_intra: 2.4,
+        bw_inter: 2.4,
+        same_channels: false,
+        ..input.ring.clone()
+    };
+    input.max_tree_pattern = 3;
+    input.channels = 4;
+    input.nvls_state = NvlsState::Unavailable("no NVSwitch".to_string());
+    input
+}
+
+#[test]
+fn public_2_29_log_table_and_broadcast_choices() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/logs/nccl-2.29.7-rtx5090-2ranks-socket.log"
+    );
+    let log = std::fs::read_to_string(path).unwrap();
+    let messages: Vec<&str> = log
+        .lines()
+        .filter_map(|l| l.split_once("NCCL INFO ").map(|(_, m)| m))
+        .collect();
+    let version = messages[0].strip_prefix("NCCL version ").unwrap();
+    let (tb, notice) = table::builtin_for_version(version).unwrap();
+    assert_eq!((tb.family.as_str(), notice), ("2.29", None));
+    let m = Model::new(rtx5090_two_hosts(), NcclEnv::default(), tb).unwrap();
+    // The 24 table lines; the log has no threadThresholds line (INIT subsystem off).
+    let table_lines: Vec<&str> = messages
+        .iter()
+        .copied()
+        .filter(|m| {
+            m.starts_with("  Algorithm   |")
+                || m.starts_with("  Protocol    |")
+                || m.starts_with(" Max NThreads |")
+                || Coll::ALL
+                    .iter()
+                    .any(|c| m.starts_with(&format!("{:>13} |", c.nccl_name())))
+        })
+        .collect();
+    assert_eq!(table_lines.len(), 24);
+    let ours = nccl_table_lines(&m);
+    for (k, want) in table_lines.iter().enumerate() {
+        assert_eq!(ours[k], *want, "table line {k}");
+    }
+    // Per-call lines: Ring/LL up to 16 KiB, Ring/Simple from 32 KiB (crossover
+    // 9.3 + b/1200 = 22.4 + b/2400 at b = 31440), channel ranges as logged.
+    let calls: Vec<&str> = messages
+        .iter()
+        .copied()
+        .filter(|m| m.starts_with("Broadcast: "))
+        .collect();
+    assert_eq!(calls.len(), 18);
+    for line in calls {
+        let bytes: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+        let plan = m.plan(&Call::new(Coll::Broadcast, bytes, 2, 1).unwrap()).unwrap();
+        assert_eq!(
+            planner::report::explain::nccl_call_lines(&[plan]),
+            vec![line.to_string()]
+        );
+    }
+}
