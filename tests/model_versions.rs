@@ -85,7 +85,11 @@ fn every_family_loads_with_the_tag_it_was_read_from() {
         assert_eq!(tb.family, family);
         assert_eq!(tb.verified_against, format!("NCCL {tag}"));
         assert_eq!(Some(tb.version), rules::parse_family(family));
-        assert_eq!(tb.changes_from_previous.is_empty(), family == "2.18", "{family}");
+        assert_eq!(
+            tb.changes_from_previous.is_empty(),
+            family == "2.18",
+            "{family}"
+        );
         // treeCorrectionFactor has 23 entries up to 2.28, 24 from 2.29
         // (v2.29.7-1 src/graph/tuning.cc:581).
         let want = if tb.version >= (2, 29) { 24 } else { 23 };
@@ -208,7 +212,10 @@ fn any_version_maps_to_a_family() {
     let c = table::for_version("2.32.1").unwrap();
     assert_eq!(c.family, "2.30");
     let notice = c.notice.unwrap();
-    assert!(notice.contains("2.32.1") && notice.contains("2.30"), "{notice}");
+    assert!(
+        notice.contains("2.32.1") && notice.contains("2.30"),
+        "{notice}"
+    );
     assert_eq!(notice.lines().count(), 1);
     assert_eq!(table::for_version("3.0").unwrap().family, "2.30");
     let (tb, notice) = table::builtin_for_version("2.31").unwrap();
@@ -263,7 +270,11 @@ fn capture_cells_by_hand_in_every_family() {
         close(bw(&m, AG, Algo::Ring, Proto::Ll), 2.0 * ring_ll, family);
         // Tree/LL AllReduce: min(720*0.92, 12*38.7) = 464.4, /3.8 = 122.2,
         // capped by llMaxBw, x0.5.
-        let tree_ll = if v <= (2, 20) { 87.7 * 0.5 } else { 464.4 / 3.8 * 0.5 };
+        let tree_ll = if v <= (2, 20) {
+            87.7 * 0.5
+        } else {
+            464.4 / 3.8 * 0.5
+        };
         close(bw(&m, AR, Algo::Tree, Proto::Ll), tree_ll, family);
         // Ring/LL latency 6.6 + 2 x 0.6 in every family (v2.18.6-1 :57,67).
         close(lat(&m, AR, Algo::Ring, Proto::Ll), 7.8, family);
@@ -293,7 +304,10 @@ fn capture_cells_by_hand_in_every_family() {
                 "{family}: {pat:?}"
             );
         } else {
-            assert!(matches!(pat[0], MaskReason::PatDisabled(_)), "{family}: {pat:?}");
+            assert!(
+                matches!(pat[0], MaskReason::PatDisabled(_)),
+                "{family}: {pat:?}"
+            );
         }
         // NVLS AllGather: no kernel before 2.19 (v2.19.4-1 :168-169).
         let nvls = m.tuned.masks_of(Coll::AllGather, Algo::Nvls, Proto::Simple);
@@ -322,7 +336,14 @@ fn capture_picks_differ_only_where_the_model_changed() {
         let m = capture(family);
         let c = m.choose(Coll::AllReduce, 8192, 1).unwrap();
         assert_eq!((c.algo, c.proto), (Algo::Ring, Proto::Ll), "{family}");
-        let want = 7.8 + 8192.0 / (1000.0 * if m.table.version <= (2, 20) { 87.7 } else { 141.0 });
+        let want = 7.8
+            + 8192.0
+                / (1000.0
+                    * if m.table.version <= (2, 20) {
+                        87.7
+                    } else {
+                        141.0
+                    });
         close(c.time_us, want, family);
     }
 }
@@ -382,7 +403,8 @@ fn one_gpu_per_node_rules() {
     close(lat(&m23, AG, Algo::Pat, Proto::Simple), 17.6, "2.23");
     close(lat(&m28, AG, Algo::Pat, Proto::Simple), 17.6, "2.28");
     assert!(matches!(
-        m22.tuned.masks_of(Coll::AllGather, Algo::Pat, Proto::Simple)[0],
+        m22.tuned
+            .masks_of(Coll::AllGather, Algo::Pat, Proto::Simple)[0],
         MaskReason::NotInFamily { .. }
     ));
 }
@@ -396,8 +418,16 @@ fn ring_inter_steps_two_nodes_of_two() {
     let env = capture_env();
     // nsteps 2*(4-1) = 6, intraLat max(0.6, netOverhead 1.0) = 1.0, interLat 2.7 (ppn 2):
     // 2.22: 6.6 + (6-4)*1.0 + 4*2.7 = 19.4; 2.23: 6.6 + (6-2)*1.0 + 2*2.7 = 16.0.
-    close(lat(&model(&input, &env, "2.22"), AR, Algo::Ring, Proto::Ll), 19.4, "2.22");
-    close(lat(&model(&input, &env, "2.23"), AR, Algo::Ring, Proto::Ll), 16.0, "2.23");
+    close(
+        lat(&model(&input, &env, "2.22"), AR, Algo::Ring, Proto::Ll),
+        19.4,
+        "2.22",
+    );
+    close(
+        lat(&model(&input, &env, "2.23"), AR, Algo::Ring, Proto::Ll),
+        16.0,
+        "2.23",
+    );
 }
 
 /// 8 GPUs on one NVSwitch node with NVLS: NVLS graph 16 ch, 40 GB/s intra, 20 inter.
@@ -459,11 +489,16 @@ fn ll128_gate_by_gpu_generation() {
     let m26 = model(&input, &env, "2.26");
     assert_eq!(bw(&m26, AR, Algo::Ring, Proto::Ll128), 0.0);
     assert!(matches!(
-        m26.tuned.masks_of(Coll::AllReduce, Algo::Ring, Proto::Ll128)[0],
+        m26.tuned
+            .masks_of(Coll::AllReduce, Algo::Ring, Proto::Ll128)[0],
         MaskReason::Ll128UnlistedGpu { sm: 86, .. }
     ));
     // 2.27: any sm70+ (v2.27.7-1 :470); Ampere row: min(331.2, 12*20) = 240.
-    close(bw(&model(&input, &env, "2.27"), AR, Algo::Ring, Proto::Ll128), 240.0, "2.27");
+    close(
+        bw(&model(&input, &env, "2.27"), AR, Algo::Ring, Proto::Ll128),
+        240.0,
+        "2.27",
+    );
     // sm100 before 2.25: Hopper rows (v2.24.3-1 :210) and no LL128 (no case 100).
     input.min_sm = 100;
     input.max_sm = 100;
@@ -554,13 +589,24 @@ fn ring_backup_until_2_23() {
     assert_eq!(c.algo, Algo::Ring);
     // 2.18 never disables Ring outside AllReduce (v2.18.6-1 :296-297).
     let m18 = model(&h200x2_capture(), &env, "2.18");
-    assert_eq!(m18.choose(Coll::AllGather, 1 << 20, 1).unwrap().algo, Algo::Ring);
+    assert_eq!(
+        m18.choose(Coll::AllGather, 1 << 20, 1).unwrap().algo,
+        Algo::Ring
+    );
     // From 2.24 there is no backup: a usage error.
     let e = model(&h200x2_capture(), &env, "2.24")
         .choose(Coll::AllGather, 1 << 20, 1)
         .unwrap_err();
     assert_eq!(e.exit_code(), 2);
-    assert_eq!(bw(&model(&h200x2_capture(), &env, "2.24"), AG, Algo::Ring, Proto::Ll), 0.0);
+    assert_eq!(
+        bw(
+            &model(&h200x2_capture(), &env, "2.24"),
+            AG,
+            Algo::Ring,
+            Proto::Ll
+        ),
+        0.0
+    );
 }
 
 #[test]
@@ -678,7 +724,9 @@ fn public_2_29_log_table_and_broadcast_choices() {
     assert_eq!(calls.len(), 18);
     for line in calls {
         let bytes: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
-        let plan = m.plan(&Call::new(Coll::Broadcast, bytes, 2, 1).unwrap()).unwrap();
+        let plan = m
+            .plan(&Call::new(Coll::Broadcast, bytes, 2, 1).unwrap())
+            .unwrap();
         assert_eq!(
             planner::report::explain::nccl_call_lines(&[plan]),
             vec![line.to_string()]

@@ -22,10 +22,10 @@ pub mod examples;
 pub mod input;
 pub mod knobs;
 pub mod log;
+pub mod rules;
 pub mod schedule;
 pub mod select;
 pub mod sweep;
-pub mod rules;
 pub mod table;
 pub mod tune;
 

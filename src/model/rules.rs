@@ -201,7 +201,7 @@ pub const RULES: &[RuleInfo] = &[
         (2, 18),
         Some((2, 22)),
         "Ring/LL128 busBw x0.7 instead of x0.92 when ppn < 2",
-        "v2.22.3-1 src/graph/tuning.cc:179",
+        "v2.18.6-1 src/graph/tuning.cc:179 (to v2.22.3-1 :179)",
     ),
     rule(
         Rule::NvlsModel2_18,
@@ -289,7 +289,7 @@ pub const RULES: &[RuleInfo] = &[
         (2, 18),
         Some((2, 22)),
         "Ring AllReduce latency counts 2*nNodes inter-node steps (2*(nNodes-1) from 2.23)",
-        "v2.22.3-1 src/graph/tuning.cc:159",
+        "v2.18.6-1 src/graph/tuning.cc:161-163 (to v2.22.3-1 :159)",
     ),
     rule(
         Rule::PatLatencyHardCoded,
@@ -321,7 +321,7 @@ pub const RULES: &[RuleInfo] = &[
         (2, 18),
         Some((2, 23)),
         "when CollNet is off and NCCL_ALGO left no Ring/Tree/NVLS/NVLSTree, Ring and Tree are re-enabled",
-        "v2.23.4-1 src/graph/tuning.cc:310-314",
+        "v2.18.6-1 src/graph/tuning.cc:267-272 (to v2.23.4-1 :310-314)",
     ),
     rule(
         Rule::RingBackup,
@@ -329,7 +329,7 @@ pub const RULES: &[RuleInfo] = &[
         (2, 19),
         Some((2, 23)),
         "a function with every entry at 0 gets Ring's model bandwidths back (init table); a masked Ring is a per-call fallback",
-        "v2.23.4-1 src/graph/tuning.cc:343-357; v2.23.4-1 src/enqueue.cc updateCollCostTable/topoGetAlgoInfo backup",
+        "v2.19.4-1 src/graph/tuning.cc:202-204,305-318,404-412, src/enqueue.cc:1190-1215 (to v2.23.4-1 tuning.cc:343-357)",
     ),
     rule(
         Rule::Ll128Sm708090Only,
@@ -337,7 +337,7 @@ pub const RULES: &[RuleInfo] = &[
         (2, 18),
         Some((2, 24)),
         "LL128 auto only when minCompCap is exactly 70, 80 or 90",
-        "v2.24.3-1 src/graph/tuning.cc:426-431",
+        "v2.18.6-1 src/graph/tuning.cc:288-293 (to v2.24.3-1 :426-431)",
     ),
     rule(
         Rule::Ll128Sm70To120List,
@@ -345,7 +345,7 @@ pub const RULES: &[RuleInfo] = &[
         (2, 25),
         Some((2, 26)),
         "LL128 auto only when minCompCap is exactly 70, 80, 90, 100 or 120",
-        "v2.26.6-1 src/graph/tuning.cc:432-439",
+        "v2.25.1-1 src/graph/tuning.cc:431-437 (to v2.26.6-1 :432-439)",
     ),
     rule(
         Rule::Ll128C2cKnob,
@@ -417,7 +417,7 @@ pub const RULES: &[RuleInfo] = &[
         (2, 19),
         Some((2, 26)),
         "NVLS AllGather/ReduceScatter skipped per call across nodes",
-        "v2.26.6-1 src/enqueue.cc:1688-1689",
+        "v2.19.4-1 src/enqueue.cc:1186-1187 (to v2.26.6-1 :1688-1689)",
     ),
     rule(
         Rule::NvlsAllGatherReduceScatterRankLimit,
@@ -465,7 +465,7 @@ pub const RULES: &[RuleInfo] = &[
         (2, 18),
         Some((2, 19)),
         "a group's aggregate gets nChannels from NCCL_AGG_CHANNEL_SIZE, its bandwidth scaled by nChannels/comm->nChannels and numPipeOps = ceil(nAggChannels/nChannels); planner prices 2.18/2.19 groups with the 2.22 rule",
-        "v2.19.4-1 src/enqueue.cc:508-528; v2.19.4-1 src/graph/tuning.cc:418",
+        "v2.18.6-1 src/enqueue.cc:496-541, src/graph/tuning.cc:389",
     ),
     rule(
         Rule::ArgminOneHourLimit,
@@ -473,7 +473,7 @@ pub const RULES: &[RuleInfo] = &[
         (2, 18),
         Some((2, 28)),
         "the argmin starts at 3600000000 µs (FLT_MAX from 2.29): nothing slower is ever picked",
-        "v2.28.9-1 src/enqueue.cc:1828",
+        "v2.18.6-1 src/enqueue.cc:1160 (to v2.28.9-1 :1828)",
     ),
     rule(
         Rule::CellScheduler,
@@ -497,7 +497,7 @@ pub const RULES: &[RuleInfo] = &[
         (2, 18),
         Some((2, 21)),
         "channel placement with ncclWorkElem lists (NCCL_MAX_WORK_ELEMENTS 9 per work); planner's scheduler does not model it",
-        "v2.21.5-1 src/enqueue.cc:743-860",
+        "v2.18.6-1 src/enqueue.cc:483-605 (to v2.21.5-1 :743-860)",
     ),
 ];
 

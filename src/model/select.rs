@@ -281,7 +281,14 @@ impl Model {
     }
 
     /// Fill a masked Ring candidate that won as NCCL's backup (2.19-2.23).
-    fn backup_candidate(&self, c: &mut Candidate, coll: Coll, n_bytes: u64, num_pipe_ops: u64, time_us: f32) {
+    fn backup_candidate(
+        &self,
+        c: &mut Candidate,
+        coll: Coll,
+        n_bytes: u64,
+        num_pipe_ops: u64,
+        time_us: f32,
+    ) {
         let Some(backup) = &self.tuned.ring_backup else {
             return;
         };
@@ -421,7 +428,12 @@ impl Model {
 
     /// Ring on its backup bandwidths (`comm->ringbdw`, NCCL 2.19-2.23): NCCL's
     /// pick when every entry is masked, or None.
-    pub fn ring_backup(&self, coll: Coll, n_bytes: u64, num_pipe_ops: u64) -> Option<(Algo, Proto, f32)> {
+    pub fn ring_backup(
+        &self,
+        coll: Coll,
+        n_bytes: u64,
+        num_pipe_ops: u64,
+    ) -> Option<(Algo, Proto, f32)> {
         let backup = self.tuned.ring_backup.as_ref()?;
         if self.input.n_ranks == 1 {
             return None;
@@ -442,7 +454,13 @@ impl Model {
     }
 
     /// The argmin, then the Ring backup where the family has one.
-    fn pick(&self, table: &[[f32; 3]; 7], coll: Coll, n_bytes: u64, num_pipe_ops: u64) -> Result<(Algo, Proto, f32)> {
+    fn pick(
+        &self,
+        table: &[[f32; 3]; 7],
+        coll: Coll,
+        n_bytes: u64,
+        num_pipe_ops: u64,
+    ) -> Result<(Algo, Proto, f32)> {
         self.argmin_for_family(table)
             .or_else(|| self.ring_backup(coll, n_bytes, num_pipe_ops))
             .ok_or_else(|| self.nothing_left(coll))
@@ -546,7 +564,13 @@ impl Model {
                 if a == win_algo && p == win_proto {
                     winner = candidates.len();
                     if from_backup {
-                        self.backup_candidate(&mut candidate, call.coll, group_bytes, num_pipe_ops, win_time);
+                        self.backup_candidate(
+                            &mut candidate,
+                            call.coll,
+                            group_bytes,
+                            num_pipe_ops,
+                            win_time,
+                        );
                     }
                 }
                 candidates.push(candidate);

@@ -561,9 +561,9 @@ impl Reader<'_> {
         let Some(v) = self.root.get(key) else {
             return Ok(Vec::new());
         };
-        let items = v.as_array().ok_or_else(|| {
-            Error::bad_input(format!("{}: '{key}' must be a list", self.source))
-        })?;
+        let items = v
+            .as_array()
+            .ok_or_else(|| Error::bad_input(format!("{}: '{key}' must be a list", self.source)))?;
         items
             .iter()
             .enumerate()
@@ -578,7 +578,13 @@ impl Reader<'_> {
             .collect()
     }
 
-    fn field(&self, key: &str, i: usize, obj: &serde_json::Map<String, Value>, name: &str) -> Result<String> {
+    fn field(
+        &self,
+        key: &str,
+        i: usize,
+        obj: &serde_json::Map<String, Value>,
+        name: &str,
+    ) -> Result<String> {
         obj.get(name)
             .and_then(Value::as_str)
             .map(str::to_string)

@@ -551,9 +551,8 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
                         }
                         // Measured at 1 and 8 GPUs per node, interpolated.
                         let w: f32 = (ppn - 1.0) / (8.0 - 1.0);
-                        bus_bw = (bus_bw as f64
-                            * (w as f64 * 0.85 + (1.0 - w) as f64 * 0.95))
-                            as f32;
+                        bus_bw =
+                            (bus_bw as f64 * (w as f64 * 0.85 + (1.0 - w) as f64 * 0.95)) as f32;
                     } else if c.is_ag_rs() {
                         bus_bw = ppn
                             * g.bw_intra
@@ -594,20 +593,19 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
                     a == Algo::CollNetDirect && c.is_ag_rs()
                 };
                 if !skip_ratio {
-                    let ratio: f32 = if a == Algo::Ring
-                        || (a.is_nvls() && table.has(Rule::NvlsEfficiency))
-                    {
-                        ((1.0 * n_ranks as f64) / nsteps as f64) as f32
-                    } else if a == Algo::NvlsTree && table.has(Rule::NvlsModel2_18) {
-                        // v2.18.6-1 src/graph/tuning.cc:198 (infinite on one node,
-                        // where NVLSTree is disabled anyway).
-                        (0.70 * n_nodes as f64 / (2 * (n_nodes as i64 - 1)) as f64) as f32
-                    } else if a.is_nvls() {
-                        // v2.18.6-1 :197, v2.19.4-1 :199
-                        (5.0f64 / 6.0) as f32
-                    } else {
-                        0.5
-                    };
+                    let ratio: f32 =
+                        if a == Algo::Ring || (a.is_nvls() && table.has(Rule::NvlsEfficiency)) {
+                            ((1.0 * n_ranks as f64) / nsteps as f64) as f32
+                        } else if a == Algo::NvlsTree && table.has(Rule::NvlsModel2_18) {
+                            // v2.18.6-1 src/graph/tuning.cc:198 (infinite on one node,
+                            // where NVLSTree is disabled anyway).
+                            (0.70 * n_nodes as f64 / (2 * (n_nodes as i64 - 1)) as f64) as f32
+                        } else if a.is_nvls() {
+                            // v2.18.6-1 :197, v2.19.4-1 :199
+                            (5.0f64 / 6.0) as f32
+                        } else {
+                            0.5
+                        };
                     bus_bw *= ratio;
                 }
                 bandwidth[c as usize][a as usize][p as usize] = bus_bw;
@@ -619,12 +617,12 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
                 let mut lat: f32 = table.base_latencies[a as usize][p as usize] as f32;
                 let mut intra_lat: f32 = hw_lat[intra_hw as usize][a as usize][p as usize] as f32;
                 // With one GPU per node latencies are fully exposed: use the Tree network latency.
-                let mut inter_lat: f32 = if ppn == 1.0 && table.has(Rule::InterLatencyTreeRowOnePerNode)
-                {
-                    hw_lat[Hw::Net as usize][Algo::Tree as usize][p as usize] as f32
-                } else {
-                    hw_lat[Hw::Net as usize][a as usize][p as usize] as f32
-                };
+                let mut inter_lat: f32 =
+                    if ppn == 1.0 && table.has(Rule::InterLatencyTreeRowOnePerNode) {
+                        hw_lat[Hw::Net as usize][Algo::Tree as usize][p as usize] as f32
+                    } else {
+                        hw_lat[Hw::Net as usize][a as usize][p as usize] as f32
+                    };
                 inter_lat += g.latency_inter;
                 if p == Proto::Simple {
                     // Flush latency.
@@ -819,8 +817,7 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
                     }
                     // (NCCL also drops LL128 for Ring AllReduce on 2 sm90 ranks when
                     // built with CUDA 11.8; planner models CUDA 12+ builds.)
-                    let listed: Option<(&[u32], &str)> = if table.has(Rule::Ll128Sm708090Only)
-                    {
+                    let listed: Option<(&[u32], &str)> = if table.has(Rule::Ll128Sm708090Only) {
                         // v2.24.3-1 src/graph/tuning.cc:426-431: a switch on minCompCap.
                         Some((&[70, 80, 90], "sm70, sm80 and sm90"))
                     } else if table.has(Rule::Ll128Sm70To120List) {
