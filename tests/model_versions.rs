@@ -477,6 +477,13 @@ fn nvls_bandwidth_and_latency_in_each_era() {
     close(l("2.20"), 23.0, "2.20");
     close(l("2.21"), 25.0, "2.21");
     close(l("2.30"), 25.0, "2.30");
+    // busbw factors: the inverse of 5/6 before 2.28, nsteps/nRanks = 14/8 from 2.28;
+    // AllGather NVLS kept bus bandwidth from 2.23 only.
+    let bf = |fam: &str, c: Coll| model(&input, &env, fam).bus_factor(c, Algo::Nvls);
+    close(bf("2.27", Coll::AllReduce) as f32, 1.2, "2.27");
+    close(bf("2.28", Coll::AllReduce) as f32, 14.0 / 8.0, "2.28");
+    close(bf("2.22", Coll::AllGather) as f32, 1.2, "2.22");
+    close(bf("2.23", Coll::AllGather) as f32, 1.0, "2.23");
 }
 
 #[test]

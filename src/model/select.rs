@@ -586,17 +586,34 @@ impl Model {
     }
 
     /// Bus-bandwidth factor of an algorithm, the inverse of the ratio NCCL's
-    /// model uses to turn bus into algorithm bandwidth: rings and NVLS
-    /// `nsteps/nRanks`, trees and CollNet 2 (AllReduce), 1 where NCCL does not convert.
+    /// model uses to turn bus into algorithm bandwidth: rings `nsteps/nRanks`,
+    /// NVLS the same from 2.28 (6/5 before), trees and CollNet 2 (AllReduce),
+    /// 1 where NCCL does not convert.
     pub fn bus_factor(&self, coll: Coll, algo: Algo) -> f64 {
         let n = self.input.n_ranks as f64;
-        if algo != Algo::Ring && coll.is_ag_rs() {
+        let table = &self.table;
+        // The same exceptions as the model's conversion (`tune`): before 2.23
+        // only CollNetDirect AllGather/ReduceScatter keep bus bandwidth.
+        let kept = if table.has(Rule::AlgbwSkipNonRingAllGatherReduceScatter) {
+            algo != Algo::Ring && coll.is_ag_rs()
+        } else {
+            algo == Algo::CollNetDirect && coll.is_ag_rs()
+        };
+        if kept {
             return 1.0;
         }
         match algo {
-            Algo::Ring | Algo::Nvls | Algo::NvlsTree => {
+            Algo::Ring => coll.ring_steps(self.input.n_ranks) as f64 / n,
+            Algo::Nvls | Algo::NvlsTree if table.has(Rule::NvlsEfficiency) => {
                 coll.ring_steps(self.input.n_ranks) as f64 / n
             }
+            Algo::NvlsTree if table.has(Rule::NvlsModel2_18) => {
+                // Inverse of 0.7*nNodes/(2(nNodes-1)) (v2.18.6-1 src/graph/tuning.cc:198).
+                let nodes = self.input.n_nodes as f64;
+                2.0 * (nodes - 1.0) / (0.7 * nodes)
+            }
+            // Inverse of 5/6 (v2.18.6-1 :197, v2.19.4-1 :199).
+            Algo::Nvls | Algo::NvlsTree => 6.0 / 5.0,
             _ => 2.0,
         }
     }
