@@ -138,7 +138,11 @@ pub fn choose_table(
         return TuningTable::load_file(path);
     }
     if let Some(v) = nccl_version {
-        return table::builtin(&table::family_of(v)?);
+        let (table, notice) = table::builtin_for_version(v)?;
+        if let Some(notice) = notice {
+            eprintln!("{notice}");
+        }
+        return Ok(table);
     }
     let found = match log_version {
         Some(v) => {

@@ -158,6 +158,49 @@ impl EnableMatrix {
     }
 }
 
+impl EnableMatrix {
+    /// `NCCL_PROTO` then `NCCL_ALGO` as NCCL 2.18-2.23 read them
+    /// (`parseList`, v2.23.4-1 src/graph/tuning.cc:34-52): one list for every
+    /// function, `^` as the first character negates, names are
+    /// case-insensitive and unknown names are ignored (no error).
+    pub fn from_env_flat(env: &NcclEnv) -> EnableMatrix {
+        let mut m = EnableMatrix::default();
+        if let Some(text) = &env.proto {
+            let names = Proto::ALL.map(|p| p.nccl_name());
+            let row = parse_flat_list(text, &names);
+            for r in m.proto.iter_mut() {
+                r.copy_from_slice(&row);
+            }
+        }
+        if let Some(text) = &env.algo {
+            let names = Algo::ALL.map(|a| a.nccl_name());
+            let row = parse_flat_list(text, &names);
+            for r in m.algo.iter_mut() {
+                r.copy_from_slice(&row);
+            }
+        }
+        m
+    }
+}
+
+/// The pre-2.24 `parseList`: every element starts at the default (1 for a
+/// `^` list, 0 otherwise), listed names get the other value.
+pub fn parse_flat_list(text: &str, elems: &[&str]) -> Vec<i32> {
+    let (default, set, list) = match text.strip_prefix('^') {
+        Some(rest) => (1, 0, rest),
+        None => (0, 1, text),
+    };
+    let mut out = vec![default; elems.len()];
+    for (_, token) in strtok(list, ',') {
+        for (i, e) in elems.iter().enumerate() {
+            if e.eq_ignore_ascii_case(token) {
+                out[i] = set;
+            }
+        }
+    }
+    out
+}
+
 /// Split like C's `strtok`: runs of delimiters are one separator, empty
 /// tokens never appear. Returns (byte offset, token).
 fn strtok(text: &str, delim: char) -> Vec<(usize, &str)> {
@@ -254,6 +297,22 @@ mod tests {
         assert_eq!(parse_c_integer("0"), Some(0));
         assert_eq!(parse_c_integer("12abc"), None);
         assert_eq!(parse_c_integer(""), None);
+    }
+
+    #[test]
+    fn flat_lists_ignore_unknown_names_and_prefixes() {
+        let names = ["LL", "LL128", "Simple"];
+        assert_eq!(parse_flat_list("^ll128", &names), vec![1, 0, 1]);
+        assert_eq!(parse_flat_list("Simple,foo", &names), vec![0, 0, 1]);
+        // A 2.24 prefixed entry is one unknown token before 2.24: nothing is set.
+        assert_eq!(parse_flat_list("allreduce:LL", &names), vec![0, 0, 0]);
+        let env = NcclEnv {
+            algo: Some("ring".to_string()),
+            ..Default::default()
+        };
+        let m = EnableMatrix::from_env_flat(&env);
+        assert!(m.algo.iter().all(|r| *r == [0, 1, 0, 0, 0, 0, 0]));
+        assert!(m.proto.iter().all(|r| *r == [1, 2, 1]));
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub mod examples;
 pub mod input;
 pub mod knobs;
 pub mod pair;
+pub mod rules;
 pub mod schedule;
 pub mod select;
 pub mod sweep;

@@ -3,6 +3,7 @@
 //! NCCL's tie order, and channels and threads for the winner
 //! (`topoGetAlgoInfo`, `src/enqueue.cc`).
 
+use super::rules::Rule;
 use super::tune::MaskReason;
 use super::{div_up, log2i, Algo, Coll, Model, Proto};
 use crate::error::{Error, Result};
@@ -167,13 +168,19 @@ impl Model {
         if input.n_ranks == 1 {
             return (algo != Algo::Ring).then_some(MaskReason::SingleRank);
         }
-        let max_local = self.table.max_direct_arity + 1;
+        let table = &self.table;
+        let max_local = table.max_direct_arity + 1;
         if algo.is_collnet() {
             // collNetSupport: collnet on, and the plugin supports this (float32, sum).
             if !input.collnet_enable {
                 return Some(MaskReason::CollnetUnsupported);
             }
-            if input.local_ranks > max_local {
+            // CollNetDirect from 2.23, CollNetChain from 2.28.
+            let limited = match algo {
+                Algo::CollNetDirect => table.has(Rule::CollnetDirectLocalRanksMask),
+                _ => table.has(Rule::CollnetChainLocalRanksMask),
+            };
+            if limited && input.local_ranks > max_local {
                 return Some(MaskReason::CollnetTooManyLocalRanks(input.local_ranks));
             }
         }
@@ -181,8 +188,21 @@ impl Model {
             if !input.nvls_state.supported() {
                 return Some(MaskReason::NvlsUnsupported(input.nvls_state.why()));
             }
-            if coll != Coll::AllReduce && input.local_ranks > self.table.max_nvls_arity {
+            if coll != Coll::AllReduce
+                && input.local_ranks > table.max_nvls_arity
+                && table.has(Rule::NvlsLocalRankLimitOutsideAllReduce)
+            {
                 return Some(MaskReason::NvlsArity(input.local_ranks));
+            }
+            if algo == Algo::Nvls && coll.is_ag_rs() {
+                if input.n_nodes > 1 && table.has(Rule::NvlsAllGatherReduceScatterOneNodeOnly) {
+                    return Some(MaskReason::NvlsOneNodeOnly);
+                }
+                if input.n_ranks > table.max_nvls_arity
+                    && table.has(Rule::NvlsAllGatherReduceScatterRankLimit)
+                {
+                    return Some(MaskReason::NvlsRankLimit(input.n_ranks));
+                }
             }
         }
         if algo == Algo::Nvls && !input.collnet_enable && input.n_nodes > 1 {
@@ -225,9 +245,25 @@ impl Model {
                 bw *= k as f32;
             }
         }
+        if algo == Algo::Ring {
+            lat = self.ring_plateau(coll, proto, n_bytes, lat);
+        }
+        // Tree pipelining saves latency when ops are aggregated.
+        let lat_count = if algo == Algo::Ring {
+            num_pipe_ops
+        } else {
+            div_up(num_pipe_ops, self.table.max_dev_work_batch_colls as u64)
+        };
+        let lat_term = lat * lat_count as f32;
+        let bw_term = n_bytes as f32 / (1000.0f32 * bw);
+        Some((lat_term + bw_term, lat_term, bw))
+    }
+
+    /// Ring/Simple AllReduce across nodes: the plateau factor on the latency.
+    fn ring_plateau(&self, coll: Coll, proto: Proto, n_bytes: u64, lat: f32) -> f32 {
+        let input = &self.input;
         let f = &self.table.factors;
-        if algo == Algo::Ring
-            && proto == Proto::Simple
+        if proto == Proto::Simple
             && input.n_nodes > 1
             && coll == Coll::AllReduce
             && n_bytes / (input.channels as u64 * input.n_ranks as u64).max(1)
@@ -239,17 +275,30 @@ impl Model {
             } else {
                 f.ring_simple_plateau_latency
             };
-            lat = (lat as f64 * k) as f32;
+            return (lat as f64 * k) as f32;
         }
-        // Tree pipelining saves latency when ops are aggregated.
-        let lat_count = if algo == Algo::Ring {
-            num_pipe_ops
-        } else {
-            div_up(num_pipe_ops, self.table.max_dev_work_batch_colls as u64)
+        lat
+    }
+
+    /// Fill a masked Ring candidate that won as NCCL's backup (2.19-2.23).
+    fn backup_candidate(
+        &self,
+        c: &mut Candidate,
+        coll: Coll,
+        n_bytes: u64,
+        num_pipe_ops: u64,
+        time_us: f32,
+    ) {
+        let Some(backup) = &self.tuned.ring_backup else {
+            return;
         };
-        let lat_term = lat * lat_count as f32;
-        let bw_term = n_bytes as f32 / (1000.0f32 * bw);
-        Some((lat_term + bw_term, lat_term, bw))
+        let bw = backup[coll as usize][c.proto as usize];
+        let lat = self.tuned.latency[coll as usize][Algo::Ring as usize][c.proto as usize];
+        c.latency_us = self.ring_plateau(coll, c.proto, n_bytes, lat) * num_pipe_ops as f32;
+        c.bandwidth = bw;
+        c.bandwidth_term_us = n_bytes as f32 / (1000.0 * bw);
+        c.time_us = time_us;
+        c.masks.clear();
     }
 
     /// The per-call cost table (`-1` = ignored), as NCCL fills it.
@@ -277,8 +326,24 @@ impl Model {
     /// `topoGetAlgoInfo`'s argmin: strictly smallest non-negative time, scanning
     /// algorithms then protocols in index order (ties go to the first).
     pub fn argmin(table: &[[f32; 3]; 7]) -> Option<(Algo, Proto, f32)> {
+        Model::argmin_below(table, f32::MAX)
+    }
+
+    /// The argmin as this table's family runs it: up to 2.28 it starts at one
+    /// hour, so nothing slower is picked (v2.28.9-1 src/enqueue.cc:1828).
+    pub fn argmin_for_family(&self, table: &[[f32; 3]; 7]) -> Option<(Algo, Proto, f32)> {
+        let start = if self.table.has(Rule::ArgminOneHourLimit) {
+            3_600_000_000.0
+        } else {
+            f32::MAX
+        };
+        Model::argmin_below(table, start)
+    }
+
+    /// The argmin with `min_time` as the starting bound (exclusive).
+    pub fn argmin_below(table: &[[f32; 3]; 7], start: f32) -> Option<(Algo, Proto, f32)> {
         let mut best: Option<(Algo, Proto, f32)> = None;
-        let mut min_time = f32::MAX;
+        let mut min_time = start;
         for a in Algo::ALL {
             for p in Proto::ALL {
                 let t = table[a as usize][p as usize];
@@ -322,7 +387,10 @@ impl Model {
                 }
             }
             Algo::Nvls | Algo::NvlsTree => {
-                nc = if input.n_nodes > 1 && algo == Algo::Nvls {
+                nc = if input.n_nodes > 1
+                    && algo == Algo::Nvls
+                    && self.table.has(Rule::NvlsMultiNodeChannelsMin)
+                {
                     (input.nvls_channels as i64).min(input.channels as i64)
                 } else {
                     input.nvls_channels as i64
@@ -351,18 +419,57 @@ impl Model {
         if nt / warp < 3 {
             nt = 3 * warp;
         }
-        if matches!(algo, Algo::Tree | Algo::Pat) {
-            // Tree and PAT always use all threads.
+        if (algo == Algo::Tree && self.table.has(Rule::TreeAllThreads)) || algo == Algo::Pat {
+            // Tree (from 2.22) and PAT always use all threads.
             nt = self.table.threads.max_nthreads;
         }
         (nc.max(0) as usize, nt.max(0) as usize)
     }
 
+    /// Ring on its backup bandwidths (`comm->ringbdw`, NCCL 2.19-2.23): NCCL's
+    /// pick when every entry is masked, or None.
+    pub fn ring_backup(
+        &self,
+        coll: Coll,
+        n_bytes: u64,
+        num_pipe_ops: u64,
+    ) -> Option<(Algo, Proto, f32)> {
+        let backup = self.tuned.ring_backup.as_ref()?;
+        if self.input.n_ranks == 1 {
+            return None;
+        }
+        let mut table = [[-1.0f32; 3]; 7];
+        for p in Proto::ALL {
+            let bw = backup[coll as usize][p as usize];
+            if self.tuned.bandwidth[coll as usize][Algo::Ring as usize][p as usize] == 0.0
+                && bw != 0.0
+            {
+                let lat = self.tuned.latency[coll as usize][Algo::Ring as usize][p as usize];
+                let lat = self.ring_plateau(coll, p, n_bytes, lat);
+                table[Algo::Ring as usize][p as usize] =
+                    lat * num_pipe_ops as f32 + n_bytes as f32 / (1000.0f32 * bw);
+            }
+        }
+        self.argmin_for_family(&table)
+    }
+
+    /// The argmin, then the Ring backup where the family has one.
+    fn pick(
+        &self,
+        table: &[[f32; 3]; 7],
+        coll: Coll,
+        n_bytes: u64,
+        num_pipe_ops: u64,
+    ) -> Result<(Algo, Proto, f32)> {
+        self.argmin_for_family(table)
+            .or_else(|| self.ring_backup(coll, n_bytes, num_pipe_ops))
+            .ok_or_else(|| self.nothing_left(coll))
+    }
+
     /// NCCL's pick for an aggregate of `n_bytes` (`getAlgoInfo` without a tuner plugin).
     pub fn choose(&self, coll: Coll, n_bytes: u64, num_pipe_ops: u64) -> Result<Choice> {
         let table = self.cost_table(coll, n_bytes, num_pipe_ops);
-        let (algo, proto, time_us) =
-            Model::argmin(&table).ok_or_else(|| self.nothing_left(coll))?;
+        let (algo, proto, time_us) = self.pick(&table, coll, n_bytes, num_pipe_ops)?;
         let (channels, threads) = self.channels_threads(algo, proto, n_bytes);
         Ok(Choice {
             algo,
@@ -393,8 +500,13 @@ impl Model {
         }
     }
 
-    /// `numPipeOps` for a group of `ops` collectives.
+    /// `numPipeOps` for a group of `ops` collectives: `ceil(ops / nChannels)`
+    /// from 2.22, 1 in 2.20-2.21. (2.18-2.19 give an aggregate its own channel
+    /// count, rule `aggregate_channels_2_18`, not modelled: the 2.22 rule is used.)
     pub fn num_pipe_ops(&self, ops: usize) -> u64 {
+        if self.table.has(Rule::PipeOpsOne) {
+            return 1;
+        }
         div_up(ops as u64, self.input.channels.max(1) as u64)
     }
 
@@ -403,8 +515,10 @@ impl Model {
         let group_bytes = call.model_bytes * call.ops as u64;
         let num_pipe_ops = self.num_pipe_ops(call.ops);
         let table = self.cost_table(call.coll, group_bytes, num_pipe_ops);
-        let (win_algo, win_proto, _) =
-            Model::argmin(&table).ok_or_else(|| self.nothing_left(call.coll))?;
+        let (win_algo, win_proto, win_time) =
+            self.pick(&table, call.coll, group_bytes, num_pipe_ops)?;
+        // The winner came from the Ring backup (2.19-2.23) when it is masked in the table.
+        let from_backup = table[win_algo as usize][win_proto as usize] < 0.0;
         let mut candidates = Vec::with_capacity(21);
         let mut winner = 0;
         for a in Algo::ALL {
@@ -436,10 +550,7 @@ impl Model {
                     0.0
                 };
                 let (channels, threads) = self.channels_threads(a, p, group_bytes);
-                if a == win_algo && p == win_proto {
-                    winner = candidates.len();
-                }
-                candidates.push(Candidate {
+                let mut candidate = Candidate {
                     algo: a,
                     proto: p,
                     masks,
@@ -449,7 +560,20 @@ impl Model {
                     time_us,
                     channels,
                     threads,
-                });
+                };
+                if a == win_algo && p == win_proto {
+                    winner = candidates.len();
+                    if from_backup {
+                        self.backup_candidate(
+                            &mut candidate,
+                            call.coll,
+                            group_bytes,
+                            num_pipe_ops,
+                            win_time,
+                        );
+                    }
+                }
+                candidates.push(candidate);
             }
         }
         Ok(Evaluation {
@@ -462,17 +586,34 @@ impl Model {
     }
 
     /// Bus-bandwidth factor of an algorithm, the inverse of the ratio NCCL's
-    /// model uses to turn bus into algorithm bandwidth: rings and NVLS
-    /// `nsteps/nRanks`, trees and CollNet 2 (AllReduce), 1 where NCCL does not convert.
+    /// model uses to turn bus into algorithm bandwidth: rings `nsteps/nRanks`,
+    /// NVLS the same from 2.28 (6/5 before), trees and CollNet 2 (AllReduce),
+    /// 1 where NCCL does not convert.
     pub fn bus_factor(&self, coll: Coll, algo: Algo) -> f64 {
         let n = self.input.n_ranks as f64;
-        if algo != Algo::Ring && coll.is_ag_rs() {
+        let table = &self.table;
+        // The same exceptions as the model's conversion (`tune`): before 2.23
+        // only CollNetDirect AllGather/ReduceScatter keep bus bandwidth.
+        let kept = if table.has(Rule::AlgbwSkipNonRingAllGatherReduceScatter) {
+            algo != Algo::Ring && coll.is_ag_rs()
+        } else {
+            algo == Algo::CollNetDirect && coll.is_ag_rs()
+        };
+        if kept {
             return 1.0;
         }
         match algo {
-            Algo::Ring | Algo::Nvls | Algo::NvlsTree => {
+            Algo::Ring => coll.ring_steps(self.input.n_ranks) as f64 / n,
+            Algo::Nvls | Algo::NvlsTree if table.has(Rule::NvlsEfficiency) => {
                 coll.ring_steps(self.input.n_ranks) as f64 / n
             }
+            Algo::NvlsTree if table.has(Rule::NvlsModel2_18) => {
+                // Inverse of 0.7*nNodes/(2(nNodes-1)) (v2.18.6-1 src/graph/tuning.cc:198).
+                let nodes = self.input.n_nodes as f64;
+                2.0 * (nodes - 1.0) / (0.7 * nodes)
+            }
+            // Inverse of 5/6 (v2.18.6-1 :197, v2.19.4-1 :199).
+            Algo::Nvls | Algo::NvlsTree => 6.0 / 5.0,
             _ => 2.0,
         }
     }

@@ -3,14 +3,27 @@
 //! `--tuning-table`. Every value is checked on load; a missing, negative or
 //! malformed constant is a bad input naming the file and the key.
 
+use super::rules::{self, Family, Rule};
 use super::{Algo, Proto};
 use crate::error::{Error, Result};
 use serde::Serialize;
 use serde_json::Value;
 
-/// The tables built into the binary, oldest first.
+/// The tables built into the binary, oldest first: one per NCCL release
+/// family, each checked against the latest patch tag of its family.
 pub const EMBEDDED: &[(&str, &str)] = &[
+    ("2.18", include_str!("../../tuning-tables/nccl-2.18.json")),
+    ("2.19", include_str!("../../tuning-tables/nccl-2.19.json")),
+    ("2.20", include_str!("../../tuning-tables/nccl-2.20.json")),
+    ("2.21", include_str!("../../tuning-tables/nccl-2.21.json")),
+    ("2.22", include_str!("../../tuning-tables/nccl-2.22.json")),
+    ("2.23", include_str!("../../tuning-tables/nccl-2.23.json")),
+    ("2.24", include_str!("../../tuning-tables/nccl-2.24.json")),
+    ("2.25", include_str!("../../tuning-tables/nccl-2.25.json")),
+    ("2.26", include_str!("../../tuning-tables/nccl-2.26.json")),
+    ("2.27", include_str!("../../tuning-tables/nccl-2.27.json")),
     ("2.28", include_str!("../../tuning-tables/nccl-2.28.json")),
+    ("2.29", include_str!("../../tuning-tables/nccl-2.29.json")),
     ("2.30", include_str!("../../tuning-tables/nccl-2.30.json")),
 ];
 
@@ -98,10 +111,33 @@ pub struct Behaviour {
     pub nvls_tree_correction_sm100_x86: bool,
 }
 
+/// One constant or rule that differs from the previous family
+/// (`changes_from_previous` in the table file), for `planner diff`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Change {
+    /// A constant's dotted path (`hw_latencies.NET.Tree`) or `rule:NAME`.
+    pub what: String,
+    /// The previous family's value (`"on"`/`"off"` for a rule).
+    pub from: Value,
+    pub to: Value,
+    /// `tag file:line` where the new value was read.
+    pub source: String,
+}
+
+/// A patch release of the family that differs from the tag the table carries.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PatchChange {
+    pub tag: String,
+    pub what: String,
+    pub source: String,
+}
+
 /// Every constant of NCCL's cost model for one version family.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TuningTable {
     pub family: String,
+    /// `family` as numbers: decides which `rules::Rule`s apply.
+    pub version: Family,
     pub verified_against: String,
     /// Where the table came from (`built-in nccl-2.28.json` or a path).
     pub source: String,
@@ -129,9 +165,12 @@ pub struct TuningTable {
     pub scheduler: Scheduler,
     pub nvls_channels: NvlsChannels,
     pub behaviour: Behaviour,
+    /// Empty for the oldest family and for user tables without the list.
+    pub changes_from_previous: Vec<Change>,
+    pub patch_changes: Vec<PatchChange>,
 }
 
-/// The families built in, oldest first (`2.28`, `2.30`).
+/// The families built in, oldest first (`2.18` ... `2.30`).
 pub fn families() -> Vec<&'static str> {
     EMBEDDED.iter().map(|(f, _)| *f).collect()
 }
@@ -184,6 +223,60 @@ pub fn nearest_family(major: u32, minor: u32) -> (&'static str, bool) {
 /// The newest built-in family.
 pub fn newest_family() -> &'static str {
     EMBEDDED[EMBEDDED.len() - 1].0
+}
+
+/// The oldest built-in family.
+pub fn oldest_family() -> &'static str {
+    EMBEDDED[0].0
+}
+
+/// A family chosen for a version a user or a log gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionChoice {
+    pub family: &'static str,
+    /// One line to print on stderr when the version is newer than every
+    /// built-in table (the newest family is used then).
+    pub notice: Option<String>,
+}
+
+/// `--nccl-version`: `2.22` or `2.22.3` -> the 2.22 table; a version newer
+/// than the newest family -> the newest family and a notice; an older one
+/// (or one between families, which cannot happen while every family from
+/// 2.18 to 2.30 is built in) is a bad input naming the version.
+pub fn for_version(version: &str) -> Result<VersionChoice> {
+    let family = family_of(version)?;
+    let key = rules::parse_family(&family).ok_or_else(|| {
+        Error::bad_input(format!(
+            "invalid NCCL version '{version}': expected MAJOR.MINOR such as 2.28 or 2.30.7"
+        ))
+    })?;
+    if let Some((fam, _)) = EMBEDDED.iter().find(|(f, _)| *f == family) {
+        return Ok(VersionChoice {
+            family: fam,
+            notice: None,
+        });
+    }
+    let newest = newest_family();
+    if rules::parse_family(newest).is_some_and(|n| key > n) {
+        return Ok(VersionChoice {
+            family: newest,
+            notice: Some(format!(
+                "planner: NCCL {version} is newer than the newest modelled family {newest}; using the {newest} table"
+            )),
+        });
+    }
+    Err(Error::bad_input(format!(
+        "no tuning table for NCCL {version}; built-in tables: {} (NCCL {} to {})",
+        families().join(", "),
+        oldest_family(),
+        newest
+    )))
+}
+
+/// The built-in table for a version (`for_version`), with its notice.
+pub fn builtin_for_version(version: &str) -> Result<(TuningTable, Option<String>)> {
+    let choice = for_version(version)?;
+    Ok((builtin(choice.family)?, choice.notice))
 }
 
 impl TuningTable {
@@ -247,8 +340,15 @@ impl TuningTable {
                 "{source}: tree_correction_factor: LL, LL128 and Simple must have the same length"
             )));
         }
+        let family = r.string("family")?;
+        let version = rules::parse_family(&family).ok_or_else(|| {
+            Error::bad_input(format!(
+                "{source}: 'family' = \"{family}\" must be MAJOR.MINOR such as 2.28"
+            ))
+        })?;
         let table = TuningTable {
-            family: r.string("family")?,
+            family,
+            version,
             verified_against: r.string("verified_against")?,
             source: source.to_string(),
             nvls_efficiency,
@@ -326,8 +426,15 @@ impl TuningTable {
                 nvls_tree_correction_sm100_x86: r
                     .boolean("behaviour.nvls_tree_correction_sm100_x86")?,
             },
+            changes_from_previous: r.changes()?,
+            patch_changes: r.patch_changes()?,
         };
         Ok(table)
+    }
+
+    /// Whether NCCL's code in this table's family has `rule`.
+    pub fn has(&self, rule: Rule) -> bool {
+        rule.applies_to(self.version)
     }
 
     /// `treeCorrectionFactor[p][logSize]`, or None outside the table.
@@ -446,6 +553,78 @@ impl Reader<'_> {
                 self.source
             ))
         })
+    }
+
+    /// The optional list of objects at `key` (absent = empty).
+    fn objects(&self, key: &str) -> Result<Vec<&serde_json::Map<String, Value>>> {
+        let Some(v) = self.root.get(key) else {
+            return Ok(Vec::new());
+        };
+        let items = v
+            .as_array()
+            .ok_or_else(|| Error::bad_input(format!("{}: '{key}' must be a list", self.source)))?;
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                item.as_object().ok_or_else(|| {
+                    Error::bad_input(format!(
+                        "{}: '{key}[{i}]' must be an object, found {item}",
+                        self.source
+                    ))
+                })
+            })
+            .collect()
+    }
+
+    fn field(
+        &self,
+        key: &str,
+        i: usize,
+        obj: &serde_json::Map<String, Value>,
+        name: &str,
+    ) -> Result<String> {
+        obj.get(name)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| {
+                Error::bad_input(format!(
+                    "{}: '{key}[{i}].{name}' must be a string",
+                    self.source
+                ))
+            })
+    }
+
+    fn changes(&self) -> Result<Vec<Change>> {
+        let key = "changes_from_previous";
+        let mut out = Vec::new();
+        for (i, obj) in self.objects(key)?.into_iter().enumerate() {
+            let value = |name: &str| {
+                obj.get(name).cloned().ok_or_else(|| {
+                    Error::bad_input(format!("{}: '{key}[{i}].{name}' is missing", self.source))
+                })
+            };
+            out.push(Change {
+                what: self.field(key, i, obj, "what")?,
+                from: value("from")?,
+                to: value("to")?,
+                source: self.field(key, i, obj, "source")?,
+            });
+        }
+        Ok(out)
+    }
+
+    fn patch_changes(&self) -> Result<Vec<PatchChange>> {
+        let key = "patch_changes";
+        let mut out = Vec::new();
+        for (i, obj) in self.objects(key)?.into_iter().enumerate() {
+            out.push(PatchChange {
+                tag: self.field(key, i, obj, "tag")?,
+                what: self.field(key, i, obj, "what")?,
+                source: self.field(key, i, obj, "source")?,
+            });
+        }
+        Ok(out)
     }
 
     fn string(&self, path: &str) -> Result<String> {

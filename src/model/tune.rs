@@ -5,6 +5,7 @@
 
 use super::input::{ModelInput, NvlsState};
 use super::knobs::{EnableMatrix, NcclEnv};
+use super::rules::Rule;
 use super::table::TuningTable;
 use super::{log2i, Algo, Coll, Proto};
 use crate::error::Result;
@@ -61,6 +62,14 @@ pub enum MaskReason {
     NvlsArity(usize),
     /// Per call: one rank, NCCL only runs Ring/Simple (a copy).
     SingleRank,
+    /// The table's NCCL family has no such kernel yet.
+    NotInFamily { family: String, first: String },
+    /// LL128 auto gate before 2.27: only listed GPU generations.
+    Ll128UnlistedGpu { sm: u32, allowed: String },
+    /// Per call before 2.27: NVLS AllGather/ReduceScatter runs on one node only.
+    NvlsOneNodeOnly,
+    /// Per call in 2.25-2.26: NVLS AllGather/ReduceScatter supports at most 32 ranks.
+    NvlsRankLimit(usize),
 }
 
 impl MaskReason {
@@ -131,6 +140,21 @@ impl MaskReason {
                 coll.nccl_name()
             ),
             MaskReason::SingleRank => "one rank: NCCL only copies (Ring/Simple)".to_string(),
+            MaskReason::NotInFamily { family, first } => format!(
+                "{a}: NCCL {family} has no {a} kernel for {} (added in {first})",
+                coll.nccl_name()
+            ),
+            MaskReason::Ll128UnlistedGpu { sm, allowed } => {
+                format!("LL128: enabled by default only on {allowed}, the GPUs are sm{sm}")
+            }
+            MaskReason::NvlsOneNodeOnly => format!(
+                "{a}: {} runs on one node only in this NCCL family",
+                coll.nccl_name()
+            ),
+            MaskReason::NvlsRankLimit(n) => format!(
+                "{a}: {} supports at most 32 ranks, the communicator has {n}",
+                coll.nccl_name()
+            ),
         }
     }
 }
@@ -176,6 +200,9 @@ pub struct Tuned {
     /// Reasons per entry, `[func][algo][proto]`; empty = usable at init.
     pub masks: Vec<Vec<Vec<Vec<MaskReason>>>>,
     pub selected: Selected,
+    /// `comm->ringbdw[func][proto]` (NCCL 2.19-2.23, rule `ring_backup`):
+    /// Ring's bandwidths before the algorithm masks, the per-call fallback.
+    pub ring_backup: Option<[[f32; 3]; 5]>,
 }
 
 impl Tuned {
@@ -256,7 +283,8 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
     let n_nodes = input.n_nodes;
     let n_ranks = input.n_ranks;
     let min_sm = input.min_sm;
-    let compcap_index = if min_sm >= 100 {
+    // Before 2.25 there is no Blackwell row: sm100 takes Hopper's (rule blackwell_rows).
+    let compcap_index = if min_sm >= 100 && table.has(Rule::BlackwellRows) {
         3
     } else if min_sm >= 90 {
         2
@@ -294,7 +322,11 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
     let mut thread_thresholds = [[0i64; 3]; 7];
     // Entries the model loop reached (the others keep latency and bandwidth 0).
     let mut computed = [[[false; 3]; 7]; 5];
-    let enable = EnableMatrix::from_env(env)?;
+    let enable = if table.has(Rule::PerFunctionAlgoProtoLists) {
+        EnableMatrix::from_env(env)?
+    } else {
+        EnableMatrix::from_env_flat(env)
+    };
 
     if n_ranks <= 1 {
         // NCCL returns right after the thread maxima: no tables, no thresholds.
@@ -316,6 +348,7 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
             enable,
             masks,
             selected,
+            ring_backup: None,
         });
     }
 
@@ -330,12 +363,23 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
     let log_nodes = log2i(n_nodes as u64);
     let nvls_eff = table.nvls_efficiency[compcap_index] as f32;
     let f = &table.factors;
-    let pat_enabled = pat_enable(input, env);
+    let pat_enabled = pat_enable(input, env, table);
+    // Ring bandwidths before the enable layer (`comm->ringbdw`, 2.19-2.23).
+    let mut ring_backup = [[0f32; 3]; 5];
 
     for c in Coll::ALL {
         let nsteps = c.ring_steps(n_ranks) as i64;
         for a in Algo::ALL {
             let g = input.graph(a);
+            if let Some(first) = first_family_of_kernel(c, a, table) {
+                for p in Proto::ALL {
+                    masks[c as usize][a as usize][p as usize].push(MaskReason::NotInFamily {
+                        family: table.family.clone(),
+                        first: first.clone(),
+                    });
+                }
+                continue;
+            }
             let no_kernel = match c {
                 Coll::Broadcast | Coll::Reduce => a != Algo::Ring,
                 Coll::AllGather | Coll::ReduceScatter => {
@@ -378,7 +422,32 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
                     g.bw_inter
                 };
                 let n_ch = g.n_channels as i64;
-                if a.is_nvls() {
+                if a.is_nvls() && !table.has(Rule::NvlsEfficiency) {
+                    // Before 2.28 NCCL prices NVLS even without an NVLS graph (bandwidth 0).
+                    if n_ch == 0 {
+                        cell.push(match &input.nvls_state {
+                            NvlsState::Supported => MaskReason::NvlsFewChannels(0),
+                            other => MaskReason::NvlsUnsupported(other.why()),
+                        });
+                    }
+                    if table.has(Rule::NvlsMinIntraInter) {
+                        // v2.19.4-1 src/graph/tuning.cc:175-176; v2.27.7-1 :267-273.
+                        bw = if a == Algo::NvlsTree {
+                            g.bw_intra.min(if n_nodes <= 2 {
+                                g.bw_inter
+                            } else {
+                                g.bw_inter / 2.0
+                            })
+                        } else if c != Coll::AllReduce
+                            && table.has(Rule::NvlsAllGatherReduceScatterBw2_27)
+                        {
+                            (g.bw_intra * (ppn - 1.0) / ppn).min(g.bw_inter * 0.9)
+                        } else {
+                            g.bw_intra.min(g.bw_inter)
+                        };
+                    }
+                    // 2.18 (rule nvls_model_2_18): the ring's bw as computed above.
+                } else if a.is_nvls() {
                     if n_ch < 2 {
                         // Without NVLS support there is no NVLS graph: say why.
                         cell.push(match &input.nvls_state {
@@ -409,10 +478,26 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
                 let mut bus_bw: f32 = n_ch as f32 * bw;
                 let n_ch_f = n_ch as f64;
                 if a == Algo::Ring && p == Proto::Ll {
-                    bus_bw = selected.ll_max_bw.min(bus_bw as f64 * f.ring_ll_bw) as f32;
+                    let k = if table.has(Rule::RingLlQuarterThird) {
+                        // v2.18.6-1 src/graph/tuning.cc:178
+                        if n_nodes > 1 || matches!(c, Coll::AllReduce | Coll::Reduce) {
+                            1.0 / 4.0
+                        } else {
+                            1.0 / 3.0
+                        }
+                    } else {
+                        f.ring_ll_bw
+                    };
+                    bus_bw = selected.ll_max_bw.min(bus_bw as f64 * k) as f32;
                 }
                 if a == Algo::Ring && p == Proto::Ll128 {
-                    bus_bw = (bus_bw as f64 * f.ring_ll128_bw)
+                    // v2.22.3-1 src/graph/tuning.cc:179: x0.7 with one GPU per node.
+                    let k = if table.has(Rule::RingLl128OnePerNodePenalty) && ppn < 2.0 {
+                        0.7
+                    } else {
+                        f.ring_ll128_bw
+                    };
+                    bus_bw = (bus_bw as f64 * k)
                         .min(n_ch_f * selected.per_channel_max_ring_ll128_bw)
                         as f32;
                 }
@@ -434,7 +519,12 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
                         .min(n_ch_f * selected.per_channel_max_tree_ll128_bw)
                         as f32;
                 }
-                if a == Algo::Tree && input.max_tree_pattern == Pattern::Tree {
+                let tree_pattern = if table.has(Rule::TreePatternMaxOverRanks) {
+                    input.max_tree_pattern
+                } else {
+                    g.pattern
+                };
+                if a == Algo::Tree && tree_pattern == Pattern::Tree {
                     bus_bw = (bus_bw as f64 * f.tree_pattern_tree_bw) as f32;
                 }
                 if a == Algo::Pat {
@@ -445,7 +535,26 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
                     cell.push(MaskReason::SimpleOnly);
                 }
                 if a == Algo::CollNetDirect && p == Proto::Simple {
-                    if c.is_ag_rs() {
+                    if c.is_ag_rs() && !table.has(Rule::CollnetAllGatherReduceScatterHeads) {
+                        // v2.20.5-1 src/graph/tuning.cc:189-203 (2.20-2.26).
+                        bus_bw = ppn * bw;
+                        if n_nodes > 1 {
+                            if !input.collnet_enable {
+                                bus_bw = 0.0;
+                                cell.push(MaskReason::CollnetCollectiveMissing);
+                            } else if ppn > input.collnet_heads as f32 {
+                                bus_bw = 0.0;
+                                cell.push(MaskReason::CollnetHeads {
+                                    local_ranks: input.local_ranks,
+                                    heads: input.collnet_heads,
+                                });
+                            }
+                        }
+                        // Measured at 1 and 8 GPUs per node, interpolated.
+                        let w: f32 = (ppn - 1.0) / (8.0 - 1.0);
+                        bus_bw =
+                            (bus_bw as f64 * (w as f64 * 0.85 + (1.0 - w) as f64 * 0.95)) as f32;
+                    } else if c.is_ag_rs() {
                         bus_bw = ppn
                             * g.bw_intra
                                 .min(g.bw_inter * f.collnet_direct_inter_bw as f32);
@@ -463,6 +572,7 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
                     && p == Proto::Simple
                     && c.is_ag_rs()
                     && n_nodes > 1
+                    && table.has(Rule::CollnetAllGatherReduceScatterHeads)
                 {
                     // The collnet plugin's allgather/reducescatter: present iff collnet is on.
                     if !input.collnet_enable {
@@ -476,26 +586,44 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
                         });
                     }
                 }
-                // Bus bandwidth to algorithm bandwidth, except non-ring AllGather/ReduceScatter.
-                if !(a != Algo::Ring && c.is_ag_rs()) {
-                    let ratio: f32 = if matches!(a, Algo::Ring | Algo::Nvls | Algo::NvlsTree) {
-                        ((1.0 * n_ranks as f64) / nsteps as f64) as f32
-                    } else {
-                        0.5
-                    };
+                // Bus bandwidth to algorithm bandwidth, except non-ring AllGather/ReduceScatter
+                // (before 2.23: except CollNetDirect AllGather/ReduceScatter only).
+                let skip_ratio = if table.has(Rule::AlgbwSkipNonRingAllGatherReduceScatter) {
+                    a != Algo::Ring && c.is_ag_rs()
+                } else {
+                    a == Algo::CollNetDirect && c.is_ag_rs()
+                };
+                if !skip_ratio {
+                    let ratio: f32 =
+                        if a == Algo::Ring || (a.is_nvls() && table.has(Rule::NvlsEfficiency)) {
+                            ((1.0 * n_ranks as f64) / nsteps as f64) as f32
+                        } else if a == Algo::NvlsTree && table.has(Rule::NvlsModel2_18) {
+                            // v2.18.6-1 src/graph/tuning.cc:198 (infinite on one node,
+                            // where NVLSTree is disabled anyway).
+                            (0.70 * n_nodes as f64 / (2 * (n_nodes as i64 - 1)) as f64) as f32
+                        } else if a.is_nvls() {
+                            // v2.18.6-1 :197, v2.19.4-1 :199
+                            (5.0f64 / 6.0) as f32
+                        } else {
+                            0.5
+                        };
                     bus_bw *= ratio;
                 }
                 bandwidth[c as usize][a as usize][p as usize] = bus_bw;
                 computed[c as usize][a as usize][p as usize] = true;
+                if a == Algo::Ring {
+                    ring_backup[c as usize][p as usize] = bus_bw;
+                }
 
                 let mut lat: f32 = table.base_latencies[a as usize][p as usize] as f32;
                 let mut intra_lat: f32 = hw_lat[intra_hw as usize][a as usize][p as usize] as f32;
                 // With one GPU per node latencies are fully exposed: use the Tree network latency.
-                let mut inter_lat: f32 = if ppn == 1.0 {
-                    hw_lat[Hw::Net as usize][Algo::Tree as usize][p as usize] as f32
-                } else {
-                    hw_lat[Hw::Net as usize][a as usize][p as usize] as f32
-                };
+                let mut inter_lat: f32 =
+                    if ppn == 1.0 && table.has(Rule::InterLatencyTreeRowOnePerNode) {
+                        hw_lat[Hw::Net as usize][Algo::Tree as usize][p as usize] as f32
+                    } else {
+                        hw_lat[Hw::Net as usize][a as usize][p as usize] as f32
+                    };
                 inter_lat += g.latency_inter;
                 if p == Proto::Simple {
                     // Flush latency.
@@ -526,7 +654,15 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
                                 }
                             }
                             intra_lat = intra_lat.max(overhead);
-                            let n_inter: i64 = if n_nodes == 1 {
+                            let n_inter: i64 = if table.has(Rule::RingInterStepsTwiceNodes) {
+                                // v2.22.3-1 src/graph/tuning.cc:159-161
+                                match c {
+                                    Coll::AllReduce if n_nodes > 1 => 2 * n_nodes as i64,
+                                    Coll::AllReduce => 0,
+                                    Coll::AllGather | Coll::ReduceScatter => n_nodes as i64 - 1,
+                                    Coll::Broadcast | Coll::Reduce => n_nodes as i64,
+                                }
+                            } else if n_nodes == 1 {
                                 0
                             } else if c == Coll::AllReduce {
                                 2 * (n_nodes as i64 - 1)
@@ -554,21 +690,38 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
                     Algo::CollNetChain => {
                         lat += (2 * (ppn_int - 1)) as f32 * intra_lat + inter_lat;
                     }
+                    Algo::Nvls if table.has(Rule::NvlsModel2_18) => {
+                        // v2.18.6-1 src/graph/tuning.cc:236
+                        if n_nodes > 1 {
+                            lat += hw_lat[Hw::Net as usize][a as usize][p as usize] as f32;
+                        }
+                    }
                     Algo::Nvls => {
                         lat = intra_lat;
                         if n_nodes > 1 {
                             lat += inter_lat;
                         }
                     }
+                    Algo::NvlsTree if table.has(Rule::NvlsModel2_18) => {
+                        // v2.18.6-1 src/graph/tuning.cc:238
+                        lat += (2 * (n_nodes as i64 - 1)) as f32
+                            * hw_lat[Hw::Net as usize][a as usize][p as usize] as f32;
+                    }
                     Algo::NvlsTree => {
                         lat += intra_lat + (2 * log_nodes) as f32 * inter_lat;
                     }
                     Algo::Pat => {
                         if c.is_ag_rs() {
+                            // 2.23-2.27 start from a literal 8 µs (v2.23.4-1 src/graph/tuning.cc:278).
+                            let base = if table.has(Rule::PatLatencyHardCoded) {
+                                8.0
+                            } else {
+                                lat as f64
+                            };
                             let extra: f64 = log_nodes as f64
                                 * (inter_lat as f64 / f.pat_log_latency_divisor)
                                 + n_ranks as f64 * f.pat_rank_latency_us;
-                            lat = (lat as f64 + extra) as f32;
+                            lat = (base + extra) as f32;
                         }
                     }
                 }
@@ -579,7 +732,24 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
     let model_bandwidth = bandwidth;
 
     // Enable layer: forced disables, then the LL128 auto gate, then zero the bandwidths.
-    let mut algo_enable = enable.algo;
+    let mut user_algo = enable.algo;
+    if table.has(Rule::CollnetOnlyAlgoIgnored) && !input.collnet_enable {
+        // 2.18-2.23: a list that leaves only CollNet (off here) is ignored for
+        // Ring and Tree; NVLS across nodes and NVLSTree on one node count as off
+        // (v2.23.4-1 src/graph/tuning.cc:304-314).
+        for row in user_algo.iter_mut() {
+            let off = |a: Algo| {
+                row[a as usize] == 0
+                    || (a == Algo::Nvls && n_nodes > 1)
+                    || (a == Algo::NvlsTree && n_nodes == 1)
+            };
+            if off(Algo::Ring) && off(Algo::Tree) && off(Algo::Nvls) && off(Algo::NvlsTree) {
+                row[Algo::Ring as usize] = 1;
+                row[Algo::Tree as usize] = 1;
+            }
+        }
+    }
+    let mut algo_enable = user_algo;
     let mut forced: Vec<Vec<Vec<MaskReason>>> = vec![vec![Vec::new(); 7]; 5];
     for c in Coll::ALL {
         for a in Algo::ALL {
@@ -600,7 +770,11 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
             {
                 reasons.push(MaskReason::CollnetChainUnsupported);
             }
-            if !input.has_nvswitch && a == Algo::CollNetDirect {
+            // Before 2.24 the NVSwitch test runs only when CollNet is on.
+            if !input.has_nvswitch
+                && a == Algo::CollNetDirect
+                && (input.collnet_enable || table.has(Rule::PerFunctionAlgoProtoLists))
+            {
                 reasons.push(MaskReason::CollnetDirectNoNvswitch);
             }
             if !reasons.is_empty() {
@@ -617,7 +791,10 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
                 let mut p_enable = enable.proto[c as usize][p as usize];
                 let mut gate: Vec<MaskReason> = Vec::new();
                 if p_enable == 2 && p == Proto::Ll128 {
-                    let limit = if ll128_c2c && min_sm >= 90 {
+                    // Before 2.27 NCCL_LL128_C2C does not exist: sm90+ allows PXN
+                    // (v2.18.6-1 src/graph/tuning.cc:285).
+                    let c2c = ll128_c2c || !table.has(Rule::Ll128C2cKnob);
+                    let limit = if c2c && min_sm >= 90 {
                         PathType::Pxn
                     } else {
                         PathType::Pxb
@@ -641,8 +818,24 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
                     }
                     // (NCCL also drops LL128 for Ring AllReduce on 2 sm90 ranks when
                     // built with CUDA 11.8; planner models CUDA 12+ builds.)
-                    if min_sm < 70 {
-                        gate.push(MaskReason::Ll128OldGpu(min_sm));
+                    let listed: Option<(&[u32], &str)> = if table.has(Rule::Ll128Sm708090Only) {
+                        // v2.24.3-1 src/graph/tuning.cc:426-431: a switch on minCompCap.
+                        Some((&[70, 80, 90], "sm70, sm80 and sm90"))
+                    } else if table.has(Rule::Ll128Sm70To120List) {
+                        Some((&[70, 80, 90, 100, 120], "sm70, sm80, sm90, sm100 and sm120"))
+                    } else {
+                        None
+                    };
+                    match listed {
+                        Some((list, text)) if !list.contains(&min_sm) => {
+                            gate.push(MaskReason::Ll128UnlistedGpu {
+                                sm: min_sm,
+                                allowed: text.to_string(),
+                            });
+                        }
+                        Some(_) => {}
+                        None if min_sm < 70 => gate.push(MaskReason::Ll128OldGpu(min_sm)),
+                        None => {}
                     }
                     p_enable = if gate.is_empty() { 1 } else { 0 };
                 }
@@ -658,10 +851,15 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
                         cell.extend(gate);
                     }
                 }
-                if algo_enable[c as usize][a as usize] == 0 {
+                // 2.18: NCCL_ALGO never disables Ring outside AllReduce
+                // (v2.18.6-1 src/graph/tuning.cc:296-297).
+                let ring_kept = table.has(Rule::RingNeverDisabledOutsideAllReduce)
+                    && a == Algo::Ring
+                    && c != Coll::AllReduce;
+                if algo_enable[c as usize][a as usize] == 0 && !ring_kept {
                     zero = true;
                     if reached {
-                        if enable.algo[c as usize][a as usize] == 0 {
+                        if user_algo[c as usize][a as usize] == 0 {
                             cell.push(MaskReason::UserAlgo(env.algo.clone().unwrap_or_default()));
                         }
                         cell.extend(forced[c as usize][a as usize].iter().cloned());
@@ -670,7 +868,34 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
                 if zero {
                     bandwidth[c as usize][a as usize][p as usize] = 0.0;
                 }
+                if a == Algo::Ring && p_enable == 0 && table.version >= (2, 22) {
+                    // v2.22.3-1 src/graph/tuning.cc:318: a disabled protocol has no backup.
+                    ring_backup[c as usize][p as usize] = 0.0;
+                }
+            }
+        }
+    }
+    let ring_backup = table.has(Rule::RingBackup).then_some(ring_backup);
+    if let Some(backup) = &ring_backup {
+        // 2.19-2.23: a function left with nothing gets Ring's bandwidths back
+        // (v2.23.4-1 src/graph/tuning.cc:343-357).
+        for c in Coll::ALL {
+            let row = &mut bandwidth[c as usize];
+            if row.iter().flatten().all(|&b| b == 0.0) {
+                for p in Proto::ALL {
+                    row[Algo::Ring as usize][p as usize] = backup[c as usize][p as usize];
+                    if backup[c as usize][p as usize] != 0.0 {
+                        masks[c as usize][Algo::Ring as usize][p as usize].clear();
+                    }
+                }
+            }
+        }
+    }
+    for c in Coll::ALL {
+        for a in Algo::ALL {
+            for p in Proto::ALL {
                 // An entry the model computed as 0 (or NaN) without any other reason: empty graph.
+                let cell = &mut masks[c as usize][a as usize][p as usize];
                 let bw = bandwidth[c as usize][a as usize][p as usize];
                 if cell.is_empty() && (bw.is_nan() || bw == 0.0) {
                     cell.push(MaskReason::ZeroBandwidth);
@@ -716,6 +941,7 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
         },
         masks,
         selected,
+        ring_backup,
     })
 }
 
@@ -745,9 +971,28 @@ fn net_overhead(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> f32 {
     us as f32
 }
 
+/// The family that added the kernel for `coll` x `algo`, when the table's
+/// family predates it (v2.19.4-1 src/graph/tuning.cc:168-169, v2.20.5-1
+/// :169-170, v2.23.4-1 :173-179).
+fn first_family_of_kernel(coll: Coll, algo: Algo, table: &TuningTable) -> Option<String> {
+    let rule = match (coll.is_ag_rs(), algo) {
+        (_, Algo::Pat) => Rule::Pat,
+        (true, Algo::Nvls) => Rule::NvlsAllGatherReduceScatter,
+        (true, Algo::CollNetDirect) => Rule::CollnetDirectAllGatherReduceScatter,
+        _ => return None,
+    };
+    let (major, minor) = rule.info().first;
+    (!table.has(rule)).then(|| format!("{major}.{minor}"))
+}
+
 /// `ncclPatEnable`: Ok when PAT may run, Err(why) otherwise.
-fn pat_enable(input: &ModelInput, env: &NcclEnv) -> std::result::Result<(), String> {
-    if input.min_sm < 60 {
+fn pat_enable(
+    input: &ModelInput,
+    env: &NcclEnv,
+    table: &TuningTable,
+) -> std::result::Result<(), String> {
+    // The sm60 test exists from 2.26 (v2.26.6-1 src/graph/tuning.cc:180).
+    if input.min_sm < 60 && table.has(Rule::PatNeedsSm60) {
         return Err("needs sm60+ (CUDA atomics)".to_string());
     }
     match env.pat_enable.unwrap_or(2) {

@@ -19,6 +19,7 @@ mod model_symmetric;
 mod model_tables;
 mod model_ties;
 mod model_tree_correction;
+mod model_versions;
 mod model_worked_example;
 mod probe_detect;
 mod probe_h200x2_result;
