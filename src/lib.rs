@@ -7,6 +7,7 @@
 pub mod error;
 pub mod units;
 
+pub mod calibrate;
 pub mod cli;
 pub mod exec;
 pub mod model;
