@@ -317,8 +317,8 @@ fn read_verify(text: &str, source: &str) -> Result<Measurements> {
 /// model has no tuner for (alltoall, sendrecv, gather, scatter, hypercube).
 fn coll_of_program(program: &str) -> Option<Coll> {
     let base = program.rsplit(['/', '\\']).next().unwrap_or(program);
-    let base = base.strip_suffix("_perf").unwrap_or(base);
     let base = base.strip_suffix("_mpi").unwrap_or(base);
+    let base = base.strip_suffix("_perf").unwrap_or(base);
     match base {
         "all_reduce" => Some(Coll::AllReduce),
         "all_gather" => Some(Coll::AllGather),

@@ -30,6 +30,15 @@ fn tick_label(x: f64) -> String {
     binary_label(e as i32)
 }
 
+/// One colour per input file (tab10's first five).
+const INPUT_COLORS: [plotters::style::RGBColor; 5] = [
+    plotters::style::RGBColor(31, 119, 180),
+    plotters::style::RGBColor(255, 127, 14),
+    plotters::style::RGBColor(44, 160, 44),
+    plotters::style::RGBColor(148, 103, 189),
+    plotters::style::RGBColor(140, 86, 75),
+];
+
 struct Panel {
     title: String,
     /// Per input: (bytes, measured µs).
@@ -136,14 +145,21 @@ pub fn render_svg(cal: &Calibration, inputs: &[Measurements]) -> Result<String> 
                 .map_err(|e| err(e.to_string()))?;
             chart
                 .configure_mesh()
-                .x_labels((xmax - xmin) as usize + 1)
+                .x_labels(((xmax - xmin) / 10.0).ceil() as usize + 1)
                 .x_label_formatter(&|x| tick_label(*x))
+                .y_label_formatter(&|y| {
+                    if *y >= 1.0 {
+                        format!("{y:.0}")
+                    } else {
+                        format!("{y:.2}")
+                    }
+                })
                 .y_desc("µs")
                 .light_line_style(WHITE.mix(0.0))
                 .draw()
                 .map_err(|e| err(e.to_string()))?;
             for (k, pts) in panel.measured.iter().enumerate() {
-                let color = Palette99::pick(k + 1).to_rgba();
+                let color = INPUT_COLORS[k % INPUT_COLORS.len()];
                 let series = chart
                     .draw_series(
                         pts.iter()
