@@ -10,7 +10,7 @@
 //!
 //! Errors are |predicted - measured| / measured per (collective, pair, size),
 //! summarised per size regime (< 64 KiB, 64 KiB - 1 MiB, >= 1 MiB, and all
-//! >= 64 KiB) for the calibrated model and, where the files recorded it, the
+//! sizes from 64 KiB) for the calibrated model and, where the files recorded it, the
 //! stock NCCL model. Regret at a size = measured time of the pick / measured
 //! time of the fastest pair measured there - 1.
 

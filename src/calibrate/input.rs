@@ -906,8 +906,9 @@ fn read_inspector(text: &str, source: &str, options: &ReadOptions) -> Result<Mea
     }
     out.machine.gpu_count = calls.values().map(|c| c.n_ranks as usize).max();
     // Per (collective, pair, size): median over complete calls, else over all.
-    let mut groups: BTreeMap<(Coll, Option<Pair>, u64), (Vec<f64>, Vec<f64>, usize)> =
-        BTreeMap::new();
+    // (complete calls' times, partial calls' times, first line)
+    type Group = (Vec<f64>, Vec<f64>, usize);
+    let mut groups: BTreeMap<(Coll, Option<Pair>, u64), Group> = BTreeMap::new();
     for c in calls.values() {
         let g =
             groups

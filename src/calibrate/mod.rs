@@ -15,6 +15,23 @@
 //! * `cross_validate(&[Measurements], &FitOptions) -> CvReport`, rendered by
 //!   `CvReport::render_text` / `to_json`.
 //! * `plot::render_svg`: one panel per pair, measured, stock and calibrated.
+//!
+//! ```no_run
+//! use planner::calibrate::{self, FitOptions, ReadOptions};
+//! use planner::model::{Algo, Coll, Proto};
+//! # fn main() -> planner::Result<()> {
+//! let run = calibrate::read_file(
+//!     "bench/results/verify-h200x2-final-2026-11-30/verify.json",
+//!     &ReadOptions::default(),
+//! )?;
+//! let cal = calibrate::fit(&[run], &FitOptions::default())?; // NCCL's rows
+//! cal.save("cal.json")?;
+//! // 3 MiB all-reduce with Ring/LL128 on that machine: about 28 µs
+//! let t = cal.predict_us(Coll::AllReduce, Algo::Ring, Proto::Ll128, 3 << 20);
+//! # let _ = t;
+//! # Ok(())
+//! # }
+//! ```
 
 // The verify vocabulary (Backend, Pair, medians, FNV-1a) and the topology XML
 // reader. These two lines are the only places this module names their paths.
