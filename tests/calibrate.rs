@@ -232,6 +232,14 @@ fn nccl_tests_text_pair_from_option_or_free_choice() {
     };
     let m = calibrate::read_text(&no_program, "t.txt", &opts).unwrap();
     assert!(m.rows.iter().all(|r| r.coll == Coll::AllGather));
+    // under mpirun --tag-output every line carries `[1,0]<stdout>:`
+    let tagged: String = full
+        .lines()
+        .map(|l| format!("[1,0]<stdout>:{l}\n"))
+        .collect();
+    let m = calibrate::read_text(&tagged, "t.txt", &ReadOptions::default()).unwrap();
+    assert_eq!(m.rows.len(), 24);
+    assert!(m.rows.iter().all(|r| r.pair == Some(ring_ll())));
 }
 
 #[test]
@@ -334,6 +342,19 @@ fn bad_inputs_name_the_file_and_line() {
     assert!(e.contains("is a calibration file, not measurements"), "{e}");
     let e = read_err("{\"a\": 1}", &none);
     assert!(e.starts_with("input.txt:1: unknown JSON input"), "{e}");
+    // a pretty-printed JSON broken on line 3: that position, not line 1's
+    let e = read_err("{\n  \"a\": 1,\n  \"b\": ]\n}", &none);
+    assert!(e.starts_with("input.txt:3:"), "{e}");
+    // --pair on a verify file: it records its pairs
+    let verify = std::fs::read_to_string(path(FINAL)).unwrap();
+    let e = read_err(
+        &verify,
+        &ReadOptions {
+            pair: Some(ring_ll()),
+            coll: None,
+        },
+    );
+    assert!(e.contains("--pair Ring/LL does not apply"), "{e}");
     // a missing file
     let e = calibrate::read_file("/nonexistent/x.json", &none).unwrap_err();
     assert_eq!(e.exit_code(), 2);

@@ -142,7 +142,7 @@ pub fn read_file(path: &str, options: &ReadOptions) -> Result<Measurements> {
 pub fn read_text(text: &str, source: &str, options: &ReadOptions) -> Result<Measurements> {
     let format = detect(text, source)?;
     let mut m = match format {
-        InputFormat::PlannerVerify => read_verify(text, source)?,
+        InputFormat::PlannerVerify => read_verify(text, source, options)?,
         InputFormat::NcclTestsText => read_nccl_tests_text(text, source, options)?,
         InputFormat::NcclTestsJson => read_nccl_tests_json(text, source, options)?,
         InputFormat::NcclInspector => read_inspector(text, source, options)?,
@@ -181,9 +181,10 @@ fn detect(text: &str, source: &str) -> Result<InputFormat> {
         return Err(Error::bad_input(format!("{source}: the file is empty")));
     }
     if trimmed.starts_with('{') {
-        if let Ok(value) = serde_json::from_str::<serde_json::Value>(text) {
-            return detect_json(&value, source, 1);
-        }
+        let whole = match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(value) => return detect_json(&value, source, 1),
+            Err(e) => e,
+        };
         // Not one document: JSON Lines, judged by the first non-empty line.
         let (number, first) = text
             .lines()
@@ -193,15 +194,16 @@ fn detect(text: &str, source: &str) -> Result<InputFormat> {
             .unwrap_or((1, ""));
         return match serde_json::from_str::<serde_json::Value>(first) {
             Ok(value) => detect_json(&value, source, number),
-            Err(e) => Err(Error::bad_input(format!(
-                "{source}:{}:{}: not valid JSON: {e}",
-                e.line(),
-                e.column()
+            // One document after all (pretty-printed): its own error position.
+            Err(_) => Err(Error::bad_input(format!(
+                "{source}:{}:{}: not valid JSON: {whole}",
+                whole.line(),
+                whole.column()
             ))),
         };
     }
     for line in text.lines() {
-        let t = line.trim();
+        let t = strip_launcher_tag(line.trim());
         if t.starts_with("# nccl-tests version")
             || t.starts_with("# Collective test starting")
             || (t.starts_with('#') && t.contains("out-of-place"))
@@ -251,8 +253,20 @@ fn detect_json(value: &serde_json::Value, source: &str, line: usize) -> Result<I
 // ---------------------------------------------------------------------------
 // planner verify result files
 
-fn read_verify(text: &str, source: &str) -> Result<Measurements> {
+fn read_verify(text: &str, source: &str, options: &ReadOptions) -> Result<Measurements> {
     let run = verify::VerifyRun::from_json(text, source)?;
+    if let Some(p) = options.pair {
+        return Err(Error::bad_input(format!(
+            "{source}: --pair {p} does not apply to a planner verify result, which records the pair of every row"
+        )));
+    }
+    if let Some(c) = options.coll.filter(|c| *c != run.options.collective) {
+        return Err(Error::bad_input(format!(
+            "{source}: --coll {} contradicts the file, which ran {}",
+            c.cli_name(),
+            run.options.collective.cli_name()
+        )));
+    }
     let lines = array_element_lines(text, "rows");
     let mut out = new_measurements(source, InputFormat::PlannerVerify);
     let m = &run.machine;
@@ -411,6 +425,22 @@ fn env_setting(line: &str) -> Option<(&str, &str)> {
     }
 }
 
+/// `mpirun --tag-output` prefixes every line with `[job,rank]<stdout>:`.
+fn strip_launcher_tag(line: &str) -> &str {
+    if let Some(rest) = line.strip_prefix('[') {
+        if let Some((tag, after)) = rest.split_once(']') {
+            if tag.split(',').all(|t| t.trim().parse::<u64>().is_ok()) {
+                for stream in ["<stdout>:", "<stderr>:"] {
+                    if let Some(body) = after.strip_prefix(stream) {
+                        return body.trim();
+                    }
+                }
+            }
+        }
+    }
+    line
+}
+
 struct TextLayout {
     /// Tokens per half (out-of-place, in-place): 4, or 8 with `-I`.
     half: usize,
@@ -432,7 +462,7 @@ fn read_nccl_tests_text(text: &str, source: &str, options: &ReadOptions) -> Resu
     let mut wrong_rows = 0usize;
     for (index, raw) in text.lines().enumerate() {
         let number = index + 1;
-        let line = raw.trim();
+        let line = strip_launcher_tag(raw.trim());
         if line.is_empty() {
             continue;
         }
@@ -1052,6 +1082,17 @@ mod tests {
         assert_eq!(array_element_lines(text, "rows"), vec![4, 5]);
         assert_eq!(array_element_lines(text, "z"), vec![7]);
         assert_eq!(array_element_lines(text, "missing"), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn launcher_tags_are_stripped() {
+        assert_eq!(
+            strip_launcher_tag("[1,0]<stdout>:  8  2 float"),
+            "8  2 float"
+        );
+        assert_eq!(strip_launcher_tag("[1,0]<stderr>:x"), "x");
+        // a NCCL log line's `[0]` is not a launcher tag
+        assert_eq!(strip_launcher_tag("[0] NCCL INFO x"), "[0] NCCL INFO x");
     }
 
     #[test]
