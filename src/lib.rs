@@ -8,6 +8,7 @@ pub mod error;
 pub mod units;
 
 pub mod audit;
+pub mod calibrate;
 pub mod cli;
 pub mod exec;
 pub mod gpu;

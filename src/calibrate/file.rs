@@ -1,0 +1,373 @@
+//! The calibration file: self-describing, versioned JSON
+//! (`"format": "planner-calibration"`), and the topology hash that says which
+//! machines it applies to.
+
+use super::cv::{ErrorStats, RegimeRow};
+use super::model::PairParams;
+use super::verify::{self, Backend, Pair};
+use super::xml;
+use crate::error::{Error, Result};
+use crate::model::{Algo, Coll, Proto};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// First field of every calibration file.
+pub const CALIBRATION_FORMAT: &str = "planner-calibration";
+/// Bumped when a field changes meaning; `from_json` refuses other versions.
+pub const CALIBRATION_VERSION: u32 = 1;
+
+/// What `topology_hash` covers, written into every file.
+pub const TOPOLOGY_HASH_COVERS: &str = "FNV-1a 64 of a canonical form of the NCCL topology XML: every element \
+(system, cpu, pci, gpu, nvlink, nic, net, ...) with its attributes sorted by name and its children sorted by their \
+canonical text; left out: cpu host_hash and affinity, pci busid, net name and guid (per-boot or per-host identifiers \
+the model does not read); an nvlink/pcilink target that is a GPU's bus id becomes that GPU's dev, any other target is \
+left out (its class, tclass, stays). So it covers the GPUs (sm, dev, rank, gdr), links and their counts, PCI classes, \
+device ids and link speeds/widths, CPU kind and NUMA ids, and NICs (speed, latency, port, gdr), from which the model \
+derives paths and bandwidths.";
+
+/// The machine a calibration was measured on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CalibrationMachine {
+    pub hosts: Vec<String>,
+    /// GPU names by rank, where the inputs list them.
+    pub gpus: Vec<String>,
+    pub gpu_count: Option<usize>,
+    pub driver_version: Option<String>,
+    pub cuda_version: Option<String>,
+    pub nccl_version: Option<String>,
+    /// `topology_hash` of the inputs' topology XML (None: no input carried one).
+    pub topology_hash: Option<String>,
+    pub topology_hash_covers: String,
+}
+
+/// The model's form, in words, so the file explains its own numbers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelDescription {
+    pub time_us: String,
+    pub transfer_us: String,
+    pub fit: String,
+    pub terms: String,
+}
+
+impl ModelDescription {
+    pub fn current() -> ModelDescription {
+        ModelDescription {
+            time_us: "(latency_us^overlap + transfer_us^overlap)^(1/overlap)".into(),
+            transfer_us: "bytes / (1000 * bandwidth_gbs) * (1 + (ramp_bytes / bytes)^ramp_exponent)".into(),
+            fit: "per (collective, algorithm, protocol): median time per size; soft-L1 loss (scale 2 %) on \
+                  ln(predicted / measured), Levenberg-Marquardt from a grid of starts"
+                .into(),
+            terms: "latency and bandwidth (NCCL's form) from 2 sizes; overlap from 5; ramp from 10. \
+                    Without a term: ramp_bytes 0, overlap 1"
+                .into(),
+        }
+    }
+}
+
+/// One input file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SourceRef {
+    pub path: String,
+    pub format: String,
+    /// FNV-1a 64 of the file's bytes, hex.
+    pub fnv1a64: String,
+    pub rows: usize,
+    /// Rows of the calibrated backend with a known pair.
+    pub rows_used: usize,
+}
+
+/// The fitted parameters of one (collective, algorithm, protocol).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairFit {
+    #[serde(rename = "collective")]
+    pub coll: Coll,
+    #[serde(rename = "algorithm")]
+    pub algo: Algo,
+    #[serde(rename = "protocol")]
+    pub proto: Proto,
+    #[serde(flatten)]
+    pub params: PairParams,
+    /// The terms fitted ("latency", "bandwidth", "ramp", "overlap").
+    pub terms: Vec<String>,
+    /// Distinct sizes fitted, and their range.
+    pub sizes: usize,
+    pub min_bytes: u64,
+    pub max_bytes: u64,
+    /// |predicted - measured| / measured on the fitted sizes.
+    pub fit: Option<ErrorStats>,
+    /// The same on held-out size bands (k-fold by size).
+    pub cv: Option<ErrorStats>,
+}
+
+impl PairFit {
+    pub fn pair(&self) -> Pair {
+        Pair::new(self.algo, self.proto)
+    }
+}
+
+/// The k-fold summary kept in the file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CalibrationCv {
+    pub method: String,
+    pub regimes: Vec<RegimeRow>,
+}
+
+/// A fitted model of one machine and one backend.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    pub format: String,
+    pub version: u32,
+    pub planner_version: String,
+    pub created_unix: u64,
+    /// Whose times: NCCL's, or the native kernels'.
+    pub backend: Backend,
+    pub machine: CalibrationMachine,
+    pub model: ModelDescription,
+    pub sources: Vec<SourceRef>,
+    pub pairs: Vec<PairFit>,
+    pub cross_validation: Option<CalibrationCv>,
+    #[serde(default)]
+    pub notes: Vec<String>,
+    /// Where it was read from (messages only).
+    #[serde(skip)]
+    pub source: String,
+}
+
+impl Calibration {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        backend: Backend,
+        mut machine: CalibrationMachine,
+        model: ModelDescription,
+        sources: Vec<SourceRef>,
+        pairs: Vec<PairFit>,
+        regimes: Option<Vec<RegimeRow>>,
+        notes: Vec<String>,
+    ) -> Calibration {
+        machine.topology_hash_covers = TOPOLOGY_HASH_COVERS.to_string();
+        Calibration {
+            format: CALIBRATION_FORMAT.to_string(),
+            version: CALIBRATION_VERSION,
+            planner_version: env!("CARGO_PKG_VERSION").to_string(),
+            created_unix: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            backend,
+            machine,
+            model,
+            sources,
+            pairs,
+            cross_validation: regimes.map(|regimes| CalibrationCv {
+                method: "k-fold by size: the sizes split into contiguous bands, each band predicted by a fit \
+                         on the others"
+                    .into(),
+                regimes,
+            }),
+            notes,
+            source: String::new(),
+        }
+    }
+
+    /// Calibrated time of one call, µs; None for a pair that was not fitted.
+    /// Outside `min_bytes..=max_bytes` of the pair it extrapolates.
+    #[inline]
+    pub fn predict_us(&self, coll: Coll, algo: Algo, proto: Proto, bytes: u64) -> Option<f64> {
+        self.pairs
+            .iter()
+            .find(|p| p.coll == coll && p.algo == algo && p.proto == proto)
+            .map(|p| p.params.time_us(bytes as f64))
+    }
+
+    /// The fitted pair with the lowest calibrated time, among `candidates`
+    /// (all fitted pairs of `coll` when empty).
+    pub fn pick(&self, coll: Coll, bytes: u64, candidates: &[Pair]) -> Option<(Pair, f64)> {
+        self.pairs
+            .iter()
+            .filter(|p| p.coll == coll && (candidates.is_empty() || candidates.contains(&p.pair())))
+            .map(|p| (p.pair(), p.params.time_us(bytes as f64)))
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+    }
+
+    /// Refuse (bad input, one line) to apply this calibration to a machine
+    /// whose topology hash or GPU count differ, unless `force`. A fact the
+    /// calibration does not record cannot differ.
+    pub fn check_applies(&self, topology_hash: &str, gpu_count: usize, force: bool) -> Result<()> {
+        if force {
+            return Ok(());
+        }
+        let name = if self.source.is_empty() {
+            "the calibration".to_string()
+        } else {
+            self.source.clone()
+        };
+        if let Some(h) = &self.machine.topology_hash {
+            if h != topology_hash {
+                return Err(Error::bad_input(format!(
+                    "{name} was measured on topology {h}, this one is {topology_hash}: not the same machine \
+                     (--force to apply it anyway)"
+                )));
+            }
+        }
+        if let Some(n) = self.machine.gpu_count {
+            if n != gpu_count {
+                return Err(Error::bad_input(format!(
+                    "{name} was measured on {n} GPUs, this run has {gpu_count} (--force to apply it anyway)"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn to_json(&self) -> Result<String> {
+        serde_json::to_string_pretty(self)
+            .map_err(|e| Error::runtime(format!("cannot serialise the calibration: {e}")))
+    }
+
+    /// Read a calibration file, checking its format and version.
+    pub fn from_json(text: &str, source: &str) -> Result<Calibration> {
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+            Error::bad_input(format!(
+                "{source}:{}:{}: not a calibration file: {e}",
+                e.line(),
+                e.column()
+            ))
+        })?;
+        let format = value.get("format").and_then(|f| f.as_str());
+        if format != Some(CALIBRATION_FORMAT) {
+            return Err(Error::bad_input(format!(
+                "{source}: not a calibration file (format is {}, expected \"{CALIBRATION_FORMAT}\")",
+                format
+                    .map(|f| format!("\"{f}\""))
+                    .unwrap_or_else(|| "missing".into())
+            )));
+        }
+        let version = value.get("version").and_then(|v| v.as_u64());
+        if version != Some(CALIBRATION_VERSION as u64) {
+            return Err(Error::bad_input(format!(
+                "{source}: calibration version {} is not supported (this planner reads version {CALIBRATION_VERSION})",
+                version
+                    .map(|v| v.to_string())
+                    .unwrap_or_else(|| "missing".into())
+            )));
+        }
+        let mut cal: Calibration = serde_json::from_value(value)
+            .map_err(|e| Error::bad_input(format!("{source}: bad calibration file: {e}")))?;
+        for p in &cal.pairs {
+            let q = &p.params;
+            let ok = q.latency_us.is_finite()
+                && q.latency_us >= 0.0
+                && q.bandwidth_gbs.is_finite()
+                && q.bandwidth_gbs > 0.0
+                && q.ramp_bytes.is_finite()
+                && q.ramp_bytes >= 0.0
+                && q.ramp_exponent.is_finite()
+                && q.overlap.is_finite()
+                && q.overlap >= 1.0;
+            if !ok {
+                return Err(Error::bad_input(format!(
+                    "{source}: {} {}/{}: parameters out of range ({q:?})",
+                    p.coll.nccl_name(),
+                    p.algo.nccl_name(),
+                    p.proto.nccl_name()
+                )));
+            }
+        }
+        cal.source = source.to_string();
+        Ok(cal)
+    }
+
+    pub fn load(path: &str) -> Result<Calibration> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::bad_input(format!("{path}: cannot read: {e}")))?;
+        Calibration::from_json(&text, path)
+    }
+
+    pub fn save(&self, path: &str) -> Result<()> {
+        std::fs::write(path, self.to_json()? + "\n")
+            .map_err(|e| Error::runtime(format!("{path}: cannot write the calibration: {e}")))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The topology hash
+
+/// A PCI bus id in one spelling: domain as 8 hex digits, lower case
+/// (NCCL writes `0000:00:06.0` for a GPU and `fffffff:ff:ff.0` for an
+/// NVSwitch it cannot see).
+fn normal_bus_id(id: &str) -> String {
+    let id = id.trim().to_ascii_lowercase();
+    match id.split_once(':') {
+        Some((domain, rest)) => match u64::from_str_radix(domain, 16) {
+            Ok(d) => format!("{d:08x}:{rest}"),
+            Err(_) => id,
+        },
+        None => id,
+    }
+}
+
+const DROPPED: [(&str, &str); 6] = [
+    ("cpu", "host_hash"),
+    ("cpu", "affinity"),
+    ("pci", "busid"),
+    ("net", "name"),
+    ("net", "guid"),
+    ("*", "target"),
+];
+
+fn canonical_node(node: &xml::XmlNode, gpu_of_bus: &BTreeMap<String, String>) -> String {
+    let mut attrs: Vec<(String, String)> = Vec::new();
+    for (k, v) in &node.attrs {
+        if k == "target" {
+            if let Some(dev) = gpu_of_bus.get(&normal_bus_id(v)) {
+                attrs.push(("target_gpu".into(), dev.clone()));
+            }
+            continue;
+        }
+        if DROPPED
+            .iter()
+            .any(|(n, a)| (*n == node.name || *n == "*") && a == k)
+        {
+            continue;
+        }
+        attrs.push((k.clone(), v.trim().to_string()));
+    }
+    attrs.sort();
+    let mut children: Vec<String> = node
+        .children
+        .iter()
+        .map(|c| canonical_node(c, gpu_of_bus))
+        .collect();
+    children.sort();
+    let attrs: Vec<String> = attrs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!(
+        "{}({}){{{}}}",
+        node.name,
+        attrs.join(","),
+        children.join(";")
+    )
+}
+
+/// The canonical text `topology_hash` hashes (see `TOPOLOGY_HASH_COVERS`).
+pub fn canonical_topology(xml_text: &str, source: &str) -> Result<String> {
+    let root = xml::parse(xml_text, source)?;
+    // GPU bus ids -> "dev" of the GPU under that pci node.
+    let mut gpu_of_bus = BTreeMap::new();
+    for node in root.descendants() {
+        if node.name == "pci" {
+            if let (Some(bus), Some(gpu)) = (node.attr("busid"), node.children_named("gpu").next())
+            {
+                let dev = gpu.attr("dev").unwrap_or("?").to_string();
+                gpu_of_bus.insert(normal_bus_id(bus), dev);
+            }
+        }
+    }
+    Ok(canonical_node(&root, &gpu_of_bus))
+}
+
+/// FNV-1a 64 (hex) of `canonical_topology`: equal for two dumps of machines
+/// of the same kind, whatever their host hashes, bus numbering or NIC names.
+pub fn topology_hash(xml_text: &str, source: &str) -> Result<String> {
+    let canonical = canonical_topology(xml_text, source)?;
+    Ok(format!("{:016x}", verify::fnv1a64(canonical.as_bytes())))
+}

@@ -1,0 +1,55 @@
+//! `planner calibrate`: fit NCCL's cost model to measurements of one machine.
+//!
+//! NCCL predicts a call as `latency + bytes / bandwidth` per algorithm x
+//! protocol from constants that describe a generic machine. This module keeps
+//! that structure and fits the two numbers per pair (and per collective where
+//! the data has it) to what was measured, adding only the terms the data needs
+//! (see `model`). Everything is one call per use:
+//!
+//! * `input::read_file` / `input::read_text`: any supported measurement file
+//!   (planner verify results, nccl-tests text or `-J` JSON, NCCL Inspector
+//!   JSONL) -> `Measurements`, one vocabulary for all of them.
+//! * `fit(&[Measurements], &FitOptions) -> Calibration`.
+//! * `Calibration::predict_us(coll, algo, proto, bytes)`.
+//! * `Calibration::to_json` / `from_json` / `check_applies`.
+//! * `cross_validate(&[Measurements], &FitOptions) -> CvReport`, rendered by
+//!   `CvReport::render_text` / `to_json`.
+//! * `plot::render_svg`: one panel per pair, measured, stock and calibrated.
+//!
+//! ```no_run
+//! use planner::calibrate::{self, FitOptions, ReadOptions};
+//! use planner::model::{Algo, Coll, Proto};
+//! # fn main() -> planner::Result<()> {
+//! let run = calibrate::read_file(
+//!     "bench/results/verify-h200x2-final-2026-11-30/verify.json",
+//!     &ReadOptions::default(),
+//! )?;
+//! let cal = calibrate::fit(&[run], &FitOptions::default())?; // NCCL's rows
+//! cal.save("cal.json")?;
+//! // 3 MiB all-reduce with Ring/LL128 on that machine: about 28 µs
+//! let t = cal.predict_us(Coll::AllReduce, Algo::Ring, Proto::Ll128, 3 << 20);
+//! # let _ = t;
+//! # Ok(())
+//! # }
+//! ```
+
+// The verify vocabulary (Backend, Pair, medians, FNV-1a) and the topology XML
+// reader. These two lines are the only places this module names their paths.
+pub(crate) use crate::verify;
+pub(crate) use crate::xml;
+
+pub mod cv;
+pub mod file;
+pub mod fit;
+pub mod input;
+pub mod model;
+pub mod plot;
+mod report;
+mod solver;
+
+pub use cv::{cross_validate, CvReport};
+pub use file::{topology_hash, Calibration, PairFit};
+pub use fit::{fit, FitOptions};
+pub use input::{read_file, read_text, InputFormat, Measurement, Measurements, ReadOptions};
+pub use model::PairParams;
+pub use verify::{Backend, Pair};
