@@ -59,11 +59,11 @@ NVCC=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null | head -1)
 BIN=$WORK/tuner_smoke
 LIBDIR=$(dirname "$LIBNCCL")
 if [ -n "$NVCC" ]; then
-  "$NVCC" -O2 -o "$BIN" "$ROOT/scripts/device/tuner_smoke.c" "$LIBNCCL" -Xlinker -rpath -Xlinker "$LIBDIR" \
+  "$NVCC" -O2 -o "$BIN" "$ROOT/scripts/device/tuner_smoke.c" -L"$LIBDIR" -l:"$(basename "$LIBNCCL")" -Xlinker -rpath -Xlinker "$LIBDIR" \
     > "$WORK/build.txt" 2>&1
 else
   CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-  cc -O2 -std=c11 -D_DEFAULT_SOURCE -o "$BIN" "$ROOT/scripts/device/tuner_smoke.c" "$LIBNCCL" \
+  cc -O2 -std=c11 -D_DEFAULT_SOURCE -o "$BIN" "$ROOT/scripts/device/tuner_smoke.c" -L"$LIBDIR" -l:"$(basename "$LIBNCCL")" \
     -L"$CUDA_HOME/lib64" -lcudart -Wl,-rpath,"$LIBDIR" -Wl,-rpath,"$CUDA_HOME/lib64" > "$WORK/build.txt" 2>&1
 fi
 BUILD_RC=$?
