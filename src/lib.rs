@@ -1,8 +1,9 @@
 //! planner: which collective algorithm and protocol a machine should run, why,
 //! and whether that is true.
 //!
-//! The crate follows the data: `probe` -> `topo` -> `search` -> `model` ->
-//! `exec` -> `report` -> `cli`. Each stage reads only the stages before it.
+//! The crate follows the data: `probe` -> `topo` -> `search` -> `model` (with `pipeline` building them in one
+//! way) -> `audit` | `calibrate` -> `gpu` -> `exec` (our kernels) | `nccl` (the reference backend) -> `verify` ->
+//! `report` -> `cli`. Each stage reads only the stages before it; `exec` and `nccl` never read each other.
 
 pub mod error;
 pub mod units;
