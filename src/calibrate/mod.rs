@@ -38,6 +38,8 @@
 pub(crate) use crate::verify;
 pub(crate) use crate::xml;
 
+pub mod apply;
+pub mod command;
 pub mod cv;
 pub mod file;
 pub mod fit;
@@ -47,8 +49,13 @@ pub mod plot;
 mod report;
 mod solver;
 
+pub use apply::{
+    calibrate_call, calibrate_sweep, load_for_cluster, rescore_verify, CalibratedCall,
+    CalibratedPredictor, CalibratedSweep,
+};
+pub use command::{calibrate, CalibrateOutcome, CalibrateRequest, TopologyFacts};
 pub use cv::{cross_validate, CvReport};
-pub use file::{topology_hash, Calibration, PairFit};
+pub use file::{topology_hash, topology_hash_of_root, Calibration, PairFit};
 pub use fit::{fit, FitOptions};
 pub use input::{read_file, read_text, InputFormat, Measurement, Measurements, ReadOptions};
 pub use model::PairParams;
