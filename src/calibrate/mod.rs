@@ -15,6 +15,12 @@
 //! * `cross_validate(&[Measurements], &FitOptions) -> CvReport`, rendered by
 //!   `CvReport::render_text` / `to_json`.
 //! * `plot::render_svg`: one panel per pair, measured, stock and calibrated.
+//! * `command::calibrate(&CalibrateRequest, progress)`: all of the above as
+//!   `planner calibrate` runs it (read, fit, `--cv`, `--plot`, `-o`).
+//! * `apply`: using a saved calibration without refitting: `load_for_cluster`
+//!   then `calibrate_call` / `calibrate_sweep` for `explain --calibration`;
+//!   `rescore_verify` and `CalibratedPredictor` (verify's `Predictor`) for
+//!   `verify --load --calibration`.
 //!
 //! ```no_run
 //! use planner::calibrate::{self, FitOptions, ReadOptions};
