@@ -350,7 +350,10 @@ fn canonical_node(node: &xml::XmlNode, gpu_of_bus: &BTreeMap<String, String>) ->
 
 /// The canonical text `topology_hash` hashes (see `TOPOLOGY_HASH_COVERS`).
 pub fn canonical_topology(xml_text: &str, source: &str) -> Result<String> {
-    let root = xml::parse(xml_text, source)?;
+    Ok(canonical_of_root(&xml::parse(xml_text, source)?))
+}
+
+fn canonical_of_root(root: &xml::XmlNode) -> String {
     // GPU bus ids -> "dev" of the GPU under that pci node.
     let mut gpu_of_bus = BTreeMap::new();
     for node in root.descendants() {
@@ -362,12 +365,18 @@ pub fn canonical_topology(xml_text: &str, source: &str) -> Result<String> {
             }
         }
     }
-    Ok(canonical_node(&root, &gpu_of_bus))
+    canonical_node(root, &gpu_of_bus)
 }
 
 /// FNV-1a 64 (hex) of `canonical_topology`: equal for two dumps of machines
 /// of the same kind, whatever their host hashes, bus numbering or NIC names.
 pub fn topology_hash(xml_text: &str, source: &str) -> Result<String> {
-    let canonical = canonical_topology(xml_text, source)?;
-    Ok(format!("{:016x}", verify::fnv1a64(canonical.as_bytes())))
+    Ok(topology_hash_of_root(&xml::parse(xml_text, source)?))
+}
+
+/// `topology_hash` of an XML tree already read (a loaded topology keeps its
+/// own: `Topology::xml`).
+pub fn topology_hash_of_root(root: &xml::XmlNode) -> String {
+    let canonical = canonical_of_root(root);
+    format!("{:016x}", verify::fnv1a64(canonical.as_bytes()))
 }

@@ -15,6 +15,12 @@
 //! * `cross_validate(&[Measurements], &FitOptions) -> CvReport`, rendered by
 //!   `CvReport::render_text` / `to_json`.
 //! * `plot::render_svg`: one panel per pair, measured, stock and calibrated.
+//! * `command::calibrate(&CalibrateRequest, progress)`: all of the above as
+//!   `planner calibrate` runs it (read, fit, `--cv`, `--plot`, `-o`).
+//! * `apply`: using a saved calibration without refitting: `load_for_cluster`
+//!   then `calibrate_call` / `calibrate_sweep` for `explain --calibration`;
+//!   `rescore_verify` and `CalibratedPredictor` (verify's `Predictor`) for
+//!   `verify --load --calibration`.
 //!
 //! ```no_run
 //! use planner::calibrate::{self, FitOptions, ReadOptions};
@@ -38,6 +44,8 @@
 pub(crate) use crate::verify;
 pub(crate) use crate::xml;
 
+pub mod apply;
+pub mod command;
 pub mod cv;
 pub mod file;
 pub mod fit;
@@ -47,8 +55,13 @@ pub mod plot;
 mod report;
 mod solver;
 
+pub use apply::{
+    calibrate_call, calibrate_sweep, load_for_cluster, rescore_verify, CalibratedCall,
+    CalibratedPredictor, CalibratedSweep,
+};
+pub use command::{calibrate, CalibrateOutcome, CalibrateRequest, TopologyFacts};
 pub use cv::{cross_validate, CvReport};
-pub use file::{topology_hash, Calibration, PairFit};
+pub use file::{topology_hash, topology_hash_of_root, Calibration, PairFit};
 pub use fit::{fit, FitOptions};
 pub use input::{read_file, read_text, InputFormat, Measurement, Measurements, ReadOptions};
 pub use model::PairParams;

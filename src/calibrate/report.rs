@@ -72,7 +72,7 @@ fn bytes_label(b: f64) -> String {
 }
 
 impl Calibration {
-    /// The fitted parameters per pair, one table.
+    /// The fitted parameters per pair, one table (the notes are not in it).
     pub fn render_text(&self) -> String {
         let m = &self.machine;
         let mut out = String::new();
@@ -141,9 +141,7 @@ impl Calibration {
         right_align(&mut t, 2);
         out.push_str(&t.to_string());
         out.push('\n');
-        for n in &self.notes {
-            out.push_str(&format!("note: {n}\n"));
-        }
+        // `notes` go to stderr with the progress lines (`command::calibrate`).
         out
     }
 }

@@ -2,6 +2,7 @@
 //! own table and per-call formats. Thin: build the model, hand to `report`.
 
 use super::source::{nvls_flag, GraphArgs, OnOff, SourceArgs};
+use crate::calibrate;
 use crate::error::{Error, Result};
 use crate::model::select::Call;
 use crate::model::{Coll, NcclEnv, TuningTable};
@@ -57,6 +58,12 @@ pub struct ExplainArgs {
     pub nccl_log: Option<String>,
     #[command(flatten)]
     pub model: ModelArgs,
+    /// Add a calibrated model (from `planner calibrate`): calibrated time, busbw and pick next to NCCL's
+    #[arg(long, value_name = "CAL.json")]
+    pub calibration: Option<String>,
+    /// Apply --calibration to a topology or GPU count other than the one it was measured on
+    #[arg(long, requires = "calibration")]
+    pub force: bool,
     /// Machine-readable output
     #[arg(long)]
     pub json: bool,
@@ -80,7 +87,27 @@ fn write_json(value: &impl serde::Serialize) -> Result<()> {
     Ok(())
 }
 
+/// NCCL's own formats stay NCCL's model: `--calibration` never changes them.
+fn refuse_calibrated_nccl_formats(args: &ExplainArgs) -> Result<()> {
+    if args.calibration.is_none() {
+        return Ok(());
+    }
+    for (set, flag) in [
+        (args.nccl_table, "--nccl-table"),
+        (args.nccl_calls, "--nccl-calls"),
+        (args.nccl_log.is_some(), "--nccl-log"),
+    ] {
+        if set {
+            return Err(Error::bad_input(format!(
+                "--calibration cannot be combined with {flag}: NCCL's own output is NCCL's model, never calibrated"
+            )));
+        }
+    }
+    Ok(())
+}
+
 pub fn run(source: &SourceArgs, graph: &GraphArgs, args: ExplainArgs) -> Result<()> {
+    refuse_calibrated_nccl_formats(&args)?;
     if let Some(log) = &args.nccl_log {
         let audit_args = super::audit::AuditArgs {
             log: log.clone(),
@@ -113,6 +140,12 @@ pub fn run(source: &SourceArgs, graph: &GraphArgs, args: ExplainArgs) -> Result<
         nvls_flag(args.nvls),
     )?;
     let n_ranks = model.input.n_ranks;
+    let calibration = match &args.calibration {
+        Some(path) => Some(calibrate::load_for_cluster(
+            path, &cluster, coll, args.ops, args.force,
+        )?),
+        None => None,
+    };
 
     if args.nccl_table {
         if args.json {
@@ -151,23 +184,49 @@ pub fn run(source: &SourceArgs, graph: &GraphArgs, args: ExplainArgs) -> Result<
         std::fs::write(path, svg)
             .map_err(|e| Error::bad_input(format!("{path}: cannot write: {e}")))?;
         eprintln!("planner: wrote {path}");
+        if calibration.is_some() {
+            eprintln!(
+                "planner: the plot shows NCCL's model; `planner calibrate --plot` draws the calibrated one"
+            );
+        }
         if sweep_sizes.is_none() {
             return Ok(());
         }
     }
     if let Some(sizes) = &sweep_sizes {
         let sweep = model.sweep(coll, sizes, args.ops)?;
+        let calibrated = match &calibration {
+            Some(cal) => Some(calibrate::calibrate_sweep(cal, &model, &sweep)?),
+            None => None,
+        };
         if args.json {
-            return write_json(&out::sweep_json(&model, &sweep));
+            return write_json(&out::sweep_json_calibrated(
+                &model,
+                &sweep,
+                calibrated.as_ref(),
+            ));
         }
         print!("{}", out::sweep_text(&model, &sweep));
+        if let Some(c) = &calibrated {
+            print!("{}", out::calibrated_sweep_text(c));
+        }
         return Ok(());
     }
     let call = Call::new(coll, size, n_ranks, args.ops)?;
     let eval = model.evaluate(&call)?;
+    let calibrated = calibration
+        .as_ref()
+        .map(|cal| calibrate::calibrate_call(cal, &eval));
     if args.json {
-        return write_json(&out::explain_json(&model, &eval));
+        return write_json(&out::explain_json_calibrated(
+            &model,
+            &eval,
+            calibrated.as_ref(),
+        ));
     }
-    print!("{}", out::explain_text(&model, &eval));
+    print!(
+        "{}",
+        out::explain_text_calibrated(&model, &eval, calibrated.as_ref())
+    );
     Ok(())
 }

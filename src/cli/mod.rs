@@ -2,6 +2,7 @@
 //! hand the result to `report`.
 
 pub mod audit;
+pub mod calibrate;
 pub mod channels;
 pub mod explain;
 pub mod run;
@@ -37,6 +38,8 @@ pub enum Command {
     Explain(explain::ExplainArgs),
     /// Compare an NCCL_DEBUG=INFO log with the planner's model, cell by cell
     Audit(audit::AuditArgs),
+    /// Fit the cost model to measurements of this machine (verify results, nccl-tests, NCCL Inspector); --cv checks it
+    Calibrate(calibrate::CalibrateArgs),
     /// NCCL's channels: ring/tree graphs (pattern, channels, bandwidth, path types), rings and trees per rank, graph XML
     Channels(channels::ChannelsArgs),
     /// Predicted vs measured for every algorithm/protocol pair, with NCCL as the reference
@@ -57,6 +60,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Fixtures(args) => topo::run_fixtures(&args),
         Command::Explain(args) => explain::run(&cli.source, &cli.graph, args),
         Command::Audit(args) => audit::run(&cli.source, &cli.graph, args),
+        Command::Calibrate(args) => calibrate::run(args, &cli.source),
         Command::Channels(args) => channels::run(&cli.source, &cli.graph, &args),
         Command::Verify(args) => verify::run(*args, &cli.source),
         Command::NcclChild => verify::nccl_child(),

@@ -57,6 +57,12 @@ pub struct VerifyArgs {
     /// Re-render and re-score a saved result file (no GPU needed)
     #[arg(long, value_name = "FILE")]
     pub load: Option<String>,
+    /// With --load: re-score with a calibrated model (from `planner calibrate`), the stock model next to it
+    #[arg(long, value_name = "CAL.json", requires = "load")]
+    pub calibration: Option<String>,
+    /// Apply --calibration to a result file of another topology or GPU count
+    #[arg(long, requires = "calibration")]
+    pub force: bool,
     /// Machine-readable output on stdout
     #[arg(long)]
     pub json: bool,
@@ -139,7 +145,13 @@ impl Progress for Bar {
     }
 }
 
-fn output(run: &VerifyRun, predictor: &dyn Predictor, args: &VerifyArgs) -> Result<()> {
+/// `stock`: with --calibration, the same rows scored by the stock model.
+fn output(
+    run: &VerifyRun,
+    predictor: &dyn Predictor,
+    stock: Option<&score::Scored>,
+    args: &VerifyArgs,
+) -> Result<()> {
     let scored = score::score(run, predictor);
     if let Some(path) = &args.csv {
         std::fs::write(path, report::render_csv(&scored))
@@ -150,9 +162,9 @@ fn output(run: &VerifyRun, predictor: &dyn Predictor, args: &VerifyArgs) -> Resu
             .map_err(|e| Error::runtime(format!("{path}: cannot write: {e}")))?;
     }
     if args.json {
-        println!("{}", report::render_json(run, &scored)?);
+        println!("{}", report::render_json_compared(run, &scored, stock)?);
     } else {
-        print!("{}", report::render_text(run, &scored));
+        print!("{}", report::render_text_compared(run, &scored, stock));
     }
     Ok(())
 }
@@ -160,8 +172,17 @@ fn output(run: &VerifyRun, predictor: &dyn Predictor, args: &VerifyArgs) -> Resu
 pub fn run(args: VerifyArgs, source: &SourceArgs) -> Result<()> {
     if let Some(path) = &args.load {
         let run = VerifyRun::load(path)?;
+        if let Some(cal) = &args.calibration {
+            let rescore = crate::calibrate::rescore_verify(cal, &run, path, args.force)?;
+            for note in &rescore.notes {
+                eprintln!("planner: {note}");
+            }
+            let stock = score::predictor_for_run(&run);
+            let stock = score::score(&rescore.run, stock.as_ref());
+            return output(&rescore.run, &rescore.predictor, Some(&stock), &args);
+        }
         let predictor = score::predictor_for_run(&run);
-        return output(&run, predictor.as_ref(), &args);
+        return output(&run, predictor.as_ref(), None, &args);
     }
     let request = request_from(&args)?;
     let bar = Bar::new();
@@ -172,7 +193,7 @@ pub fn run(args: VerifyArgs, source: &SourceArgs) -> Result<()> {
     };
     eprintln!("planner: result file {path}");
     let predictor = score::predictor_for_run(&run);
-    output(&run, predictor.as_ref(), &args)
+    output(&run, predictor.as_ref(), None, &args)
 }
 
 /// The hidden child of the NCCL backend.

@@ -2,6 +2,7 @@
 //! pair, the masked pairs with their reasons, sweep bands, an SVG plot, and
 //! NCCL's own formats (init table, per-call lines) to diff against a log.
 
+use crate::calibrate::{CalibratedCall, CalibratedSweep};
 use crate::error::{Error, Result};
 use crate::model::schedule::GroupPlan;
 use crate::model::select::Evaluation;
@@ -198,6 +199,34 @@ pub struct PairJson {
     pub bus_factor: f64,
     pub margin_us: Option<f64>,
     pub masked_by: Vec<String>,
+    /// With `--calibration`: the calibrated time (null where the pair is
+    /// masked or was not measured); absent without a calibration.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibrated_time_us: Option<Option<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibrated_busbw_gbps: Option<Option<f64>>,
+}
+
+/// The calibrated pick in `--json` (with `--calibration`).
+#[derive(Debug, Clone, Serialize)]
+pub struct CalibratedPickJson {
+    pub algorithm: &'static str,
+    pub protocol: &'static str,
+    pub time_us: f64,
+}
+
+/// What `--calibration` adds to `explain --json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct CalibrationJson {
+    pub calibration: String,
+    /// Whose times it fits: "nccl" or "native".
+    pub backend: String,
+    pub calibrated_pick: Option<CalibratedPickJson>,
+    /// NCCL's pick as the calibration times it (null: not calibrated).
+    pub nccl_pick_calibrated_time_us: Option<f64>,
+    /// NCCL's pick minus the calibrated pick, calibrated times (>= 0).
+    pub margin_us: Option<f64>,
+    pub margin_pct: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -217,9 +246,67 @@ pub struct ExplainJson {
     pub winner: PairJson,
     /// Usable pairs fastest first, then masked pairs in NCCL's order.
     pub pairs: Vec<PairJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<CalibrationJson>,
 }
 
-fn pair_json(model: &Model, eval: &Evaluation, index: usize) -> PairJson {
+/// Calibrated busbw from a calibrated time, with the same bytes and bus
+/// factor as NCCL's columns.
+fn calibrated_busbw(model: &Model, eval: &Evaluation, index: usize, time_us: f64) -> Option<f64> {
+    let c = &eval.candidates[index];
+    (time_us > 0.0).then(|| {
+        eval.group_bytes as f64 / (time_us * 1000.0) * model.bus_factor(eval.call.coll, c.algo)
+    })
+}
+
+fn pair_json(
+    model: &Model,
+    eval: &Evaluation,
+    index: usize,
+    cal: Option<&CalibratedCall>,
+) -> PairJson {
+    let mut p = stock_pair_json(model, eval, index);
+    if let Some(cal) = cal {
+        let t = cal.times_us[index];
+        p.calibrated_time_us = Some(t);
+        p.calibrated_busbw_gbps = Some(t.and_then(|t| calibrated_busbw(model, eval, index, t)));
+    }
+    p
+}
+
+/// NCCL's pick against the calibrated pick, calibrated times: (NCCL's pick
+/// µs, margin µs, margin % of the calibrated pick).
+fn calibrated_margin(
+    eval: &Evaluation,
+    cal: &CalibratedCall,
+) -> (Option<f64>, Option<f64>, Option<f64>) {
+    let nccl = cal.times_us[eval.winner];
+    match (nccl, cal.pick_us()) {
+        (Some(n), Some(p)) => (Some(n), Some(n - p), (p > 0.0).then(|| 100.0 * (n - p) / p)),
+        (n, _) => (n, None, None),
+    }
+}
+
+fn calibration_json(eval: &Evaluation, cal: &CalibratedCall) -> CalibrationJson {
+    let (nccl, margin, pct) = calibrated_margin(eval, cal);
+    CalibrationJson {
+        calibration: cal.source.clone(),
+        backend: cal.backend.name().to_string(),
+        calibrated_pick: cal.pick.and_then(|i| {
+            let c = &eval.candidates[i];
+            Some(CalibratedPickJson {
+                algorithm: c.algo.nccl_name(),
+                protocol: c.proto.nccl_name(),
+                time_us: cal.times_us[i]?,
+            })
+        }),
+        nccl_pick_calibrated_time_us: nccl,
+        margin_us: margin,
+        margin_pct: pct,
+    }
+}
+
+fn stock_pair_json(model: &Model, eval: &Evaluation, index: usize) -> PairJson {
     let c = &eval.candidates[index];
     let usable = c.usable();
     let winner_time = eval.winner().time_us as f64;
@@ -246,6 +333,8 @@ fn pair_json(model: &Model, eval: &Evaluation, index: usize) -> PairJson {
             .iter()
             .map(|m| m.text(eval.call.coll, c.algo, c.proto))
             .collect(),
+        calibrated_time_us: None,
+        calibrated_busbw_gbps: None,
     }
 }
 
@@ -272,6 +361,15 @@ fn ranked(eval: &Evaluation) -> (Vec<usize>, Vec<usize>) {
 }
 
 pub fn explain_json(model: &Model, eval: &Evaluation) -> ExplainJson {
+    explain_json_calibrated(model, eval, None)
+}
+
+/// `explain_json` with the calibrated columns of `--calibration`.
+pub fn explain_json_calibrated(
+    model: &Model,
+    eval: &Evaluation,
+    cal: Option<&CalibratedCall>,
+) -> ExplainJson {
     let (usable, masked) = ranked(eval);
     ExplainJson {
         collective: eval.call.coll.nccl_name(),
@@ -284,12 +382,13 @@ pub fn explain_json(model: &Model, eval: &Evaluation) -> ExplainJson {
         ranks: model.input.n_ranks,
         nodes: model.input.n_nodes,
         runtime_channels: model.input.channels,
-        winner: pair_json(model, eval, eval.winner),
+        winner: pair_json(model, eval, eval.winner, cal),
         pairs: usable
             .iter()
             .chain(masked.iter())
-            .map(|&i| pair_json(model, eval, i))
+            .map(|&i| pair_json(model, eval, i, cal))
             .collect(),
+        calibration: cal.map(|c| calibration_json(eval, c)),
     }
 }
 
@@ -304,6 +403,26 @@ fn us(v: f64) -> String {
 /// The table for people: every usable pair ranked, the winner marked, then
 /// one line per masked pair.
 pub fn explain_text(model: &Model, eval: &Evaluation) -> String {
+    explain_text_calibrated(model, eval, None)
+}
+
+/// `x µs (+y%)` of `extra` over `base`.
+fn margin_text(extra: f64, base: f64) -> String {
+    if base > 0.0 {
+        format!("+{} µs (+{:.0}%)", us(extra), 100.0 * extra / base)
+    } else {
+        format!("+{} µs", us(extra))
+    }
+}
+
+/// `explain_text` with the calibrated columns of `--calibration`: calibrated
+/// time, calibrated busbw, the margin to the calibrated pick; then a line on
+/// the calibrated pick against NCCL's.
+pub fn explain_text_calibrated(
+    model: &Model,
+    eval: &Evaluation,
+    cal: Option<&CalibratedCall>,
+) -> String {
     let call = &eval.call;
     let mut out = String::new();
     let ops = if call.ops > 1 {
@@ -326,25 +445,33 @@ pub fn explain_text(model: &Model, eval: &Evaluation) -> String {
         model.table.source
     ));
     let (usable, masked) = ranked(eval);
+    let mut header = vec![
+        "",
+        "algorithm",
+        "protocol",
+        "channels",
+        "threads",
+        "latency µs",
+        "bandwidth µs",
+        "time µs",
+        "algbw GB/s",
+        "busbw GB/s",
+        "margin",
+    ];
+    if cal.is_some() {
+        header.extend([
+            "calibrated µs",
+            "calibrated busbw GB/s",
+            "calibrated margin",
+        ]);
+    }
     let mut table = Table::new();
     table
         .load_style(presets::UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(vec![
-            "",
-            "algorithm",
-            "protocol",
-            "channels",
-            "threads",
-            "latency µs",
-            "bandwidth µs",
-            "time µs",
-            "algbw GB/s",
-            "busbw GB/s",
-            "margin",
-        ]);
+        .set_header(header);
     for &i in &usable {
-        let p = pair_json(model, eval, i);
+        let p = pair_json(model, eval, i, cal);
         let is_winner = i == eval.winner;
         let margin = match (p.margin_us, p.time_us) {
             (_, _) if is_winner => "NCCL's pick".to_string(),
@@ -358,7 +485,7 @@ pub fn explain_text(model: &Model, eval: &Evaluation) -> String {
             }
             _ => String::new(),
         };
-        let cells = vec![
+        let mut cells = vec![
             if is_winner { "▶" } else { "" }.to_string(),
             p.algorithm.to_string(),
             p.protocol.to_string(),
@@ -371,12 +498,27 @@ pub fn explain_text(model: &Model, eval: &Evaluation) -> String {
             p.busbw_gbps.map(|b| format!("{b:.2}")).unwrap_or_default(),
             margin,
         ];
+        if let Some(cal) = cal {
+            let t = cal.times_us[i];
+            cells.push(t.map(us).unwrap_or_else(|| "-".into()));
+            cells.push(
+                p.calibrated_busbw_gbps
+                    .flatten()
+                    .map(|b| format!("{b:.2}"))
+                    .unwrap_or_else(|| "-".into()),
+            );
+            cells.push(match (t, cal.pick_us()) {
+                _ if cal.pick == Some(i) => "calibrated pick".to_string(),
+                (Some(t), Some(best)) => margin_text(t - best, best),
+                _ => String::new(),
+            });
+        }
         let row: Vec<Cell> = cells
             .into_iter()
             .enumerate()
             .map(|(k, text)| {
                 let mut cell = Cell::new(text);
-                if (3..=9).contains(&k) {
+                if (3..=9).contains(&k) || (11..=12).contains(&k) {
                     cell = cell.set_alignment(CellAlignment::Right);
                 }
                 if is_winner {
@@ -406,6 +548,9 @@ pub fn explain_text(model: &Model, eval: &Evaluation) -> String {
         ));
     }
     out.push_str(". busbw uses each algorithm's own bus factor.\n");
+    if let Some(cal) = cal {
+        out.push_str(&calibrated_line(eval, cal));
+    }
     if !masked.is_empty() {
         out.push_str("Masked:\n");
         for &i in &masked {
@@ -430,6 +575,54 @@ pub fn explain_text(model: &Model, eval: &Evaluation) -> String {
                 reasons.join("; ")
             ));
         }
+    }
+    out
+}
+
+/// The calibrated pick against NCCL's, one line (two with a note on the
+/// pairs the calibration lacks).
+fn calibrated_line(eval: &Evaluation, cal: &CalibratedCall) -> String {
+    let w = eval.winner();
+    let nccl = format!("{}/{}", w.algo.nccl_name(), w.proto.nccl_name());
+    let mut out = format!(
+        "Calibrated model ({}, {} backend): ",
+        cal.source, cal.backend
+    );
+    let (nccl_us, margin, _) = calibrated_margin(eval, cal);
+    match (cal.pick, cal.pick_us()) {
+        (Some(i), Some(t)) if i == eval.winner => {
+            out.push_str(&format!("picks {nccl} too, {} µs.\n", us(t)));
+        }
+        (Some(i), Some(t)) => {
+            let c = &eval.candidates[i];
+            out.push_str(&format!(
+                "picks {}/{}, {} µs; ",
+                c.algo.nccl_name(),
+                c.proto.nccl_name(),
+                us(t)
+            ));
+            match (nccl_us, margin) {
+                (Some(n), Some(m)) => out.push_str(&format!(
+                    "NCCL's pick {nccl} takes {} µs there, {} over the calibrated pick.\n",
+                    us(n),
+                    margin_text(m, t)
+                )),
+                _ => out.push_str(&format!(
+                    "NCCL's pick {nccl} is not in the calibration (not measured).\n"
+                )),
+            }
+        }
+        _ => out.push_str("none of the pairs NCCL allows here is in the calibration.\n"),
+    }
+    if cal
+        .times_us
+        .iter()
+        .zip(&eval.candidates)
+        .any(|(t, c)| c.usable() && t.is_none())
+    {
+        out.push_str(
+            "calibrated -: the pair was not measured, so the calibration has no time for it.\n",
+        );
     }
     out
 }
@@ -501,20 +694,90 @@ pub fn sweep_text(model: &Model, sweep: &Sweep) -> String {
     out
 }
 
+/// The calibrated crossover map of `--sweep --calibration`, after NCCL's.
+pub fn calibrated_sweep_text(cal: &CalibratedSweep) -> String {
+    let mut out = format!(
+        "Calibrated crossover map ({}, {} backend), among the pairs NCCL's model allows:\n",
+        cal.calibration, cal.backend
+    );
+    for b in &cal.bands {
+        out.push_str(&format!(
+            "  {} - {}: {}/{}, {} - {} µs\n",
+            format_size(b.from),
+            format_size(b.to),
+            b.algo.nccl_name(),
+            b.proto.nccl_name(),
+            us(b.from_time_us),
+            us(b.to_time_us)
+        ));
+    }
+    let crossings: Vec<String> = cal
+        .bands
+        .windows(2)
+        // Bands on both sides of an uncalibrated size do not cross.
+        .filter(|w| {
+            !cal.uncalibrated_sizes
+                .iter()
+                .any(|s| *s > w[0].to && *s < w[1].from)
+        })
+        .map(|w| {
+            format!(
+                "  {}/{} -> {}/{} at {} bytes ({})\n",
+                w[0].algo.nccl_name(),
+                w[0].proto.nccl_name(),
+                w[1].algo.nccl_name(),
+                w[1].proto.nccl_name(),
+                w[1].starts_at,
+                format_size(w[1].starts_at)
+            )
+        })
+        .collect();
+    if !crossings.is_empty() {
+        out.push_str("Calibrated crossovers (smallest size where the next pick wins):\n");
+        for c in crossings {
+            out.push_str(&c);
+        }
+    }
+    if !cal.uncalibrated_sizes.is_empty() {
+        out.push_str(&format!(
+            "Not calibrated (no pair allowed there was measured): {}\n",
+            cal.uncalibrated_sizes
+                .iter()
+                .map(|s| format_size(*s))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    out
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct SweepJson<'a> {
     pub collective: &'static str,
     pub ops: usize,
     pub tuning_table: String,
     pub sweep: &'a Sweep,
+    /// With `--calibration`: the calibrated crossover map.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibrated: Option<&'a CalibratedSweep>,
 }
 
 pub fn sweep_json<'a>(model: &Model, sweep: &'a Sweep) -> SweepJson<'a> {
+    sweep_json_calibrated(model, sweep, None)
+}
+
+/// `sweep_json` with the calibrated crossover map of `--calibration`.
+pub fn sweep_json_calibrated<'a>(
+    model: &Model,
+    sweep: &'a Sweep,
+    calibrated: Option<&'a CalibratedSweep>,
+) -> SweepJson<'a> {
     SweepJson {
         collective: sweep.coll.nccl_name(),
         ops: sweep.ops,
         tuning_table: model.table.source.clone(),
         sweep,
+        calibrated,
     }
 }
 

@@ -3,7 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::units::format_size;
-use crate::verify::score::{Scored, ScoredRow};
+use crate::verify::score::{BackendSummary, Scored, ScoredRow};
 use crate::verify::{coll_label, Backend, RowStatus, VerifyRun};
 use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
 use serde::Serialize;
@@ -131,8 +131,41 @@ fn marks(r: &ScoredRow, regret: Option<f64>) -> String {
     m.join(", ")
 }
 
+fn hit_rate_cell(s: &BackendSummary) -> String {
+    match s.hit_rate {
+        Some(h) => format!("{}/{} ({:.0}%)", s.hits, s.sizes_with_best, h * 100.0),
+        None => "-".into(),
+    }
+}
+
+fn worst_regret_cell(s: &BackendSummary) -> String {
+    match (
+        s.worst_regret,
+        s.worst_regret_bytes,
+        s.worst_regret_pick,
+        s.worst_regret_best,
+    ) {
+        (Some(g), Some(b), Some(p), Some(best)) if g > 1.0 => {
+            format!(
+                "{} at {} ({p} vs {best})",
+                pct((g - 1.0) * 100.0),
+                format_size(b)
+            )
+        }
+        (Some(_), _, _, _) => "none".into(),
+        _ => "-".into(),
+    }
+}
+
 /// The full text report.
 pub fn render_text(run: &VerifyRun, scored: &Scored) -> String {
+    render_text_compared(run, scored, None)
+}
+
+/// The full text report; with `stock` (the same run scored by the stock
+/// model, `verify --load --calibration`) its predictions, errors and picks
+/// stand in extra columns next to `scored`'s.
+pub fn render_text_compared(run: &VerifyRun, scored: &Scored, stock: Option<&Scored>) -> String {
     let mut out = String::new();
     out.push_str(&format!(
         "{}\n{}\npredictions: {}\n",
@@ -140,13 +173,16 @@ pub fn render_text(run: &VerifyRun, scored: &Scored) -> String {
         describe_options(run),
         scored.predictor
     ));
+    if let Some(stock) = stock {
+        out.push_str(&format!("compared with: {}\n", stock.predictor));
+    }
 
     let mut notes: Vec<String> = Vec::new();
     let mut backends: Vec<Backend> = scored.rows.iter().map(|r| r.row.backend).collect();
     backends.sort();
     backends.dedup();
     for backend in &backends {
-        let mut t = table(vec![
+        let mut header = vec![
             "size",
             "pair",
             "predicted µs",
@@ -157,15 +193,24 @@ pub fn render_text(run: &VerifyRun, scored: &Scored) -> String {
             "busbw GB/s",
             "#wrong",
             "",
-        ]);
+        ];
+        if stock.is_some() {
+            header.extend(["stock µs", "stock error"]);
+        }
+        let mut t = table(header);
         right_align(&mut t, &[0, 2, 3, 4, 5, 6, 7, 8]);
-        let mut rows: Vec<&ScoredRow> = scored
+        if stock.is_some() {
+            right_align(&mut t, &[10, 11]);
+        }
+        // Indices into `scored.rows` (and the rows of `stock`, scored from the same run).
+        let mut rows: Vec<(usize, &ScoredRow)> = scored
             .rows
             .iter()
-            .filter(|r| r.row.backend == *backend)
+            .enumerate()
+            .filter(|(_, r)| r.row.backend == *backend)
             .collect();
-        rows.sort_by_key(|r| (r.row.bytes, r.row.pair.is_none(), r.row.pair));
-        for r in rows {
+        rows.sort_by_key(|(_, r)| (r.row.bytes, r.row.pair.is_none(), r.row.pair));
+        for (index, r) in rows {
             let verdict = scored
                 .sizes
                 .iter()
@@ -187,7 +232,7 @@ pub fn render_text(run: &VerifyRun, scored: &Scored) -> String {
                     }
                 }
             }
-            t.add_row(vec![
+            let mut cells = vec![
                 format_size(r.row.bytes),
                 label,
                 opt(r.predicted_us, format_us),
@@ -202,24 +247,37 @@ pub fn render_text(run: &VerifyRun, scored: &Scored) -> String {
                 opt(r.busbw_gbs, |v| format!("{v:.2}")),
                 opt(r.row.wrong, |w| w.to_string()),
                 marks(r, verdict.and_then(|v| v.regret)),
-            ]);
+            ];
+            if let Some(stock) = stock {
+                let s = stock.rows.get(index);
+                cells.push(opt(s.and_then(|s| s.predicted_us), format_us));
+                cells.push(opt(s.and_then(|s| s.error_pct), pct));
+            }
+            t.add_row(cells);
         }
         out.push_str(&format!("\n{} backend\n{t}\n", backend));
     }
 
     // Error per regime.
-    let mut t = table(vec![
+    let mut header = vec![
         "backend",
         "size regime",
         "rows",
         "median |error|",
         "worst |error|",
         "worst at",
-    ]);
+    ];
+    if stock.is_some() {
+        header.extend(["stock median |error|", "stock worst |error|"]);
+    }
+    let mut t = table(header);
     right_align(&mut t, &[2, 3, 4]);
+    if stock.is_some() {
+        right_align(&mut t, &[6, 7]);
+    }
     for s in &scored.summaries {
         for g in &s.regimes {
-            t.add_row(vec![
+            let mut cells = vec![
                 s.backend.to_string(),
                 g.label.to_string(),
                 g.rows.to_string(),
@@ -229,7 +287,21 @@ pub fn render_text(run: &VerifyRun, scored: &Scored) -> String {
                     (Some(p), Some(b)) => format!("{p} {}", format_size(b)),
                     _ => "-".into(),
                 },
-            ]);
+            ];
+            if let Some(stock) = stock {
+                let sg = stock
+                    .summaries
+                    .iter()
+                    .find(|x| x.backend == s.backend)
+                    .and_then(|x| x.regimes.iter().find(|r| r.regime == g.regime));
+                cells.push(opt(sg.and_then(|r| r.median_abs_error_pct), |v| {
+                    format!("{v:.1}%")
+                }));
+                cells.push(opt(sg.and_then(|r| r.worst_abs_error_pct), |v| {
+                    format!("{v:.1}%")
+                }));
+            }
+            t.add_row(cells);
         }
     }
     out.push_str(&format!(
@@ -237,7 +309,7 @@ pub fn render_text(run: &VerifyRun, scored: &Scored) -> String {
     ));
 
     // Picks.
-    let mut t = table(vec![
+    let mut header = vec![
         "backend",
         "model's pick = best",
         "worst regret",
@@ -246,31 +318,16 @@ pub fn render_text(run: &VerifyRun, scored: &Scored) -> String {
         "model = NCCL's choice",
         "ok / unavailable / failed",
         "#wrong",
-    ]);
+    ];
+    if stock.is_some() {
+        header.extend(["stock pick = best", "stock worst regret"]);
+    }
+    let mut t = table(header);
     for s in &scored.summaries {
-        let worst = match (
-            s.worst_regret,
-            s.worst_regret_bytes,
-            s.worst_regret_pick,
-            s.worst_regret_best,
-        ) {
-            (Some(g), Some(b), Some(p), Some(best)) if g > 1.0 => {
-                format!(
-                    "{} at {} ({p} vs {best})",
-                    pct((g - 1.0) * 100.0),
-                    format_size(b)
-                )
-            }
-            (Some(_), _, _, _) => "none".into(),
-            _ => "-".into(),
-        };
-        t.add_row(vec![
+        let mut cells = vec![
             s.backend.to_string(),
-            match s.hit_rate {
-                Some(h) => format!("{}/{} ({:.0}%)", s.hits, s.sizes_with_best, h * 100.0),
-                None => "-".into(),
-            },
-            worst,
+            hit_rate_cell(s),
+            worst_regret_cell(s),
             if s.nccl_sizes > 0 {
                 format!("{}/{}", s.nccl_hits, s.nccl_sizes)
             } else {
@@ -290,7 +347,13 @@ pub fn render_text(run: &VerifyRun, scored: &Scored) -> String {
             },
             format!("{} / {} / {}", s.rows_ok, s.rows_unavailable, s.rows_failed),
             s.wrong.to_string(),
-        ]);
+        ];
+        if let Some(stock) = stock {
+            let ss = stock.summaries.iter().find(|x| x.backend == s.backend);
+            cells.push(ss.map(hit_rate_cell).unwrap_or_else(|| "-".into()));
+            cells.push(ss.map(worst_regret_cell).unwrap_or_else(|| "-".into()));
+        }
+        t.add_row(cells);
     }
     out.push_str(&format!(
         "\npicks (regret = measured time of the pick / measured best - 1)\n{t}\n"
@@ -342,13 +405,54 @@ pub struct JsonReport<'a> {
     pub options: &'a crate::verify::RunOptions,
     #[serde(flatten)]
     pub scored: &'a Scored,
+    /// `verify --load --calibration`: the stock model on the same rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stock: Option<StockJson<'a>>,
+}
+
+/// The stock model's scoring next to a calibrated one.
+#[derive(Serialize)]
+pub struct StockJson<'a> {
+    pub predictor: &'a str,
+    pub summaries: &'a [BackendSummary],
+    /// Per row, in the order of `rows`.
+    pub rows: Vec<StockRowJson>,
+}
+
+#[derive(Serialize)]
+pub struct StockRowJson {
+    pub predicted_us: Option<f64>,
+    pub error_pct: Option<f64>,
+    pub model_pick: bool,
 }
 
 pub fn render_json(run: &VerifyRun, scored: &Scored) -> Result<String> {
+    render_json_compared(run, scored, None)
+}
+
+/// `render_json` with the stock model's scoring of the same run (`stock`).
+pub fn render_json_compared(
+    run: &VerifyRun,
+    scored: &Scored,
+    stock: Option<&Scored>,
+) -> Result<String> {
     serde_json::to_string_pretty(&JsonReport {
         machine: &run.machine,
         options: &run.options,
         scored,
+        stock: stock.map(|s| StockJson {
+            predictor: &s.predictor,
+            summaries: &s.summaries,
+            rows: s
+                .rows
+                .iter()
+                .map(|r| StockRowJson {
+                    predicted_us: r.predicted_us,
+                    error_pct: r.error_pct,
+                    model_pick: r.model_pick,
+                })
+                .collect(),
+        }),
     })
     .map_err(|e| Error::runtime(format!("cannot serialise the report: {e}")))
 }

@@ -1,0 +1,204 @@
+//! `planner calibrate FILE... -o CAL.json`: read every input, fit, and where
+//! asked cross-validate, plot and save, in one call (`calibrate`). The command
+//! line handler only turns flags into a `CalibrateRequest` and prints.
+
+use super::cv::{cross_validate, CvReport};
+use super::file::{topology_hash_of_root, Calibration};
+use super::fit::{fit, FitOptions};
+use super::input::{read_file, Measurements, ReadOptions};
+use crate::error::{Error, Result};
+use crate::topo::Cluster;
+use serde::Serialize;
+use std::time::Instant;
+
+/// The machine the measurements were taken on, as the user names it
+/// (`--topo` / `--fixture`), for inputs that carry no topology of their own
+/// (nccl-tests output, NCCL Inspector).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopologyFacts {
+    pub topology_hash: String,
+    pub gpu_count: usize,
+    /// Where it came from, for messages.
+    pub source: String,
+}
+
+impl TopologyFacts {
+    pub fn of_cluster(cluster: &Cluster) -> TopologyFacts {
+        TopologyFacts {
+            topology_hash: topology_hash_of_root(&cluster.node.xml),
+            gpu_count: cluster.node.gpu_count() * cluster.n_nodes.max(1),
+            source: cluster.node.source.clone(),
+        }
+    }
+}
+
+/// Everything `planner calibrate` was asked to do.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CalibrateRequest {
+    pub files: Vec<String>,
+    pub read: ReadOptions,
+    pub fit: FitOptions,
+    /// Write the calibration here.
+    pub out: Option<String>,
+    /// Also cross-validate (k-fold by size; train on one input, test on another).
+    pub cv: bool,
+    /// Write the small-multiples plot here (SVG).
+    pub plot: Option<String>,
+    pub topology: Option<TopologyFacts>,
+}
+
+/// What it produced.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CalibrateOutcome {
+    pub calibration: Calibration,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cross_validation_report: Option<CvReport>,
+    /// Wall time of the fit (with the k-fold summary the file stores), ms.
+    pub fit_ms: f64,
+}
+
+impl CalibrateOutcome {
+    pub fn to_json(&self) -> Result<String> {
+        serde_json::to_string_pretty(self)
+            .map_err(|e| Error::runtime(format!("cannot serialise the calibration: {e}")))
+    }
+
+    /// The calibration's table, then the cross-validation report if any.
+    pub fn render_text(&self) -> String {
+        let mut out = self.calibration.render_text();
+        if let Some(cv) = &self.cross_validation_report {
+            out.push('\n');
+            out.push_str(&cv.render_text());
+        }
+        out
+    }
+}
+
+fn describe(m: &Measurements) -> String {
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for r in &m.rows {
+        let key = r.backend.to_string();
+        match counts.iter_mut().find(|c| c.0 == key) {
+            Some(c) => c.1 += 1,
+            None => counts.push((key, 1)),
+        }
+    }
+    let counts: Vec<String> = counts.iter().map(|(b, n)| format!("{n} {b}")).collect();
+    format!(
+        "{}: {}, {} rows ({})",
+        m.source,
+        m.format.name(),
+        m.rows.len(),
+        counts.join(", ")
+    )
+}
+
+/// Bind a calibration to the topology the user named: it must agree with the
+/// one the inputs carry (unless `force`), and fills it in where they carry none.
+fn bind_topology(cal: &mut Calibration, facts: &TopologyFacts, force: bool) -> Result<()> {
+    let m = &mut cal.machine;
+    match &m.topology_hash {
+        Some(h) if *h != facts.topology_hash => {
+            let msg = format!(
+                "the inputs were measured on topology {h}, {} is {}",
+                facts.source, facts.topology_hash
+            );
+            if !force {
+                return Err(Error::bad_input(format!(
+                    "{msg} (--force to keep the inputs' topology)"
+                )));
+            }
+            cal.notes.push(msg);
+        }
+        Some(_) => {}
+        None => {
+            m.topology_hash = Some(facts.topology_hash.clone());
+            cal.notes.push(format!(
+                "topology {} taken from {}",
+                facts.topology_hash, facts.source
+            ));
+        }
+    }
+    let m = &mut cal.machine;
+    match m.gpu_count {
+        Some(n) if n != facts.gpu_count => {
+            let msg = format!(
+                "the inputs ran on {n} GPUs, {} has {}",
+                facts.source, facts.gpu_count
+            );
+            if !force {
+                return Err(Error::bad_input(format!(
+                    "{msg} (--force to keep the inputs' GPU count)"
+                )));
+            }
+            cal.notes.push(msg);
+        }
+        Some(_) => {}
+        None => m.gpu_count = Some(facts.gpu_count),
+    }
+    Ok(())
+}
+
+/// Read, fit, bind to `--topo`, cross-validate, plot, save: what
+/// `planner calibrate` does. `progress` gets one line per step (stderr).
+pub fn calibrate(
+    request: &CalibrateRequest,
+    progress: &mut dyn FnMut(&str),
+) -> Result<CalibrateOutcome> {
+    if request.files.is_empty() {
+        return Err(Error::bad_input("calibrate: give at least one input file"));
+    }
+    let mut inputs = Vec::with_capacity(request.files.len());
+    for path in &request.files {
+        let m = read_file(path, &request.read)?;
+        progress(&describe(&m));
+        inputs.push(m);
+    }
+    let start = Instant::now();
+    let mut calibration = fit(&inputs, &request.fit)?;
+    let fit_ms = start.elapsed().as_secs_f64() * 1e3;
+    progress(&format!(
+        "fitted {} pair(s) of the {} backend in {fit_ms:.0} ms{}",
+        calibration.pairs.len(),
+        request.fit.backend,
+        if request.fit.cv_folds > 0 {
+            format!(" (with a {}-fold check by size)", request.fit.cv_folds)
+        } else {
+            String::new()
+        }
+    ));
+    if let Some(facts) = &request.topology {
+        bind_topology(&mut calibration, facts, request.fit.force)?;
+    }
+    for note in &calibration.notes {
+        progress(&format!("note: {note}"));
+    }
+    let cross_validation_report = if request.cv {
+        let start = Instant::now();
+        let report = cross_validate(&inputs, &request.fit)?;
+        progress(&format!(
+            "cross-validated in {:.0} ms: {} section(s)",
+            start.elapsed().as_secs_f64() * 1e3,
+            report.sections.len()
+        ));
+        Some(report)
+    } else {
+        None
+    };
+    if let Some(path) = &request.plot {
+        let svg = super::plot::render_svg(&calibration, &inputs)?;
+        std::fs::write(path, svg)
+            .map_err(|e| Error::runtime(format!("{path}: cannot write the plot: {e}")))?;
+        progress(&format!("wrote {path}"));
+    }
+    if let Some(path) = &request.out {
+        calibration.save(path)?;
+        calibration.source = path.clone();
+        progress(&format!("wrote {path}"));
+    }
+    Ok(CalibrateOutcome {
+        calibration,
+        cross_validation_report,
+        fit_ms,
+    })
+}

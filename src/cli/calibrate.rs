@@ -1,0 +1,93 @@
+//! `planner calibrate`: flags -> `CalibrateRequest` -> `calibrate::calibrate`,
+//! then print the calibration (and the cross-validation report).
+
+use super::source::SourceArgs;
+use crate::calibrate::{self, Backend, CalibrateRequest, FitOptions, Pair, ReadOptions};
+use crate::error::{Error, Result};
+use crate::model::Coll;
+
+#[derive(Debug, clap::Args)]
+pub struct CalibrateArgs {
+    /// Measurements: planner verify result files, nccl-tests output (text or -J JSON), NCCL Inspector JSONL
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<String>,
+    /// Write the calibration here (self-describing JSON; `explain`/`verify --load` read it with --calibration)
+    #[arg(short = 'o', long = "out", value_name = "CAL.json")]
+    pub out: Option<String>,
+    /// The pair every row of the nccl-tests files ran (pinned with NCCL_ALGO/NCCL_PROTO, without a log in the file)
+    #[arg(long, value_name = "ALGO/PROTO")]
+    pub pair: Option<String>,
+    /// The collective of nccl-tests text without its "# Collective test starting" line
+    #[arg(long, value_name = "NAME")]
+    pub coll: Option<String>,
+    /// Whose times to fit: nccl (NCCL's rows, the reference for NCCL's model) or native (planner's kernels)
+    #[arg(long, default_value = "nccl", value_name = "nccl|native")]
+    pub backend: String,
+    /// Print the cross-validation: k-fold by size, and with 2+ inputs train on one / test on another
+    #[arg(long)]
+    pub cv: bool,
+    /// Size bands of the k-fold cross-validation (the file keeps its summary; 0: none in the file)
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub folds: usize,
+    /// Draw measured, stock and calibrated time per pair, one panel per pair (SVG)
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<String>,
+    /// Fit inputs of different machines together, or bind to a --topo/--fixture that differs from theirs
+    #[arg(long)]
+    pub force: bool,
+    /// Machine-readable output on stdout: {"calibration": ..., "cross_validation_report": ...}
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn request_from(args: &CalibrateArgs, source: &SourceArgs) -> Result<CalibrateRequest> {
+    let backend = match args.backend.to_ascii_lowercase().as_str() {
+        "nccl" => Backend::Nccl,
+        "native" => Backend::Native,
+        other => {
+            return Err(Error::bad_input(format!(
+                "invalid --backend '{other}': calibrate fits one backend, nccl or native"
+            )))
+        }
+    };
+    let pair = match &args.pair {
+        Some(p) => Some(Pair::parse(p).map_err(|e| Error::bad_input(format!("--pair: {e}")))?),
+        None => None,
+    };
+    let coll = match &args.coll {
+        Some(c) => Some(Coll::parse(c)?),
+        None => None,
+    };
+    // A topology named on the command line binds the calibration to it (the
+    // inputs may carry none); without one, never the probe or the default fixture.
+    let topology = if source.source().is_explicit() {
+        let cluster = source.source().load()?;
+        Some(calibrate::TopologyFacts::of_cluster(&cluster))
+    } else {
+        None
+    };
+    Ok(CalibrateRequest {
+        files: args.files.clone(),
+        read: ReadOptions { pair, coll },
+        fit: FitOptions {
+            backend,
+            cv_folds: args.folds,
+            force: args.force,
+        },
+        out: args.out.clone(),
+        cv: args.cv,
+        plot: args.plot.clone(),
+        topology,
+    })
+}
+
+pub fn run(args: CalibrateArgs, source: &SourceArgs) -> Result<()> {
+    let request = request_from(&args, source)?;
+    let outcome = calibrate::calibrate(&request, &mut |line| eprintln!("planner: {line}"))?;
+    if args.json {
+        println!("{}", outcome.to_json()?);
+    } else {
+        print!("{}", outcome.render_text());
+    }
+    Ok(())
+}
