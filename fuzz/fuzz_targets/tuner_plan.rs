@@ -54,7 +54,9 @@ fuzz_target!(|data: &[u8]| {
     let Ok(plan) = Plan::from_json(text) else {
         return;
     };
-    let written = plan.to_json().expect("a plan from_json accepted must write out");
+    let written = plan
+        .to_json()
+        .expect("a plan from_json accepted must write out");
     let again = Plan::from_json(&written).expect("what to_json writes must read back");
     assert_eq!(
         plan.rules.iter().map(key).collect::<Vec<_>>(),
