@@ -172,6 +172,21 @@ fn making_a_plan_prints_every_decision_and_the_bands() {
         stdout.contains("| 2.8 MiB - 5.7 MiB | Ring/LL128  |"),
         "{stdout}"
     );
+
+    // --json: the plan as written, one decision per measured size (30 sizes, 8 B .. 4 GiB), the notes
+    let (text, stdout) = tune(&["--from", FINAL, "--json"], "plan.json");
+    let json: serde_json::Value = serde_json::from_str(&stdout).expect("JSON on stdout");
+    let decisions = json["decisions"].as_array().unwrap();
+    assert_eq!(decisions.len(), 30);
+    let two = decisions.iter().find(|d| d["bytes"] == 2 * MIB).unwrap();
+    assert_eq!(two["reason"], "faster");
+    assert_eq!(two["pick"]["algo"], "Ring");
+    assert_eq!(two["pick"]["proto"], "LL");
+    assert_eq!(two["nccl"]["proto"], "Simple");
+    assert_eq!(
+        json["plan"],
+        serde_json::from_str::<serde_json::Value>(&text).unwrap()
+    );
 }
 
 #[test]
