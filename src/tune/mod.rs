@@ -213,7 +213,7 @@ fn from_calibration(path: &str, request: &TuneRequest) -> Result<Tuned> {
     hosts.dedup();
     let shape = shape(path, m.gpu_count, hosts.len().max(1), request.ranks)?;
     let mut notes = Vec::new();
-    let stock = stock_for_calibration(&cal, request.topology.as_ref(), shape, &mut notes);
+    let stock = stock_for_calibration(&cal, request.topology.as_ref(), shape, &mut notes)?;
     let colls = calibrated::collectives(&cal);
     if colls.is_empty() {
         return Err(Error::bad_input(format!(
@@ -309,13 +309,13 @@ fn stock_for_calibration(
     explicit: Option<&Source>,
     shape: Shape,
     notes: &mut Vec<String>,
-) -> Option<ModelPredictor> {
+) -> Result<Option<ModelPredictor>> {
     let nccl_version = cal.machine.nccl_version.as_deref();
     let built = match explicit {
-        Some(source) => stock_from_source(cal, source, nccl_version, notes),
+        Some(source) => Some(stock_from_source(cal, source, nccl_version, notes)?),
         None => stock_from_sources(cal, nccl_version, notes),
     };
-    match built {
+    Ok(match built {
         Some((predictor, n_ranks)) if n_ranks == shape.n_ranks as usize => Some(predictor),
         Some((_, n_ranks)) => {
             notes.push(format!(
@@ -333,46 +333,38 @@ fn stock_for_calibration(
             );
             None
         }
-    }
+    })
 }
 
+/// The stock model on a topology the user named: a topology that cannot be read or searched is bad input, as in
+/// every other command.
 fn stock_from_source(
     cal: &Calibration,
     source: &Source,
     nccl_version: Option<&str>,
     notes: &mut Vec<String>,
-) -> Option<(ModelPredictor, usize)> {
-    let (xml, what) = if let Some(path) = &source.topo {
-        (crate::units::read_input_file(path).ok(), path.clone())
-    } else if let Some(name) = &source.fixture {
-        (
+) -> Result<(ModelPredictor, usize)> {
+    let cluster = source.load()?;
+    let (xml, what) = match (&source.topo, &source.fixture) {
+        (Some(path), _) => (Some(crate::units::read_input_file(path)?), path.clone()),
+        (None, Some(name)) => (
             crate::topo::fixtures::find(name).map(|f| f.xml.to_string()),
             format!("fixture {name}"),
-        )
-    } else {
-        (None, String::new())
+        ),
+        (None, None) => (None, String::new()),
     };
     if let (Some(xml), Some(expected)) = (&xml, &cal.machine.topology_hash) {
-        match calibrate::topology_hash(xml, &what) {
-            Ok(hash) if &hash != expected => notes.push(format!(
+        let hash = calibrate::topology_hash(xml, &what)?;
+        if &hash != expected {
+            notes.push(format!(
                 "{what} (topology {hash}) is not the topology the calibration was measured on ({expected})"
-            )),
-            _ => {}
+            ));
         }
     }
-    let built = source.load().and_then(|cluster| {
-        Ok((
-            ModelPredictor::new(&cluster, None, nccl_version)?,
-            cluster.n_ranks(),
-        ))
-    });
-    match built {
-        Ok(b) => Some(b),
-        Err(e) => {
-            notes.push(format!("cannot build the stock NCCL model on {what}: {e}"));
-            None
-        }
-    }
+    Ok((
+        ModelPredictor::new(&cluster, None, nccl_version)?,
+        cluster.n_ranks(),
+    ))
 }
 
 fn stock_from_sources(

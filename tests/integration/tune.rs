@@ -369,3 +369,48 @@ fn bad_inputs_exit_2_with_one_line_naming_the_file() {
         "{e}"
     );
 }
+
+#[test]
+fn calibration_topology_from_flags_or_none_at_all() {
+    let calibration = format!("{}/{CALIBRATION}", root());
+    let elsewhere = std::env::temp_dir();
+    let run = |extra: &[&str]| {
+        let out = temp("cal.json");
+        let output = planner()
+            .current_dir(&elsewhere)
+            .args(["tune", "--calibration", &calibration, "-o"])
+            .arg(&out)
+            .args(extra)
+            .output()
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    // from another directory the calibration's relative source paths do not resolve: calibrated picks only
+    let (code, stdout, stderr) = run(&[]);
+    assert_eq!(code, Some(0));
+    assert!(
+        stderr.contains("no topology for the stock NCCL model"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("NCCL's choice unknown: fastest taken"),
+        "{stdout}"
+    );
+    // NCCL's own topology dump of the machine: the stock model's picks, and no topology warning
+    let topo = crate::common::golden("topo.xml");
+    let (code, stdout, stderr) = run(&["--topo", &topo]);
+    assert_eq!(code, Some(0));
+    assert!(stdout.contains("| stock model |"), "{stdout}");
+    assert!(!stderr.contains("is not the topology"), "{stderr}");
+    // a topology the user names must load
+    let (code, _, stderr) = run(&["--topo", "/no/such/topo.xml"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.contains("/no/such/topo.xml: cannot read"),
+        "{stderr}"
+    );
+}
