@@ -22,6 +22,7 @@ pub mod probe;
 pub mod report;
 pub mod search;
 pub mod topo;
+pub mod tune;
 pub mod verify;
 pub mod xml;
 

@@ -8,6 +8,7 @@ pub mod explain;
 pub mod run;
 pub mod source;
 pub mod topo;
+pub mod tune;
 pub mod verify;
 
 use crate::error::Result;
@@ -52,6 +53,8 @@ pub enum Command {
     RendezvousCheck(verify::RendezvousCheckArgs),
     /// Run one plan with planner's own kernels on the local GPUs: time, algbw, busbw, #wrong
     Run(run::RunArgs),
+    /// A plan for the NCCL tuner plugin from measurements or a calibration; --show prints one
+    Tune(tune::TuneArgs),
 }
 
 pub fn run(cli: Cli) -> Result<()> {
@@ -66,5 +69,6 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::NcclChild => verify::nccl_child(),
         Command::RendezvousCheck(args) => verify::rendezvous_check(args),
         Command::Run(args) => run::run(args, &cli.source),
+        Command::Tune(args) => tune::run(args, &cli.source),
     }
 }

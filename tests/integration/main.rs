@@ -31,6 +31,7 @@ mod search_connect;
 mod search_fixtures;
 mod topo_cli;
 mod topo_fixtures;
+mod tune;
 mod verify_cli;
 mod verify_rendezvous;
 mod verify_results;

@@ -1,0 +1,101 @@
+//! `planner tune`: flags, and the thin glue between `crate::tune` and the output.
+
+use super::source::SourceArgs;
+use crate::error::{Error, Result};
+use crate::tune::{self, render, TuneInput, TuneRequest, DEFAULT_MARGIN_PERCENT};
+
+/// The plan file's format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PlanFormat {
+    /// The plan the planner tuner plugin reads (PLANNER_TUNER_PLAN)
+    Json,
+    /// The CSV config of NCCL's example tuner plugin (nccl_tuner.conf)
+    NcclCsv,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["from", "calibration", "show"])))]
+pub struct TuneArgs {
+    /// Make the plan from a `planner verify` result file: per size the fastest pair NCCL ran (NCCL backend rows)
+    #[arg(long, value_name = "RESULTS.json")]
+    pub from: Option<String>,
+    /// Make the plan from a calibration file: per size the calibrated model's pick (--topo/--fixture: the topology
+    /// for the stock model's pick; default: the calibration's verify files)
+    #[arg(long, value_name = "CAL.json")]
+    pub calibration: Option<String>,
+    /// Print the bands of a plan file
+    #[arg(long, value_name = "PLAN.json")]
+    pub show: Option<String>,
+    /// Write the plan here
+    #[arg(
+        short = 'o',
+        long = "out",
+        value_name = "PLAN.json",
+        required_unless_present = "show",
+        conflicts_with = "show"
+    )]
+    pub out: Option<String>,
+    /// Plan format: json (for the planner plugin) or nccl-csv (NCCL's example tuner plugin)
+    #[arg(long, value_enum, default_value = "json", conflicts_with = "show")]
+    pub format: PlanFormat,
+    /// Keep NCCL's own choice unless another pair is faster by more than this many percent
+    #[arg(long, value_name = "PERCENT", default_value_t = DEFAULT_MARGIN_PERCENT, conflicts_with = "show")]
+    pub margin: f64,
+    /// Ranks of the communicator, where the input does not say
+    #[arg(long, value_name = "N", conflicts_with = "show")]
+    pub ranks: Option<u32>,
+    /// Machine-readable output on stdout
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: TuneArgs, source: &SourceArgs) -> Result<()> {
+    if let Some(path) = &args.show {
+        let plan = tune::load_plan(path)?;
+        if args.json {
+            println!("{}", pretty(&render::plan_json(&plan))?);
+        } else {
+            print!("{}", render::plan_table(&plan));
+        }
+        return Ok(());
+    }
+    let (input, every_size) = match (&args.from, &args.calibration) {
+        (Some(path), _) => (TuneInput::Verify(path.clone()), true),
+        (None, Some(path)) => (TuneInput::Calibration(path.clone()), false),
+        (None, None) => return Err(Error::bad_input("give --from, --calibration or --show")),
+    };
+    let source = source.source();
+    let request = TuneRequest {
+        input,
+        margin_percent: args.margin,
+        ranks: args.ranks,
+        topology: source.is_explicit().then_some(source),
+    };
+    let tuned = tune::make(&request)?;
+    for note in &tuned.notes {
+        eprintln!("planner: {note}");
+    }
+    let text = match args.format {
+        PlanFormat::Json => tuned
+            .plan
+            .to_json()
+            .map_err(|e| Error::runtime(format!("cannot write the plan: {e}")))?,
+        PlanFormat::NcclCsv => tuned.plan.to_nccl_csv(),
+    };
+    let out = args.out.as_deref().unwrap_or("plan.json");
+    std::fs::write(out, text)
+        .map_err(|e| Error::runtime(format!("{out}: cannot write the plan: {e}")))?;
+    if args.json {
+        println!("{}", pretty(&render::tuned_json(&tuned))?);
+    } else {
+        print!("{}", render::decisions_table(&tuned.decisions, every_size));
+        print!("{}", render::plan_table(&tuned.plan));
+    }
+    eprintln!("planner: wrote {out} ({} rules)", tuned.plan.rules.len());
+    Ok(())
+}
+
+fn pretty(value: &serde_json::Value) -> Result<String> {
+    serde_json::to_string_pretty(value)
+        .map_err(|e| Error::runtime(format!("cannot serialise the output: {e}")))
+}
