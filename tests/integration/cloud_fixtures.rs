@@ -112,17 +112,8 @@ fn facts_of(t: &Topology) -> Facts {
 }
 
 /// (name, sm, NVLink GB/s, CPU nodes, GB/s between them, NICs, Mb/s, NIC latency µs, GPU0 to its NIC)
-type FactPin = (
-    &'static str,
-    u32,
-    f64,
-    usize,
-    f64,
-    usize,
-    f64,
-    f64,
-    (PathType, f64),
-);
+#[rustfmt::skip]
+type FactPin = (&'static str, u32, f64, usize, f64, usize, f64, f64, (PathType, f64));
 
 #[test]
 fn topology_facts_from_the_sources() {
@@ -136,74 +127,15 @@ fn topology_facts_from_the_sources() {
     // NDv4: 12 x 20.0; 4 AMD NUMA nodes 16; 8 HDR; 0 µs (IB); "16 GT/s" x16 = 24.
     // NDv5: 370.8; SRP 22; 8 NDR 400 Gb/s; "32.0 GT/s PCIe" x16 = 48.
     // A3 High / Mega: 370.8; SRP 22; 4 / 8 gVNIC of 200 Gb/s; links 24 (as NCCL logged on A3 Mega).
+    #[rustfmt::skip]
     let pins: [FactPin; 7] = [
-        (
-            "aws-p4d",
-            80,
-            240.0,
-            2,
-            10.0,
-            4,
-            100000.0,
-            75.0,
-            (Pix, 12.0),
-        ),
-        ("aws-p5", 90, 370.8, 2, 16.0, 8, 400000.0, 75.0, (Pix, 48.0)),
-        (
-            "aws-p5en",
-            90,
-            370.8,
-            2,
-            22.0,
-            8,
-            400000.0,
-            35.0,
-            (Pix, 48.0),
-        ),
-        (
-            "azure-ndv4",
-            80,
-            240.0,
-            4,
-            16.0,
-            8,
-            200000.0,
-            0.0,
-            (Pix, 24.0),
-        ),
-        (
-            "azure-ndv5",
-            90,
-            370.8,
-            2,
-            22.0,
-            8,
-            400000.0,
-            0.0,
-            (Pix, 48.0),
-        ),
-        (
-            "gcp-a3-high",
-            90,
-            370.8,
-            2,
-            22.0,
-            4,
-            200000.0,
-            0.0,
-            (Pix, 24.0),
-        ),
-        (
-            "gcp-a3-mega",
-            90,
-            370.8,
-            2,
-            22.0,
-            8,
-            200000.0,
-            0.0,
-            (Pix, 24.0),
-        ),
+        ("aws-p4d",     80, 240.0, 2, 10.0, 4, 100000.0, 75.0, (Pix, 12.0)),
+        ("aws-p5",      90, 370.8, 2, 16.0, 8, 400000.0, 75.0, (Pix, 48.0)),
+        ("aws-p5en",    90, 370.8, 2, 22.0, 8, 400000.0, 35.0, (Pix, 48.0)),
+        ("azure-ndv4",  80, 240.0, 4, 16.0, 8, 200000.0,  0.0, (Pix, 24.0)),
+        ("azure-ndv5",  90, 370.8, 2, 22.0, 8, 400000.0,  0.0, (Pix, 48.0)),
+        ("gcp-a3-high", 90, 370.8, 2, 22.0, 4, 200000.0,  0.0, (Pix, 24.0)),
+        ("gcp-a3-mega", 90, 370.8, 2, 22.0, 8, 200000.0,  0.0, (Pix, 24.0)),
     ];
     for (name, sm, nvl, cpus, cpu_gbs, nics, mbps, lat, local) in pins {
         let t = load(name);
