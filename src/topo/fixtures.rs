@@ -54,6 +54,48 @@ pub const FIXTURES: &[Fixture] = &[
             "8x RTX PRO 6000 Blackwell (PCIe Gen5, no NVLink), 2 sockets over UPI, 2 PCIe switches per socket",
         xml: include_str!("../../fixtures/pcie-rtxpro6000-8.xml"),
     },
+    Fixture {
+        name: "aws-p4d",
+        description:
+            "AWS p4d.24xlarge: 8x A100 SXM, NVLink 3 x12, 2 Cascade Lake sockets, 4x 100 Gb/s EFA",
+        xml: include_str!("../../fixtures/aws-p4d.xml"),
+    },
+    Fixture {
+        name: "aws-p5",
+        description:
+            "AWS p5.48xlarge: 8x H100 SXM, NVLink 4 x18, 2 AMD sockets, 32x 100 Gb/s EFA as 8 NICs of 400 Gb/s",
+        xml: include_str!("../../fixtures/aws-p5.xml"),
+    },
+    Fixture {
+        name: "aws-p5en",
+        description:
+            "AWS p5en.48xlarge (inferred): 8x H200 SXM, 2 Sapphire Rapids, 16x 200 Gb/s EFA as 8 NCCL NICs",
+        xml: include_str!("../../fixtures/aws-p5en.xml"),
+    },
+    Fixture {
+        name: "azure-ndv4",
+        description:
+            "Azure ND A100 v4: 8x A100 SXM, NVLink 3 x12, AMD Rome in 4 NUMA nodes, 8x HDR 200 Gb/s",
+        xml: include_str!("../../fixtures/azure-ndv4.xml"),
+    },
+    Fixture {
+        name: "azure-ndv5",
+        description:
+            "Azure ND H100 v5: 8x H100 SXM, NVLink 4 x18, 2 Sapphire Rapids sockets, 8x NDR 400 Gb/s",
+        xml: include_str!("../../fixtures/azure-ndv5.xml"),
+    },
+    Fixture {
+        name: "gcp-a3-high",
+        description:
+            "GCP a3-highgpu-8g: 8x H100 SXM, NVLink 4 x18, 2 Sapphire Rapids sockets, 4x 200 Gb/s TCPX NICs",
+        xml: include_str!("../../fixtures/gcp-a3-high.xml"),
+    },
+    Fixture {
+        name: "gcp-a3-mega",
+        description:
+            "GCP a3-megagpu-8g: 8x H100 SXM, NVLink 4 x18, 2 Sapphire Rapids sockets, 8x 200 Gb/s TCPXO NICs",
+        xml: include_str!("../../fixtures/gcp-a3-mega.xml"),
+    },
 ];
 
 /// The fixture used when no GPU is found.

@@ -7,6 +7,7 @@ mod verify_data;
 mod audit_capture;
 mod calibrate;
 mod calibrate_cli;
+mod cloud_fixtures;
 mod exec_cli;
 mod exec_launch;
 mod exec_nvrtc;
