@@ -4,16 +4,17 @@
 #   scripts/snapshot-outputs.sh before && (change, build) && scripts/snapshot-outputs.sh after && diff -r before after
 set -uo pipefail
 out=${1:?usage: scripts/snapshot-outputs.sh DIR [BINARY]}
-bin=${2:-target/release/planner}
+bin=$(realpath "${2:-target/release/planner}")
 cd "$(dirname "$0")/.."
 mkdir -p "$out"
 golden=tests/golden/h200x2-nvswitch-vm
 n=0
 snap() {
   n=$((n + 1))
-  local f; f=$(printf '%s/%03d' "$out" "$n")
-  printf '%s\n' "$*" >"$f.cmd"
-  (cd "$tmp" && env -u NCCL_ALGO -u NCCL_PROTO -u NCCL_NVLS_ENABLE "$OLDPWD/$bin" "$@") >"$f.out" 2>"$f.err"
+  # Named by the command itself, so two trees with different fixture lists still compare file by file.
+  local f; f="$out/$(printf '%s' "$*" | sed "s#$PWD/##g" | tr -c 'A-Za-z0-9._-' '_' | cut -c1-200)"
+  printf '%s\n' "$*" | sed "s#$PWD/##g" >"$f.cmd"
+  (cd "$tmp" && env -u NCCL_ALGO -u NCCL_PROTO -u NCCL_NVLS_ENABLE "$bin" "$@") >"$f.out" 2>"$f.err"
   echo "exit $?" >>"$f.cmd"
 }
 tmp=$(mktemp -d)
