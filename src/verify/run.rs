@@ -5,14 +5,18 @@
 
 use super::rendezvous::{LauncherEnv, Rendezvous};
 use super::score::Predictor;
+use super::tuner::TunerSetup;
 use super::{
     fnv1a64, Backend, Dtype, Fingerprint, GpuInfo, IterPlan, Pair, PairSelection, Row, RowStatus,
     RunOptions, VerifyRun, RESULT_FORMAT, RESULT_VERSION,
 };
 use crate::error::{Error, Result};
 use crate::model::Coll;
-use crate::nccl::spawn::{rows_from_outcome, run_child, ChildInit, ChildOutcome};
-use crate::nccl::{self, choices_from_log, ChildEvent, ChildMode, ChildRanks, ChildSpec};
+use crate::nccl::spawn::{rows_from_outcome, run_child, ChildInit, ChildOutcome, RowKind};
+use crate::nccl::{
+    self, choices_from_log, symmetric_from_log, tuner_decisions_from_log, tuner_status_from_log,
+    ChildEvent, ChildMode, ChildRanks, ChildSpec, TunerSetting,
+};
 use crate::units::format_size;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -33,6 +37,9 @@ pub struct VerifyRequest {
     pub timeout: Duration,
     /// GPUs of this machine to use (None: all).
     pub gpus: Option<usize>,
+    /// `--tuner`: NCCL's free choice once more with the planner tuner plugin
+    /// and this plan (the `tuned` row).
+    pub tuner: Option<TunerSetup>,
 }
 
 /// The topology the predictions are for.
@@ -76,16 +83,57 @@ pub trait NativeBackend {
     ) -> Result<Vec<Row>>;
 }
 
-/// The NCCL jobs of a request: each pinned pair (with the sizes it runs at),
-/// then NCCL's free choice timed, then its TUNING read-out.
-fn nccl_jobs(request: &VerifyRequest, pairs: &[(Pair, Vec<u64>)]) -> Vec<(ChildMode, Vec<u64>)> {
-    let mut jobs: Vec<(ChildMode, Vec<u64>)> = pairs
-        .iter()
-        .filter(|(p, sizes)| nccl::refused_pair(*p).is_none() && !sizes.is_empty())
-        .map(|(p, sizes)| (ChildMode::Pinned { pair: *p }, sizes.clone()))
-        .collect();
-    jobs.push((ChildMode::Free, request.sizes.clone()));
-    jobs.push((ChildMode::Choices, request.sizes.clone()));
+/// Which NCCL run a job is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Variant {
+    /// NCCL alone on plain buffers (pinned pairs and `auto`).
+    Plain,
+    /// NCCL's free choice with the tuner plugin (`tuned`).
+    Tuned,
+    /// NCCL's free choice on symmetric windows (`symm`, backend nccl-symm).
+    Symmetric,
+}
+
+/// One child process of the NCCL backends.
+#[derive(Debug, Clone, PartialEq)]
+struct Job {
+    mode: ChildMode,
+    variant: Variant,
+    sizes: Vec<u64>,
+}
+
+/// The NCCL jobs of a request. Backend nccl: each pinned pair (with the sizes
+/// it runs at), then NCCL's free choice timed, then its TUNING read-out; with
+/// `--tuner` the free choice and read-out once more with the plugin. Backend
+/// nccl-symm: the free choice on symmetric windows, timed, then its log.
+fn nccl_jobs(request: &VerifyRequest, pairs: &[(Pair, Vec<u64>)]) -> Vec<Job> {
+    let mut jobs = Vec::new();
+    let free = |variant: Variant| {
+        [ChildMode::Free, ChildMode::Choices].map(|mode| Job {
+            mode,
+            variant,
+            sizes: request.sizes.clone(),
+        })
+    };
+    if request.backends.contains(&Backend::Nccl) {
+        jobs.extend(
+            pairs
+                .iter()
+                .filter(|(p, sizes)| nccl::refused_pair(*p).is_none() && !sizes.is_empty())
+                .map(|(p, sizes)| Job {
+                    mode: ChildMode::Pinned { pair: *p },
+                    variant: Variant::Plain,
+                    sizes: sizes.clone(),
+                }),
+        );
+        jobs.extend(free(Variant::Plain));
+        if request.tuner.is_some() {
+            jobs.extend(free(Variant::Tuned));
+        }
+    }
+    if request.backends.contains(&Backend::NcclSymm) {
+        jobs.extend(free(Variant::Symmetric));
+    }
     jobs
 }
 
@@ -120,26 +168,32 @@ pub fn plan_pairs(
     }
 }
 
-fn mode_label(mode: ChildMode) -> String {
-    match mode {
+fn job_label(job: &Job) -> String {
+    let free = match job.variant {
+        Variant::Plain => "nccl auto",
+        Variant::Tuned => "nccl tuned",
+        Variant::Symmetric => "nccl-symm",
+    };
+    match job.mode {
         ChildMode::Pinned { pair } => format!("nccl {pair}"),
-        ChildMode::Free => "nccl auto".into(),
-        ChildMode::Choices => "nccl auto (reading its TUNING log)".into(),
+        ChildMode::Free => free.into(),
+        ChildMode::Choices => format!("{free} (reading its TUNING log)"),
     }
 }
 
-fn job_steps(jobs: &[(ChildMode, Vec<u64>)]) -> u64 {
-    jobs.iter().map(|(_, s)| s.len() as u64).sum()
+fn job_steps(jobs: &[Job]) -> u64 {
+    jobs.iter().map(|j| j.sizes.len() as u64).sum()
 }
 
 /// One job's child, with progress.
 fn run_job(
     exe: &Path,
+    job: &Job,
     spec: &ChildSpec,
     timeout: Duration,
     progress: &dyn Progress,
 ) -> Result<ChildOutcome> {
-    let label = mode_label(spec.mode);
+    let label = job_label(job);
     progress.job(&label);
     run_child(exe, spec, timeout, &mut |event| {
         if let ChildEvent::Size { bytes, .. } = event {
@@ -148,39 +202,81 @@ fn run_job(
     })
 }
 
-/// Rows of the NCCL jobs' outcomes, NCCL's choices attached to its free rows.
+/// Rows of the NCCL jobs' outcomes, with what each free-choice run's log
+/// says NCCL ran attached to its rows: the pair (`auto`, `tuned`), the
+/// plugin's decision (`tuned`), the symmetric kernel or, where NCCL took its
+/// classic path, the pair (`symm`). Also what the tuned run's log says about
+/// the plugin itself.
 fn collect_nccl_rows(
     request: &VerifyRequest,
-    outcomes: &[(ChildMode, Vec<u64>, ChildOutcome)],
+    outcomes: &[(Job, ChildOutcome)],
     world: usize,
-) -> Vec<Row> {
+) -> (Vec<Row>, Vec<String>) {
+    let coll = request.collective;
     let mut rows = Vec::new();
-    let mut choices = Vec::new();
-    for (mode, sizes, outcome) in outcomes {
-        match mode {
-            ChildMode::Pinned { pair } => rows.extend(rows_from_outcome(
-                Some(*pair),
-                sizes,
-                outcome,
-                request.timeout,
-            )),
-            ChildMode::Free => {
-                rows.extend(rows_from_outcome(None, sizes, outcome, request.timeout))
-            }
-            ChildMode::Choices => {
+    let mut logs: Vec<(Variant, &str, &[u64])> = Vec::new();
+    for (job, outcome) in outcomes {
+        let kind = match (job.mode, job.variant) {
+            (ChildMode::Pinned { pair }, _) => RowKind::pinned(pair),
+            (ChildMode::Free, Variant::Plain) => RowKind::free(Backend::Nccl, false),
+            (ChildMode::Free, Variant::Tuned) => RowKind::free(Backend::Nccl, true),
+            (ChildMode::Free, Variant::Symmetric) => RowKind::free(Backend::NcclSymm, false),
+            (ChildMode::Choices, variant) => {
                 if let Some(log) = &outcome.tuning_log {
-                    choices = choices_from_log(log.lines(), request.collective, sizes, world);
+                    logs.push((variant, log, &job.sizes));
+                }
+                continue;
+            }
+        };
+        rows.extend(rows_from_outcome(
+            kind,
+            &job.sizes,
+            outcome,
+            request.timeout,
+        ));
+    }
+    let mut tuner_log = Vec::new();
+    for (variant, log, sizes) in logs {
+        let choices = choices_from_log(log.lines(), coll, sizes, world);
+        let choice_at = |bytes: u64| {
+            choices
+                .iter()
+                .find(|(b, _)| *b == bytes)
+                .and_then(|(_, c)| *c)
+        };
+        match variant {
+            Variant::Plain => {
+                for row in rows.iter_mut().filter(|r| r.is_auto()) {
+                    row.nccl_choice = choice_at(row.bytes);
+                }
+            }
+            Variant::Tuned => {
+                let decisions = tuner_decisions_from_log(log.lines(), coll, sizes);
+                for row in rows.iter_mut().filter(|r| r.tuned) {
+                    row.nccl_choice = choice_at(row.bytes);
+                    row.tuner_decision = decisions
+                        .iter()
+                        .find(|(b, _)| *b == row.bytes)
+                        .and_then(|(_, d)| d.clone());
+                }
+                tuner_log = tuner_status_from_log(log.lines());
+            }
+            Variant::Symmetric => {
+                let launches = symmetric_from_log(log.lines(), coll, sizes, world);
+                for row in rows.iter_mut().filter(|r| r.backend == Backend::NcclSymm) {
+                    row.symmetric = launches
+                        .iter()
+                        .find(|(b, _)| *b == row.bytes)
+                        .and_then(|(_, l)| l.clone());
+                    if row.symmetric.is_none() {
+                        // NCCL's classic path at this size: which pair.
+                        row.nccl_choice = choice_at(row.bytes);
+                    }
                 }
             }
         }
     }
-    for row in rows.iter_mut().filter(|r| r.pair.is_none()) {
-        row.nccl_choice = choices
-            .iter()
-            .find(|(b, _)| *b == row.bytes)
-            .and_then(|(_, c)| *c);
-    }
-    rows
+    (rows, tuner_log)
 }
 
 fn refused_rows(request: &VerifyRequest, pairs: &[(Pair, Vec<u64>)]) -> Vec<Row> {
@@ -188,7 +284,8 @@ fn refused_rows(request: &VerifyRequest, pairs: &[(Pair, Vec<u64>)]) -> Vec<Row>
     for (pair, sizes) in pairs {
         if let Some(why) = nccl::refused_pair(*pair) {
             for &bytes in sizes {
-                for &backend in &request.backends {
+                // nccl-symm runs no pinned pairs.
+                for &backend in request.backends.iter().filter(|b| **b != Backend::NcclSymm) {
                     let mut row = Row::empty(backend, Some(*pair), bytes, RowStatus::Unavailable);
                     row.note = Some(why.clone());
                     rows.push(row);
@@ -199,20 +296,27 @@ fn refused_rows(request: &VerifyRequest, pairs: &[(Pair, Vec<u64>)]) -> Vec<Row>
     rows
 }
 
-fn spec_for(
-    request: &VerifyRequest,
-    mode: ChildMode,
-    sizes: Vec<u64>,
-    ranks: ChildRanks,
-) -> ChildSpec {
+fn spec_for(request: &VerifyRequest, job: &Job, ranks: ChildRanks) -> ChildSpec {
+    // With --tuner, only the tuned run sees the plugin; every other run is
+    // NCCL alone. Without it the environment stays as the user set it.
+    let tuner = match (&request.tuner, job.variant) {
+        (None, _) => TunerSetting::Inherit,
+        (Some(t), Variant::Tuned) => TunerSetting::Plan {
+            plugin: t.plugin.clone(),
+            plan: t.plan.clone(),
+        },
+        (Some(_), _) => TunerSetting::Off,
+    };
     ChildSpec {
         collective: request.collective,
         dtype: request.dtype,
-        sizes,
+        sizes: job.sizes.clone(),
         plan: request.plan,
         graph: request.graph,
-        mode,
+        mode: job.mode,
         ranks,
+        symmetric: job.variant == Variant::Symmetric,
+        tuner,
     }
 }
 
@@ -292,18 +396,19 @@ fn finish_run(
     machine: Fingerprint,
     launch: String,
     mut rows: Vec<Row>,
+    tuner_log: Vec<String>,
 ) -> VerifyRun {
     for row in rows.iter_mut() {
-        if let Some(pair) = row.pair {
-            row.predicted_us = predictor.predict_us(request.collective, pair, row.bytes);
-        }
+        (row.predicted_us, row.predicted_kernel) =
+            super::score::predict_row(predictor, request.collective, request.dtype, row);
         row.derive_stats();
     }
     rows.sort_by(|a, b| {
-        (a.backend, a.pair.is_none(), a.pair, a.bytes).cmp(&(
+        (a.backend, a.pair.is_none(), a.pair, a.tuned, a.bytes).cmp(&(
             b.backend,
             b.pair.is_none(),
             b.pair,
+            b.tuned,
             b.bytes,
         ))
     });
@@ -324,6 +429,7 @@ fn finish_run(
             timeout_s: request.timeout.as_secs(),
             launch,
             model: Some(predictor.label()),
+            tuner: request.tuner.as_ref().map(|t| t.record(tuner_log)),
         },
         rows,
     }
@@ -371,11 +477,7 @@ pub fn run_local(
         .cloned()
         .collect();
 
-    let jobs = if request.backends.contains(&Backend::Nccl) {
-        nccl_jobs(request, &runnable)
-    } else {
-        Vec::new()
-    };
+    let jobs = nccl_jobs(request, &runnable);
     let native_steps: u64 = if request.backends.contains(&Backend::Native) {
         runnable.iter().map(|(_, s)| s.len() as u64).sum()
     } else {
@@ -407,14 +509,14 @@ pub fn run_local(
     }
 
     let mut outcomes = Vec::new();
-    for (mode, sizes) in jobs {
-        let spec = spec_for(request, mode, sizes.clone(), ChildRanks::Local { gpus });
-        let outcome = run_job(exe, &spec, request.timeout, progress)?;
+    for job in jobs {
+        let spec = spec_for(request, &job, ChildRanks::Local { gpus });
+        let outcome = run_job(exe, &job, &spec, request.timeout, progress)?;
         seen.absorb(&outcome);
         if !outcome.exit_ok && outcome.init.is_none() {
             progress.note(&format!(
                 "{}: the child failed before NCCL was up ({}): {}",
-                mode_label(mode),
+                job_label(&job),
                 outcome.exit,
                 outcome
                     .fatal
@@ -422,9 +524,10 @@ pub fn run_local(
                     .unwrap_or_else(|| outcome.output_tail.trim().to_string())
             ));
         }
-        outcomes.push((mode, sizes, outcome));
+        outcomes.push((job, outcome));
     }
-    rows.extend(collect_nccl_rows(request, &outcomes, gpus));
+    let (nccl_rows, tuner_log) = collect_nccl_rows(request, &outcomes, gpus);
+    rows.extend(nccl_rows);
     progress.finish();
 
     let machine = fingerprint(
@@ -440,6 +543,7 @@ pub fn run_local(
         machine,
         "one process".into(),
         rows,
+        tuner_log,
     ))
 }
 
@@ -533,13 +637,12 @@ pub fn run_distributed(
     let mut seen = Seen::default();
     let mut other_gpus: Vec<GpuInfo> = Vec::new();
     let mut outcomes = Vec::new();
-    for (mode, sizes) in jobs {
+    for job in jobs {
         let id_hex = nccl::new_unique_id_hex()?;
         let spec_of = |rank: usize, local_rank: usize| {
             spec_for(
                 request,
-                mode,
-                sizes.clone(),
+                &job,
                 ChildRanks::Rank {
                     rank,
                     world,
@@ -555,7 +658,13 @@ pub fn run_distributed(
         })
         .map_err(|e| Error::runtime(e.to_string()))?;
         rendezvous.broadcast(Some(&message))?;
-        let outcome = run_job(exe, &spec_of(0, local_rank), request.timeout, progress)?;
+        let outcome = run_job(
+            exe,
+            &job,
+            &spec_of(0, local_rank),
+            request.timeout,
+            progress,
+        )?;
         seen.absorb(&outcome);
         let mine = serde_json::to_vec(&JobReport {
             rank: 0,
@@ -579,14 +688,15 @@ pub fn run_distributed(
             }
         }
         if !failures.is_empty() {
-            progress.note(&format!("{}: {}", mode_label(mode), failures.join("; ")));
+            progress.note(&format!("{}: {}", job_label(&job), failures.join("; ")));
         }
-        outcomes.push((mode, sizes, outcome));
+        outcomes.push((job, outcome));
     }
     rendezvous.broadcast(Some(
         &serde_json::to_vec(&JobMessage::End).map_err(|e| Error::runtime(e.to_string()))?,
     ))?;
-    rows.extend(collect_nccl_rows(request, &outcomes, world));
+    let (nccl_rows, tuner_log) = collect_nccl_rows(request, &outcomes, world);
+    rows.extend(nccl_rows);
     progress.finish();
     seen.gpus.extend(other_gpus);
     let mut hosts = rendezvous.hosts.clone();
@@ -596,7 +706,9 @@ pub fn run_distributed(
         "launcher: {} ranks, one process each ({}), rendezvous {}:{}",
         world, env.source, env.master_addr, env.master_port
     );
-    Ok(Some(finish_run(request, predictor, machine, launch, rows)))
+    Ok(Some(finish_run(
+        request, predictor, machine, launch, rows, tuner_log,
+    )))
 }
 
 /// The child side of every rank: the job's ranks say which rank this process
