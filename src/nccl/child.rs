@@ -686,20 +686,10 @@ fn run_rank(
         return Ok(());
     }
 
-    let distributed = world > 1;
     if spec.mode != ChildMode::Choices {
         warm_clocks(spec, &ranks, &comms, world);
     }
-    let outcome = run_sizes(
-        spec,
-        &ranks,
-        &comms,
-        data,
-        world,
-        distributed,
-        path_note,
-        emit,
-    );
+    let outcome = run_sizes(spec, &ranks, &comms, data, world, path_note, emit);
     if outcome.is_err() {
         // Release the other threads before this communicator is aborted.
         if let Some(gate) = &gate {
@@ -717,10 +707,10 @@ fn run_sizes(
     comms: &Comms,
     data: DataPattern,
     world: usize,
-    distributed: bool,
     path_note: Option<String>,
     emit: &mut dyn FnMut(ChildEvent),
 ) -> Result<()> {
+    let distributed = world > 1;
     let mut refused: Option<String> = None;
     for &bytes in &spec.sizes {
         let c = counts(spec.collective, spec.dtype, bytes, world);

@@ -508,25 +508,7 @@ pub fn run_local(
         }
     }
 
-    let mut outcomes = Vec::new();
-    for job in jobs {
-        let spec = spec_for(request, &job, ChildRanks::Local { gpus });
-        let outcome = run_job(exe, &job, &spec, request.timeout, progress)?;
-        seen.absorb(&outcome);
-        if !outcome.exit_ok && outcome.init.is_none() {
-            progress.note(&format!(
-                "{}: the child failed before NCCL was up ({}): {}",
-                job_label(&job),
-                outcome.exit,
-                outcome
-                    .fatal
-                    .clone()
-                    .unwrap_or_else(|| outcome.output_tail.trim().to_string())
-            ));
-        }
-        outcomes.push((job, outcome));
-    }
-    let (nccl_rows, tuner_log) = collect_nccl_rows(request, &outcomes, gpus);
+    let (nccl_rows, tuner_log) = run_local_jobs(exe, request, jobs, gpus, &mut seen, progress)?;
     rows.extend(nccl_rows);
     progress.finish();
 
@@ -545,6 +527,37 @@ pub fn run_local(
         rows,
         tuner_log,
     ))
+}
+
+/// The NCCL jobs in children of this process driving `gpus` GPUs: their rows
+/// and what the tuned run's log says about the plugin.
+fn run_local_jobs(
+    exe: &Path,
+    request: &VerifyRequest,
+    jobs: Vec<Job>,
+    gpus: usize,
+    seen: &mut Seen,
+    progress: &dyn Progress,
+) -> Result<(Vec<Row>, Vec<String>)> {
+    let mut outcomes = Vec::new();
+    for job in jobs {
+        let spec = spec_for(request, &job, ChildRanks::Local { gpus });
+        let outcome = run_job(exe, &job, &spec, request.timeout, progress)?;
+        seen.absorb(&outcome);
+        if !outcome.exit_ok && outcome.init.is_none() {
+            progress.note(&format!(
+                "{}: the child failed before NCCL was up ({}): {}",
+                job_label(&job),
+                outcome.exit,
+                outcome
+                    .fatal
+                    .clone()
+                    .unwrap_or_else(|| outcome.output_tail.trim().to_string())
+            ));
+        }
+        outcomes.push((job, outcome));
+    }
+    Ok(collect_nccl_rows(request, &outcomes, gpus))
 }
 
 /// One job as rank 0 hands it out.
@@ -726,4 +739,326 @@ pub fn localise_spec(spec: &mut ChildSpec, env: &LauncherEnv, device_count: usiz
 /// Default name of the result file.
 pub fn default_result_path() -> PathBuf {
     PathBuf::from(format!("planner-verify-{}.json", now_unix()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Algo, Proto};
+    use crate::verify::score::{score, SymmetricPrediction};
+    use crate::verify::TunerDecision;
+
+    const MIB: u64 = 1 << 20;
+
+    /// Stands in for `planner __nccl-child`: reads its job and environment as
+    /// the real child gets them, reports two sizes (1 and 2 MiB) and, in a
+    /// choices pass, writes the log NCCL and the plugin would write. Medians
+    /// (µs) at 1 / 2 MiB: pinned Ring/LL 50 / 60, auto 30 / 40, tuned 25 / 20,
+    /// symm 15 / 35. It refuses (exit 3) a non-tuned child that could load a
+    /// tuner plugin, and (exit 4) one with multicast on.
+    const FAKE_CHILD: &str = r#"#!/bin/sh
+spec="$PLANNER_NCCL_CHILD_SPEC"
+[ "$NCCL_NVLS_ENABLE" = 0 ] || exit 4
+mode=free
+case "$spec" in *'"kind":"choices"'*) mode=choices;; *'"kind":"pinned"'*) mode=pinned;; esac
+variant=auto
+case "$spec" in *'"symmetric":true'*) variant=symm;; esac
+if [ -n "$PLANNER_TUNER_PLAN" ]; then variant=tuned; elif [ "$NCCL_TUNER_PLUGIN" != none ]; then exit 3; fi
+[ $mode = pinned ] && variant=pinned
+echo '@@planner-child {"event":"init","nccl_version":"2.28.3","cuda_version":"13.0","world_size":2,"gpus":[]}'
+size() { echo "@@planner-child {\"event\":\"size\",\"bytes\":$1,\"status\":\"ok\",\"iters\":20,\"repeats\":1,\"times_us\":[$2],\"wrong\":0}"; }
+case $variant in auto) t1=30; t2=40;; tuned) t1=25; t2=20;; symm) t1=15; t2=35;; *) t1=50; t2=60;; esac
+p='h:1:1 [0] NCCL INFO'
+if [ $mode = choices ]; then
+  case $variant in
+    auto) printf '%s\n' "$p AllReduce: 1048576 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..23}" \
+                        "$p AllReduce: 2097152 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..23}" > "$NCCL_DEBUG_FILE";;
+    tuned) printf '%s\n' "$p Successfully loaded external tuner plugin $NCCL_TUNER_PLUGIN" \
+                         "$p planner-tuner: plan $PLANNER_TUNER_PLAN applies: 1 of 1 rules for nRanks 2 nNodes 1 (from verify v.json, made with NCCL 2.28.3, running NCCL 2.28.3)" \
+                         "$p planner-tuner: AllReduce 1048576 bytes nRanks 2 nNodes 1 -> kept (no rule)" \
+                         "$p AllReduce: 1048576 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..23}" \
+                         "$p planner-tuner: AllReduce 2097152 bytes nRanks 2 nNodes 1 -> Ring/LL channels - (rule 0)" \
+                         "$p AllReduce: 2097152 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..23}" > "$NCCL_DEBUG_FILE";;
+    symm) printf '%s\n' "$p AllReduce [Symmetric]: 1048576 Bytes -> Kernel AllReduce_RSxLD_AGxST nchannels 8 nthreads 512 nWorks 1" \
+                        "$p AllReduce: 2097152 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..23}" > "$NCCL_DEBUG_FILE";;
+  esac
+  size 1048576 ""; size 2097152 ""
+else
+  size 1048576 $t1; size 2097152 $t2
+fi
+echo '@@planner-child {"event":"done"}'
+"#;
+
+    fn fake_child(dir: &Path) -> PathBuf {
+        std::fs::create_dir_all(dir).unwrap();
+        let exe = dir.join("fake-planner");
+        std::fs::write(&exe, FAKE_CHILD).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        exe
+    }
+
+    fn request(backends: Vec<Backend>, tuner: Option<TunerSetup>) -> VerifyRequest {
+        VerifyRequest {
+            collective: Coll::AllReduce,
+            dtype: Dtype::F32,
+            sizes: vec![MIB, 2 * MIB],
+            pairs: PairSelection::List(vec![ring_ll()]),
+            pairs_text: "Ring/LL".into(),
+            backends,
+            plan: IterPlan::default(),
+            graph: false,
+            timeout: Duration::from_secs(20),
+            gpus: None,
+            tuner,
+        }
+    }
+
+    fn ring_ll() -> Pair {
+        Pair::new(Algo::Ring, Proto::Ll)
+    }
+
+    fn tuner() -> TunerSetup {
+        TunerSetup {
+            plan: PathBuf::from("/tmp/plan.json"),
+            plan_hash: "0123456789abcdef".into(),
+            rules: 1,
+            plugin: PathBuf::from("/opt/p/libnccl_tuner_planner.so"),
+        }
+    }
+
+    /// The symmetric model's word, by hand: the kernel NCCL ran at 1 MiB
+    /// (16 µs), its classic path at 2 MiB (33 µs).
+    struct HandModel;
+    impl Predictor for HandModel {
+        fn label(&self) -> String {
+            "hand".into()
+        }
+        fn predict_us(&self, _: Coll, _: Pair, bytes: u64) -> Option<f64> {
+            Some(bytes as f64 / 20_000.0)
+        }
+        fn pick(&self, _: Coll, _: u64) -> Option<Pair> {
+            Some(ring_ll())
+        }
+        fn predict_symmetric(&self, _: Coll, _: Dtype, bytes: u64) -> Option<SymmetricPrediction> {
+            Some(if bytes == MIB {
+                SymmetricPrediction {
+                    kernel: "AllReduce_RSxLD_AGxST".into(),
+                    time_us: 16.0,
+                }
+            } else {
+                SymmetricPrediction {
+                    kernel: "classic Ring/Simple".into(),
+                    time_us: 33.0,
+                }
+            })
+        }
+    }
+
+    #[test]
+    fn jobs_per_backend_and_tuner() {
+        let pairs = vec![(ring_ll(), vec![MIB, 2 * MIB])];
+        let labels = |r: &VerifyRequest| -> Vec<String> {
+            nccl_jobs(r, &pairs).iter().map(job_label).collect()
+        };
+        assert_eq!(
+            labels(&request(vec![Backend::Nccl], None)),
+            [
+                "nccl Ring/LL",
+                "nccl auto",
+                "nccl auto (reading its TUNING log)"
+            ]
+        );
+        assert_eq!(
+            labels(&request(vec![Backend::Nccl], Some(tuner()))),
+            [
+                "nccl Ring/LL",
+                "nccl auto",
+                "nccl auto (reading its TUNING log)",
+                "nccl tuned",
+                "nccl tuned (reading its TUNING log)"
+            ]
+        );
+        // nccl-symm alone runs no pinned pair, and no NVLS pair is refused for it
+        let symm = request(vec![Backend::NcclSymm], None);
+        assert_eq!(
+            labels(&symm),
+            ["nccl-symm", "nccl-symm (reading its TUNING log)"]
+        );
+        let nvls = vec![(Pair::new(Algo::Nvls, Proto::Simple), vec![MIB])];
+        assert!(refused_rows(&symm, &nvls).is_empty());
+        assert_eq!(
+            refused_rows(&request(vec![Backend::Nccl], None), &nvls).len(),
+            1
+        );
+        // the specs: only the tuned job sees the plan; only the symm job registers windows
+        let req = request(vec![Backend::Nccl, Backend::NcclSymm], Some(tuner()));
+        for job in nccl_jobs(&req, &pairs) {
+            let spec = spec_for(&req, &job, ChildRanks::Local { gpus: 2 });
+            assert_eq!(spec.symmetric, job.variant == Variant::Symmetric);
+            match job.variant {
+                Variant::Tuned => assert_eq!(
+                    spec.tuner,
+                    TunerSetting::Plan {
+                        plugin: tuner().plugin,
+                        plan: tuner().plan
+                    }
+                ),
+                _ => assert_eq!(spec.tuner, TunerSetting::Off),
+            }
+        }
+    }
+
+    #[test]
+    fn a_fake_child_gives_tuned_and_symm_rows_with_what_nccl_ran() {
+        let dir = std::env::temp_dir().join(format!("planner-run-fake-{}", std::process::id()));
+        let exe = fake_child(&dir);
+        let req = request(vec![Backend::Nccl, Backend::NcclSymm], Some(tuner()));
+        let jobs = nccl_jobs(&req, &[(ring_ll(), req.sizes.clone())]);
+        let mut seen = Seen::default();
+        let (rows, tuner_log) = run_local_jobs(&exe, &req, jobs, 2, &mut seen, &Silent).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(seen.init.as_ref().unwrap().nccl_version, "2.28.3");
+        // 2 sizes x (pinned, auto, tuned, symm), every one measured
+        assert_eq!(rows.len(), 8);
+        assert!(
+            rows.iter().all(|r| r.status == RowStatus::Ok),
+            "{:?}",
+            rows.iter().map(|r| &r.note).collect::<Vec<_>>()
+        );
+        let find = |label: &str, bytes: u64| {
+            rows.iter()
+                .find(|r| r.pair_label() == label && r.bytes == bytes)
+                .unwrap_or_else(|| panic!("no {label} row at {bytes}"))
+        };
+        assert_eq!(find("Ring/LL", MIB).median_us, Some(50.0));
+        // auto: NCCL's own pick from its TUNING lines
+        let auto = find("auto", 2 * MIB);
+        assert!(auto.is_auto() && auto.median_us == Some(40.0));
+        assert_eq!(
+            auto.nccl_choice.unwrap().pair,
+            Pair::new(Algo::Ring, Proto::Simple)
+        );
+        // tuned: what NCCL ran with the plugin, and what the plugin decided
+        let tuned = find("tuned", 2 * MIB);
+        assert!(tuned.tuned && !tuned.is_auto() && tuned.median_us == Some(20.0));
+        assert_eq!(tuned.nccl_choice.unwrap().pair, ring_ll());
+        assert_eq!(
+            tuned.tuner_decision,
+            Some(TunerDecision::Steered {
+                pair: ring_ll(),
+                channels: None,
+                rule: 0
+            })
+        );
+        assert_eq!(
+            find("tuned", MIB).tuner_decision,
+            Some(TunerDecision::Kept {
+                why: "no rule".into()
+            })
+        );
+        // symm: the kernel at 1 MiB, NCCL's classic pair at 2 MiB
+        let symm = find("symm", MIB);
+        assert_eq!(symm.backend, Backend::NcclSymm);
+        assert_eq!(
+            symm.symmetric.as_ref().unwrap().kernel,
+            "AllReduce_RSxLD_AGxST"
+        );
+        assert_eq!(symm.symmetric.as_ref().unwrap().channels, 8);
+        let classic = find("symm", 2 * MIB);
+        assert_eq!(classic.symmetric, None);
+        assert_eq!(
+            classic.nccl_choice.unwrap().pair,
+            Pair::new(Algo::Ring, Proto::Simple)
+        );
+        assert!(tuner_log
+            .iter()
+            .any(|l| l.starts_with("Successfully loaded external tuner plugin /opt/p/")));
+        assert!(tuner_log
+            .iter()
+            .any(|l| l.contains("applies: 1 of 1 rules")));
+
+        // The run: predictions recorded, the plan's path and hash, and the file round trip.
+        let machine = fingerprint(&seen, &TopologyRecord::default(), 2, 1, vec!["h".into()]);
+        let run = finish_run(
+            &req,
+            &HandModel,
+            machine,
+            "one process".into(),
+            rows,
+            tuner_log,
+        );
+        let record = run.options.tuner.as_ref().unwrap();
+        assert_eq!(record.plan_path, "/tmp/plan.json");
+        assert_eq!(record.plan_hash, "0123456789abcdef");
+        let symm = run
+            .rows
+            .iter()
+            .find(|r| r.backend == Backend::NcclSymm && r.bytes == MIB)
+            .unwrap();
+        assert_eq!(symm.predicted_us, Some(16.0));
+        assert_eq!(
+            symm.predicted_kernel.as_deref(),
+            Some("AllReduce_RSxLD_AGxST")
+        );
+        // auto and tuned have no prediction; the pinned pair has one
+        assert!(run
+            .rows
+            .iter()
+            .filter(|r| r.pair.is_none() && r.backend == Backend::Nccl)
+            .all(|r| r.predicted_us.is_none()));
+        let back = VerifyRun::from_json(&run.to_json().unwrap(), "fake.json").unwrap();
+        assert_eq!(back, run);
+
+        // Scoring: tuned / auto = 25/30 and 20/40, symm / auto = 15/30 and 35/40.
+        let scored = score(&run, &HandModel);
+        let tuned = scored
+            .comparisons
+            .iter()
+            .find(|c| c.label == "tuned")
+            .unwrap();
+        assert_eq!(tuned.sizes.len(), 2);
+        let expected = (25.0f64 / 30.0 * 0.5).sqrt();
+        assert!((tuned.geomean_ratio.unwrap() - expected).abs() < 1e-12);
+        assert_eq!(tuned.sizes_1_16mib, 2);
+        assert_eq!(tuned.worst_bytes, Some(MIB));
+        assert_eq!(tuned.best_bytes, Some(2 * MIB));
+        assert_eq!(tuned.sizes[1].other_ran.as_deref(), Some("Ring/LL"));
+        assert_eq!(tuned.sizes[1].auto_ran.as_deref(), Some("Ring/Simple"));
+        let symm = scored
+            .comparisons
+            .iter()
+            .find(|c| c.label == "symm")
+            .unwrap();
+        assert_eq!(symm.worst_ratio, Some(35.0 / 40.0));
+        assert_eq!(
+            symm.sizes[1].other_ran.as_deref(),
+            Some("classic Ring/Simple")
+        );
+        // the symm rows are scored predicted vs measured: (16-15)/15, (33-35)/35
+        let symm_rows: Vec<_> = scored
+            .rows
+            .iter()
+            .filter(|r| r.row.backend == Backend::NcclSymm)
+            .collect();
+        assert!((symm_rows[0].error_pct.unwrap() - 100.0 / 15.0).abs() < 1e-9);
+        assert!((symm_rows[1].error_pct.unwrap() + 200.0 / 35.0).abs() < 1e-9);
+        let summary = scored
+            .summaries
+            .iter()
+            .find(|s| s.backend == Backend::NcclSymm)
+            .unwrap();
+        assert_eq!(summary.regimes[1].rows, 2); // both in 64 KiB - 16 MiB
+        assert_eq!(summary.hit_rate, None); // nothing to pick among
+                                            // NCCL's choice per size is the auto row's, not the tuned row's
+        let verdict = scored
+            .sizes
+            .iter()
+            .find(|v| v.backend == Backend::Nccl && v.bytes == 2 * MIB)
+            .unwrap();
+        assert_eq!(
+            verdict.nccl_choice.unwrap().pair,
+            Pair::new(Algo::Ring, Proto::Simple)
+        );
+    }
 }

@@ -311,7 +311,8 @@ fn geomean(values: &[f64]) -> Option<f64> {
 fn compare_free_runs(run: &VerifyRun) -> Vec<FreeComparison> {
     let auto: Vec<&Row> = run.rows.iter().filter(|r| r.is_auto()).collect();
     let mut out = Vec::new();
-    let others: [(&str, fn(&Row) -> bool); 2] = [
+    type IsRun = fn(&Row) -> bool;
+    let others: [(&str, IsRun); 2] = [
         ("tuned", |r| r.pair.is_none() && r.tuned),
         ("symm", |r| {
             r.pair.is_none() && r.backend == Backend::NcclSymm
@@ -640,16 +641,16 @@ struct SymmetricContext {
 /// newest older one; None for an NCCL older than every table (2.27 has
 /// symmetric kernels of another menu). No version: the newest table.
 fn symmetric_family(nccl_version: Option<&str>) -> Option<&'static str> {
-    let families = crate::model::symmetric::EMBEDDED.iter().map(|(f, _)| *f);
+    let mut families = crate::model::symmetric::EMBEDDED.iter().map(|(f, _)| *f);
     let key = |f: &str| -> (u32, u32) {
         let mut it = f.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
         (it.next().unwrap_or(0), it.next().unwrap_or(0))
     };
     let Some(version) = nccl_version else {
-        return families.last();
+        return families.next_back();
     };
     let wanted = key(&crate::model::table::family_of(version).ok()?);
-    families.filter(|f| key(f) <= wanted).last()
+    families.rfind(|f| key(f) <= wanted)
 }
 
 /// How every pair of GPUs reaches each other, for the symmetric model: all
@@ -831,11 +832,15 @@ impl Predictor for ModelPredictor {
     }
     fn symmetric_label(&self) -> Option<String> {
         let ctx = self.symmetric.as_ref()?;
+        let peers = match ctx.peers {
+            PeerPath::NvLink => "NVLink",
+            PeerPath::P2p => "P2P",
+            PeerPath::NoP2p => "no P2P",
+        };
         Some(format!(
-            "NCCL's symmetric-kernel model ({} table, sm {}, {:?} peers, NVLS off)",
+            "NCCL's symmetric-kernel model ({} table, sm {}, {peers} between every GPU pair, NVLS off)",
             ctx.table.family(),
             ctx.compute_capability,
-            ctx.peers
         ))
     }
 }
