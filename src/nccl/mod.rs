@@ -10,7 +10,12 @@
 //! NCCL's free choice runs twice: once timed, once with
 //! `NCCL_DEBUG_SUBSYS=TUNING` so that its per-call lines say which pair it
 //! picked (the logging is kept out of the timed run because it costs about a
-//! microsecond per call).
+//! microsecond per call). Two more free-choice runs, timed and logged the
+//! same way: with the planner tuner plugin steering NCCL by a plan
+//! (`TunerSetting::Plan`, the `tuned` row; its per-call lines say what the
+//! plugin decided), and on buffers registered as symmetric windows
+//! (`ChildSpec::symmetric`, backend nccl-symm; NCCL's `[Symmetric]` lines say
+//! which kernel ran).
 //!
 //! Safety rule: every child environment switches NVLink multicast off
 //! (`MULTICAST_OFF`), whatever the parent's environment says, and NVLS /
