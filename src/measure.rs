@@ -141,8 +141,6 @@ pub enum Backend {
 }
 
 impl Backend {
-    pub const ALL: [Backend; 3] = [Backend::Native, Backend::Nccl, Backend::NcclSymm];
-
     pub fn name(self) -> &'static str {
         match self {
             Backend::Native => "native",
@@ -151,7 +149,7 @@ impl Backend {
         }
     }
     /// `--backend native|nccl|nccl-symm|both`, or a comma list of those
-    /// (`nccl,nccl-symm`); `both` is native and nccl. Always in `ALL`'s order.
+    /// (`nccl,nccl-symm`); `both` is native and nccl. In the enum's order, once each.
     pub fn parse_list(text: &str) -> Result<Vec<Backend>> {
         let mut out = Vec::new();
         for part in text.split(',') {
