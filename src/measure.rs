@@ -133,6 +133,11 @@ pub enum Backend {
     Native,
     /// libnccl, each pair pinned with NCCL_ALGO/NCCL_PROTO.
     Nccl,
+    /// libnccl on buffers from `ncclMemAlloc` registered as symmetric windows
+    /// (`ncclCommWindowRegister(..., NCCL_WIN_COLL_SYMMETRIC)`, as nccl-tests
+    /// `-R 2`), NCCL's free choice: its symmetric kernels where it takes them.
+    #[serde(rename = "nccl-symm")]
+    NcclSymm,
 }
 
 impl Backend {
@@ -140,18 +145,31 @@ impl Backend {
         match self {
             Backend::Native => "native",
             Backend::Nccl => "nccl",
+            Backend::NcclSymm => "nccl-symm",
         }
     }
-    /// `--backend native|nccl|both`
+    /// `--backend native|nccl|nccl-symm|both`, or a comma list of those
+    /// (`nccl,nccl-symm`); `both` is native and nccl. In the enum's order, once each.
     pub fn parse_list(text: &str) -> Result<Vec<Backend>> {
-        match text.to_ascii_lowercase().as_str() {
-            "native" => Ok(vec![Backend::Native]),
-            "nccl" => Ok(vec![Backend::Nccl]),
-            "both" => Ok(vec![Backend::Native, Backend::Nccl]),
-            _ => Err(Error::bad_input(format!(
-                "unknown backend '{text}'; known: native, nccl, both"
-            ))),
+        let mut out = Vec::new();
+        for part in text.split(',') {
+            let found: &[Backend] = match part.trim().to_ascii_lowercase().as_str() {
+                "native" => &[Backend::Native],
+                "nccl" => &[Backend::Nccl],
+                "nccl-symm" => &[Backend::NcclSymm],
+                "both" => &[Backend::Native, Backend::Nccl],
+                _ => {
+                    return Err(Error::bad_input(format!(
+                        "unknown backend '{}'; known: native, nccl, nccl-symm, both, or a list such as nccl,nccl-symm",
+                        if text.contains(',') { part.trim() } else { text }
+                    )))
+                }
+            };
+            out.extend_from_slice(found);
         }
+        out.sort();
+        out.dedup();
+        Ok(out)
     }
 }
 
@@ -294,6 +312,49 @@ pub struct NcclChoice {
     pub channel_hi: u32,
 }
 
+/// What the planner tuner plugin decided for one call, from its per-call
+/// line (`planner-tuner: COLL BYTES bytes nRanks R nNodes N -> OUTCOME`,
+/// tuner/README.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "lowercase")]
+pub enum TunerDecision {
+    /// The plugin steered NCCL to the plan's pair; `channels` when the rule
+    /// sets them; `rule` is the 0-based index into the plan's rules.
+    Steered {
+        pair: Pair,
+        channels: Option<u32>,
+        rule: usize,
+    },
+    /// NCCL's own choice stood; `why` as the plugin logged it
+    /// (`no rule`, `rule 2 Tree/LL masked`, `unsupported size`).
+    Kept { why: String },
+}
+
+impl fmt::Display for TunerDecision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TunerDecision::Steered {
+                pair,
+                channels: Some(c),
+                rule,
+            } => write!(f, "rule {rule}: {pair}, {c} channels"),
+            TunerDecision::Steered { pair, rule, .. } => write!(f, "rule {rule}: {pair}"),
+            TunerDecision::Kept { why } => write!(f, "kept: {why}"),
+        }
+    }
+}
+
+/// The symmetric kernel NCCL launched for one call, from its
+/// `COLL [Symmetric]: N Bytes -> Kernel K nchannels C nthreads T nWorks W` line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SymmetricLaunch {
+    /// NCCL's kernel name (`AllReduce_AGxLL_R`).
+    pub kernel: String,
+    /// Blocks launched.
+    pub channels: u32,
+    pub threads: u32,
+}
+
 /// One measurement row.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
@@ -325,6 +386,21 @@ pub struct Row {
     /// The model's prediction when measured, µs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted_us: Option<f64>,
+    /// NCCL's free choice with the planner tuner plugin loaded
+    /// (`verify --tuner`): the `tuned` row beside NCCL's `auto` row.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tuned: bool,
+    /// For the `tuned` row: what the plugin decided at this size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tuner_decision: Option<TunerDecision>,
+    /// For the `symm` row: the symmetric kernel NCCL ran (None where it ran
+    /// its classic path, then `nccl_choice` says which pair).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symmetric: Option<SymmetricLaunch>,
+    /// For the `symm` row: the kernel the model said NCCL would pick, when
+    /// measured (with `predicted_us` its time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_kernel: Option<String>,
 }
 
 impl Row {
@@ -345,6 +421,10 @@ impl Row {
             nccl_choice: None,
             channels: None,
             predicted_us: None,
+            tuned: false,
+            tuner_decision: None,
+            symmetric: None,
+            predicted_kernel: None,
         }
     }
 
@@ -354,12 +434,21 @@ impl Row {
         self.p99_us = percentile(&self.times_us, 99.0);
     }
 
-    /// "Ring/LL" or "NCCL auto".
+    /// "Ring/LL" for a pinned pair; for NCCL's free choice "auto", "tuned"
+    /// (with the tuner plugin) or "symm" (on symmetric windows).
     pub fn pair_label(&self) -> String {
         match self.pair {
             Some(p) => p.to_string(),
+            None if self.backend == Backend::NcclSymm => "symm".to_string(),
+            None if self.tuned => "tuned".to_string(),
             None => "auto".to_string(),
         }
+    }
+
+    /// NCCL's plain free choice (the `auto` row): no pair pinned, no tuner
+    /// plugin, ordinary buffers.
+    pub fn is_auto(&self) -> bool {
+        self.backend == Backend::Nccl && self.pair.is_none() && !self.tuned
     }
 }
 

@@ -287,6 +287,12 @@ fn read_verify(text: &str, source: &str, options: &ReadOptions) -> Result<Measur
     let mut skipped = 0;
     for (i, row) in run.rows.iter().enumerate() {
         let line = lines.get(i).copied().unwrap_or(0);
+        // A `tuned` row measures NCCL steered by a plugin and a `symm` row NCCL on symmetric windows: neither is
+        // NCCL's default configuration, which is what the calibration models.
+        if row.tuned || row.backend == verify::Backend::NcclSymm {
+            skipped += 1;
+            continue;
+        }
         let median = match (row.status, row.median_us) {
             (verify::RowStatus::Ok, Some(t)) if t > 0.0 => t,
             _ => {

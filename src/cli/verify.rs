@@ -10,6 +10,7 @@ use crate::verify::rendezvous::{LauncherEnv, Rendezvous};
 use crate::verify::run::{Progress, VerifyRequest};
 use crate::verify::score::{self, Predictor};
 use crate::verify::session;
+use crate::verify::tuner::TunerSetup;
 use crate::verify::{Backend, Dtype, IterPlan, PairSelection, VerifyRun};
 use std::time::Duration;
 
@@ -24,9 +25,15 @@ pub struct VerifyArgs {
     /// Pairs: all (Ring and Tree with LL, LL128, Simple), winner (the model's pick per size), or a list such as Ring/LL,Tree/Simple
     #[arg(long, default_value = "all", value_name = "LIST")]
     pub pairs: String,
-    /// Executor: native (our kernels), nccl (libnccl, each pair pinned), or both
+    /// Executor: native (our kernels), nccl (libnccl, each pair pinned, and its free choice), nccl-symm (libnccl's free choice on symmetric windows), both (native and nccl), or a list such as nccl,nccl-symm
     #[arg(long, default_value = "both", value_name = "WHICH")]
     pub backend: String,
+    /// With the nccl backend: also run NCCL's free choice with the planner tuner plugin steering it by this plan (the `tuned` row beside `auto`)
+    #[arg(long, value_name = "PLAN")]
+    pub tuner: Option<String>,
+    /// The tuner plugin for --tuner (default: libnccl_tuner_planner.so next to the planner binary)
+    #[arg(long, value_name = "PATH")]
+    pub tuner_plugin: Option<String>,
     /// Calls per timed loop (fewer at large sizes, see --loop-cap)
     #[arg(long, default_value_t = 20)]
     pub iters: u32,
@@ -95,6 +102,7 @@ fn request_from(args: &VerifyArgs) -> Result<VerifyRequest> {
             "invalid --timeout 0: give seconds, at least 1",
         ));
     }
+    let backends = Backend::parse_list(&args.backend)?;
     Ok(VerifyRequest {
         collective: Coll::parse(&args.coll)?,
         dtype: Dtype::parse(&args.dtype)?,
@@ -102,12 +110,36 @@ fn request_from(args: &VerifyArgs) -> Result<VerifyRequest> {
             .map_err(|e| Error::bad_input(format!("--sizes: {e}")))?,
         pairs: PairSelection::parse(&args.pairs)?,
         pairs_text: args.pairs.clone(),
-        backends: Backend::parse_list(&args.backend)?,
+        tuner: tuner_from(args, &backends)?,
+        backends,
         plan,
         graph: args.cuda_graph,
         timeout: Duration::from_secs(args.timeout),
         gpus: args.gpus,
     })
+}
+
+/// `--tuner PLAN` (and `--tuner-plugin PATH`), checked before any GPU work.
+fn tuner_from(args: &VerifyArgs, backends: &[Backend]) -> Result<Option<TunerSetup>> {
+    let Some(plan) = &args.tuner else {
+        if let Some(plugin) = &args.tuner_plugin {
+            return Err(Error::bad_input(format!(
+                "--tuner-plugin {plugin}: give the plan with --tuner PLAN as well"
+            )));
+        }
+        return Ok(None);
+    };
+    if !backends.contains(&Backend::Nccl) {
+        return Err(Error::bad_input(format!(
+            "--tuner {plan}: the tuned row is NCCL's; use --backend nccl (or both, or nccl,nccl-symm)"
+        )));
+    }
+    let exe = std::env::current_exe().map_err(|e| {
+        Error::runtime(format!(
+            "cannot find the planner binary to look for the tuner plugin beside it: {e}"
+        ))
+    })?;
+    TunerSetup::resolve(plan, args.tuner_plugin.as_deref(), &exe).map(Some)
 }
 
 /// A progress bar on stderr.

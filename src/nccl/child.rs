@@ -24,7 +24,7 @@ use cudarc::driver::{
     sys as cu, CudaContext, CudaEvent, CudaFunction, CudaGraph, CudaStream, DriverError,
 };
 use cudarc::nccl::{result as nccl, sys as nccl_sys};
-use std::ffi::{c_void, CStr};
+use std::ffi::{c_int, c_void, CStr};
 use std::io::Write;
 use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
@@ -122,6 +122,7 @@ struct LocalRank {
     stream: Arc<CudaStream>,
     // Kept alive for the raw pointers below (dropped after the communicators).
     _buffers: Vec<DeviceBuffer>,
+    _nccl_memory: Vec<NcclMemory>,
     send: u64,
     recv: u64,
     /// The checker's two u64: the wrong count, then the first wrong index.
@@ -174,11 +175,27 @@ impl LocalRank {
 }
 
 /// The communicators of this process, aborted on drop (abort needs no
-/// coordination with other ranks, unlike destroy).
-struct Comms(Vec<nccl_sys::ncclComm_t>);
+/// coordination with other ranks, unlike destroy), and the symmetric windows
+/// registered on them, deregistered first.
+struct Comms(Vec<nccl_sys::ncclComm_t>, Windows);
+
+/// Windows registered with `ncclCommWindowRegister`: (communicator, window).
+#[derive(Default)]
+struct Windows {
+    registered: Vec<(nccl_sys::ncclComm_t, *mut c_void)>,
+    deregister: Option<WindowDeregisterFn>,
+}
 
 impl Drop for Comms {
     fn drop(&mut self) {
+        if let Some(deregister) = self.1.deregister {
+            for (comm, window) in self.1.registered.drain(..) {
+                // SAFETY: each window came from a successful
+                // ncclCommWindowRegister on this live communicator and is
+                // deregistered exactly once, before the communicator goes.
+                let _ = unsafe { deregister(comm, window) };
+            }
+        }
         for comm in self.0.drain(..) {
             if !comm.is_null() {
                 // SAFETY: each handle came from a successful init and is
@@ -227,6 +244,185 @@ impl NcclFailure {
             format!("{}: {}", nccl_result_name(self.code), self.message)
         }
     }
+}
+
+// ---------------------------------------------------------------------------
+// Symmetric windows (the nccl-symm backend).
+//
+// Declarations written from `src/nccl.h.in` at v2.28.3-1 (the same text at
+// v2.27.3-1 and v2.30.7-1): `ncclMemAlloc(void** ptr, size_t size)` :138,
+// `ncclMemFree(void* ptr)` :141, `ncclCommWindowRegister(ncclComm_t comm,
+// void* buff, size_t size, ncclWindow_t* win, int winFlags)` :261,
+// `ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)` :265, with
+// `ncclWindow_t` an opaque pointer :35 and `NCCL_WIN_COLL_SYMMETRIC 0x01` :59.
+// `ncclResult_t` is a C enum, read as a C int. They are looked up with dlsym
+// in the libnccl cudarc loaded, so an older NCCL (< 2.27, no windows) is a
+// row marked unavailable, not a crash. nccl-tests `-R 2` does the same:
+// `src/common.cu` AllocateBuffs (ncclMemAlloc) and the ncclCommWindowRegister
+// calls with NCCL_WIN_COLL_SYMMETRIC on both buffers of maxBytes.
+// NVLS stays off (MULTICAST_OFF): NCCL then asks no multicast team for its
+// symmetric kernels (`reqs.lsaMultimem = comm->nvlsSupport`,
+// `src/sym_kernels.cc:210` v2.28.3-1), so no multicast object is created.
+
+type MemAllocFn = unsafe extern "C" fn(*mut *mut c_void, usize) -> c_int;
+type MemFreeFn = unsafe extern "C" fn(*mut c_void) -> c_int;
+type WindowRegisterFn = unsafe extern "C" fn(
+    nccl_sys::ncclComm_t,
+    *mut c_void,
+    usize,
+    *mut *mut c_void,
+    c_int,
+) -> c_int;
+type WindowDeregisterFn = unsafe extern "C" fn(nccl_sys::ncclComm_t, *mut c_void) -> c_int;
+
+/// `NCCL_WIN_COLL_SYMMETRIC` (`src/nccl.h.in:59` v2.28.3-1).
+const NCCL_WIN_COLL_SYMMETRIC: c_int = 0x01;
+
+/// The four entry points of symmetric windows, from the loaded libnccl.
+#[derive(Clone, Copy)]
+struct SymmetricApi {
+    mem_alloc: MemAllocFn,
+    mem_free: MemFreeFn,
+    window_register: WindowRegisterFn,
+    window_deregister: WindowDeregisterFn,
+}
+
+impl SymmetricApi {
+    /// Look the symbols up; Err says which one the library lacks.
+    fn load() -> std::result::Result<SymmetricApi, String> {
+        Ok(SymmetricApi {
+            mem_alloc: nccl_symbol::<MemAllocFn>("ncclMemAlloc")?,
+            mem_free: nccl_symbol::<MemFreeFn>("ncclMemFree")?,
+            window_register: nccl_symbol::<WindowRegisterFn>("ncclCommWindowRegister")?,
+            window_deregister: nccl_symbol::<WindowDeregisterFn>("ncclCommWindowDeregister")?,
+        })
+    }
+}
+
+/// One function of the libnccl cudarc loaded (`check_libraries` ran first).
+/// `T` must be the function's exact C signature.
+fn nccl_symbol<T: Copy>(name: &str) -> std::result::Result<T, String> {
+    // SAFETY: culib() returns the 'static library cudarc opened (present:
+    // check_libraries succeeded); get() is a dlsym that reports a missing
+    // symbol as an error. Every caller names a function whose C signature is
+    // `T` (the declarations above), and the library stays loaded for the
+    // life of the process, so the copied pointer stays valid.
+    unsafe {
+        nccl_sys::culib()
+            .get::<T>(name)
+            .map(|symbol| *symbol)
+            .map_err(|_| {
+                let version = nccl::get_nccl_version()
+                    .map(version_string)
+                    .unwrap_or_else(|_| "unknown".into());
+                format!(
+                    "libnccl {version} has no {name}: symmetric windows need NCCL 2.27 or newer"
+                )
+            })
+    }
+}
+
+/// Device memory from `ncclMemAlloc` (cuMem, mapped for the peers), freed
+/// with `ncclMemFree` on drop, after the communicators (`Comms` is dropped
+/// first: it is made later and `run_rank` drops it explicitly).
+struct NcclMemory {
+    ptr: u64,
+    free: MemFreeFn,
+    ctx: Arc<CudaContext>,
+}
+
+impl NcclMemory {
+    fn new(
+        api: &SymmetricApi,
+        ctx: &Arc<CudaContext>,
+        ordinal: usize,
+        bytes: u64,
+        what: &str,
+    ) -> Result<NcclMemory> {
+        // ncclMemAlloc allocates on the runtime's current device: this GPU's
+        // primary context, bound to the thread.
+        ctx.bind_to_thread()
+            .on_gpu(GpuId(ordinal), "cuCtxSetCurrent")?;
+        let mut ptr: *mut c_void = std::ptr::null_mut();
+        // SAFETY: `ptr` is a valid out-pointer; the size is non-zero.
+        let code = unsafe { (api.mem_alloc)(&mut ptr, bytes as usize) };
+        if code != 0 || ptr.is_null() {
+            return Err(Error::runtime(format!(
+                "GPU {ordinal}: ncclMemAlloc ({what}, {}) failed: {}",
+                crate::units::format_size(bytes),
+                nccl_result_name(code as u32)
+            )));
+        }
+        Ok(NcclMemory {
+            ptr: ptr as u64,
+            free: api.mem_free,
+            ctx: ctx.clone(),
+        })
+    }
+}
+
+impl Drop for NcclMemory {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: the pointer came from ncclMemAlloc and is freed once; the
+        // communicators that mapped it were aborted before (see above).
+        let _ = unsafe { (self.free)(self.ptr as *mut c_void) };
+    }
+}
+
+/// Register both buffers of every local rank as symmetric windows (a
+/// collective call: every rank of the communicator registers the same way).
+/// A null window means NCCL has no symmetric support on this communicator
+/// (`ncclCommWindowRegister` returns at once then, `src/dev_runtime.cc:799`
+/// v2.28.3-1): the note says so and the calls run NCCL's classic path.
+fn register_windows(
+    api: &SymmetricApi,
+    ranks: &[LocalRank],
+    comms: &mut Comms,
+    sizes: (u64, u64),
+) -> Result<Option<String>> {
+    comms.1.deregister = Some(api.window_deregister);
+    sync_point(ranks)?;
+    let mut missing = false;
+    for (r, &comm) in ranks.iter().zip(comms.0.iter()) {
+        r.bind()?;
+        for (ptr, bytes, what) in [(r.send, sizes.0, "send"), (r.recv, sizes.1, "recv")] {
+            let mut window: *mut c_void = std::ptr::null_mut();
+            // SAFETY: the buffer is an ncclMemAlloc allocation of at least
+            // `bytes` on this rank's GPU (4096-aligned: cuMem granularity);
+            // `window` is a valid out-pointer; `comm` is this rank's.
+            let code = unsafe {
+                (api.window_register)(
+                    comm,
+                    ptr as *mut c_void,
+                    bytes as usize,
+                    &mut window,
+                    NCCL_WIN_COLL_SYMMETRIC,
+                )
+            };
+            if code != 0 {
+                let failure = NcclFailure {
+                    code: code as u32,
+                    message: String::new(),
+                };
+                return Err(Error::runtime(format!(
+                    "GPU {}: ncclCommWindowRegister ({what} buffer) failed: {}",
+                    r.ordinal,
+                    failure.describe()
+                )));
+            }
+            if window.is_null() {
+                missing = true;
+            } else {
+                comms.1.registered.push((comm, window));
+            }
+        }
+    }
+    Ok(missing.then(|| {
+        "ncclCommWindowRegister gave no window (no symmetric support on this communicator): \
+         NCCL ran its classic path"
+            .to_string()
+    }))
 }
 
 fn run_job(spec: &ChildSpec, emit: &mut dyn FnMut(ChildEvent)) -> Result<()> {
@@ -345,6 +541,10 @@ fn run_rank(
     let send_max = send_max.max(spec.dtype.size());
     let recv_max = recv_max.max(spec.dtype.size());
     let scratch_len = spec.plan.repeats as usize + 1;
+    // Symmetric windows: the library's entry points, or why there are none.
+    let symmetric: Option<std::result::Result<SymmetricApi, String>> =
+        spec.symmetric.then(SymmetricApi::load);
+    let symmetric_api = symmetric.as_ref().and_then(|s| s.as_ref().ok()).copied();
 
     // Contexts, streams, kernels, buffers.
     let mut ranks = Vec::new();
@@ -390,16 +590,29 @@ fn run_rank(
         // the receive buffer is read only after a collective or the
         // poisoning memset wrote it.
         let id = GpuId(ordinal);
-        let send_buf = DeviceBuffer::new(&ctx, id, send_max as usize, "send")?;
-        let recv_buf = DeviceBuffer::new(&ctx, id, recv_max as usize, "recv")?;
+        let mut buffers = Vec::new();
+        let mut nccl_memory = Vec::new();
+        let (send, recv) = match &symmetric_api {
+            // Symmetric windows need cuMem memory: NCCL's own allocator.
+            Some(api) => {
+                let send_mem = NcclMemory::new(api, &ctx, ordinal, send_max, "send")?;
+                let recv_mem = NcclMemory::new(api, &ctx, ordinal, recv_max, "recv")?;
+                let pointers = (send_mem.ptr, recv_mem.ptr);
+                nccl_memory.extend([send_mem, recv_mem]);
+                pointers
+            }
+            None => {
+                let send_buf = DeviceBuffer::new(&ctx, id, send_max as usize, "send")?;
+                let recv_buf = DeviceBuffer::new(&ctx, id, recv_max as usize, "recv")?;
+                let pointers = (send_buf.ptr(), recv_buf.ptr());
+                buffers.extend([send_buf, recv_buf]);
+                pointers
+            }
+        };
         let wrong_buf = DeviceBuffer::new(&ctx, id, 16, "check counters")?;
         let scratch_buf = DeviceBuffer::new(&ctx, id, 8 * scratch_len, "scratch")?;
-        let (send, recv, wrong, scratch) = (
-            send_buf.ptr(),
-            recv_buf.ptr(),
-            wrong_buf.ptr(),
-            scratch_buf.ptr(),
-        );
+        let (wrong, scratch) = (wrong_buf.ptr(), scratch_buf.ptr());
+        buffers.extend([wrong_buf, scratch_buf]);
         let timing = Some(cu::CUevent_flags::CU_EVENT_DEFAULT);
         let start = ctx
             .new_event(timing)
@@ -412,7 +625,8 @@ fn run_rank(
             rank: first_rank + i,
             ctx,
             stream,
-            _buffers: vec![send_buf, recv_buf, wrong_buf, scratch_buf],
+            _buffers: buffers,
+            _nccl_memory: nccl_memory,
             send,
             recv,
             wrong,
@@ -442,7 +656,11 @@ fn run_rank(
     }
 
     // Communicators.
-    let comms = init_comm(place, &ranks)?;
+    let mut comms = init_comm(place, &ranks)?;
+    let path_note = match &symmetric_api {
+        Some(api) => register_windows(api, &ranks, &mut comms, (send_max, recv_max))?,
+        None => None,
+    };
     let mut gpus = Vec::new();
     for r in &ranks {
         gpus.push(gpu_info(r)?);
@@ -457,11 +675,21 @@ fn run_rank(
         gpus,
     });
 
-    let distributed = world > 1;
+    if let Some(Err(why)) = &symmetric {
+        // This libnccl has no symmetric windows: every size is unavailable.
+        for &bytes in &spec.sizes {
+            let mut event = empty_size_event(bytes);
+            set_status(&mut event, RowStatus::Unavailable, why.clone());
+            emit(event);
+        }
+        drop(comms);
+        return Ok(());
+    }
+
     if spec.mode != ChildMode::Choices {
         warm_clocks(spec, &ranks, &comms, world);
     }
-    let outcome = run_sizes(spec, &ranks, &comms, data, world, distributed, emit);
+    let outcome = run_sizes(spec, &ranks, &comms, data, world, path_note, emit);
     if outcome.is_err() {
         // Release the other threads before this communicator is aborted.
         if let Some(gate) = &gate {
@@ -479,21 +707,14 @@ fn run_sizes(
     comms: &Comms,
     data: DataPattern,
     world: usize,
-    distributed: bool,
+    path_note: Option<String>,
     emit: &mut dyn FnMut(ChildEvent),
 ) -> Result<()> {
+    let distributed = world > 1;
     let mut refused: Option<String> = None;
     for &bytes in &spec.sizes {
         let c = counts(spec.collective, spec.dtype, bytes, world);
-        let mut event = ChildEvent::Size {
-            bytes,
-            status: RowStatus::Skipped,
-            note: None,
-            iters: 0,
-            repeats: 0,
-            times_us: Vec::new(),
-            wrong: None,
-        };
+        let mut event = empty_size_event(bytes);
         if let Some(why) = &refused {
             set_status(&mut event, RowStatus::Unavailable, why.clone());
             emit(event);
@@ -515,6 +736,7 @@ fn run_sizes(
             Ok((times, iters, wrong)) => {
                 if let ChildEvent::Size {
                     status,
+                    note,
                     iters: it,
                     repeats,
                     times_us,
@@ -523,6 +745,7 @@ fn run_sizes(
                 } = &mut event
                 {
                     *status = RowStatus::Ok;
+                    note.clone_from(&path_note);
                     *it = iters;
                     *repeats = times.len() as u32;
                     *times_us = times;
@@ -579,6 +802,19 @@ fn warm_clocks(spec: &ChildSpec, ranks: &[LocalRank], comms: &Comms, world: usiz
     }
 }
 
+/// A size not run yet.
+fn empty_size_event(bytes: u64) -> ChildEvent {
+    ChildEvent::Size {
+        bytes,
+        status: RowStatus::Skipped,
+        note: None,
+        iters: 0,
+        repeats: 0,
+        times_us: Vec::new(),
+        wrong: None,
+    }
+}
+
 fn set_status(event: &mut ChildEvent, new_status: RowStatus, why: String) {
     if let ChildEvent::Size { status, note, .. } = event {
         *status = new_status;
@@ -620,7 +856,7 @@ fn init_comm(place: Place, ranks: &[LocalRank]) -> Result<Comms> {
             NcclFailure::from(e, std::ptr::null_mut()).describe()
         ))
     })?;
-    Ok(Comms(vec![comm]))
+    Ok(Comms(vec![comm], Windows::default()))
 }
 
 /// Enqueue one collective on every local rank (grouped when there are several).

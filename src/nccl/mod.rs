@@ -10,7 +10,12 @@
 //! NCCL's free choice runs twice: once timed, once with
 //! `NCCL_DEBUG_SUBSYS=TUNING` so that its per-call lines say which pair it
 //! picked (the logging is kept out of the timed run because it costs about a
-//! microsecond per call).
+//! microsecond per call). Two more free-choice runs, timed and logged the
+//! same way: with the planner tuner plugin steering NCCL by a plan
+//! (`TunerSetting::Plan`, the `tuned` row; its per-call lines say what the
+//! plugin decided), and on buffers registered as symmetric windows
+//! (`ChildSpec::symmetric`, backend nccl-symm; NCCL's `[Symmetric]` lines say
+//! which kernel ran).
 //!
 //! Safety rule: every child environment switches NVLink multicast off
 //! (`MULTICAST_OFF`), whatever the parent's environment says, and NVLS /
@@ -27,10 +32,12 @@ pub mod spawn;
 use crate::error::{Error, Result};
 use crate::measure::{
     coll_label_serde, logged_bytes, Dtype, GpuInfo, IterPlan, NcclChoice, RowStatus,
+    SymmetricLaunch, TunerDecision,
 };
+use crate::model::symmetric::parse_symmetric_log_line;
 use crate::model::{Algo, Coll, Pair, Proto};
 use serde::{Deserialize, Serialize};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Set in every child process we start, overriding the parent's values:
@@ -50,6 +57,9 @@ pub const CHILD_SPEC_ENV: &str = "PLANNER_NCCL_CHILD_SPEC";
 
 /// Hidden subcommand that runs one child job.
 pub const CHILD_SUBCOMMAND: &str = "__nccl-child";
+
+/// The variable the planner tuner plugin reads its plan from (tuner/README.md).
+pub const TUNER_PLAN_ENV: &str = "PLANNER_TUNER_PLAN";
 
 /// Why a pair is never run here, if it is one of those.
 pub fn refused_pair(pair: Pair) -> Option<String> {
@@ -83,6 +93,20 @@ pub enum ChildMode {
     Choices,
 }
 
+/// NCCL's tuner plugin in one child.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum TunerSetting {
+    /// The environment as the user left it (every run without `--tuner`).
+    #[default]
+    Inherit,
+    /// No tuner plugin at all (`NCCL_TUNER_PLUGIN=none`, NCCL's own check,
+    /// `src/plugin/tuner.cc:56-59` v2.28.3-1): NCCL's default beside a tuned run.
+    Off,
+    /// The planner tuner plugin (`tuner/`) steering NCCL with this plan.
+    Plan { plugin: PathBuf, plan: PathBuf },
+}
+
 /// Which ranks the child drives.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
@@ -111,6 +135,13 @@ pub struct ChildSpec {
     pub graph: bool,
     pub mode: ChildMode,
     pub ranks: ChildRanks,
+    /// Buffers from `ncclMemAlloc` registered as symmetric windows with
+    /// `ncclCommWindowRegister(..., NCCL_WIN_COLL_SYMMETRIC)` (the nccl-symm
+    /// backend, as nccl-tests `-R 2`).
+    #[serde(default)]
+    pub symmetric: bool,
+    #[serde(default)]
+    pub tuner: TunerSetting,
 }
 
 /// One report line of a child (after `CHILD_MARK`).
@@ -183,6 +214,17 @@ pub fn child_command(exe: &Path, spec: &ChildSpec) -> Result<Command> {
         ChildMode::Free | ChildMode::Choices => {
             cmd.env_remove("NCCL_ALGO");
             cmd.env_remove("NCCL_PROTO");
+        }
+    }
+    match &spec.tuner {
+        TunerSetting::Inherit => {}
+        TunerSetting::Off => {
+            cmd.env("NCCL_TUNER_PLUGIN", "none");
+            cmd.env_remove(TUNER_PLAN_ENV);
+        }
+        TunerSetting::Plan { plugin, plan } => {
+            cmd.env("NCCL_TUNER_PLUGIN", plugin);
+            cmd.env(TUNER_PLAN_ENV, plan);
         }
     }
     match spec.mode {
@@ -274,6 +316,164 @@ pub fn choices_from_log<'a>(
             let logged = logged_bytes(collective, size, n_ranks);
             let choice = parsed.iter().find(|t| t.bytes == logged).map(|t| t.choice);
             (size, choice)
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// The tuner plugin's per-call line and NCCL's symmetric-kernel line.
+
+/// One per-call line of the planner tuner plugin (format: tuner/README.md,
+/// "Log line formats"): `... NCCL INFO planner-tuner: AllReduce 2097152 bytes
+/// nRanks 2 nNodes 1 -> Ring/LL channels - (rule 3)`. `bytes` is NCCL's
+/// `nBytes` as the tuner gets it: for all-gather and reduce-scatter all
+/// ranks' bytes (`ncclFuncMaxSendRecvCount`, `src/enqueue.cc:1906` v2.28.3-1),
+/// which is the size verify requests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TunerLine {
+    pub collective: Coll,
+    pub bytes: u64,
+    pub n_ranks: u32,
+    pub n_nodes: u32,
+    pub decision: TunerDecision,
+}
+
+/// The plugin's mark in its messages.
+const TUNER_MARK: &str = "planner-tuner: ";
+
+/// Parse one per-call decision line of the plugin; None for any other line
+/// (including the plugin's init lines and collectives verify does not know).
+pub fn parse_tuner_line(line: &str) -> Option<TunerLine> {
+    let message = &line[line.find(TUNER_MARK)? + TUNER_MARK.len()..];
+    let (head, outcome) = message.split_once(" -> ")?;
+    let words: Vec<&str> = head.split_whitespace().collect();
+    let [func, bytes, "bytes", "nRanks", n_ranks, "nNodes", n_nodes] = words.as_slice() else {
+        return None;
+    };
+    let collective = Coll::ALL.into_iter().find(|c| c.nccl_name() == *func)?;
+    let bytes: u64 = bytes.parse().ok()?;
+    let n_ranks: u32 = n_ranks.parse().ok()?;
+    let n_nodes: u32 = n_nodes.parse().ok()?;
+    let outcome = outcome.trim_end();
+    let decision = if let Some(why) = outcome.strip_prefix("kept (") {
+        TunerDecision::Kept {
+            why: why.strip_suffix(')')?.to_string(),
+        }
+    } else {
+        // ALGO/PROTO channels C|- (rule I)
+        let mut parts = outcome.split_whitespace();
+        let pair = Pair::parse(parts.next()?).ok()?;
+        if parts.next()? != "channels" {
+            return None;
+        }
+        let channels = match parts.next()? {
+            "-" => None,
+            c => Some(c.parse::<u32>().ok()?),
+        };
+        if parts.next()? != "(rule" {
+            return None;
+        }
+        let rule = parts.next()?.strip_suffix(')')?.parse::<usize>().ok()?;
+        if parts.next().is_some() {
+            return None;
+        }
+        TunerDecision::Steered {
+            pair,
+            channels,
+            rule,
+        }
+    };
+    Some(TunerLine {
+        collective,
+        bytes,
+        n_ranks,
+        n_nodes,
+        decision,
+    })
+}
+
+/// The plugin's decision for each requested size: the first decision line of
+/// `collective` with that size (every rank logs one; they agree).
+pub fn tuner_decisions_from_log<'a>(
+    lines: impl IntoIterator<Item = &'a str>,
+    collective: Coll,
+    sizes: &[u64],
+) -> Vec<(u64, Option<TunerDecision>)> {
+    let parsed: Vec<TunerLine> = lines
+        .into_iter()
+        .filter_map(parse_tuner_line)
+        .filter(|t| t.collective == collective)
+        .collect();
+    sizes
+        .iter()
+        .map(|&size| {
+            let decision = parsed
+                .iter()
+                .find(|t| t.bytes == size)
+                .map(|t| t.decision.clone());
+            (size, decision)
+        })
+        .collect()
+}
+
+/// What the log says about the tuner plugin itself, once each: NCCL's
+/// loading lines (`NCCL_TUNER_PLUGIN set by environment to ...`,
+/// `Successfully loaded external tuner plugin ...`, `src/plugin/tuner.cc:57,86`
+/// v2.28.3-1) and the plugin's init lines
+/// (`plan ... applies: ...` or the WARN why it changes nothing), without the
+/// log prefix. The per-call lines are left out.
+pub fn tuner_status_from_log<'a>(lines: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    const MAX_LINES: usize = 8;
+    let mut out: Vec<String> = Vec::new();
+    for line in lines {
+        let is_plugin = line.contains(TUNER_MARK) && parse_tuner_line(line).is_none();
+        let is_nccl = ["tuner plugin", "TUNER/Plugin", "NCCL_TUNER_PLUGIN"]
+            .iter()
+            .any(|mark| line.contains(mark));
+        if !(is_plugin || is_nccl) {
+            continue;
+        }
+        let message = ["NCCL INFO ", "NCCL WARN "]
+            .iter()
+            .find_map(|tag| line.find(tag).map(|at| &line[at + tag.len()..]))
+            .unwrap_or(line)
+            .trim()
+            .to_string();
+        if !message.is_empty() && !out.contains(&message) && out.len() < MAX_LINES {
+            out.push(message);
+        }
+    }
+    out
+}
+
+/// The symmetric kernel NCCL ran for each requested size, from its
+/// `[Symmetric]` lines (`crate::model::symmetric::parse_symmetric_log_line`;
+/// bytes as NCCL logs them, one rank's share for all-gather and
+/// reduce-scatter). None where NCCL took its classic path.
+pub fn symmetric_from_log<'a>(
+    lines: impl IntoIterator<Item = &'a str>,
+    collective: Coll,
+    sizes: &[u64],
+    n_ranks: usize,
+) -> Vec<(u64, Option<SymmetricLaunch>)> {
+    let parsed: Vec<_> = lines
+        .into_iter()
+        .filter_map(parse_symmetric_log_line)
+        .filter(|l| l.coll == collective)
+        .collect();
+    sizes
+        .iter()
+        .map(|&size| {
+            let logged = logged_bytes(collective, size, n_ranks);
+            let launch = parsed
+                .iter()
+                .find(|l| l.bytes == logged)
+                .map(|l| SymmetricLaunch {
+                    kernel: l.kernel.clone(),
+                    channels: l.channels,
+                    threads: l.threads,
+                });
+            (size, launch)
         })
         .collect()
 }
@@ -402,7 +602,195 @@ mod tests {
             graph: false,
             mode,
             ranks: ChildRanks::Local { gpus: 2 },
+            symmetric: false,
+            tuner: TunerSetting::Inherit,
         }
+    }
+
+    #[test]
+    fn the_tuner_plugin_reaches_only_the_tuned_child() {
+        let exe = Path::new("/bin/true");
+        let plan = TunerSetting::Plan {
+            plugin: PathBuf::from("/opt/p/libnccl_tuner_planner.so"),
+            plan: PathBuf::from("/tmp/plan.json"),
+        };
+        let mut tuned = spec(ChildMode::Free);
+        tuned.tuner = plan.clone();
+        let envs = envs_of(&child_command(exe, &tuned).unwrap());
+        assert_eq!(
+            envs["NCCL_TUNER_PLUGIN"],
+            Some("/opt/p/libnccl_tuner_planner.so".into())
+        );
+        assert_eq!(envs[TUNER_PLAN_ENV], Some("/tmp/plan.json".into()));
+        // free choice: nothing pins NCCL, so the plugin decides
+        assert_eq!(envs["NCCL_ALGO"], None);
+        for (key, value) in MULTICAST_OFF {
+            assert_eq!(envs.get(key), Some(&Some(value.to_string())), "{key}");
+        }
+        // the spec travels with its settings
+        let json = envs[CHILD_SPEC_ENV].clone().unwrap();
+        assert_eq!(serde_json::from_str::<ChildSpec>(&json).unwrap(), tuned);
+
+        // beside a tuned run, every other child is NCCL alone: `none` is NCCL's off switch
+        let mut off = spec(ChildMode::Pinned {
+            pair: Pair::new(Algo::Ring, Proto::Ll),
+        });
+        off.tuner = TunerSetting::Off;
+        let envs = envs_of(&child_command(exe, &off).unwrap());
+        assert_eq!(envs["NCCL_TUNER_PLUGIN"], Some("none".into()));
+        assert_eq!(envs[TUNER_PLAN_ENV], None);
+        // without --tuner the environment is left alone
+        let envs = envs_of(&child_command(exe, &spec(ChildMode::Free)).unwrap());
+        assert!(!envs.contains_key("NCCL_TUNER_PLUGIN"));
+        assert!(!envs.contains_key(TUNER_PLAN_ENV));
+
+        // a job description of an older planner (no symmetric, no tuner) still reads
+        let old = r#"{"collective":"allreduce","dtype":"f32","sizes":[8],"plan":{"iters":20,"warmup":5,"repeats":5,"loop_bytes_cap":4294967296},"graph":false,"mode":{"kind":"free"},"ranks":{"kind":"local","gpus":2}}"#;
+        let back: ChildSpec = serde_json::from_str(old).unwrap();
+        assert!(!back.symmetric);
+        assert_eq!(back.tuner, TunerSetting::Inherit);
+    }
+
+    #[test]
+    fn tuner_decision_lines_parse() {
+        // the formats of tuner/README.md, with NCCL's log prefix
+        let steered = "h:1:2 [0] NCCL INFO planner-tuner: AllReduce 2097152 bytes nRanks 2 nNodes 1 -> Ring/LL channels - (rule 3)";
+        let t = parse_tuner_line(steered).unwrap();
+        assert_eq!(
+            (t.collective, t.bytes, t.n_ranks, t.n_nodes),
+            (Coll::AllReduce, 2097152, 2, 1)
+        );
+        assert_eq!(
+            t.decision,
+            TunerDecision::Steered {
+                pair: Pair::new(Algo::Ring, Proto::Ll),
+                channels: None,
+                rule: 3
+            }
+        );
+        assert_eq!(t.decision.to_string(), "rule 3: Ring/LL");
+        let channels = "planner-tuner: AllGather 65536 bytes nRanks 8 nNodes 2 -> NVLSTree/LL128 channels 16 (rule 0)";
+        assert_eq!(
+            parse_tuner_line(channels).unwrap().decision,
+            TunerDecision::Steered {
+                pair: Pair::new(Algo::NvlsTree, Proto::Ll128),
+                channels: Some(16),
+                rule: 0
+            }
+        );
+        let masked = "h:1:2 [1] NCCL INFO planner-tuner: ReduceScatter 1024 bytes nRanks 2 nNodes 1 -> kept (rule 2 Tree/LL masked)";
+        let t = parse_tuner_line(masked).unwrap();
+        assert_eq!(t.collective, Coll::ReduceScatter);
+        assert_eq!(
+            t.decision,
+            TunerDecision::Kept {
+                why: "rule 2 Tree/LL masked".into()
+            }
+        );
+        assert_eq!(t.decision.to_string(), "kept: rule 2 Tree/LL masked");
+        let no_rule = "planner-tuner: AllReduce 8 bytes nRanks 2 nNodes 1 -> kept (no rule)";
+        assert_eq!(
+            parse_tuner_line(no_rule).unwrap().decision,
+            TunerDecision::Kept {
+                why: "no rule".into()
+            }
+        );
+        for other in [
+            // the init lines, NCCL's own per-call line, collectives verify does not run
+            "h:1:2 [0] NCCL INFO planner-tuner: plan /tmp/p.json applies: 3 of 5 rules for nRanks 2 nNodes 1 (from verify x.json, made with NCCL 2.28.3, running NCCL 2.28.3)",
+            "h:1:2 [0] NCCL WARN planner-tuner: PLANNER_TUNER_PLAN is not set; NCCL's own choices stay in place",
+            "h:1:2 [0] NCCL INFO AllReduce: 4096 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..7}",
+            "planner-tuner: func7 8 bytes nRanks 2 nNodes 1 -> kept (unsupported collective)",
+            "planner-tuner: AllReduce 8 bytes nRanks 2 nNodes 1 -> Ring/LL channels x (rule 3)",
+            "planner-tuner: AllReduce 8 bytes nRanks 2 nNodes 1 -> Ring/LL64 channels - (rule 3)",
+            "planner-tuner: AllReduce 8 bytes nRanks 2 -> kept (no rule)",
+            "planner-tuner: AllReduce 8 bytes nRanks 2 nNodes 1 -> kept (no rule",
+            "",
+        ] {
+            assert_eq!(parse_tuner_line(other), None, "{other}");
+        }
+    }
+
+    /// A tuned choices pass as NCCL 2.28 writes it (two ranks, one file):
+    /// NCCL's loading line, the plugin's init lines, then per size the plugin's
+    /// decision on both ranks and NCCL's per-call line on rank 0.
+    const TUNED_LOG: &str = "\
+h:9:9 [0] NCCL INFO NCCL_TUNER_PLUGIN set by environment to /opt/p/libnccl_tuner_planner.so\n\
+h:9:9 [0] NCCL INFO Successfully loaded external tuner plugin /opt/p/libnccl_tuner_planner.so\n\
+h:9:9 [0] NCCL INFO planner-tuner: plan /tmp/plan.json applies: 2 of 2 rules for nRanks 2 nNodes 1 (from verify verify.json, made with NCCL 2.28.3, running NCCL 2.28.3)\n\
+h:9:8 [1] NCCL INFO Successfully loaded external tuner plugin /opt/p/libnccl_tuner_planner.so\n\
+h:9:8 [1] NCCL INFO planner-tuner: plan /tmp/plan.json applies: 2 of 2 rules for nRanks 2 nNodes 1 (from verify verify.json, made with NCCL 2.28.3, running NCCL 2.28.3)\n\
+h:9:9 [0] NCCL INFO planner-tuner: AllReduce 1048576 bytes nRanks 2 nNodes 1 -> kept (no rule)\n\
+h:9:8 [1] NCCL INFO planner-tuner: AllReduce 1048576 bytes nRanks 2 nNodes 1 -> kept (no rule)\n\
+h:9:9 [0] NCCL INFO AllReduce: 1048576 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..23}\n\
+h:9:9 [0] NCCL INFO planner-tuner: AllReduce 2097152 bytes nRanks 2 nNodes 1 -> Ring/LL channels - (rule 1)\n\
+h:9:8 [1] NCCL INFO planner-tuner: AllReduce 2097152 bytes nRanks 2 nNodes 1 -> Ring/LL channels - (rule 1)\n\
+h:9:9 [0] NCCL INFO AllReduce: 2097152 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..23}\n\
+";
+
+    #[test]
+    fn a_tuned_log_says_what_the_plugin_did_and_what_nccl_ran() {
+        let sizes = [1 << 20, 2 << 20, 4 << 20];
+        let decisions = tuner_decisions_from_log(TUNED_LOG.lines(), Coll::AllReduce, &sizes);
+        assert_eq!(
+            decisions[0].1,
+            Some(TunerDecision::Kept {
+                why: "no rule".into()
+            })
+        );
+        assert_eq!(
+            decisions[1].1,
+            Some(TunerDecision::Steered {
+                pair: Pair::new(Algo::Ring, Proto::Ll),
+                channels: None,
+                rule: 1
+            })
+        );
+        assert_eq!(decisions[2].1, None, "4 MiB never ran");
+        // NCCL's own line agrees: Ring/LL at 2 MiB, where it alone picks Ring/Simple
+        let choices = choices_from_log(TUNED_LOG.lines(), Coll::AllReduce, &sizes, 2);
+        assert_eq!(choices[1].1.unwrap().pair, Pair::new(Algo::Ring, Proto::Ll));
+        // the plugin's status: once each, without the prefix, no per-call lines
+        let status = tuner_status_from_log(TUNED_LOG.lines());
+        assert_eq!(
+            status,
+            vec![
+                "NCCL_TUNER_PLUGIN set by environment to /opt/p/libnccl_tuner_planner.so".to_string(),
+                "Successfully loaded external tuner plugin /opt/p/libnccl_tuner_planner.so".to_string(),
+                "planner-tuner: plan /tmp/plan.json applies: 2 of 2 rules for nRanks 2 nNodes 1 (from verify verify.json, made with NCCL 2.28.3, running NCCL 2.28.3)".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn symmetric_lines_give_the_kernel_and_classic_lines_the_pair() {
+        // NCCL 2.28's format (symmetric_sched.cc:225-226 v2.28.3-1); the 2 x H200
+        // kernels of issue 13's table; 64 MiB took the classic path here
+        let log = "\
+h:1:2 [0] NCCL INFO AllReduce [Symmetric]: 8 Bytes -> Kernel AllReduce_AGxLL_R nchannels 1 nthreads 512 nWorks 1\n\
+h:1:2 [0] NCCL INFO AllReduce [Symmetric]: 2097152 Bytes -> Kernel AllReduce_RSxLD_AGxST nchannels 16 nthreads 512 nWorks 1\n\
+h:1:2 [0] NCCL INFO AllReduce: 67108864 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..23}\n\
+h:1:2 [0] NCCL INFO AllGather [Symmetric]: 4096 Bytes -> Kernel AllGather_LL nchannels 1 nthreads 512 nWorks 1\n";
+        let sizes = [8, 2 << 20, 64 << 20];
+        let launches = symmetric_from_log(log.lines(), Coll::AllReduce, &sizes, 2);
+        let first = launches[0].1.clone().unwrap();
+        assert_eq!(
+            (first.kernel.as_str(), first.channels, first.threads),
+            ("AllReduce_AGxLL_R", 1, 512)
+        );
+        assert_eq!(
+            launches[1].1.as_ref().unwrap().kernel,
+            "AllReduce_RSxLD_AGxST"
+        );
+        assert_eq!(launches[2].1, None);
+        let classic = choices_from_log(log.lines(), Coll::AllReduce, &sizes, 2);
+        assert_eq!(
+            classic[2].1.unwrap().pair,
+            Pair::new(Algo::Ring, Proto::Simple)
+        );
+        // all-gather logs one rank's share: 8 KiB on 2 ranks is the 4096-byte line
+        let ag = symmetric_from_log(log.lines(), Coll::AllGather, &[8192], 2);
+        assert_eq!(ag[0].1.as_ref().unwrap().kernel, "AllGather_LL");
     }
 
     #[test]

@@ -197,10 +197,44 @@ pub fn run_child(
     Ok(outcome)
 }
 
+/// Which rows a child's sizes become.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowKind {
+    pub backend: Backend,
+    /// The pinned pair; None for NCCL's free choice.
+    pub pair: Option<Pair>,
+    /// NCCL's free choice with the tuner plugin (the `tuned` row).
+    pub tuned: bool,
+}
+
+impl RowKind {
+    /// A pinned pair of the NCCL backend.
+    pub fn pinned(pair: Pair) -> RowKind {
+        RowKind {
+            backend: Backend::Nccl,
+            pair: Some(pair),
+            tuned: false,
+        }
+    }
+    /// NCCL's free choice on `backend`, with or without the tuner plugin.
+    pub fn free(backend: Backend, tuned: bool) -> RowKind {
+        RowKind {
+            backend,
+            pair: None,
+            tuned,
+        }
+    }
+    fn row(&self, bytes: u64, status: RowStatus) -> Row {
+        let mut row = Row::empty(self.backend, self.pair, bytes, status);
+        row.tuned = self.tuned;
+        row
+    }
+}
+
 /// Rows for `sizes` from a child's outcome: a row per reported size, and for
 /// the sizes it never reported, why.
 pub fn rows_from_outcome(
-    pair: Option<Pair>,
+    kind: RowKind,
     sizes: &[u64],
     outcome: &ChildOutcome,
     timeout: Duration,
@@ -228,7 +262,7 @@ pub fn rows_from_outcome(
             _ => None,
         });
         if let Some((status, note, iters, repeats, times_us, wrong)) = reported {
-            let mut row = Row::empty(Backend::Nccl, pair, bytes, status);
+            let mut row = kind.row(bytes, status);
             row.note = note;
             row.iters = iters;
             row.repeats = repeats;
@@ -256,23 +290,19 @@ pub fn rows_from_outcome(
                         tail.join(" | ")
                     )
                 };
-                rows.push(failed_row(pair, bytes, why.clone()));
+                let mut row = kind.row(bytes, RowStatus::Failed);
+                row.note = Some(why.clone());
+                rows.push(row);
                 stop_reason = Some(why);
             }
             Some(_) => {
-                let mut row = Row::empty(Backend::Nccl, pair, bytes, RowStatus::Skipped);
+                let mut row = kind.row(bytes, RowStatus::Skipped);
                 row.note = Some("not run: the child stopped at a smaller size".into());
                 rows.push(row);
             }
         }
     }
     rows
-}
-
-fn failed_row(pair: Option<Pair>, bytes: u64, why: String) -> Row {
-    let mut row = Row::empty(Backend::Nccl, pair, bytes, RowStatus::Failed);
-    row.note = Some(why);
-    row
 }
 
 #[cfg(test)]
@@ -294,7 +324,7 @@ mod tests {
 
     #[test]
     fn unreported_sizes_say_why() {
-        let pair = Some(Pair::new(Algo::Ring, Proto::Ll));
+        let pair = RowKind::pinned(Pair::new(Algo::Ring, Proto::Ll));
         let outcome = ChildOutcome {
             sizes: vec![size_event(8), size_event(16)],
             timed_out: true,
@@ -341,6 +371,8 @@ mod tests {
             graph: false,
             mode: ChildMode::Free,
             ranks: crate::nccl::ChildRanks::Local { gpus: 2 },
+            symmetric: false,
+            tuner: Default::default(),
         };
         let mut seen = 0;
         let outcome = run_child(&exe, &spec, Duration::from_secs(20), &mut |_| seen += 1).unwrap();
@@ -348,7 +380,10 @@ mod tests {
         assert!(!outcome.exit_ok);
         assert!(outcome.output_tail.contains("noise from a library"));
         assert!(outcome.output_tail.contains("last words"));
-        let rows = rows_from_outcome(None, &[8, 16], &outcome, Duration::from_secs(20));
+        let tuned = RowKind::free(Backend::Nccl, true);
+        let rows = rows_from_outcome(tuned, &[8, 16], &outcome, Duration::from_secs(20));
+        assert!(rows.iter().all(|r| r.tuned && r.pair.is_none()));
+        assert_eq!(rows[0].pair_label(), "tuned");
         assert_eq!(rows[0].status, RowStatus::Ok);
         assert_eq!(rows[1].status, RowStatus::Failed);
         assert!(

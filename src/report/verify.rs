@@ -3,7 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::units::format_size;
-use crate::verify::score::{BackendSummary, Scored, ScoredRow};
+use crate::verify::score::{ran_label, BackendSummary, FreeComparison, Scored, ScoredRow};
 use crate::verify::{coll_label, Backend, RowStatus, VerifyRun};
 use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
 use serde::Serialize;
@@ -116,6 +116,16 @@ fn measured_cell(r: &ScoredRow) -> String {
 
 fn marks(r: &ScoredRow, regret: Option<f64>) -> String {
     let mut m = Vec::new();
+    if let Some(decision) = &r.row.tuner_decision {
+        m.push(format!("plugin {decision}"));
+    }
+    if let Some(kernel) = &r.model_kernel {
+        if ran_label(&r.row).as_ref() == Some(kernel) {
+            m.push("model's kernel".into());
+        } else {
+            m.push(format!("model: {kernel}"));
+        }
+    }
     if r.model_pick {
         match regret {
             Some(g) if g > 1.0 => m.push(format!("model pick ({} slower)", pct((g - 1.0) * 100.0))),
@@ -157,6 +167,67 @@ fn worst_regret_cell(s: &BackendSummary) -> String {
     }
 }
 
+/// The row's label in the table: the pair, or for a free-choice row what
+/// NCCL ran (`auto = Ring/LL [0..7]`, `symm = AllReduce_AGxLL_R [1 ch]`).
+fn row_label(r: &ScoredRow) -> String {
+    let row = &r.row;
+    if row.pair.is_some() {
+        return r.label.clone();
+    }
+    match (&row.symmetric, row.nccl_choice) {
+        (Some(launch), _) => format!("{} = {} [{} ch]", r.label, launch.kernel, launch.channels),
+        (None, Some(c)) => format!(
+            "{} = {} [{}..{}]",
+            r.label,
+            ran_label(row).unwrap_or_else(|| c.pair.to_string()),
+            c.channel_lo,
+            c.channel_hi
+        ),
+        (None, None) => r.label.clone(),
+    }
+}
+
+/// `tuned` or `symm` against `auto`, size by size.
+fn render_comparison(c: &FreeComparison) -> String {
+    let what = match c.label.as_str() {
+        "tuned" => "NCCL steered by the tuner plugin against NCCL alone",
+        _ => "NCCL on symmetric windows against NCCL's default",
+    };
+    let other_ran = format!("{} ran", c.label);
+    let other_us = format!("{} µs", c.label);
+    let ratio = format!("{} / auto", c.label);
+    let mut t = table(vec![
+        "size", "auto ran", "auto µs", &other_ran, &other_us, &ratio,
+    ]);
+    right_align(&mut t, &[0, 2, 4, 5]);
+    for size in &c.sizes {
+        t.add_row(vec![
+            format_size(size.bytes),
+            size.auto_ran.clone().unwrap_or_else(|| "-".into()),
+            format_us(size.auto_us),
+            size.other_ran.clone().unwrap_or_else(|| "-".into()),
+            format_us(size.other_us),
+            format!("{:.3}", size.ratio),
+        ]);
+    }
+    let r3 = |v: Option<f64>| opt(v, |x| format!("{x:.3}"));
+    let at = |ratio: Option<f64>, bytes: Option<u64>| match (ratio, bytes) {
+        (Some(r), Some(b)) => format!("{r:.3} at {}", format_size(b)),
+        _ => "-".into(),
+    };
+    format!(
+        "\n{} / auto: {what} (below 1: {} is faster)\n{t}\ngeomean {} over {} sizes · 1-16 MiB {} over {} sizes · worst {} · best {}\n",
+        c.label,
+        c.label,
+        r3(c.geomean_ratio),
+        c.sizes.len(),
+        r3(c.geomean_ratio_1_16mib),
+        c.sizes_1_16mib,
+        at(c.worst_ratio, c.worst_bytes),
+        at(c.best_ratio, c.best_bytes),
+    )
+}
+
 /// The full text report.
 pub fn render_text(run: &VerifyRun, scored: &Scored) -> String {
     render_text_compared(run, scored, None)
@@ -175,6 +246,18 @@ pub fn render_text_compared(run: &VerifyRun, scored: &Scored, stock: Option<&Sco
     ));
     if let Some(stock) = stock {
         out.push_str(&format!("compared with: {}\n", stock.predictor));
+    }
+    if let Some(label) = &scored.symmetric_predictor {
+        out.push_str(&format!("symm predictions: {label}\n"));
+    }
+    if let Some(tuner) = &run.options.tuner {
+        out.push_str(&format!(
+            "tuner plugin: {} with plan {} #{}\n",
+            tuner.plugin_path, tuner.plan_path, tuner.plan_hash
+        ));
+        for line in &tuner.plugin_log {
+            out.push_str(&format!("  {line}\n"));
+        }
     }
 
     let mut notes: Vec<String> = Vec::new();
@@ -209,18 +292,13 @@ pub fn render_text_compared(run: &VerifyRun, scored: &Scored, stock: Option<&Sco
             .enumerate()
             .filter(|(_, r)| r.row.backend == *backend)
             .collect();
-        rows.sort_by_key(|(_, r)| (r.row.bytes, r.row.pair.is_none(), r.row.pair));
+        rows.sort_by_key(|(_, r)| (r.row.bytes, r.row.pair.is_none(), r.row.pair, r.row.tuned));
         for (index, r) in rows {
             let verdict = scored
                 .sizes
                 .iter()
                 .find(|v| v.backend == *backend && v.bytes == r.row.bytes);
-            let label = match (r.row.pair, r.row.nccl_choice) {
-                (None, Some(c)) => {
-                    format!("auto = {} [{}..{}]", c.pair, c.channel_lo, c.channel_hi)
-                }
-                _ => r.label.clone(),
-            };
+            let label = row_label(r);
             if let Some(note) = &r.row.note {
                 if r.row.status != RowStatus::Ok {
                     let n = format!("{} {}: {note}", backend, r.label);
@@ -285,6 +363,8 @@ pub fn render_text_compared(run: &VerifyRun, scored: &Scored, stock: Option<&Sco
                 opt(g.worst_abs_error_pct, |v| format!("{v:.1}%")),
                 match (g.worst_pair, g.worst_bytes) {
                     (Some(p), Some(b)) => format!("{p} {}", format_size(b)),
+                    // the `symm` row has no pair
+                    (None, Some(b)) => format!("symm {}", format_size(b)),
                     _ => "-".into(),
                 },
             ];
@@ -358,6 +438,10 @@ pub fn render_text_compared(run: &VerifyRun, scored: &Scored, stock: Option<&Sco
     out.push_str(&format!(
         "\npicks (regret = measured time of the pick / measured best - 1)\n{t}\n"
     ));
+
+    for c in &scored.comparisons {
+        out.push_str(&render_comparison(c));
+    }
 
     if !scored.ratios.is_empty() {
         let mut t = table(vec![
@@ -495,10 +579,7 @@ pub fn render_csv(scored: &Scored) -> String {
             r.model_pick.to_string(),
             r.measured_best.to_string(),
             r.nccl_pick.to_string(),
-            r.row
-                .nccl_choice
-                .map(|c| c.pair.to_string())
-                .unwrap_or_default(),
+            ran_label(&r.row).unwrap_or_default(),
             r.row.note.clone().unwrap_or_default(),
         ];
         let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();

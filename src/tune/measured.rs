@@ -63,7 +63,12 @@ pub fn decide(
 ) -> (Vec<Decision>, Vec<String>) {
     let mut sizes: BTreeMap<u64, AtSize> = BTreeMap::new();
     let mut unusable = 0usize;
-    for row in rows.iter().filter(|r| r.backend == Backend::Nccl) {
+    // NCCL's own rows only: pinned pairs and the plain `auto` row (not the `tuned` or `symm` rows, which measure
+    // another configuration of NCCL).
+    for row in rows
+        .iter()
+        .filter(|r| r.backend == Backend::Nccl && (r.pair.is_some() || r.is_auto()))
+    {
         if !usable(row) {
             unusable += 1;
             continue;

@@ -10,10 +10,11 @@ pub mod rendezvous;
 pub mod run;
 pub mod score;
 pub mod session;
+pub mod tuner;
 
 pub use crate::measure::{
     algbw_gbs, coll_label, coll_label_serde, logged_bytes, median, percentile, Backend, Dtype,
-    GpuInfo, IterPlan, NcclChoice, Row, RowStatus,
+    GpuInfo, IterPlan, NcclChoice, Row, RowStatus, SymmetricLaunch, TunerDecision,
 };
 pub use crate::model::Pair;
 
@@ -164,6 +165,9 @@ pub struct RunOptions {
     pub launch: String,
     /// The model that made `predicted_us` (recorded at measurement time).
     pub model: Option<String>,
+    /// `--tuner`: the plan and plugin of the `tuned` row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tuner: Option<tuner::TunerRecord>,
 }
 
 impl VerifyRun {

@@ -5,14 +5,18 @@
 
 use super::rendezvous::{LauncherEnv, Rendezvous};
 use super::score::Predictor;
+use super::tuner::TunerSetup;
 use super::{
     fnv1a64, Backend, Dtype, Fingerprint, GpuInfo, IterPlan, Pair, PairSelection, Row, RowStatus,
     RunOptions, VerifyRun, RESULT_FORMAT, RESULT_VERSION,
 };
 use crate::error::{Error, Result};
 use crate::model::Coll;
-use crate::nccl::spawn::{rows_from_outcome, run_child, ChildInit, ChildOutcome};
-use crate::nccl::{self, choices_from_log, ChildEvent, ChildMode, ChildRanks, ChildSpec};
+use crate::nccl::spawn::{rows_from_outcome, run_child, ChildInit, ChildOutcome, RowKind};
+use crate::nccl::{
+    self, choices_from_log, symmetric_from_log, tuner_decisions_from_log, tuner_status_from_log,
+    ChildEvent, ChildMode, ChildRanks, ChildSpec, TunerSetting,
+};
 use crate::units::format_size;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -33,6 +37,9 @@ pub struct VerifyRequest {
     pub timeout: Duration,
     /// GPUs of this machine to use (None: all).
     pub gpus: Option<usize>,
+    /// `--tuner`: NCCL's free choice once more with the planner tuner plugin
+    /// and this plan (the `tuned` row).
+    pub tuner: Option<TunerSetup>,
 }
 
 /// The topology the predictions are for.
@@ -76,16 +83,57 @@ pub trait NativeBackend {
     ) -> Result<Vec<Row>>;
 }
 
-/// The NCCL jobs of a request: each pinned pair (with the sizes it runs at),
-/// then NCCL's free choice timed, then its TUNING read-out.
-fn nccl_jobs(request: &VerifyRequest, pairs: &[(Pair, Vec<u64>)]) -> Vec<(ChildMode, Vec<u64>)> {
-    let mut jobs: Vec<(ChildMode, Vec<u64>)> = pairs
-        .iter()
-        .filter(|(p, sizes)| nccl::refused_pair(*p).is_none() && !sizes.is_empty())
-        .map(|(p, sizes)| (ChildMode::Pinned { pair: *p }, sizes.clone()))
-        .collect();
-    jobs.push((ChildMode::Free, request.sizes.clone()));
-    jobs.push((ChildMode::Choices, request.sizes.clone()));
+/// Which NCCL run a job is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Variant {
+    /// NCCL alone on plain buffers (pinned pairs and `auto`).
+    Plain,
+    /// NCCL's free choice with the tuner plugin (`tuned`).
+    Tuned,
+    /// NCCL's free choice on symmetric windows (`symm`, backend nccl-symm).
+    Symmetric,
+}
+
+/// One child process of the NCCL backends.
+#[derive(Debug, Clone, PartialEq)]
+struct Job {
+    mode: ChildMode,
+    variant: Variant,
+    sizes: Vec<u64>,
+}
+
+/// The NCCL jobs of a request. Backend nccl: each pinned pair (with the sizes
+/// it runs at), then NCCL's free choice timed, then its TUNING read-out; with
+/// `--tuner` the free choice and read-out once more with the plugin. Backend
+/// nccl-symm: the free choice on symmetric windows, timed, then its log.
+fn nccl_jobs(request: &VerifyRequest, pairs: &[(Pair, Vec<u64>)]) -> Vec<Job> {
+    let mut jobs = Vec::new();
+    let free = |variant: Variant| {
+        [ChildMode::Free, ChildMode::Choices].map(|mode| Job {
+            mode,
+            variant,
+            sizes: request.sizes.clone(),
+        })
+    };
+    if request.backends.contains(&Backend::Nccl) {
+        jobs.extend(
+            pairs
+                .iter()
+                .filter(|(p, sizes)| nccl::refused_pair(*p).is_none() && !sizes.is_empty())
+                .map(|(p, sizes)| Job {
+                    mode: ChildMode::Pinned { pair: *p },
+                    variant: Variant::Plain,
+                    sizes: sizes.clone(),
+                }),
+        );
+        jobs.extend(free(Variant::Plain));
+        if request.tuner.is_some() {
+            jobs.extend(free(Variant::Tuned));
+        }
+    }
+    if request.backends.contains(&Backend::NcclSymm) {
+        jobs.extend(free(Variant::Symmetric));
+    }
     jobs
 }
 
@@ -120,26 +168,32 @@ pub fn plan_pairs(
     }
 }
 
-fn mode_label(mode: ChildMode) -> String {
-    match mode {
+fn job_label(job: &Job) -> String {
+    let free = match job.variant {
+        Variant::Plain => "nccl auto",
+        Variant::Tuned => "nccl tuned",
+        Variant::Symmetric => "nccl-symm",
+    };
+    match job.mode {
         ChildMode::Pinned { pair } => format!("nccl {pair}"),
-        ChildMode::Free => "nccl auto".into(),
-        ChildMode::Choices => "nccl auto (reading its TUNING log)".into(),
+        ChildMode::Free => free.into(),
+        ChildMode::Choices => format!("{free} (reading its TUNING log)"),
     }
 }
 
-fn job_steps(jobs: &[(ChildMode, Vec<u64>)]) -> u64 {
-    jobs.iter().map(|(_, s)| s.len() as u64).sum()
+fn job_steps(jobs: &[Job]) -> u64 {
+    jobs.iter().map(|j| j.sizes.len() as u64).sum()
 }
 
 /// One job's child, with progress.
 fn run_job(
     exe: &Path,
+    job: &Job,
     spec: &ChildSpec,
     timeout: Duration,
     progress: &dyn Progress,
 ) -> Result<ChildOutcome> {
-    let label = mode_label(spec.mode);
+    let label = job_label(job);
     progress.job(&label);
     run_child(exe, spec, timeout, &mut |event| {
         if let ChildEvent::Size { bytes, .. } = event {
@@ -148,39 +202,81 @@ fn run_job(
     })
 }
 
-/// Rows of the NCCL jobs' outcomes, NCCL's choices attached to its free rows.
+/// Rows of the NCCL jobs' outcomes, with what each free-choice run's log
+/// says NCCL ran attached to its rows: the pair (`auto`, `tuned`), the
+/// plugin's decision (`tuned`), the symmetric kernel or, where NCCL took its
+/// classic path, the pair (`symm`). Also what the tuned run's log says about
+/// the plugin itself.
 fn collect_nccl_rows(
     request: &VerifyRequest,
-    outcomes: &[(ChildMode, Vec<u64>, ChildOutcome)],
+    outcomes: &[(Job, ChildOutcome)],
     world: usize,
-) -> Vec<Row> {
+) -> (Vec<Row>, Vec<String>) {
+    let coll = request.collective;
     let mut rows = Vec::new();
-    let mut choices = Vec::new();
-    for (mode, sizes, outcome) in outcomes {
-        match mode {
-            ChildMode::Pinned { pair } => rows.extend(rows_from_outcome(
-                Some(*pair),
-                sizes,
-                outcome,
-                request.timeout,
-            )),
-            ChildMode::Free => {
-                rows.extend(rows_from_outcome(None, sizes, outcome, request.timeout))
-            }
-            ChildMode::Choices => {
+    let mut logs: Vec<(Variant, &str, &[u64])> = Vec::new();
+    for (job, outcome) in outcomes {
+        let kind = match (job.mode, job.variant) {
+            (ChildMode::Pinned { pair }, _) => RowKind::pinned(pair),
+            (ChildMode::Free, Variant::Plain) => RowKind::free(Backend::Nccl, false),
+            (ChildMode::Free, Variant::Tuned) => RowKind::free(Backend::Nccl, true),
+            (ChildMode::Free, Variant::Symmetric) => RowKind::free(Backend::NcclSymm, false),
+            (ChildMode::Choices, variant) => {
                 if let Some(log) = &outcome.tuning_log {
-                    choices = choices_from_log(log.lines(), request.collective, sizes, world);
+                    logs.push((variant, log, &job.sizes));
+                }
+                continue;
+            }
+        };
+        rows.extend(rows_from_outcome(
+            kind,
+            &job.sizes,
+            outcome,
+            request.timeout,
+        ));
+    }
+    let mut tuner_log = Vec::new();
+    for (variant, log, sizes) in logs {
+        let choices = choices_from_log(log.lines(), coll, sizes, world);
+        let choice_at = |bytes: u64| {
+            choices
+                .iter()
+                .find(|(b, _)| *b == bytes)
+                .and_then(|(_, c)| *c)
+        };
+        match variant {
+            Variant::Plain => {
+                for row in rows.iter_mut().filter(|r| r.is_auto()) {
+                    row.nccl_choice = choice_at(row.bytes);
+                }
+            }
+            Variant::Tuned => {
+                let decisions = tuner_decisions_from_log(log.lines(), coll, sizes);
+                for row in rows.iter_mut().filter(|r| r.tuned) {
+                    row.nccl_choice = choice_at(row.bytes);
+                    row.tuner_decision = decisions
+                        .iter()
+                        .find(|(b, _)| *b == row.bytes)
+                        .and_then(|(_, d)| d.clone());
+                }
+                tuner_log = tuner_status_from_log(log.lines());
+            }
+            Variant::Symmetric => {
+                let launches = symmetric_from_log(log.lines(), coll, sizes, world);
+                for row in rows.iter_mut().filter(|r| r.backend == Backend::NcclSymm) {
+                    row.symmetric = launches
+                        .iter()
+                        .find(|(b, _)| *b == row.bytes)
+                        .and_then(|(_, l)| l.clone());
+                    if row.symmetric.is_none() {
+                        // NCCL's classic path at this size: which pair.
+                        row.nccl_choice = choice_at(row.bytes);
+                    }
                 }
             }
         }
     }
-    for row in rows.iter_mut().filter(|r| r.pair.is_none()) {
-        row.nccl_choice = choices
-            .iter()
-            .find(|(b, _)| *b == row.bytes)
-            .and_then(|(_, c)| *c);
-    }
-    rows
+    (rows, tuner_log)
 }
 
 fn refused_rows(request: &VerifyRequest, pairs: &[(Pair, Vec<u64>)]) -> Vec<Row> {
@@ -188,7 +284,8 @@ fn refused_rows(request: &VerifyRequest, pairs: &[(Pair, Vec<u64>)]) -> Vec<Row>
     for (pair, sizes) in pairs {
         if let Some(why) = nccl::refused_pair(*pair) {
             for &bytes in sizes {
-                for &backend in &request.backends {
+                // nccl-symm runs no pinned pairs.
+                for &backend in request.backends.iter().filter(|b| **b != Backend::NcclSymm) {
                     let mut row = Row::empty(backend, Some(*pair), bytes, RowStatus::Unavailable);
                     row.note = Some(why.clone());
                     rows.push(row);
@@ -199,20 +296,27 @@ fn refused_rows(request: &VerifyRequest, pairs: &[(Pair, Vec<u64>)]) -> Vec<Row>
     rows
 }
 
-fn spec_for(
-    request: &VerifyRequest,
-    mode: ChildMode,
-    sizes: Vec<u64>,
-    ranks: ChildRanks,
-) -> ChildSpec {
+fn spec_for(request: &VerifyRequest, job: &Job, ranks: ChildRanks) -> ChildSpec {
+    // With --tuner, only the tuned run sees the plugin; every other run is
+    // NCCL alone. Without it the environment stays as the user set it.
+    let tuner = match (&request.tuner, job.variant) {
+        (None, _) => TunerSetting::Inherit,
+        (Some(t), Variant::Tuned) => TunerSetting::Plan {
+            plugin: t.plugin.clone(),
+            plan: t.plan.clone(),
+        },
+        (Some(_), _) => TunerSetting::Off,
+    };
     ChildSpec {
         collective: request.collective,
         dtype: request.dtype,
-        sizes,
+        sizes: job.sizes.clone(),
         plan: request.plan,
         graph: request.graph,
-        mode,
+        mode: job.mode,
         ranks,
+        symmetric: job.variant == Variant::Symmetric,
+        tuner,
     }
 }
 
@@ -292,18 +396,19 @@ fn finish_run(
     machine: Fingerprint,
     launch: String,
     mut rows: Vec<Row>,
+    tuner_log: Vec<String>,
 ) -> VerifyRun {
     for row in rows.iter_mut() {
-        if let Some(pair) = row.pair {
-            row.predicted_us = predictor.predict_us(request.collective, pair, row.bytes);
-        }
+        (row.predicted_us, row.predicted_kernel) =
+            super::score::predict_row(predictor, request.collective, request.dtype, row);
         row.derive_stats();
     }
     rows.sort_by(|a, b| {
-        (a.backend, a.pair.is_none(), a.pair, a.bytes).cmp(&(
+        (a.backend, a.pair.is_none(), a.pair, a.tuned, a.bytes).cmp(&(
             b.backend,
             b.pair.is_none(),
             b.pair,
+            b.tuned,
             b.bytes,
         ))
     });
@@ -324,6 +429,7 @@ fn finish_run(
             timeout_s: request.timeout.as_secs(),
             launch,
             model: Some(predictor.label()),
+            tuner: request.tuner.as_ref().map(|t| t.record(tuner_log)),
         },
         rows,
     }
@@ -371,11 +477,7 @@ pub fn run_local(
         .cloned()
         .collect();
 
-    let jobs = if request.backends.contains(&Backend::Nccl) {
-        nccl_jobs(request, &runnable)
-    } else {
-        Vec::new()
-    };
+    let jobs = nccl_jobs(request, &runnable);
     let native_steps: u64 = if request.backends.contains(&Backend::Native) {
         runnable.iter().map(|(_, s)| s.len() as u64).sum()
     } else {
@@ -406,25 +508,8 @@ pub fn run_local(
         }
     }
 
-    let mut outcomes = Vec::new();
-    for (mode, sizes) in jobs {
-        let spec = spec_for(request, mode, sizes.clone(), ChildRanks::Local { gpus });
-        let outcome = run_job(exe, &spec, request.timeout, progress)?;
-        seen.absorb(&outcome);
-        if !outcome.exit_ok && outcome.init.is_none() {
-            progress.note(&format!(
-                "{}: the child failed before NCCL was up ({}): {}",
-                mode_label(mode),
-                outcome.exit,
-                outcome
-                    .fatal
-                    .clone()
-                    .unwrap_or_else(|| outcome.output_tail.trim().to_string())
-            ));
-        }
-        outcomes.push((mode, sizes, outcome));
-    }
-    rows.extend(collect_nccl_rows(request, &outcomes, gpus));
+    let (nccl_rows, tuner_log) = run_local_jobs(exe, request, jobs, gpus, &mut seen, progress)?;
+    rows.extend(nccl_rows);
     progress.finish();
 
     let machine = fingerprint(
@@ -440,7 +525,39 @@ pub fn run_local(
         machine,
         "one process".into(),
         rows,
+        tuner_log,
     ))
+}
+
+/// The NCCL jobs in children of this process driving `gpus` GPUs: their rows
+/// and what the tuned run's log says about the plugin.
+fn run_local_jobs(
+    exe: &Path,
+    request: &VerifyRequest,
+    jobs: Vec<Job>,
+    gpus: usize,
+    seen: &mut Seen,
+    progress: &dyn Progress,
+) -> Result<(Vec<Row>, Vec<String>)> {
+    let mut outcomes = Vec::new();
+    for job in jobs {
+        let spec = spec_for(request, &job, ChildRanks::Local { gpus });
+        let outcome = run_job(exe, &job, &spec, request.timeout, progress)?;
+        seen.absorb(&outcome);
+        if !outcome.exit_ok && outcome.init.is_none() {
+            progress.note(&format!(
+                "{}: the child failed before NCCL was up ({}): {}",
+                job_label(&job),
+                outcome.exit,
+                outcome
+                    .fatal
+                    .clone()
+                    .unwrap_or_else(|| outcome.output_tail.trim().to_string())
+            ));
+        }
+        outcomes.push((job, outcome));
+    }
+    Ok(collect_nccl_rows(request, &outcomes, gpus))
 }
 
 /// One job as rank 0 hands it out.
@@ -533,13 +650,12 @@ pub fn run_distributed(
     let mut seen = Seen::default();
     let mut other_gpus: Vec<GpuInfo> = Vec::new();
     let mut outcomes = Vec::new();
-    for (mode, sizes) in jobs {
+    for job in jobs {
         let id_hex = nccl::new_unique_id_hex()?;
         let spec_of = |rank: usize, local_rank: usize| {
             spec_for(
                 request,
-                mode,
-                sizes.clone(),
+                &job,
                 ChildRanks::Rank {
                     rank,
                     world,
@@ -555,7 +671,13 @@ pub fn run_distributed(
         })
         .map_err(|e| Error::runtime(e.to_string()))?;
         rendezvous.broadcast(Some(&message))?;
-        let outcome = run_job(exe, &spec_of(0, local_rank), request.timeout, progress)?;
+        let outcome = run_job(
+            exe,
+            &job,
+            &spec_of(0, local_rank),
+            request.timeout,
+            progress,
+        )?;
         seen.absorb(&outcome);
         let mine = serde_json::to_vec(&JobReport {
             rank: 0,
@@ -579,14 +701,15 @@ pub fn run_distributed(
             }
         }
         if !failures.is_empty() {
-            progress.note(&format!("{}: {}", mode_label(mode), failures.join("; ")));
+            progress.note(&format!("{}: {}", job_label(&job), failures.join("; ")));
         }
-        outcomes.push((mode, sizes, outcome));
+        outcomes.push((job, outcome));
     }
     rendezvous.broadcast(Some(
         &serde_json::to_vec(&JobMessage::End).map_err(|e| Error::runtime(e.to_string()))?,
     ))?;
-    rows.extend(collect_nccl_rows(request, &outcomes, world));
+    let (nccl_rows, tuner_log) = collect_nccl_rows(request, &outcomes, world);
+    rows.extend(nccl_rows);
     progress.finish();
     seen.gpus.extend(other_gpus);
     let mut hosts = rendezvous.hosts.clone();
@@ -596,7 +719,9 @@ pub fn run_distributed(
         "launcher: {} ranks, one process each ({}), rendezvous {}:{}",
         world, env.source, env.master_addr, env.master_port
     );
-    Ok(Some(finish_run(request, predictor, machine, launch, rows)))
+    Ok(Some(finish_run(
+        request, predictor, machine, launch, rows, tuner_log,
+    )))
 }
 
 /// The child side of every rank: the job's ranks say which rank this process
@@ -614,4 +739,326 @@ pub fn localise_spec(spec: &mut ChildSpec, env: &LauncherEnv, device_count: usiz
 /// Default name of the result file.
 pub fn default_result_path() -> PathBuf {
     PathBuf::from(format!("planner-verify-{}.json", now_unix()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Algo, Proto};
+    use crate::verify::score::{score, SymmetricPrediction};
+    use crate::verify::TunerDecision;
+
+    const MIB: u64 = 1 << 20;
+
+    /// Stands in for `planner __nccl-child`: reads its job and environment as
+    /// the real child gets them, reports two sizes (1 and 2 MiB) and, in a
+    /// choices pass, writes the log NCCL and the plugin would write. Medians
+    /// (µs) at 1 / 2 MiB: pinned Ring/LL 50 / 60, auto 30 / 40, tuned 25 / 20,
+    /// symm 15 / 35. It refuses (exit 3) a non-tuned child that could load a
+    /// tuner plugin, and (exit 4) one with multicast on.
+    const FAKE_CHILD: &str = r#"#!/bin/sh
+spec="$PLANNER_NCCL_CHILD_SPEC"
+[ "$NCCL_NVLS_ENABLE" = 0 ] || exit 4
+mode=free
+case "$spec" in *'"kind":"choices"'*) mode=choices;; *'"kind":"pinned"'*) mode=pinned;; esac
+variant=auto
+case "$spec" in *'"symmetric":true'*) variant=symm;; esac
+if [ -n "$PLANNER_TUNER_PLAN" ]; then variant=tuned; elif [ "$NCCL_TUNER_PLUGIN" != none ]; then exit 3; fi
+[ $mode = pinned ] && variant=pinned
+echo '@@planner-child {"event":"init","nccl_version":"2.28.3","cuda_version":"13.0","world_size":2,"gpus":[]}'
+size() { echo "@@planner-child {\"event\":\"size\",\"bytes\":$1,\"status\":\"ok\",\"iters\":20,\"repeats\":1,\"times_us\":[$2],\"wrong\":0}"; }
+case $variant in auto) t1=30; t2=40;; tuned) t1=25; t2=20;; symm) t1=15; t2=35;; *) t1=50; t2=60;; esac
+p='h:1:1 [0] NCCL INFO'
+if [ $mode = choices ]; then
+  case $variant in
+    auto) printf '%s\n' "$p AllReduce: 1048576 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..23}" \
+                        "$p AllReduce: 2097152 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..23}" > "$NCCL_DEBUG_FILE";;
+    tuned) printf '%s\n' "$p Successfully loaded external tuner plugin $NCCL_TUNER_PLUGIN" \
+                         "$p planner-tuner: plan $PLANNER_TUNER_PLAN applies: 1 of 1 rules for nRanks 2 nNodes 1 (from verify v.json, made with NCCL 2.28.3, running NCCL 2.28.3)" \
+                         "$p planner-tuner: AllReduce 1048576 bytes nRanks 2 nNodes 1 -> kept (no rule)" \
+                         "$p AllReduce: 1048576 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..23}" \
+                         "$p planner-tuner: AllReduce 2097152 bytes nRanks 2 nNodes 1 -> Ring/LL channels - (rule 0)" \
+                         "$p AllReduce: 2097152 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..23}" > "$NCCL_DEBUG_FILE";;
+    symm) printf '%s\n' "$p AllReduce [Symmetric]: 1048576 Bytes -> Kernel AllReduce_RSxLD_AGxST nchannels 8 nthreads 512 nWorks 1" \
+                        "$p AllReduce: 2097152 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..23}" > "$NCCL_DEBUG_FILE";;
+  esac
+  size 1048576 ""; size 2097152 ""
+else
+  size 1048576 $t1; size 2097152 $t2
+fi
+echo '@@planner-child {"event":"done"}'
+"#;
+
+    fn fake_child(dir: &Path) -> PathBuf {
+        std::fs::create_dir_all(dir).unwrap();
+        let exe = dir.join("fake-planner");
+        std::fs::write(&exe, FAKE_CHILD).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        exe
+    }
+
+    fn request(backends: Vec<Backend>, tuner: Option<TunerSetup>) -> VerifyRequest {
+        VerifyRequest {
+            collective: Coll::AllReduce,
+            dtype: Dtype::F32,
+            sizes: vec![MIB, 2 * MIB],
+            pairs: PairSelection::List(vec![ring_ll()]),
+            pairs_text: "Ring/LL".into(),
+            backends,
+            plan: IterPlan::default(),
+            graph: false,
+            timeout: Duration::from_secs(20),
+            gpus: None,
+            tuner,
+        }
+    }
+
+    fn ring_ll() -> Pair {
+        Pair::new(Algo::Ring, Proto::Ll)
+    }
+
+    fn tuner() -> TunerSetup {
+        TunerSetup {
+            plan: PathBuf::from("/tmp/plan.json"),
+            plan_hash: "0123456789abcdef".into(),
+            rules: 1,
+            plugin: PathBuf::from("/opt/p/libnccl_tuner_planner.so"),
+        }
+    }
+
+    /// The symmetric model's word, by hand: the kernel NCCL ran at 1 MiB
+    /// (16 µs), its classic path at 2 MiB (33 µs).
+    struct HandModel;
+    impl Predictor for HandModel {
+        fn label(&self) -> String {
+            "hand".into()
+        }
+        fn predict_us(&self, _: Coll, _: Pair, bytes: u64) -> Option<f64> {
+            Some(bytes as f64 / 20_000.0)
+        }
+        fn pick(&self, _: Coll, _: u64) -> Option<Pair> {
+            Some(ring_ll())
+        }
+        fn predict_symmetric(&self, _: Coll, _: Dtype, bytes: u64) -> Option<SymmetricPrediction> {
+            Some(if bytes == MIB {
+                SymmetricPrediction {
+                    kernel: "AllReduce_RSxLD_AGxST".into(),
+                    time_us: 16.0,
+                }
+            } else {
+                SymmetricPrediction {
+                    kernel: "classic Ring/Simple".into(),
+                    time_us: 33.0,
+                }
+            })
+        }
+    }
+
+    #[test]
+    fn jobs_per_backend_and_tuner() {
+        let pairs = vec![(ring_ll(), vec![MIB, 2 * MIB])];
+        let labels = |r: &VerifyRequest| -> Vec<String> {
+            nccl_jobs(r, &pairs).iter().map(job_label).collect()
+        };
+        assert_eq!(
+            labels(&request(vec![Backend::Nccl], None)),
+            [
+                "nccl Ring/LL",
+                "nccl auto",
+                "nccl auto (reading its TUNING log)"
+            ]
+        );
+        assert_eq!(
+            labels(&request(vec![Backend::Nccl], Some(tuner()))),
+            [
+                "nccl Ring/LL",
+                "nccl auto",
+                "nccl auto (reading its TUNING log)",
+                "nccl tuned",
+                "nccl tuned (reading its TUNING log)"
+            ]
+        );
+        // nccl-symm alone runs no pinned pair, and no NVLS pair is refused for it
+        let symm = request(vec![Backend::NcclSymm], None);
+        assert_eq!(
+            labels(&symm),
+            ["nccl-symm", "nccl-symm (reading its TUNING log)"]
+        );
+        let nvls = vec![(Pair::new(Algo::Nvls, Proto::Simple), vec![MIB])];
+        assert!(refused_rows(&symm, &nvls).is_empty());
+        assert_eq!(
+            refused_rows(&request(vec![Backend::Nccl], None), &nvls).len(),
+            1
+        );
+        // the specs: only the tuned job sees the plan; only the symm job registers windows
+        let req = request(vec![Backend::Nccl, Backend::NcclSymm], Some(tuner()));
+        for job in nccl_jobs(&req, &pairs) {
+            let spec = spec_for(&req, &job, ChildRanks::Local { gpus: 2 });
+            assert_eq!(spec.symmetric, job.variant == Variant::Symmetric);
+            match job.variant {
+                Variant::Tuned => assert_eq!(
+                    spec.tuner,
+                    TunerSetting::Plan {
+                        plugin: tuner().plugin,
+                        plan: tuner().plan
+                    }
+                ),
+                _ => assert_eq!(spec.tuner, TunerSetting::Off),
+            }
+        }
+    }
+
+    #[test]
+    fn a_fake_child_gives_tuned_and_symm_rows_with_what_nccl_ran() {
+        let dir = std::env::temp_dir().join(format!("planner-run-fake-{}", std::process::id()));
+        let exe = fake_child(&dir);
+        let req = request(vec![Backend::Nccl, Backend::NcclSymm], Some(tuner()));
+        let jobs = nccl_jobs(&req, &[(ring_ll(), req.sizes.clone())]);
+        let mut seen = Seen::default();
+        let (rows, tuner_log) = run_local_jobs(&exe, &req, jobs, 2, &mut seen, &Silent).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(seen.init.as_ref().unwrap().nccl_version, "2.28.3");
+        // 2 sizes x (pinned, auto, tuned, symm), every one measured
+        assert_eq!(rows.len(), 8);
+        assert!(
+            rows.iter().all(|r| r.status == RowStatus::Ok),
+            "{:?}",
+            rows.iter().map(|r| &r.note).collect::<Vec<_>>()
+        );
+        let find = |label: &str, bytes: u64| {
+            rows.iter()
+                .find(|r| r.pair_label() == label && r.bytes == bytes)
+                .unwrap_or_else(|| panic!("no {label} row at {bytes}"))
+        };
+        assert_eq!(find("Ring/LL", MIB).median_us, Some(50.0));
+        // auto: NCCL's own pick from its TUNING lines
+        let auto = find("auto", 2 * MIB);
+        assert!(auto.is_auto() && auto.median_us == Some(40.0));
+        assert_eq!(
+            auto.nccl_choice.unwrap().pair,
+            Pair::new(Algo::Ring, Proto::Simple)
+        );
+        // tuned: what NCCL ran with the plugin, and what the plugin decided
+        let tuned = find("tuned", 2 * MIB);
+        assert!(tuned.tuned && !tuned.is_auto() && tuned.median_us == Some(20.0));
+        assert_eq!(tuned.nccl_choice.unwrap().pair, ring_ll());
+        assert_eq!(
+            tuned.tuner_decision,
+            Some(TunerDecision::Steered {
+                pair: ring_ll(),
+                channels: None,
+                rule: 0
+            })
+        );
+        assert_eq!(
+            find("tuned", MIB).tuner_decision,
+            Some(TunerDecision::Kept {
+                why: "no rule".into()
+            })
+        );
+        // symm: the kernel at 1 MiB, NCCL's classic pair at 2 MiB
+        let symm = find("symm", MIB);
+        assert_eq!(symm.backend, Backend::NcclSymm);
+        assert_eq!(
+            symm.symmetric.as_ref().unwrap().kernel,
+            "AllReduce_RSxLD_AGxST"
+        );
+        assert_eq!(symm.symmetric.as_ref().unwrap().channels, 8);
+        let classic = find("symm", 2 * MIB);
+        assert_eq!(classic.symmetric, None);
+        assert_eq!(
+            classic.nccl_choice.unwrap().pair,
+            Pair::new(Algo::Ring, Proto::Simple)
+        );
+        assert!(tuner_log
+            .iter()
+            .any(|l| l.starts_with("Successfully loaded external tuner plugin /opt/p/")));
+        assert!(tuner_log
+            .iter()
+            .any(|l| l.contains("applies: 1 of 1 rules")));
+
+        // The run: predictions recorded, the plan's path and hash, and the file round trip.
+        let machine = fingerprint(&seen, &TopologyRecord::default(), 2, 1, vec!["h".into()]);
+        let run = finish_run(
+            &req,
+            &HandModel,
+            machine,
+            "one process".into(),
+            rows,
+            tuner_log,
+        );
+        let record = run.options.tuner.as_ref().unwrap();
+        assert_eq!(record.plan_path, "/tmp/plan.json");
+        assert_eq!(record.plan_hash, "0123456789abcdef");
+        let symm = run
+            .rows
+            .iter()
+            .find(|r| r.backend == Backend::NcclSymm && r.bytes == MIB)
+            .unwrap();
+        assert_eq!(symm.predicted_us, Some(16.0));
+        assert_eq!(
+            symm.predicted_kernel.as_deref(),
+            Some("AllReduce_RSxLD_AGxST")
+        );
+        // auto and tuned have no prediction; the pinned pair has one
+        assert!(run
+            .rows
+            .iter()
+            .filter(|r| r.pair.is_none() && r.backend == Backend::Nccl)
+            .all(|r| r.predicted_us.is_none()));
+        let back = VerifyRun::from_json(&run.to_json().unwrap(), "fake.json").unwrap();
+        assert_eq!(back, run);
+
+        // Scoring: tuned / auto = 25/30 and 20/40, symm / auto = 15/30 and 35/40.
+        let scored = score(&run, &HandModel);
+        let tuned = scored
+            .comparisons
+            .iter()
+            .find(|c| c.label == "tuned")
+            .unwrap();
+        assert_eq!(tuned.sizes.len(), 2);
+        let expected = (25.0f64 / 30.0 * 0.5).sqrt();
+        assert!((tuned.geomean_ratio.unwrap() - expected).abs() < 1e-12);
+        assert_eq!(tuned.sizes_1_16mib, 2);
+        assert_eq!(tuned.worst_bytes, Some(MIB));
+        assert_eq!(tuned.best_bytes, Some(2 * MIB));
+        assert_eq!(tuned.sizes[1].other_ran.as_deref(), Some("Ring/LL"));
+        assert_eq!(tuned.sizes[1].auto_ran.as_deref(), Some("Ring/Simple"));
+        let symm = scored
+            .comparisons
+            .iter()
+            .find(|c| c.label == "symm")
+            .unwrap();
+        assert_eq!(symm.worst_ratio, Some(35.0 / 40.0));
+        assert_eq!(
+            symm.sizes[1].other_ran.as_deref(),
+            Some("classic Ring/Simple")
+        );
+        // the symm rows are scored predicted vs measured: (16-15)/15, (33-35)/35
+        let symm_rows: Vec<_> = scored
+            .rows
+            .iter()
+            .filter(|r| r.row.backend == Backend::NcclSymm)
+            .collect();
+        assert!((symm_rows[0].error_pct.unwrap() - 100.0 / 15.0).abs() < 1e-9);
+        assert!((symm_rows[1].error_pct.unwrap() + 200.0 / 35.0).abs() < 1e-9);
+        let summary = scored
+            .summaries
+            .iter()
+            .find(|s| s.backend == Backend::NcclSymm)
+            .unwrap();
+        assert_eq!(summary.regimes[1].rows, 2); // both in 64 KiB - 16 MiB
+        assert_eq!(summary.hit_rate, None); // nothing to pick among
+                                            // NCCL's choice per size is the auto row's, not the tuned row's
+        let verdict = scored
+            .sizes
+            .iter()
+            .find(|v| v.backend == Backend::Nccl && v.bytes == 2 * MIB)
+            .unwrap();
+        assert_eq!(
+            verdict.nccl_choice.unwrap().pair,
+            Pair::new(Algo::Ring, Proto::Simple)
+        );
+    }
 }

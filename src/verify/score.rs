@@ -13,10 +13,13 @@
 //!   size (below 1: ours is faster).
 
 use super::{
-    algbw_gbs, coll_label_serde, median, Backend, NcclChoice, Pair, Regime, Row, RowStatus,
-    VerifyRun,
+    algbw_gbs, coll_label_serde, logged_bytes, median, Backend, Dtype, NcclChoice, Pair, Regime,
+    Row, RowStatus, VerifyRun,
 };
-use crate::model::Coll;
+use crate::model::symmetric::{
+    symmetric_candidates, PeerPath, SymDtype, SymmetricInput, SymmetricTable,
+};
+use crate::model::{Coll, Proto};
 use serde::Serialize;
 
 /// Where predictions come from: the current model, or what a result file recorded.
@@ -27,6 +30,51 @@ pub trait Predictor {
     fn predict_us(&self, collective: Coll, pair: Pair, bytes: u64) -> Option<f64>;
     /// The model's choice at this size.
     fn pick(&self, collective: Coll, bytes: u64) -> Option<Pair>;
+    /// NCCL's path on symmetric windows (the `symm` row of backend
+    /// nccl-symm): the kernel NCCL's own symmetric model picks at this size
+    /// (`classic ALGO/PROTO` where NCCL would take its classic path) and its
+    /// time. None where the model cannot say.
+    fn predict_symmetric(
+        &self,
+        _collective: Coll,
+        _dtype: Dtype,
+        _bytes: u64,
+    ) -> Option<SymmetricPrediction> {
+        None
+    }
+    /// Where `predict_symmetric` comes from, when it says anything.
+    fn symmetric_label(&self) -> Option<String> {
+        None
+    }
+}
+
+/// The model's word on the `symm` row at one size.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SymmetricPrediction {
+    /// NCCL's kernel name (`AllReduce_AGxLL_R`), or `classic Ring/LL`.
+    pub kernel: String,
+    pub time_us: f64,
+}
+
+/// The prediction of one row: a pinned pair's time, or for the `symm` row
+/// the symmetric model's kernel and time; NCCL's free choice (`auto`,
+/// `tuned`) gets none.
+pub fn predict_row(
+    predictor: &dyn Predictor,
+    collective: Coll,
+    dtype: Dtype,
+    row: &Row,
+) -> (Option<f64>, Option<String>) {
+    match row.pair {
+        Some(pair) => (predictor.predict_us(collective, pair, row.bytes), None),
+        None if row.backend == Backend::NcclSymm => {
+            match predictor.predict_symmetric(collective, dtype, row.bytes) {
+                Some(p) => (Some(p.time_us), Some(p.kernel)),
+                None => (None, None),
+            }
+        }
+        None => (None, None),
+    }
 }
 
 /// No model available: rows keep no prediction.
@@ -76,6 +124,23 @@ impl Predictor for Recorded<'_> {
         }
         best.map(|(_, p)| p)
     }
+    fn predict_symmetric(&self, _: Coll, _: Dtype, bytes: u64) -> Option<SymmetricPrediction> {
+        let row = self
+            .run
+            .rows
+            .iter()
+            .find(|r| r.backend == Backend::NcclSymm && r.bytes == bytes)?;
+        Some(SymmetricPrediction {
+            kernel: row
+                .predicted_kernel
+                .clone()
+                .unwrap_or_else(|| "recorded".into()),
+            time_us: row.predicted_us?,
+        })
+    }
+    fn symmetric_label(&self) -> Option<String> {
+        Some("the symmetric-kernel predictions recorded in the file".into())
+    }
 }
 
 /// One row with everything derived from it.
@@ -96,6 +161,9 @@ pub struct ScoredRow {
     pub measured_best: bool,
     /// NCCL's free choice ran this pair at this size.
     pub nccl_pick: bool,
+    /// The `symm` row: the kernel the current model says NCCL picks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_kernel: Option<String>,
 }
 
 /// The verdict at one size of one backend.
@@ -166,6 +234,39 @@ pub struct PairRatio {
     pub by_regime: Vec<(Regime, Option<f64>)>,
 }
 
+/// One of NCCL's other free-choice runs against its default (`auto`), per
+/// size both measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FreeComparison {
+    /// `tuned` (the tuner plugin) or `symm` (symmetric windows).
+    pub label: String,
+    pub sizes: Vec<ComparedSize>,
+    /// Geometric mean of the ratios over all sizes, and over 1-16 MiB.
+    pub geomean_ratio: Option<f64>,
+    pub geomean_ratio_1_16mib: Option<f64>,
+    /// Sizes in the 1-16 MiB mean.
+    pub sizes_1_16mib: usize,
+    /// The size where the run does worst against `auto` (largest ratio), and best.
+    pub worst_ratio: Option<f64>,
+    pub worst_bytes: Option<u64>,
+    pub best_ratio: Option<f64>,
+    pub best_bytes: Option<u64>,
+}
+
+/// One size of a `FreeComparison`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ComparedSize {
+    pub bytes: u64,
+    /// Medians: NCCL's default, and the other run.
+    pub auto_us: f64,
+    pub other_us: f64,
+    /// other / auto: below 1 the other run is faster.
+    pub ratio: f64,
+    /// What each ran (from NCCL's log): a pair, a symmetric kernel, or `classic ALGO/PROTO`.
+    pub auto_ran: Option<String>,
+    pub other_ran: Option<String>,
+}
+
 /// A scored run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Scored {
@@ -177,6 +278,91 @@ pub struct Scored {
     pub sizes: Vec<SizeVerdict>,
     pub summaries: Vec<BackendSummary>,
     pub ratios: Vec<PairRatio>,
+    /// Where the `symm` rows' predictions come from (runs with nccl-symm rows).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub symmetric_predictor: Option<String>,
+    /// `tuned` and `symm` against `auto` (runs that have them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub comparisons: Vec<FreeComparison>,
+}
+
+/// What NCCL ran for a free-choice row, from its log: the symmetric kernel,
+/// `classic ALGO/PROTO` where a `symm` row took NCCL's classic path, or the pair.
+pub fn ran_label(row: &Row) -> Option<String> {
+    if let Some(launch) = &row.symmetric {
+        return Some(launch.kernel.clone());
+    }
+    let pair = row.nccl_choice?.pair;
+    Some(if row.backend == Backend::NcclSymm {
+        format!("classic {pair}")
+    } else {
+        pair.to_string()
+    })
+}
+
+fn geomean(values: &[f64]) -> Option<f64> {
+    if values.is_empty() || values.iter().any(|v| !(v.is_finite() && *v > 0.0)) {
+        return None;
+    }
+    Some((values.iter().map(|v| v.ln()).sum::<f64>() / values.len() as f64).exp())
+}
+
+/// `tuned` and `symm` against `auto` at every size both measured.
+fn compare_free_runs(run: &VerifyRun) -> Vec<FreeComparison> {
+    let auto: Vec<&Row> = run.rows.iter().filter(|r| r.is_auto()).collect();
+    let mut out = Vec::new();
+    type IsRun = fn(&Row) -> bool;
+    let others: [(&str, IsRun); 2] = [
+        ("tuned", |r| r.pair.is_none() && r.tuned),
+        ("symm", |r| {
+            r.pair.is_none() && r.backend == Backend::NcclSymm
+        }),
+    ];
+    for (label, is_other) in others {
+        let rows: Vec<&Row> = run.rows.iter().filter(|r| is_other(r)).collect();
+        if rows.is_empty() || auto.is_empty() {
+            continue;
+        }
+        let mut sizes = Vec::new();
+        for other in rows {
+            let base = auto.iter().find(|a| a.bytes == other.bytes);
+            let (Some(base), Some(other_us)) = (base, measured(other)) else {
+                continue;
+            };
+            let Some(auto_us) = measured(base).filter(|t| *t > 0.0) else {
+                continue;
+            };
+            sizes.push(ComparedSize {
+                bytes: other.bytes,
+                auto_us,
+                other_us,
+                ratio: other_us / auto_us,
+                auto_ran: ran_label(base),
+                other_ran: ran_label(other),
+            });
+        }
+        sizes.sort_by_key(|c| c.bytes);
+        let ratios: Vec<f64> = sizes.iter().map(|c| c.ratio).collect();
+        let mid: Vec<f64> = sizes
+            .iter()
+            .filter(|c| (1 << 20..=16 << 20).contains(&c.bytes))
+            .map(|c| c.ratio)
+            .collect();
+        let worst = sizes.iter().max_by(|a, b| a.ratio.total_cmp(&b.ratio));
+        let best = sizes.iter().min_by(|a, b| a.ratio.total_cmp(&b.ratio));
+        out.push(FreeComparison {
+            label: label.to_string(),
+            geomean_ratio: geomean(&ratios),
+            geomean_ratio_1_16mib: geomean(&mid),
+            sizes_1_16mib: mid.len(),
+            worst_ratio: worst.map(|c| c.ratio),
+            worst_bytes: worst.map(|c| c.bytes),
+            best_ratio: best.map(|c| c.ratio),
+            best_bytes: best.map(|c| c.bytes),
+            sizes,
+        });
+    }
+    out
 }
 
 fn measured(row: &Row) -> Option<f64> {
@@ -201,6 +387,9 @@ pub fn score(run: &VerifyRun, predictor: &dyn Predictor) -> Scored {
     // Per backend and size: the measured best pinned pair and NCCL's choice.
     let mut verdicts = Vec::new();
     for &backend in &backends {
+        if backend == Backend::NcclSymm {
+            continue; // no pinned pairs: nothing to pick among
+        }
         for &bytes in &sizes {
             let rows: Vec<&Row> = run
                 .rows
@@ -227,7 +416,7 @@ pub fn score(run: &VerifyRun, predictor: &dyn Predictor) -> Scored {
             };
             let nccl_choice = if backend == Backend::Nccl {
                 rows.iter()
-                    .find(|r| r.pair.is_none())
+                    .find(|r| r.is_auto())
                     .and_then(|r| r.nccl_choice)
             } else {
                 None
@@ -259,9 +448,7 @@ pub fn score(run: &VerifyRun, predictor: &dyn Predictor) -> Scored {
         let mut row = row.clone();
         row.derive_stats();
         let time = measured(&row);
-        let predicted = row
-            .pair
-            .and_then(|p| predictor.predict_us(coll, p, row.bytes));
+        let (predicted, model_kernel) = predict_row(predictor, coll, run.options.dtype, &row);
         let verdict = verdicts
             .iter()
             .find(|v| v.backend == row.backend && v.bytes == row.bytes);
@@ -281,6 +468,7 @@ pub fn score(run: &VerifyRun, predictor: &dyn Predictor) -> Scored {
                 && verdict.is_some_and(|v| v.measured_best == row.pair),
             nccl_pick: row.pair.is_some()
                 && verdict.is_some_and(|v| v.nccl_choice.map(|c| c.pair) == row.pair),
+            model_kernel,
             row,
         });
     }
@@ -294,10 +482,11 @@ pub fn score(run: &VerifyRun, predictor: &dyn Predictor) -> Scored {
             .collect();
         let mut regimes = Vec::new();
         for regime in Regime::ALL {
-            let errs: Vec<(f64, Pair, u64)> = mine
+            // Pinned pairs, and the `symm` row (no pair).
+            let errs: Vec<(f64, Option<Pair>, u64)> = mine
                 .iter()
                 .filter(|r| Regime::of(r.row.bytes) == regime)
-                .filter_map(|r| Some((r.error_pct?.abs(), r.row.pair?, r.row.bytes)))
+                .filter_map(|r| Some((r.error_pct?.abs(), r.row.pair, r.row.bytes)))
                 .collect();
             let abs: Vec<f64> = errs.iter().map(|e| e.0).collect();
             let worst = errs.iter().copied().max_by(|a, b| a.0.total_cmp(&b.0));
@@ -307,7 +496,7 @@ pub fn score(run: &VerifyRun, predictor: &dyn Predictor) -> Scored {
                 rows: errs.len(),
                 median_abs_error_pct: median(&abs),
                 worst_abs_error_pct: worst.map(|w| w.0),
-                worst_pair: worst.map(|w| w.1),
+                worst_pair: worst.and_then(|w| w.1),
                 worst_bytes: worst.map(|w| w.2),
             });
         }
@@ -405,6 +594,7 @@ pub fn score(run: &VerifyRun, predictor: &dyn Predictor) -> Scored {
         }
     }
 
+    let has_symm = backends.contains(&Backend::NcclSymm);
     Scored {
         predictor: predictor.label(),
         collective: coll,
@@ -413,6 +603,12 @@ pub fn score(run: &VerifyRun, predictor: &dyn Predictor) -> Scored {
         sizes: verdicts,
         summaries,
         ratios,
+        symmetric_predictor: if has_symm {
+            predictor.symmetric_label()
+        } else {
+            None
+        },
+        comparisons: compare_free_runs(run),
     }
 }
 
@@ -428,6 +624,63 @@ pub struct ModelPredictor {
     base: crate::model::Model,
     pinned: std::cell::RefCell<std::collections::HashMap<Pair, Option<crate::model::Model>>>,
     label: String,
+    /// NCCL's symmetric-kernel model for the `symm` rows (None: no table
+    /// for this NCCL, or the GPUs' architecture is unknown).
+    symmetric: Option<SymmetricContext>,
+}
+
+/// What NCCL's symmetric-kernel model needs besides the call.
+struct SymmetricContext {
+    table: SymmetricTable,
+    compute_capability: u32,
+    peers: PeerPath,
+    n_nodes: usize,
+}
+
+/// The symmetric-kernel table for an NCCL version: its own family, else the
+/// newest older one; None for an NCCL older than every table (2.27 has
+/// symmetric kernels of another menu). No version: the newest table.
+fn symmetric_family(nccl_version: Option<&str>) -> Option<&'static str> {
+    let mut families = crate::model::symmetric::EMBEDDED.iter().map(|(f, _)| *f);
+    let key = |f: &str| -> (u32, u32) {
+        let mut it = f.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+        (it.next().unwrap_or(0), it.next().unwrap_or(0))
+    };
+    let Some(version) = nccl_version else {
+        return families.next_back();
+    };
+    let wanted = key(&crate::model::table::family_of(version).ok()?);
+    families.rfind(|f| key(f) <= wanted)
+}
+
+/// How every pair of GPUs reaches each other, for the symmetric model: all
+/// NVLink (NCCL's `PATH_NVL`), else peer-to-peer up to `PATH_PXB` (NCCL's
+/// default P2P level without NVLink), else none.
+fn peer_path(topo: &crate::topo::Topology) -> PeerPath {
+    use crate::topo::PathType;
+    let gpus: Vec<_> = topo.gpus().map(|(i, _)| i).collect();
+    let mut worst = PathType::Loc;
+    for &a in &gpus {
+        for &b in gpus.iter().filter(|b| **b != a) {
+            let ptype = topo.path(a, b).map_or(PathType::Dis, |p| p.ptype);
+            worst = worst.max(ptype);
+        }
+    }
+    if worst <= PathType::Nvl {
+        PeerPath::NvLink
+    } else if worst <= PathType::Pxb {
+        PeerPath::P2p
+    } else {
+        PeerPath::NoP2p
+    }
+}
+
+fn sym_dtype(dtype: Dtype) -> SymDtype {
+    match dtype {
+        Dtype::F32 => SymDtype::F32,
+        Dtype::Bf16 => SymDtype::Bf16,
+        Dtype::F16 => SymDtype::F16,
+    }
 }
 
 impl ModelPredictor {
@@ -474,6 +727,16 @@ impl ModelPredictor {
         };
         let input = ModelInput::from_search(cluster, &result, &env, nvls, &table)?;
         let base = Model::new(input, env, table)?;
+        let compute_capability = cluster.node.sm_range().0;
+        let symmetric = symmetric_family(nccl_version)
+            .and_then(|f| SymmetricTable::builtin(f).ok())
+            .filter(|_| compute_capability > 0)
+            .map(|table| SymmetricContext {
+                table,
+                compute_capability,
+                peers: peer_path(&cluster.node),
+                n_nodes: cluster.n_nodes.max(1),
+            });
         Ok(ModelPredictor {
             base,
             pinned: Default::default(),
@@ -481,6 +744,18 @@ impl ModelPredictor {
                 "stock model (nccl-{family} table, topology {}, graphs from {graphs_from})",
                 cluster.node.source
             ),
+            symmetric,
+        })
+    }
+
+    /// NCCL's classic pick and its time, as the `symm` row's prediction
+    /// where NCCL would leave the symmetric path.
+    fn classic(&self, collective: Coll, bytes: u64) -> Option<SymmetricPrediction> {
+        let eval = ModelPredictor::evaluate(&self.base, collective, bytes)?;
+        let w = eval.winner();
+        Some(SymmetricPrediction {
+            kernel: format!("classic {}", Pair::new(w.algo, w.proto)),
+            time_us: w.time_us as f64,
         })
     }
 
@@ -518,6 +793,55 @@ impl Predictor for ModelPredictor {
         let eval = ModelPredictor::evaluate(&self.base, collective, bytes)?;
         let w = eval.winner();
         Some(Pair::new(w.algo, w.proto))
+    }
+    fn predict_symmetric(
+        &self,
+        collective: Coll,
+        dtype: Dtype,
+        bytes: u64,
+    ) -> Option<SymmetricPrediction> {
+        let ctx = self.symmetric.as_ref()?;
+        let n_ranks = self.base.input.n_ranks;
+        // The symmetric model counts bytes as NCCL logs them (one rank's
+        // share for all-gather and reduce-scatter).
+        let logged = logged_bytes(collective, bytes, n_ranks);
+        if logged == 0 {
+            return None;
+        }
+        let mut input = SymmetricInput::new(collective, logged, n_ranks, ctx.compute_capability);
+        input.dtype = sym_dtype(dtype);
+        input.peers = ctx.peers;
+        input.n_nodes = ctx.n_nodes;
+        let choice = symmetric_candidates(&input, &ctx.table).ok()?;
+        match choice.runs_symmetric() {
+            // 2.30 with one buffer registered runs an LL pick only when the
+            // classic model picks LL too; both buffers are registered here,
+            // but keep NCCL's rule.
+            Some(_)
+                if choice.only_if_classic_picks_ll
+                    && self.pick(collective, bytes).map(|p| p.proto) != Some(Proto::Ll) =>
+            {
+                self.classic(collective, bytes)
+            }
+            Some(kernel) => Some(SymmetricPrediction {
+                kernel: kernel.kernel.clone(),
+                time_us: kernel.time_us? as f64,
+            }),
+            None => self.classic(collective, bytes),
+        }
+    }
+    fn symmetric_label(&self) -> Option<String> {
+        let ctx = self.symmetric.as_ref()?;
+        let peers = match ctx.peers {
+            PeerPath::NvLink => "NVLink",
+            PeerPath::P2p => "P2P",
+            PeerPath::NoP2p => "no P2P",
+        };
+        Some(format!(
+            "NCCL's symmetric-kernel model ({} table, sm {}, {peers} between every GPU pair, NVLS off)",
+            ctx.table.family(),
+            ctx.compute_capability,
+        ))
     }
 }
 
@@ -566,11 +890,9 @@ pub fn predictor_for_run(run: &VerifyRun) -> Box<dyn Predictor + '_> {
 
 /// Replace every row's prediction with `predictor`'s.
 pub fn apply_predictions(run: &mut VerifyRun, predictor: &dyn Predictor) {
-    let coll = run.options.collective;
+    let (coll, dtype) = (run.options.collective, run.options.dtype);
     for row in run.rows.iter_mut() {
-        row.predicted_us = row
-            .pair
-            .and_then(|p| predictor.predict_us(coll, p, row.bytes));
+        (row.predicted_us, row.predicted_kernel) = predict_row(predictor, coll, dtype, row);
     }
     run.options.model = Some(predictor.label());
 }

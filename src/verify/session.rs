@@ -82,16 +82,17 @@ pub fn measure(
     };
     let (predictions, label) = {
         let predictor = score::predictor_for_run(&run);
-        let coll = run.options.collective;
-        let predictions: Vec<Option<f64>> = run
+        let (coll, dtype) = (run.options.collective, run.options.dtype);
+        let predictions: Vec<(Option<f64>, Option<String>)> = run
             .rows
             .iter()
-            .map(|r| r.pair.and_then(|p| predictor.predict_us(coll, p, r.bytes)))
+            .map(|r| score::predict_row(predictor.as_ref(), coll, dtype, r))
             .collect();
         (predictions, predictor.label())
     };
-    for (row, predicted) in run.rows.iter_mut().zip(predictions) {
-        row.predicted_us = predicted;
+    for (row, (time, kernel)) in run.rows.iter_mut().zip(predictions) {
+        row.predicted_us = time;
+        row.predicted_kernel = kernel;
     }
     run.options.model = Some(label);
     run.save(&path)?;

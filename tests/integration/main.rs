@@ -37,3 +37,4 @@ mod verify_cli;
 mod verify_rendezvous;
 mod verify_results;
 mod verify_score;
+mod verify_tuned;

@@ -4,9 +4,10 @@
 #![allow(dead_code)]
 
 use planner::model::{Algo, Coll, Proto};
+use planner::verify::tuner::TunerRecord;
 use planner::verify::{
     Backend, Dtype, Fingerprint, GpuInfo, IterPlan, NcclChoice, Pair, Row, RowStatus, RunOptions,
-    VerifyRun, RESULT_FORMAT, RESULT_VERSION,
+    SymmetricLaunch, TunerDecision, VerifyRun, RESULT_FORMAT, RESULT_VERSION,
 };
 
 pub const KIB: u64 = 1024;
@@ -134,7 +135,129 @@ pub fn recorded_run() -> VerifyRun {
             timeout_s: 60,
             launch: "one process".into(),
             model: Some("hand-made predictions".into()),
+            tuner: None,
         },
         rows,
     }
+}
+
+/// A recorded `verify --backend nccl,nccl-symm --tuner plan.json` run, by hand.
+///
+/// Medians (µs); `auto` and `tuned` say what NCCL ran, `symm` the kernel and the
+/// recorded prediction [kernel, µs]:
+///
+/// | size   | Ring/LL | Ring/Simple | auto             | tuned                       | symm                                   |
+/// |--------|---------|-------------|------------------|-----------------------------|----------------------------------------|
+/// | 64 KiB | 8.1     | 12          | 8.0 Ring/LL      | 8.4 Ring/LL, kept (no rule) | 9.0 AGxLL_R [AGxLL_R 7.2]               |
+/// | 1 MiB  | 16.2    | 22          | 20.0 Ring/LL     | 16.0 Ring/LL, rule 0        | 12.0 RSxLD_AGxST [RSxLD_AGxST 13.2]     |
+/// | 2 MiB  | 20.5    | 28.5        | 28.8 Ring/Simple | 20.0 Ring/LL, rule 0        | 18.0 RSxLD_AGxST [RSxLD_AGxST 19.8]     |
+/// | 4 MiB  | 36      | 32.5        | 32.0 Ring/Simple | 32.0 Ring/Simple, kept      | 30.0 RSxLD_AGxST [AGxLL_R 25.0]         |
+/// | 64 MiB | 400     | 199         | 200 Ring/Simple  | 212 Ring/Simple, kept       | 260 classic Ring/Simple [RSxLD_AGxST 240] |
+///
+/// tuned / auto: 1.05, 0.8, 0.69444, 1.0, 1.06; symm / auto: 1.125, 0.6, 0.625, 0.9375, 1.3.
+/// symm error: -20%, +10%, +10%, -16.67%, -7.69%.
+pub fn tuned_symm_run() -> VerifyRun {
+    use Backend::{Nccl, NcclSymm};
+    let sizes = [64 * KIB, MIB, 2 * MIB, 4 * MIB, 64 * MIB];
+    let ring_ll_us = [8.1, 16.2, 20.5, 36.0, 400.0];
+    let ring_ll_pred = [7.9, 17.0, 21.0, 37.0, 390.0];
+    let ring_simple_us = [12.0, 22.0, 28.5, 32.5, 199.0];
+    let ring_simple_pred = [13.0, 23.0, 29.0, 33.0, 195.0];
+    let auto_us = [8.0, 20.0, 28.8, 32.0, 200.0];
+    let auto_pair = [
+        ring_ll(),
+        ring_ll(),
+        ring_simple(),
+        ring_simple(),
+        ring_simple(),
+    ];
+    let tuned_us = [8.4, 16.0, 20.0, 32.0, 212.0];
+    let tuned_pair = [
+        ring_ll(),
+        ring_ll(),
+        ring_ll(),
+        ring_simple(),
+        ring_simple(),
+    ];
+    let steered = [false, true, true, false, false];
+    let symm_us = [9.0, 12.0, 18.0, 30.0, 260.0];
+    let symm_kernel = [
+        Some("AllReduce_AGxLL_R"),
+        Some("AllReduce_RSxLD_AGxST"),
+        Some("AllReduce_RSxLD_AGxST"),
+        Some("AllReduce_RSxLD_AGxST"),
+        None,
+    ];
+    let symm_pred = [7.2, 13.2, 19.8, 25.0, 240.0];
+    let symm_pred_kernel = [
+        "AllReduce_AGxLL_R",
+        "AllReduce_RSxLD_AGxST",
+        "AllReduce_RSxLD_AGxST",
+        "AllReduce_AGxLL_R",
+        "AllReduce_RSxLD_AGxST",
+    ];
+    let mut rows = Vec::new();
+    for (i, &bytes) in sizes.iter().enumerate() {
+        rows.push(row(
+            Nccl,
+            Some(ring_ll()),
+            bytes,
+            &[ring_ll_us[i]],
+            Some(ring_ll_pred[i]),
+        ));
+        rows.push(row(
+            Nccl,
+            Some(ring_simple()),
+            bytes,
+            &[ring_simple_us[i]],
+            Some(ring_simple_pred[i]),
+        ));
+        let mut auto = row(Nccl, None, bytes, &[auto_us[i]], None);
+        auto.nccl_choice = choice(auto_pair[i]);
+        rows.push(auto);
+        let mut tuned = row(Nccl, None, bytes, &[tuned_us[i]], None);
+        tuned.tuned = true;
+        tuned.nccl_choice = choice(tuned_pair[i]);
+        tuned.tuner_decision = Some(if steered[i] {
+            TunerDecision::Steered {
+                pair: ring_ll(),
+                channels: None,
+                rule: 0,
+            }
+        } else {
+            TunerDecision::Kept {
+                why: "no rule".into(),
+            }
+        });
+        rows.push(tuned);
+        let mut symm = row(NcclSymm, None, bytes, &[symm_us[i]], Some(symm_pred[i]));
+        symm.predicted_kernel = Some(symm_pred_kernel[i].into());
+        match symm_kernel[i] {
+            Some(kernel) => {
+                symm.symmetric = Some(SymmetricLaunch {
+                    kernel: kernel.into(),
+                    channels: if i == 0 { 1 } else { 16 },
+                    threads: 512,
+                })
+            }
+            None => symm.nccl_choice = choice(ring_simple()),
+        }
+        rows.push(symm);
+    }
+    let mut run = recorded_run();
+    run.rows = rows;
+    run.options.sizes = sizes.to_vec();
+    run.options.pairs = "Ring/LL,Ring/Simple".into();
+    run.options.backends = vec![Nccl, NcclSymm];
+    run.options.graph = true;
+    run.options.tuner = Some(TunerRecord {
+        plan_path: "/data/plan.json".into(),
+        plan_hash: "f00dfeedcafe0042".into(),
+        plugin_path: "/opt/planner/libnccl_tuner_planner.so".into(),
+        plugin_log: vec![
+            "Successfully loaded external tuner plugin /opt/planner/libnccl_tuner_planner.so".into(),
+            "planner-tuner: plan /data/plan.json applies: 1 of 1 rules for nRanks 2 nNodes 1 (from verify verify.json, made with NCCL 2.28.3, running NCCL 2.28.3)".into(),
+        ],
+    });
+    run
 }
