@@ -6,6 +6,7 @@ mod verify_data;
 
 mod audit_capture;
 mod calibrate;
+mod exec_beyond;
 mod exec_cli;
 mod exec_launch;
 mod exec_nvrtc;
