@@ -133,7 +133,7 @@ __device__ void one_shot(const PeerArgs& a, int rank, int ch, Abort* ab) {
   T* out = (T*)a.recv[rank];
   u64* counter = peer_counter(a.area[rank], ch);
   __shared__ u64 first_round;
-  if (tid == 0) first_round = *counter;
+  if (tid == 0) first_round = ld_volatile_u64(counter);
   __syncthreads();
   const u64 r0 = first_round;
   const i64 epv = 16 / (i64)sizeof(T);
@@ -261,7 +261,7 @@ __device__ void two_shot(const PeerArgs& a, int rank, int ch, Abort* ab) {
   const int n = a.nranks, tid = threadIdx.x, nt = blockDim.x;
   u64* counter = peer_counter(a.area[rank], ch);
   __shared__ u64 calls_done;
-  if (tid == 0) calls_done = *counter;
+  if (tid == 0) calls_done = ld_volatile_u64(counter);
   __syncthreads();
   const u64 e = calls_done + 1;
   peer_barrier(a, rank, ch, 2 * e, ab);
@@ -283,6 +283,8 @@ __device__ void two_shot(const PeerArgs& a, int rank, int ch, Abort* ab) {
     uint4 acc[TWOSHOT_UNROLL];
 #pragma unroll
     for (int u = 0; u < TWOSHOT_UNROLL; u++) acc[u] = make_uint4(0u, 0u, 0u, 0u);
+    // One source at a time, TWOSHOT_UNROLL loads in flight (more units or
+    // sources per thread spill at the 64 registers that keep 2 CTAs per SM).
     for (int q = 0; q < n; q++) {
       const T* src = (const T*)a.send[q];
       uint4 x[TWOSHOT_UNROLL];
