@@ -269,3 +269,62 @@ fn two_shot_catches_missing_barriers_and_a_captured_sequence() {
         }
     }
 }
+
+// ------------------------------------------------------------ NCCL paths stay closed
+
+#[test]
+fn nccl_algo_refuses_the_new_names() {
+    planner()
+        .args([
+            "explain",
+            "--fixture",
+            "h200x2-nvswitch-vm",
+            "--size",
+            "4K",
+            "--algo",
+            "OneShot",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("OneShot"))
+        .stderr(predicate::str::contains("panicked").not());
+}
+
+/// A result file with native rows of a pair beyond NCCL (here: the Ring/LL
+/// rows of a real 2x H200 run renamed OneShot/LL, no prediction) loads,
+/// re-scores against NCCL's model (which has no cell for it) and renders.
+#[test]
+fn result_files_with_rows_beyond_nccl_load_and_rescore() {
+    use serde_json::{json, Value};
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/bench/results/verify-h200x2-both-graph-1proc.json"
+    );
+    let mut run: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut renamed = 0;
+    for row in run["rows"].as_array_mut().unwrap() {
+        if row["backend"] == "native" && row["pair"] == json!({"algo": "Ring", "proto": "LL"}) {
+            row["pair"] = json!({"algo": "OneShot", "proto": "LL"});
+            row["predicted_us"] = Value::Null;
+            renamed += 1;
+        }
+    }
+    assert!(renamed > 0);
+    let file =
+        std::env::temp_dir().join(format!("planner-beyond-rows-{}.json", std::process::id()));
+    std::fs::write(&file, serde_json::to_string(&run).unwrap()).unwrap();
+    planner()
+        .args(["verify", "--load"])
+        .arg(&file)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("OneShot/LL"));
+    planner()
+        .args(["verify", "--load"])
+        .arg(&file)
+        .arg("--json")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(r#""algo": "OneShot""#));
+    let _ = std::fs::remove_file(&file);
+}
