@@ -23,7 +23,7 @@ pub struct RunArgs {
     /// Bytes per rank (all-reduce buffer; total for all-gather / reduce-scatter), or a sweep LO..HI (x2 steps)
     #[arg(long, value_parser = parse_sizes, default_value = "16M")]
     pub size: Sizes,
-    /// Algorithm/protocol: Ring|Tree / LL|LL128|Simple
+    /// Algorithm/protocol: Ring|Tree / LL|LL128|Simple, or beyond NCCL's menu OneShot/LL, TwoShot/Simple (all-reduce)
     #[arg(long, default_value = "Ring/Simple")]
     pub pair: String,
     /// Collective: all-reduce, all-gather, reduce-scatter, broadcast (the last three Ring/Simple only)

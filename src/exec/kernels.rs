@@ -10,6 +10,11 @@ use crate::gpu::pattern::dtype_defines;
 use crate::measure::Dtype;
 use crate::model::{Algo, Coll, Proto};
 
+/// The files of an all-reduce variant beyond NCCL (OneShot, TwoShot): their
+/// own kernel (`planner_collective` taking `PeerArgs`) instead of the ring
+/// and tree collectives.
+pub const BEYOND_FILES: &[&str] = &["types.cuh", "common.cuh", "beyond.cu", "pattern.cu"];
+
 /// The files of a variant, in the order they are concatenated.
 pub const VARIANT_FILES: &[&str] = &[
     "types.cuh",
@@ -42,8 +47,8 @@ impl Variant {
         )
     }
 
-    /// Every variant the executor can run (all-reduce with every pair; the
-    /// other collectives Ring/Simple), each type.
+    /// Every variant the executor can run (all-reduce with every pair, and
+    /// the pairs beyond NCCL; the other collectives Ring/Simple), each type.
     pub fn all() -> Vec<Variant> {
         let mut out = Vec::new();
         for dtype in [Dtype::F32, Dtype::Bf16, Dtype::F16] {
@@ -56,6 +61,14 @@ impl Variant {
                         dtype,
                     });
                 }
+            }
+            for pair in crate::model::beyond::pairs() {
+                out.push(Variant {
+                    collective: Coll::AllReduce,
+                    algorithm: pair.algo,
+                    protocol: pair.proto,
+                    dtype,
+                });
             }
             for collective in [Coll::AllGather, Coll::ReduceScatter, Coll::Broadcast] {
                 out.push(Variant {
@@ -75,17 +88,24 @@ pub fn source(variant: &Variant) -> Result<String> {
     let unsupported = || Error::runtime(format!("the executor has no kernel {}", variant.name()));
     let coll = kernel_coll_id(variant.collective).ok_or_else(unsupported)?;
     let algo = kernel_algo_id(variant.algorithm).ok_or_else(unsupported)?;
+    if variant.algorithm.is_beyond_nccl()
+        && (variant.collective != Coll::AllReduce
+            || crate::exec::beyond::kernel_algo_id(variant.algorithm, variant.protocol).is_none())
+    {
+        return Err(unsupported());
+    }
     let mut defines = dtype_defines(variant.dtype);
     defines.extend([
         ("PLANNER_COLL", coll.to_string()),
         ("PLANNER_ALGO", algo.to_string()),
         ("PLANNER_PROTO", (variant.protocol as usize).to_string()),
     ]);
-    nvrtc::program_source(
-        &format!("variant {}", variant.name()),
-        &defines,
-        VARIANT_FILES,
-    )
+    let files = if variant.algorithm.is_beyond_nccl() {
+        BEYOND_FILES
+    } else {
+        VARIANT_FILES
+    };
+    nvrtc::program_source(&format!("variant {}", variant.name()), &defines, files)
 }
 
 /// Compile one variant to CUBIN for `arch` (e.g. "sm_90"). On a compile error
@@ -104,8 +124,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_variant_beyond_nccl_is_its_own_kernel() {
+        let v = Variant {
+            collective: Coll::AllReduce,
+            algorithm: Algo::TwoShot,
+            protocol: Proto::Simple,
+            dtype: Dtype::Bf16,
+        };
+        assert_eq!(v.name(), "all_reduce_TwoShot_Simple_bfloat16");
+        let text = source(&v).unwrap();
+        assert!(text.contains("#define PLANNER_ALGO 3\n"));
+        assert!(text.contains("#line 1 \"beyond.cu\""));
+        assert!(!text.contains("#line 1 \"collectives.cu\""));
+        // A OneShot variant with another protocol does not exist.
+        let bad = Variant {
+            protocol: Proto::Simple,
+            algorithm: Algo::OneShot,
+            ..v
+        };
+        assert!(!Variant::all().contains(&bad));
+        assert!(source(&bad).is_err());
+    }
+
+    #[test]
     fn every_file_of_a_variant_is_a_kernel_source() {
-        for file in VARIANT_FILES {
+        for file in VARIANT_FILES.iter().chain(BEYOND_FILES) {
             assert!(
                 nvrtc::SOURCE_FILES.iter().any(|(name, _)| name == file),
                 "{file}"

@@ -4,6 +4,7 @@
 //! hand in tests.
 
 use crate::error::{Error, Result};
+use crate::exec::beyond;
 use crate::gpu::collective_code;
 use crate::gpu::pattern::{DataPattern, Expectation};
 use crate::measure::Dtype;
@@ -53,6 +54,8 @@ pub fn kernel_algo_id(algo: Algo) -> Option<i32> {
     match algo {
         Algo::Ring => Some(0),
         Algo::Tree => Some(1),
+        Algo::OneShot => Some(beyond::ONE_SHOT_ALGO_ID),
+        Algo::TwoShot => Some(beyond::TWO_SHOT_ALGO_ID),
         _ => None,
     }
 }
@@ -61,7 +64,12 @@ pub fn kernel_algo_id(algo: Algo) -> Option<i32> {
 pub fn parse_pair(text: &str) -> Result<Pair> {
     let bad = || {
         Error::bad_input(format!(
-            "invalid --pair '{text}': expected ALGO/PROTO with ALGO Ring or Tree and PROTO LL, LL128 or Simple"
+            "invalid --pair '{text}': expected ALGO/PROTO with ALGO Ring or Tree and PROTO LL, LL128 or Simple, or one of {}",
+            crate::model::beyond::pairs()
+                .iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         ))
     };
     let pair = Pair::parse(text).map_err(|_| bad())?;
@@ -160,7 +168,8 @@ impl fmt::Display for ExecPlan {
 /// (`enqueue.cc:1865-1907`, nccl-model.md §2.9), from the communicator's
 /// channel count and the thread thresholds (§2.9: LL 8, LL128 8, Simple 64;
 /// Ring LL times the rank count). `ring_simple_threads` is NCCL's
-/// `maxThreads[Ring][Simple]` (256 or 512, §2.3).
+/// `maxThreads[Ring][Simple]` (256 or 512, §2.3). The kernels beyond NCCL
+/// have their own rule (`exec::beyond::launch_shape`).
 pub fn launch_shape(
     algorithm: Algo,
     protocol: Proto,
@@ -169,6 +178,10 @@ pub fn launch_shape(
     comm_channels: usize,
     ring_simple_threads: usize,
 ) -> (usize, usize) {
+    if algorithm.is_beyond_nccl() {
+        // planner's own kernels: their own rule, at most the communicator's channels.
+        return beyond::launch_shape(algorithm, n_ranks, bytes, comm_channels);
+    }
     let max_threads = match (algorithm, protocol) {
         (Algo::Ring, Proto::Simple) => ring_simple_threads,
         (_, Proto::Ll128) => 640,
@@ -456,8 +469,9 @@ impl ExecPlan {
     }
 }
 
-/// The part of NCCL's vocabulary the executor runs: no Reduce, only Ring
-/// and Tree (the other pairs are checked in `validate_shape`).
+/// The part of the vocabulary the executor runs: no Reduce; Ring and Tree,
+/// and the all-reduce kernels beyond NCCL (the pairs are checked in
+/// `validate_shape`).
 fn validate_vocabulary(choice: &PlanChoice) -> Result<()> {
     if kernel_coll_id(choice.collective).is_none() {
         return Err(Error::bad_input(format!(
@@ -467,7 +481,7 @@ fn validate_vocabulary(choice: &PlanChoice) -> Result<()> {
     }
     if kernel_algo_id(choice.algorithm).is_none() {
         return Err(Error::bad_input(format!(
-            "{}: the executor runs Ring and Tree only",
+            "{}: the executor runs Ring, Tree, OneShot and TwoShot only",
             choice.algorithm.nccl_name()
         )));
     }
@@ -484,6 +498,26 @@ fn validate_shape(choice: &PlanChoice, n_channels: usize, n_threads: usize) -> R
         return Err(Error::bad_input(format!(
             "--threads {n_threads}: must be a multiple of 32 between 64 and {MAX_THREADS}"
         )));
+    }
+    if choice.algorithm.is_beyond_nccl() {
+        let own = crate::model::beyond::protocol_of(choice.algorithm);
+        if choice.collective != Coll::AllReduce || Some(choice.protocol) != own {
+            return Err(Error::bad_input(format!(
+                "{} runs all-reduce with {} only (asked for {} {}/{})",
+                choice.algorithm.nccl_name(),
+                own.map_or("no protocol", |p| p.nccl_name()),
+                coll_name(choice.collective),
+                choice.algorithm.nccl_name(),
+                choice.protocol.nccl_name()
+            )));
+        }
+        if n_threads > beyond::MAX_THREADS {
+            return Err(Error::bad_input(format!(
+                "--threads {n_threads}: {} runs at most {} threads per CTA",
+                choice.algorithm.nccl_name(),
+                beyond::MAX_THREADS
+            )));
+        }
     }
     if choice.algorithm == Algo::Tree {
         // The split tree gives each half whole warps (see tree_split_threads).

@@ -82,9 +82,40 @@ pub struct KernelArgs {
     pub pad: i32,
 }
 
-/// Sizes the kernels' static_asserts check (kernels/common.cuh).
+/// `struct PeerArgs` in kernels/beyond.cu, passed by value to the kernels
+/// beyond NCCL (OneShot, TwoShot). Arrays are indexed by global rank: every
+/// launch sees every rank's buffers and peer area.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct PeerArgs {
+    pub abort_flag: u64,
+    pub aborted: u64,
+    pub send: [u64; MAX_RANKS],
+    pub recv: [u64; MAX_RANKS],
+    pub area: [u64; MAX_RANKS],
+    pub count: i64,
+    pub nranks: i32,
+    pub nchannels: i32,
+    pub first_rank: i32,
+    pub inbox_stride: i32,
+    pub inbox_channels: i32,
+    pub pad: i32,
+}
+
+/// Sizes the kernels' static_asserts check (kernels/common.cuh, kernels/beyond.cu).
 pub const CHANNEL_DESC_BYTES: usize = 416;
 pub const KERNEL_ARGS_BYTES: usize = 1352;
+pub const PEER_ARGS_BYTES: usize = 432;
+
+/// The one parameter of a variant's `planner_collective`: `KernelArgs` for
+/// Ring and Tree, `PeerArgs` for the kernels beyond NCCL. Copied by value
+/// into each launch's parameters, so both stay unboxed.
+#[derive(Debug, Clone, Copy)]
+#[allow(clippy::large_enum_variant)]
+enum LaunchArgs {
+    Channels(KernelArgs),
+    Peers(PeerArgs),
+}
 
 // ------------------------------------------------------------ options, results
 
@@ -299,9 +330,12 @@ impl CollectiveLauncher {
     }
 
     /// Enqueue one collective (`plan` names it in an error).
-    fn launch(&self, args: &KernelArgs, plan: &ExecPlan) -> Result<()> {
+    fn launch(&self, args: &LaunchArgs, plan: &ExecPlan) -> Result<()> {
         let mut a = *args;
-        let mut params = [&mut a as *mut KernelArgs as *mut c_void];
+        let mut params = [match &mut a {
+            LaunchArgs::Channels(k) => k as *mut KernelArgs as *mut c_void,
+            LaunchArgs::Peers(p) => p as *mut PeerArgs as *mut c_void,
+        }];
         let mut attrs = self.shape.attributes();
         let config = sys::CUlaunchConfig {
             gridDimX: self.ctas as u32,
@@ -315,9 +349,11 @@ impl CollectiveLauncher {
             attrs: attrs.as_mut_ptr(),
             numAttrs: attrs.len() as u32,
         };
-        // SAFETY: the function takes one KernelArgs by value; params points at a
-        // live copy and config at live attributes for the duration of the call
-        // (the driver copies both).
+        // SAFETY: the function takes one argument struct by value: KernelArgs
+        // for Ring/Tree variants, PeerArgs for the variants beyond NCCL
+        // (`Executor::launch_args` builds the one that matches the plan the
+        // module was compiled for); params points at a live copy and config at
+        // live attributes for the duration of the call (the driver copies both).
         unsafe {
             sys::cuLaunchKernelEx(
                 &config,
@@ -532,6 +568,10 @@ pub struct Executor {
     buffers: Vec<(u64, u64)>,
     _buffer_mem: Vec<DeviceBuffer>,
     desc_mem: Vec<DeviceBuffer>,
+    /// Kernels beyond NCCL: per rank, its peer area (counters, flags, inbox;
+    /// `exec::beyond`), zeroed once; empty for Ring and Tree.
+    peer_areas: Vec<u64>,
+    peer_mem: Vec<DeviceBuffer>,
     template: ExecPlan,
     info: DeviceInfo,
     /// A collective was aborted: kernels may still run, so teardown is skipped.
@@ -661,14 +701,21 @@ impl Executor {
             virtual_ranks: opts.virtual_ranks,
         };
 
-        // Peer access between every pair that talks.
+        // Peer access between every pair that talks (the kernels beyond NCCL:
+        // every pair; it maps all of each GPU's allocations, user buffers too).
         let edges_list = plan_edges(template);
+        let beyond = template.algorithm.is_beyond_nccl();
         if opts.virtual_ranks.is_none() {
             let mut pairs: Vec<(usize, usize)> = edges_list
                 .iter()
                 .flat_map(|&(_, a, b)| [(a, b), (b, a)])
                 .filter(|(a, b)| a != b)
                 .collect();
+            if beyond {
+                for a in 0..n_ranks {
+                    pairs.extend((0..n_ranks).filter(|&b| b != a).map(|b| (a, b)));
+                }
+            }
             pairs.sort();
             pairs.dedup();
             for (a, b) in pairs {
@@ -730,9 +777,19 @@ impl Executor {
         } else {
             send_bytes + recv_bytes
         } + 512;
+        let peer_area_bytes = if beyond {
+            crate::exec::beyond::peer_area_bytes(
+                template.algorithm,
+                n_ranks,
+                template.n_channels,
+                template.n_threads,
+            )
+        } else {
+            0
+        };
         let mut need = conn_bytes.clone();
         for r in 0..n_ranks {
-            need[gpu_of(opts.virtual_ranks, r)] += per_rank_bytes;
+            need[gpu_of(opts.virtual_ranks, r)] += per_rank_bytes + peer_area_bytes;
         }
         for (g, gpu) in gpus.iter().enumerate() {
             gpu.bind()?;
@@ -815,6 +872,20 @@ impl Executor {
             buffers.push((send, recv));
         }
 
+        // Peer areas of the kernels beyond NCCL, zeroed: counters start at 0,
+        // and no flag of a zeroed inbox or flag word matches a round or call.
+        let mut peer_mem = Vec::new();
+        let mut peer_areas = Vec::new();
+        if beyond {
+            for r in 0..n_ranks {
+                let gpu = &gpus[gpu_of(opts.virtual_ranks, r)];
+                let m = gpu.alloc(peer_area_bytes, "the peer area (flags and LL inbox)")?;
+                m.zero(gpu)?;
+                peer_areas.push(m.ptr());
+                peer_mem.push(m);
+            }
+        }
+
         // Descriptor memory (rewritten per channel count).
         let mut desc_mem = Vec::new();
         for gpu in &gpus {
@@ -837,6 +908,8 @@ impl Executor {
             buffers,
             _buffer_mem: buffer_mem,
             desc_mem,
+            peer_areas,
+            peer_mem,
             template: template.clone(),
             info,
             poisoned: std::cell::Cell::new(false),
@@ -862,6 +935,8 @@ impl Executor {
             || plan.in_place != t.in_place
             || plan.n_channels > t.n_channels
             || plan.bytes > t.bytes
+            // The OneShot inbox rows are as wide as the template's threads.
+            || (t.algorithm.is_beyond_nccl() && plan.n_threads > t.n_threads)
             || plan.rings[..plan.n_channels] != t.rings[..plan.n_channels]
             || plan.trees[..plan.n_channels] != t.trees[..plan.n_channels]
         {
@@ -989,6 +1064,43 @@ impl Executor {
         args
     }
 
+    /// The argument of `plan`'s kernel on GPU `g`.
+    fn launch_args(&self, plan: &ExecPlan, g: usize) -> LaunchArgs {
+        if plan.algorithm.is_beyond_nccl() {
+            LaunchArgs::Peers(self.peer_args(plan, g))
+        } else {
+            LaunchArgs::Channels(self.kernel_args(plan, g))
+        }
+    }
+
+    /// The kernels beyond NCCL: every rank's buffers and peer area, by rank.
+    fn peer_args(&self, plan: &ExecPlan, g: usize) -> PeerArgs {
+        let mut args = PeerArgs {
+            abort_flag: self.abort_dev[g],
+            aborted: self.status_mem[g].ptr(),
+            send: [0; MAX_RANKS],
+            recv: [0; MAX_RANKS],
+            area: [0; MAX_RANKS],
+            count: plan.call_count() as i64,
+            nranks: plan.n_ranks as i32,
+            nchannels: plan.n_channels as i32,
+            first_rank: match self.virtual_ranks {
+                Some(_) => 0,
+                None => g as i32,
+            },
+            inbox_stride: self.template.n_threads as i32,
+            inbox_channels: self.template.n_channels as i32,
+            pad: 0,
+        };
+        for r in 0..self.n_ranks {
+            let (s, d) = self.rank_buffers(plan, r);
+            args.send[r] = s;
+            args.recv[r] = d;
+            args.area[r] = self.peer_areas.get(r).copied().unwrap_or(0);
+        }
+        args
+    }
+
     /// How GPU `g` launches `plan`'s collective.
     fn launcher(&self, g: usize, plan: &ExecPlan) -> Result<CollectiveLauncher> {
         let gpu = &self.gpus[g];
@@ -1016,8 +1128,8 @@ impl Executor {
         graph: bool,
         timeout: Duration,
     ) -> Result<Option<Vec<f64>>> {
-        let args: Vec<KernelArgs> = (0..self.gpus.len())
-            .map(|g| self.kernel_args(plan, g))
+        let args: Vec<LaunchArgs> = (0..self.gpus.len())
+            .map(|g| self.launch_args(plan, g))
             .collect();
         // Every launcher before any thread starts: a failure here leaves no
         // thread waiting at the barrier.
@@ -1211,6 +1323,10 @@ impl Executor {
     }
 
     fn upload_descriptors(&self, plan: &ExecPlan) -> Result<()> {
+        if plan.algorithm.is_beyond_nccl() {
+            // Their kernels take no channel descriptors.
+            return Ok(());
+        }
         for (g, gpu) in self.gpus.iter().enumerate() {
             let desc = self.descriptors(plan, g);
             gpu.bind()?;
@@ -1253,6 +1369,26 @@ impl Executor {
                 unsafe {
                     pattern::launch(self.modules[g].fill, gpu.stream, n, &mut args, gpu)?;
                 }
+            }
+        }
+        for g in 0..self.gpus.len() {
+            self.sync(g)?;
+        }
+        Ok(())
+    }
+
+    /// Set every bit of every rank's output (NaN), as before the checked call.
+    fn poison_outputs(&self, plan: &ExecPlan) -> Result<()> {
+        let bytes = plan.recv_count() * plan.dtype.size() as usize;
+        for r in 0..self.n_ranks {
+            let g = gpu_of(self.virtual_ranks, r);
+            let gpu = &self.gpus[g];
+            gpu.bind()?;
+            let (_, recv) = self.rank_buffers(plan, r);
+            if bytes > 0 {
+                // SAFETY: inside the rank's output allocation.
+                unsafe { result::memset_d8_async(recv, 0xff, bytes, gpu.stream) }
+                    .on_gpu(gpu, "cuMemsetD8 (poisoning the output)")?;
             }
         }
         for g in 0..self.gpus.len() {
@@ -1364,13 +1500,28 @@ impl Executor {
         if self.aborted()? {
             return Err(Error::runtime(format!("{plan}: a kernel aborted")));
         }
-        let (wrong, first_wrong, cpu_checked) = self.check_outputs(plan, opts)?;
+        let (mut wrong, mut first_wrong, cpu_checked) = self.check_outputs(plan, opts)?;
         if opts.warmup > 0 {
             self.launch_all(plan, opts.warmup, false, opts.timeout)?;
+        }
+        // The kernels beyond NCCL keep state across launches (counters, flags,
+        // inbox slots): out of place, their outputs are poisoned before the
+        // timed calls and checked again after them (graph replays included).
+        let recheck = plan.algorithm.is_beyond_nccl() && !plan.in_place;
+        if recheck {
+            self.poison_outputs(plan)?;
         }
         let ms = self
             .launch_all(plan, opts.iters, opts.graph, opts.timeout)?
             .unwrap_or_default();
+        if recheck {
+            if self.aborted()? {
+                return Err(Error::runtime(format!("{plan}: a kernel aborted")));
+            }
+            let (again, first_again, _) = self.check_outputs(plan, opts)?;
+            wrong += again;
+            first_wrong = first_wrong.or(first_again);
+        }
         let per_iter_us: Vec<f64> = ms
             .iter()
             .map(|m| m * 1000.0 / opts.iters.max(1) as f64)
@@ -1410,6 +1561,7 @@ impl Drop for Executor {
             std::mem::forget(std::mem::take(&mut self.conn_mem));
             std::mem::forget(std::mem::take(&mut self.status_mem));
             std::mem::forget(std::mem::take(&mut self.desc_mem));
+            std::mem::forget(std::mem::take(&mut self.peer_mem));
             return;
         }
         for (g, gpu) in self.gpus.iter().enumerate() {
@@ -1427,6 +1579,7 @@ impl Drop for Executor {
         self.conn_mem.clear();
         self.status_mem.clear();
         self.desc_mem.clear();
+        self.peer_mem.clear();
         for gpu in &self.gpus {
             // SAFETY: as above.
             unsafe {
@@ -1487,3 +1640,4 @@ fn load_module(gpu: &Gpu, image: &[u8]) -> Result<Module> {
 /// Compile-time layout checks of the shared structs.
 const _: () = assert!(std::mem::size_of::<ChannelDesc>() == CHANNEL_DESC_BYTES);
 const _: () = assert!(std::mem::size_of::<KernelArgs>() == KERNEL_ARGS_BYTES);
+const _: () = assert!(std::mem::size_of::<PeerArgs>() == PEER_ARGS_BYTES);

@@ -28,6 +28,7 @@ pub const SOURCE_FILES: &[(&str, &str)] = &[
         "collectives.cu",
         include_str!("../../kernels/collectives.cu"),
     ),
+    ("beyond.cu", include_str!("../../kernels/beyond.cu")),
     ("pattern.cu", include_str!("../../kernels/pattern.cu")),
 ];
 

@@ -17,6 +17,7 @@
 //! `f32` where NCCL stores `float`, constants are `f64` where NCCL keeps
 //! `double`, so printed cells and ties come out as NCCL's do.
 
+pub mod beyond;
 pub mod examples;
 pub mod input;
 pub mod knobs;
@@ -127,8 +128,15 @@ impl Coll {
     }
 }
 
-/// NCCL's algorithms, in index order (the tie order of the argmin).
+/// NCCL's algorithms, in index order (the tie order of the argmin), then
+/// planner's own algorithms beyond NCCL's menu (`Algo::BEYOND_NCCL`).
 /// JSON uses NCCL's `ncclAlgoStr` names.
+///
+/// NCCL's tables are indexed by `algo as usize` over `Algo::ALL` (7 entries);
+/// the variants beyond NCCL come after them and are never in `ALL`, never
+/// accepted by `Algo::parse` (the `NCCL_ALGO` syntax) and never given to the
+/// NCCL model: only `Pair::parse` (`--pair`, `--pairs`), the executor and
+/// `model::beyond` know them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Algo {
     Tree = 0,
@@ -141,6 +149,12 @@ pub enum Algo {
     NvlsTree = 5,
     #[serde(rename = "PAT")]
     Pat = 6,
+    /// Beyond NCCL: every rank reads every peer's input and writes its whole
+    /// output (planner's `OneShot/LL` kernel, `kernels/beyond.cu`).
+    OneShot = 7,
+    /// Beyond NCCL: reduce-scatter of 1/n per rank over peer memory, then
+    /// all-gather (planner's `TwoShot/Simple` kernel, `kernels/beyond.cu`).
+    TwoShot = 8,
 }
 
 impl Algo {
@@ -153,34 +167,58 @@ impl Algo {
         Algo::NvlsTree,
         Algo::Pat,
     ];
-    /// `ncclAlgoStr`: init table and `NCCL_ALGO` names.
+    /// planner's algorithms outside NCCL's menu; no NCCL table has a cell for them.
+    pub const BEYOND_NCCL: [Algo; 2] = [Algo::OneShot, Algo::TwoShot];
+    /// `ncclAlgoStr`: init table and `NCCL_ALGO` names (for the algorithms
+    /// beyond NCCL, planner's own name, as `Pair` prints it).
     pub fn nccl_name(self) -> &'static str {
-        [
-            "Tree",
-            "Ring",
-            "CollNetDirect",
-            "CollNetChain",
-            "NVLS",
-            "NVLSTree",
-            "PAT",
-        ][self as usize]
+        match self {
+            Algo::Tree => "Tree",
+            Algo::Ring => "Ring",
+            Algo::CollNetDirect => "CollNetDirect",
+            Algo::CollNetChain => "CollNetChain",
+            Algo::Nvls => "NVLS",
+            Algo::NvlsTree => "NVLSTree",
+            Algo::Pat => "PAT",
+            Algo::OneShot => "OneShot",
+            Algo::TwoShot => "TwoShot",
+        }
     }
-    /// `ncclAlgoToString`: the per-call TUNING line.
+    /// `ncclAlgoToString`: the per-call TUNING line (NCCL never prints the
+    /// algorithms beyond its menu; they get an upper-case name in that style).
     pub fn log_name(self) -> &'static str {
-        [
-            "TREE",
-            "RING",
-            "COLLNET_DIRECT",
-            "COLLNET_CHAIN",
-            "NVLS",
-            "NVLS_TREE",
-            "PAT",
-        ][self as usize]
+        match self {
+            Algo::Tree => "TREE",
+            Algo::Ring => "RING",
+            Algo::CollNetDirect => "COLLNET_DIRECT",
+            Algo::CollNetChain => "COLLNET_CHAIN",
+            Algo::Nvls => "NVLS",
+            Algo::NvlsTree => "NVLS_TREE",
+            Algo::Pat => "PAT",
+            Algo::OneShot => "ONE_SHOT",
+            Algo::TwoShot => "TWO_SHOT",
+        }
     }
     pub fn from_index(i: usize) -> Option<Algo> {
         Algo::ALL.get(i).copied()
     }
-    /// Accepts either NCCL spelling, case-insensitive (`ring`, `NVLS_TREE`, `nvlstree`).
+    /// Whether this is one of planner's algorithms outside NCCL's menu
+    /// (`BEYOND_NCCL`): NCCL's tables have no cell for it.
+    pub fn is_beyond_nccl(self) -> bool {
+        Algo::BEYOND_NCCL.contains(&self)
+    }
+    /// An algorithm beyond NCCL's menu by name, case-insensitive, with or
+    /// without `_` / `-` (`OneShot`, `one-shot`, `TWO_SHOT`); None for
+    /// anything else, NCCL's algorithms included.
+    pub fn parse_beyond_nccl(text: &str) -> Option<Algo> {
+        let key: String = text.chars().filter(|c| *c != '-' && *c != '_').collect();
+        Algo::BEYOND_NCCL
+            .into_iter()
+            .find(|a| a.nccl_name().eq_ignore_ascii_case(&key))
+    }
+    /// Accepts either NCCL spelling, case-insensitive (`ring`, `NVLS_TREE`,
+    /// `nvlstree`). Only NCCL's menu (`Algo::ALL`): this is the `NCCL_ALGO`
+    /// vocabulary, and the algorithms beyond NCCL are refused.
     pub fn parse(text: &str) -> Result<Algo> {
         Algo::ALL
             .into_iter()

@@ -18,7 +18,9 @@ impl Pair {
     }
 
     /// `ALGO/PROTO`, either NCCL spelling of the algorithm, any case, with or
-    /// without `_` / `-` (`ring/ll128`, `NVLS_TREE/SIMPLE`, `nvls-tree/simple`).
+    /// without `_` / `-` (`ring/ll128`, `NVLS_TREE/SIMPLE`, `nvls-tree/simple`),
+    /// or one of planner's pairs beyond NCCL (`OneShot/LL`, `TwoShot/Simple`,
+    /// `model::beyond`), each with the one protocol its kernel uses.
     pub fn parse(text: &str) -> Result<Pair> {
         let bad = || {
             Error::bad_input(format!(
@@ -28,9 +30,26 @@ impl Pair {
             ))
         };
         let (a, p) = text.trim().split_once('/').ok_or_else(bad)?;
+        if let Some(algo) = Algo::parse_beyond_nccl(a.trim()) {
+            let proto = Proto::parse(p.trim()).map_err(|_| bad())?;
+            let own = super::beyond::protocol_of(algo);
+            if Some(proto) != own {
+                return Err(Error::bad_input(format!(
+                    "invalid pair '{text}': {} runs with one protocol only ({})",
+                    algo.nccl_name(),
+                    own.map_or_else(|| "none".to_string(), |p| Pair::new(algo, p).to_string())
+                )));
+            }
+            return Ok(Pair { algo, proto });
+        }
         let algo = Algo::parse(&a.trim().replace(['_', '-'], "")).map_err(|_| bad())?;
         let proto = Proto::parse(p.trim()).map_err(|_| bad())?;
         Ok(Pair { algo, proto })
+    }
+
+    /// Whether the pair is one of planner's own beyond NCCL's menu.
+    pub fn is_beyond_nccl(&self) -> bool {
+        self.algo.is_beyond_nccl()
     }
 
     /// The pairs `--pairs all` covers: Ring and Tree with each protocol.

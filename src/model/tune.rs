@@ -710,6 +710,8 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
                     Algo::NvlsTree => {
                         lat += intra_lat + (2 * log_nodes) as f32 * inter_lat;
                     }
+                    // Not in Algo::ALL, which this loop runs over (model::beyond).
+                    Algo::OneShot | Algo::TwoShot => {}
                     Algo::Pat => {
                         if c.is_ag_rs() {
                             // 2.23-2.27 start from a literal 8 µs (v2.23.4-1 src/graph/tuning.cc:278).

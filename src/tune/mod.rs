@@ -421,13 +421,19 @@ fn plan_of(provenance: Provenance, shape: Shape, decisions: &[Decision]) -> Resu
             })
             .collect();
         for band in bands::merge(&picks) {
+            let algorithm = plan_algo(band.pair.algo).ok_or_else(|| {
+                Error::bad_input(format!(
+                    "the pick at {}..{} bytes is {}, which NCCL cannot run: make the plan from NCCL measurements",
+                    band.min_bytes, band.max_bytes, band.pair
+                ))
+            })?;
             rules.push(Rule {
                 collective: plan_coll(coll),
                 n_ranks: Some(shape.n_ranks),
                 n_nodes: Some(shape.n_nodes),
                 min_bytes: band.min_bytes,
                 max_bytes: band.max_bytes,
-                algorithm: plan_algo(band.pair.algo),
+                algorithm,
                 protocol: plan_proto(band.pair.proto),
                 channels: None,
                 predicted_us: band.predicted_us.filter(|t| t.is_finite() && *t >= 0.0),
@@ -509,10 +515,10 @@ pub fn plan_coll(coll: Coll) -> nccl_tuner_planner::Coll {
     }
 }
 
-/// The model's algorithm as the plan names it.
-pub fn plan_algo(algo: Algo) -> nccl_tuner_planner::Algo {
+/// The model's algorithm as the plan names it; None for planner's own algorithms, which NCCL cannot run.
+pub fn plan_algo(algo: Algo) -> Option<nccl_tuner_planner::Algo> {
     use nccl_tuner_planner::Algo as P;
-    match algo {
+    Some(match algo {
         Algo::Tree => P::Tree,
         Algo::Ring => P::Ring,
         Algo::CollNetDirect => P::CollNetDirect,
@@ -520,7 +526,8 @@ pub fn plan_algo(algo: Algo) -> nccl_tuner_planner::Algo {
         Algo::Nvls => P::Nvls,
         Algo::NvlsTree => P::NvlsTree,
         Algo::Pat => P::Pat,
-    }
+        Algo::OneShot | Algo::TwoShot => return None,
+    })
 }
 
 /// The model's protocol as the plan names it.
@@ -544,8 +551,9 @@ mod tests {
             assert_eq!(plan_coll(coll) as usize, coll as usize, "ncclFunc_t index");
         }
         for algo in Algo::ALL {
-            assert_eq!(plan_algo(algo).nccl_name(), algo.nccl_name());
-            assert_eq!(plan_algo(algo) as usize, algo as usize);
+            let planned = plan_algo(algo).expect("NCCL's algorithms are in the plan format");
+            assert_eq!(planned.nccl_name(), algo.nccl_name());
+            assert_eq!(planned as usize, algo as usize);
         }
         for proto in Proto::ALL {
             assert_eq!(plan_proto(proto).nccl_name(), proto.nccl_name());

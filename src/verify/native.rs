@@ -2,6 +2,10 @@
 //! executor (`runtime::Executor`), timed the same way as the NCCL backend:
 //! per repeat one back-to-back loop of `iters` calls, the slowest GPU's mean
 //! per call; every repeat checks every element first.
+//!
+//! Besides NCCL's pairs it runs planner's all-reduce pairs beyond NCCL's menu
+//! when they are named: `--pairs OneShot/LL,TwoShot/Simple` (`--pairs all`
+//! stays Ring/Tree x LL/LL128/Simple, so result files keep comparing).
 
 use super::run::{NativeBackend, Progress, VerifyRequest};
 use super::{coll_label, Backend, Pair, Row, RowStatus};
@@ -66,7 +70,7 @@ impl NativeBackend for NativeExec {
         };
         if self.choice(request, pair, largest).is_none() {
             return unavailable(format!(
-                "the native executor runs Ring and Tree, and not {}",
+                "the native executor runs Ring, Tree, OneShot and TwoShot, and not {}",
                 coll_label(request.collective)
             ));
         }

@@ -119,7 +119,11 @@ fn nccl_jobs(request: &VerifyRequest, pairs: &[(Pair, Vec<u64>)]) -> Vec<Job> {
         jobs.extend(
             pairs
                 .iter()
-                .filter(|(p, sizes)| nccl::refused_pair(*p).is_none() && !sizes.is_empty())
+                .filter(|(p, sizes)| {
+                    nccl::refused_pair(*p).is_none()
+                        && !p.algo.is_beyond_nccl()
+                        && !sizes.is_empty()
+                })
                 .map(|(p, sizes)| Job {
                     mode: ChildMode::Pinned { pair: *p },
                     variant: Variant::Plain,
@@ -290,6 +294,15 @@ fn refused_rows(request: &VerifyRequest, pairs: &[(Pair, Vec<u64>)]) -> Vec<Row>
                     row.note = Some(why.clone());
                     rows.push(row);
                 }
+            }
+        } else if pair.algo.is_beyond_nccl() && request.backends.contains(&Backend::Nccl) {
+            // planner's own algorithms: the native backend runs them, NCCL has no such algorithm.
+            for &bytes in sizes {
+                let mut row = Row::empty(Backend::Nccl, Some(*pair), bytes, RowStatus::Unavailable);
+                row.note = Some(format!(
+                    "{pair}: not an NCCL algorithm (planner's own kernel)"
+                ));
+                rows.push(row);
             }
         }
     }

@@ -30,8 +30,18 @@ fn every_kernel_compiles_to_sm90_cubin() {
     let (major, _minor) = nvrtc::nvrtc_version().expect("nvrtcVersion");
     assert!(major >= 12, "NVRTC {major}.x is too old for sm_90 CUBIN");
     let variants = Variant::all();
-    // 3 types x (6 all-reduce pairs + 3 Ring/Simple collectives)
-    assert_eq!(variants.len(), 27);
+    // 3 types x (6 all-reduce pairs + OneShot/LL + TwoShot/Simple + 3 Ring/Simple collectives)
+    assert_eq!(variants.len(), 33);
+    for pair in planner::model::beyond::pairs() {
+        assert_eq!(
+            variants
+                .iter()
+                .filter(|v| v.algorithm == pair.algo && v.protocol == pair.proto)
+                .count(),
+            3,
+            "{pair} in every type"
+        );
+    }
     for v in variants {
         let cubin =
             kernels::compile(&v, "sm_90").unwrap_or_else(|e| panic!("{} failed: {e}", v.name()));

@@ -152,7 +152,7 @@ fn outside_the_executors_vocabulary_is_bad_input() {
     assert_eq!(e.exit_code(), 2);
     assert!(e
         .to_string()
-        .contains("NVLS: the executor runs Ring and Tree only"));
+        .contains("NVLS: the executor runs Ring, Tree, OneShot and TwoShot only"));
     // `--coll reduce` keeps the old message (the executor never knew Reduce).
     let e = planner::exec::plan::parse_collective("reduce").unwrap_err();
     assert!(e.to_string().contains("unknown collective 'reduce'"));

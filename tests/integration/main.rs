@@ -8,6 +8,7 @@ mod audit_capture;
 mod calibrate;
 mod calibrate_cli;
 mod cloud_fixtures;
+mod exec_beyond;
 mod exec_cli;
 mod exec_launch;
 mod exec_nvrtc;
