@@ -5,6 +5,7 @@ mod common;
 mod verify_data;
 
 mod audit_capture;
+mod audit_versions;
 mod calibrate;
 mod exec_cli;
 mod exec_launch;
