@@ -218,7 +218,9 @@ fn process_key(prefix: &str) -> String {
 /// `NCCL version 2.20.5+cuda12.4` anywhere in a line: the version word.
 fn bare_version(raw: &str) -> Option<String> {
     let pos = raw.find("NCCL version ")?;
-    let word = raw[pos + "NCCL version ".len()..].split_whitespace().next()?;
+    let word = raw[pos + "NCCL version ".len()..]
+        .split_whitespace()
+        .next()?;
     word.starts_with(|c: char| c.is_ascii_digit())
         .then(|| word.to_string())
 }
@@ -334,7 +336,8 @@ impl NcclLog {
                 g.line = line_no;
                 log.graphs.push(g);
             } else if trimmed.contains(" coll channels,") {
-                log.channels = Some(channel_counts(trimmed, line_no).map_err(|e| bad(line_no, &e))?);
+                log.channels =
+                    Some(channel_counts(trimmed, line_no).map_err(|e| bad(line_no, &e))?);
             } else if let Some(rest) = trimmed.strip_prefix("threadThresholds ") {
                 let nums: Vec<i64> = rest
                     .split(['/', '|'])
@@ -538,7 +541,6 @@ fn graph_line(msg: &str) -> std::result::Result<LogGraph, String> {
         line: 0,
     })
 }
-
 
 /// A per-call line in any of its formats (see `CallFormat`).
 fn call_line(msg: &str, line: usize) -> std::result::Result<LogCall, String> {

@@ -346,31 +346,37 @@ fn compare_calls(
         let (nccl, planner) = match call.format {
             CallFormat::Named => {
                 let (lo, hi) = call.channels.unwrap_or((0, 0));
-                let planner = match Call::new(coll, n_bytes, n_ranks, 1).and_then(|k| model.plan(&k))
-                {
-                    Ok(plan) => match plan.tasks.first() {
-                        Some(t) => format!(
-                            "{} {{{}..{}}}",
-                            pair(t.algo, t.proto),
-                            t.channel_lo,
-                            t.channel_hi
-                        ),
-                        None => "no task".to_string(),
-                    },
-                    Err(e) => format!("error: {e}"),
-                };
-                (format!("{} {{{lo}..{hi}}}", pair(call.algo, call.proto)), planner)
+                let planner =
+                    match Call::new(coll, n_bytes, n_ranks, 1).and_then(|k| model.plan(&k)) {
+                        Ok(plan) => match plan.tasks.first() {
+                            Some(t) => format!(
+                                "{} {{{}..{}}}",
+                                pair(t.algo, t.proto),
+                                t.channel_lo,
+                                t.channel_hi
+                            ),
+                            None => "no task".to_string(),
+                        },
+                        Err(e) => format!("error: {e}"),
+                    };
+                (
+                    format!("{} {{{lo}..{hi}}}", pair(call.algo, call.proto)),
+                    planner,
+                )
             }
             CallFormat::NamedTimed | CallFormat::Timed => {
                 // NCCL prints the model's time with `%f` of a float.
-                let planner = match Call::new(coll, n_bytes, n_ranks, 1).and_then(|k| {
-                    model.choose(coll, k.model_bytes, model.num_pipe_ops(1))
-                }) {
+                let planner = match Call::new(coll, n_bytes, n_ranks, 1)
+                    .and_then(|k| model.choose(coll, k.model_bytes, model.num_pipe_ops(1)))
+                {
                     Ok(ch) => format!("{} time {:.6}", pair(ch.algo, ch.proto), ch.time_us as f64),
                     Err(e) => format!("error: {e}"),
                 };
                 let time = call.time_us.as_deref().unwrap_or("?");
-                (format!("{} time {time}", pair(call.algo, call.proto)), planner)
+                (
+                    format!("{} time {time}", pair(call.algo, call.proto)),
+                    planner,
+                )
             }
         };
         let what = if call.trace {
@@ -461,13 +467,22 @@ fn compare_connection(
             planner,
         );
     }
-    let tree_text = |up: i32, rank: i32, d: [i32; 3]| format!("{}/{}/{}->{rank}->{up}", d[0], d[1], d[2]);
+    let tree_text =
+        |up: i32, rank: i32, d: [i32; 3]| format!("{}/{}/{}->{rank}->{up}", d[0], d[1], d[2]);
     for t in &log.trees {
-        let planner = match conn.trees.get(t.channel).and_then(|v| v.get(t.rank as usize)) {
+        let planner = match conn
+            .trees
+            .get(t.channel)
+            .and_then(|v| v.get(t.rank as usize))
+        {
             Some(p) if t.rank >= 0 => tree_text(p.up, t.rank, p.down),
             _ => format!("no tree {} for rank {}", t.channel, t.rank),
         };
-        let kind = if t.across_nodes { "tree (across nodes)" } else { "tree" };
+        let kind = if t.across_nodes {
+            "tree (across nodes)"
+        } else {
+            "tree"
+        };
         c.check(
             t.line,
             format!("{kind} {} rank {}", t.channel, t.rank),

@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod channels;
+pub mod diff;
 pub mod explain;
 pub mod run;
 pub mod source;
@@ -49,6 +50,8 @@ pub enum Command {
     RendezvousCheck(verify::RendezvousCheckArgs),
     /// Run one plan with planner's own kernels on the local GPUs: time, algbw, busbw, #wrong
     Run(run::RunArgs),
+    /// What changed: two NCCL versions on this machine (--nccl-version A --against B), or two verify result files
+    Diff(diff::DiffArgs),
 }
 
 pub fn run(cli: Cli) -> Result<()> {
@@ -62,5 +65,6 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::NcclChild => verify::nccl_child(),
         Command::RendezvousCheck(args) => verify::rendezvous_check(args),
         Command::Run(args) => run::run(args, &cli.source),
+        Command::Diff(args) => diff::run(&cli.source, &cli.graph, args),
     }
 }

@@ -55,7 +55,12 @@ fn issue1453_nccl_2_22_per_call_lines_and_times() {
         .all(|c| c.format == CallFormat::Timed && c.coll.is_none() && c.channels.is_none()));
     let first = &log.calls[0];
     assert_eq!(
-        (first.bytes, first.algo, first.proto, first.time_us.as_deref()),
+        (
+            first.bytes,
+            first.algo,
+            first.proto,
+            first.time_us.as_deref()
+        ),
         (256, Algo::Tree, Proto::Ll, Some("25.229528"))
     );
     // nccl-tests output glued in front of NCCL's prefix still gives the process.
@@ -85,8 +90,12 @@ fn issue1453_nccl_2_22_per_call_lines_and_times() {
     // The check can fail: a balanced-tree graph (no x0.85) moves every Tree/LL time.
     let mut balanced = issue1453_model("2.22");
     balanced.input.tree.pattern = Pattern::BalancedTree;
-    let balanced = Model::new(balanced.input, NcclEnv::default(), table::builtin("2.22").unwrap())
-        .unwrap();
+    let balanced = Model::new(
+        balanced.input,
+        NcclEnv::default(),
+        table::builtin("2.22").unwrap(),
+    )
+    .unwrap();
     let report = audit::audit(&log, &balanced, None).unwrap();
     let d = &report.differences[0];
     assert_eq!(
@@ -105,7 +114,11 @@ fn issue1453_through_the_cli_compares_rings_with_the_fixture() {
         .args(["--nccl-version", "2.22", "--json"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["table_family"], "2.22");
     let diffs = v["differences"].as_array().unwrap();
@@ -160,20 +173,25 @@ h:7:7 [0] NCCL INFO ReduceScatter: 1024 Bytes -> Algo PAT proto SIMPLE channel{L
     );
     assert!(c[1].trace && c[1].coll.is_none() && c[1].algo == Algo::Nvls);
     // The Broadcast opCount line (NCCL_COLL) names the next call of its process.
-    assert_eq!((c[2].coll, c[2].coll_line), (Some(Coll::Broadcast), Some(3)));
+    assert_eq!(
+        (c[2].coll, c[2].coll_line),
+        (Some(Coll::Broadcast), Some(3))
+    );
     assert_eq!(c[3].channels, Some((0, 1)));
     assert_eq!(c[3].n_bytes(8), 8192, "per-rank bytes x nRanks");
     assert_eq!(c[0].n_bytes(8), 37756928, "nBytes as printed");
     // Broken lines name the line.
-    let err = NcclLog::parse("x NCCL INFO 12 Bytes -> Algo 9 proto 0 time 1.0", "b.log")
-        .unwrap_err();
+    let err =
+        NcclLog::parse("x NCCL INFO 12 Bytes -> Algo 9 proto 0 time 1.0", "b.log").unwrap_err();
     assert_eq!(
         err.to_string(),
         "b.log:1: unknown algorithm index 9 in per-call line"
     );
-    let err = NcclLog::parse("x NCCL INFO 12 Bytes -> Algo 1 proto 0 time fast", "b.log")
-        .unwrap_err();
-    assert!(err.to_string().starts_with("b.log:1: per-call line does not parse"));
+    let err =
+        NcclLog::parse("x NCCL INFO 12 Bytes -> Algo 1 proto 0 time fast", "b.log").unwrap_err();
+    assert!(err
+        .to_string()
+        .starts_with("b.log:1: per-call line does not parse"));
 }
 
 #[test]
@@ -300,7 +318,9 @@ fn tuner_plugin_decisions_are_checked_against_nccls_choice() {
         (d.nccl.as_str(), d.planner.as_str()),
         ("RING LL", "TREE SIMPLE")
     );
-    assert!(d.what.starts_with("AllReduce: 65536 Bytes (planner-tuner rule 1"));
+    assert!(d
+        .what
+        .starts_with("AllReduce: 65536 Bytes (planner-tuner rule 1"));
     assert_eq!(report.plugin.unwrap().steered_followed, 1);
 }
 
@@ -323,7 +343,10 @@ fn a_log_newer_than_the_newest_model_uses_the_newest_with_one_line() {
     // Through the CLI: the capture log relabelled 2.31: one notice line on stderr.
     let text = std::fs::read_to_string(golden("nccl-init-rank0.log"))
         .unwrap()
-        .replace("NCCL version 2.28.9+cuda13.0", "NCCL version 2.31.0+cuda13.0");
+        .replace(
+            "NCCL version 2.28.9+cuda13.0",
+            "NCCL version 2.31.0+cuda13.0",
+        );
     let dir = std::env::temp_dir().join(format!("planner-audit-v-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("new.log");
@@ -336,7 +359,10 @@ fn a_log_newer_than_the_newest_model_uses_the_newest_with_one_line() {
     assert!(out.status.success());
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("is newer than the newest modelled family"), "{err}");
+    assert!(
+        err.contains("is newer than the newest modelled family"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -376,7 +402,10 @@ fn the_tuning_table_as_model_cells() {
         assert_eq!(pick(&steered), (algo, proto), "{line}");
         differ_before += (pick(&old) != (algo, proto)) as usize;
     }
-    assert!(differ_before > 0, "the 2.18 model alone should differ somewhere");
+    assert!(
+        differ_before > 0,
+        "the 2.18 model alone should differ somewhere"
+    );
     // A log without a table is a bad input naming the log.
     let calls_only = NcclLog::parse(
         "NCCL INFO AllReduce: 8 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}",
@@ -385,7 +414,9 @@ fn the_tuning_table_as_model_cells() {
     .unwrap();
     let err = table_from_log(&calls_only).unwrap_err();
     assert_eq!(err.exit_code(), 2);
-    assert!(err.to_string().starts_with("calls.log: no init tuning table"));
+    assert!(err
+        .to_string()
+        .starts_with("calls.log: no init tuning table"));
 }
 
 #[test]
@@ -409,7 +440,11 @@ fn capture_log_with_its_per_call_lines_has_no_difference() {
         .arg("--json")
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["differences"].as_array().unwrap().len(), 0, "{v}");
     let calls = text.lines().filter(|l| l.contains("Bytes -> Algo")).count();

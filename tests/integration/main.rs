@@ -7,6 +7,8 @@ mod verify_data;
 mod audit_capture;
 mod audit_versions;
 mod calibrate;
+mod diff_runs;
+mod diff_versions;
 mod exec_cli;
 mod exec_launch;
 mod exec_nvrtc;
