@@ -547,7 +547,15 @@ pub fn audit_log(opts: &AuditOptions) -> Result<AuditReport> {
     };
     let model =
         pipeline::model_from_graphs(&cluster, &graphs, channels, table, env, NvlsFlag::Auto)?;
+    let family = model.table.family.clone();
     let mut report = audit(&log, &model, search.as_ref())?;
+    if notice.is_some() {
+        // A family planner has no table for: the newest (or nearest) one's rules stand in.
+        report.not_checked.push(format!(
+            "NCCL {}'s own rules (per-call choice, channels, threads): the {family} model stands in for them",
+            log.version.as_deref().unwrap_or("?")
+        ));
+    }
     report.notices.splice(0..0, notice);
     Ok(report)
 }

@@ -196,8 +196,8 @@ fn pct(from: f64, to: f64) -> f64 {
     }
 }
 
-/// The table of `family` with one constant (`what`, a dotted path) set to `value`.
-fn table_with(family: &str, what: &str, value: &Value) -> Result<TuningTable> {
+/// The table of `family` with constants (dotted paths) set to new values.
+fn table_with(family: &str, values: &[(&str, &Value)]) -> Result<TuningTable> {
     let text = table::EMBEDDED
         .iter()
         .find(|(f, _)| *f == family)
@@ -205,19 +205,34 @@ fn table_with(family: &str, what: &str, value: &Value) -> Result<TuningTable> {
         .ok_or_else(|| Error::runtime(format!("no built-in table {family}")))?;
     let mut root: Value = serde_json::from_str(text)
         .map_err(|e| Error::runtime(format!("built-in nccl-{family}.json: {e}")))?;
-    let mut node = &mut root;
-    for key in what.split('.') {
-        node = node.get_mut(key).ok_or_else(|| {
-            Error::runtime(format!(
-                "built-in nccl-{family}.json has no '{what}' (named in changes_from_previous)"
-            ))
-        })?;
+    for (what, value) in values {
+        let mut node = &mut root;
+        for key in what.split('.') {
+            node = node.get_mut(key).ok_or_else(|| {
+                Error::runtime(format!(
+                    "built-in nccl-{family}.json has no '{what}' (named in changes_from_previous)"
+                ))
+            })?;
+        }
+        *node = (*value).clone();
     }
-    *node = value.clone();
+    let names: Vec<&str> = values.iter().map(|(w, _)| *w).collect();
     TuningTable::parse(
         &root.to_string(),
-        &format!("built-in nccl-{family}.json with {what} = {value}"),
+        &format!(
+            "built-in nccl-{family}.json with {} changed",
+            names.join(", ")
+        ),
     )
+}
+
+/// Constants that only make sense together: the three tree correction rows must keep one length.
+fn group_key(what: &str) -> &str {
+    if what.starts_with("tree_correction_factor.") {
+        "tree_correction_factor"
+    } else {
+        what
+    }
 }
 
 /// The table of `family` with the rules of `rules_of` (its family number).
@@ -377,6 +392,22 @@ fn multi_node_only(rule: Rule) -> bool {
     )
 }
 
+/// Rules that only act on lists the user gave (`NCCL_ALGO`, `NCCL_PROTO`).
+fn user_lists_only(rule: Rule) -> bool {
+    matches!(
+        rule,
+        Rule::PerFunctionAlgoProtoLists
+            | Rule::RingNeverDisabledOutsideAllReduce
+            | Rule::CollnetOnlyAlgoIgnored
+    )
+}
+
+/// A rule whose scope names algorithms or a protocol (not every cell).
+fn specific(rule: Rule) -> bool {
+    let (algos, proto, _) = rule_scope(rule);
+    !algos.is_empty() || proto.is_some()
+}
+
 fn rule_touches(info: &RuleInfo, coll: Coll, cells: &[Pair], n_nodes: usize) -> bool {
     let (algos, proto, colls) = rule_scope(info.rule);
     (n_nodes > 1 || !multi_node_only(info.rule))
@@ -386,7 +417,8 @@ fn rule_touches(info: &RuleInfo, coll: Coll, cells: &[Pair], n_nodes: usize) -> 
         })
 }
 
-/// One re-evaluation of a step: the change(s), the older family's model with them applied
+/// One re-evaluation of a step: the change(s) (one constant, the constants that only go
+/// together, or all rule changes of the step), the older family's model with them applied
 /// (`forward`), and the newer family's model with them reverted (`backward`).
 struct Variant {
     changes: Vec<ChangeText>,
@@ -405,17 +437,29 @@ struct StepModels {
 
 fn build_step(m: &Machine, x: &'static str, y: &'static str) -> Result<StepModels> {
     let changes = step_changes(x, y)?;
-    let mut constants = Vec::new();
+    let mut groups: Vec<Vec<ChangeText>> = Vec::new();
     let mut rule_changes = Vec::new();
     for c in changes {
         if c.what.starts_with("rule:") {
             rule_changes.push(c);
             continue;
         }
-        let forward = m.model(table_with(x, &c.what, &c.to)?)?;
-        let backward = m.model(table_with(y, &c.what, &c.from)?)?;
+        match groups
+            .iter_mut()
+            .find(|g| group_key(&g[0].what) == group_key(&c.what))
+        {
+            Some(g) => g.push(c),
+            None => groups.push(vec![c]),
+        }
+    }
+    let mut constants = Vec::new();
+    for g in groups {
+        let to: Vec<(&str, &Value)> = g.iter().map(|c| (c.what.as_str(), &c.to)).collect();
+        let from: Vec<(&str, &Value)> = g.iter().map(|c| (c.what.as_str(), &c.from)).collect();
+        let forward = m.model(table_with(x, &to)?)?;
+        let backward = m.model(table_with(y, &from)?)?;
         constants.push(Variant {
-            changes: vec![c],
+            changes: g,
             forward,
             backward,
         });
@@ -522,14 +566,21 @@ fn causes_of(
         let before = out.len();
         for v in &step.constants {
             if let Some((e, text)) = strongest(v)?.filter(|(e, _)| e.matters()) {
-                out.push(Cause {
-                    family: newer(step.x, step.y).to_string(),
-                    change: v.changes[0].clone(),
-                    together_with: Vec::new(),
-                    effect: text,
-                    flips: e.flip.is_some(),
-                    time_change_pct: if e.flip.is_some() { 0.0 } else { e.pct },
-                });
+                for c in &v.changes {
+                    out.push(Cause {
+                        family: newer(step.x, step.y).to_string(),
+                        change: c.clone(),
+                        together_with: v
+                            .changes
+                            .iter()
+                            .filter(|o| o.what != c.what)
+                            .map(|o| o.what.clone())
+                            .collect(),
+                        effect: text.clone(),
+                        flips: e.flip.is_some(),
+                        time_change_pct: if e.flip.is_some() { 0.0 } else { e.pct },
+                    });
+                }
             }
         }
         if let Some(v) = &step.rules {
@@ -538,19 +589,30 @@ fn causes_of(
                 if let Some((p, q)) = e.flip {
                     cells.extend([p, q]);
                 }
-                let named: Vec<&ChangeText> = v
+                // The rules whose code can touch these cells: those naming the cells'
+                // algorithms or protocols first, then rules of every cell, else all of them.
+                let user_lists = step.base_x.env.user_lists_set();
+                let in_scope: Vec<(&ChangeText, &RuleInfo)> = v
                     .changes
                     .iter()
-                    .filter(|c| {
-                        rule_info(&c.what).is_some_and(|i| {
-                            i.modelled && rule_touches(i, coll, &cells, step.base_x.input.n_nodes)
-                        })
+                    .filter_map(|c| rule_info(&c.what).map(|i| (c, i)))
+                    .filter(|(_, i)| {
+                        i.modelled
+                            && (user_lists || !user_lists_only(i.rule))
+                            && rule_touches(i, coll, &cells, step.base_x.input.n_nodes)
                     })
                     .collect();
-                let named = if named.is_empty() {
-                    v.changes.iter().collect()
+                let specific_ones: Vec<&ChangeText> = in_scope
+                    .iter()
+                    .filter(|(_, i)| specific(i.rule))
+                    .map(|(c, _)| *c)
+                    .collect();
+                let named: Vec<&ChangeText> = if !specific_ones.is_empty() {
+                    specific_ones
+                } else if !in_scope.is_empty() {
+                    in_scope.iter().map(|(c, _)| *c).collect()
                 } else {
-                    named
+                    v.changes.iter().collect()
                 };
                 let names: Vec<String> = named
                     .iter()
@@ -823,7 +885,7 @@ mod tests {
 
     #[test]
     fn one_constant_changes_and_nothing_else() {
-        let t = table_with("2.23", "factors.pat_bw", &0.75.into()).unwrap();
+        let t = table_with("2.23", &[("factors.pat_bw", &0.75.into())]).unwrap();
         let mut want = table::builtin("2.23").unwrap();
         want.factors.pat_bw = 0.75;
         want.source = t.source.clone();

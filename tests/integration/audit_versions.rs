@@ -363,6 +363,13 @@ fn a_log_newer_than_the_newest_model_uses_the_newest_with_one_line() {
         err.contains("is newer than the newest modelled family"),
         "{err}"
     );
+    // The capture's cells are the same in the newest model; the report says what stood in.
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("0 difference(s)"), "{text}");
+    assert!(
+        text.contains("Not checked: NCCL 2.31.0+cuda13.0's own rules (per-call choice, channels, threads): the 2.30 model stands in for them"),
+        "{text}"
+    );
 }
 
 #[test]
