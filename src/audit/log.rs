@@ -276,6 +276,8 @@ impl NcclLog {
         let bad = |line: usize, what: &str| Error::bad_input(format!("{source}:{line}: {what}"));
         let mut table = TableBuilder::default();
         let mut nccl_lines = 0usize;
+        // The process whose graph lines are kept.
+        let mut graph_process: Option<String> = None;
         // The last `Func: opCount ...` line per process: (collective, line).
         let mut last_coll: Vec<(String, Option<Coll>, usize)> = Vec::new();
         for (i, raw) in text.lines().enumerate() {
@@ -334,7 +336,10 @@ impl NcclLog {
             } else if trimmed.starts_with("Pattern ") {
                 let mut g = graph_line(trimmed).map_err(|e| bad(line_no, &e))?;
                 g.line = line_no;
-                log.graphs.push(g);
+                // Every rank prints its graphs; a log of several processes keeps the first one's.
+                if *graph_process.get_or_insert_with(|| process.clone()) == process {
+                    log.graphs.push(g);
+                }
             } else if trimmed.contains(" coll channels,") {
                 log.channels =
                     Some(channel_counts(trimmed, line_no).map_err(|e| bad(line_no, &e))?);

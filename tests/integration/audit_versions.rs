@@ -212,6 +212,34 @@ h:1:1 [0] NCCL INFO 1024 Bytes -> Algo 1 proto 0 time 8.000000
     assert_eq!(log.channels, Some((16, 0, 3)));
 }
 
+#[test]
+fn a_log_of_several_processes_keeps_one_set_of_graphs() {
+    // Every rank prints its graph lines; ring and tree lines name their rank.
+    let text = "a:1:1 [0] NCCL INFO Pattern 4, crossNic 0, nChannels 2, bw 20.000000/20.000000, type NVL/PIX, sameChannels 1
+b:2:2 [1] NCCL INFO Pattern 4, crossNic 0, nChannels 2, bw 20.000000/20.000000, type NVL/PIX, sameChannels 1
+a:1:1 [0] NCCL INFO Pattern 1, crossNic 0, nChannels 2, bw 40.000000/40.000000, type NVL/PIX, sameChannels 0
+b:2:2 [1] NCCL INFO Pattern 1, crossNic 0, nChannels 2, bw 40.000000/40.000000, type NVL/PIX, sameChannels 0
+a:1:1 [0] NCCL INFO Ring 00 : 1 -> 0 -> 1
+b:2:2 [1] NCCL INFO Ring 00 : 0 -> 1 -> 0
+b:2:2 [1] NCCL INFO Trees [0] -1/-1/-1->1->0 [1] -1/-1/-1->1->0
+a:1:1 [0] NCCL INFO AllReduce: 8 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}
+";
+    let log = NcclLog::parse(text, "ranks.log").unwrap();
+    assert_eq!(log.graphs.len(), 2);
+    assert_eq!(log.graphs[1].line, 3);
+    assert_eq!(
+        log.ring_links.iter().map(|l| l.rank).collect::<Vec<_>>(),
+        [0, 1]
+    );
+    assert_eq!(
+        log.trees
+            .iter()
+            .map(|t| (t.channel, t.rank, t.up))
+            .collect::<Vec<_>>(),
+        [(0, 1, 0), (1, 1, 0)]
+    );
+}
+
 /// The capture's log with its NCCL table in the 2.18-2.22 layout (two blocks, no PAT).
 fn six_block_log(version: &str) -> String {
     let full = std::fs::read_to_string(golden("nccl-init-rank0.log")).unwrap();
