@@ -11,6 +11,7 @@ pub mod units;
 pub mod audit;
 pub mod calibrate;
 pub mod cli;
+pub mod diff;
 pub mod exec;
 pub mod gpu;
 pub mod limits;

@@ -1,11 +1,29 @@
-//! Reader for an `NCCL_DEBUG=INFO` log (`NCCL_DEBUG_SUBSYS=INIT,GRAPH,TUNING`):
-//! version, environment, communicator shape, searched graphs, channel
-//! counts, the init tuning table and the per-call choices. Lines from other
-//! programs are ignored; an NCCL line that starts one of these records but
-//! does not parse is a bad input naming the file and line.
+//! Reader for an `NCCL_DEBUG=INFO` log (`NCCL_DEBUG_SUBSYS=INIT,GRAPH,TUNING`) of any NCCL
+//! from 2.18 on: version, environment, communicator shape, searched graphs, channel counts,
+//! rings and trees, the init tuning table, the per-call choices, and the decision lines of
+//! planner's tuner plugin. Lines from other programs are ignored; an NCCL line that starts
+//! one of these records but does not parse is a bad input naming the file and line.
+//!
+//! The formats changed between families (each read in the tag's source):
+//! * per-call lines: `Func: N Bytes -> Algo RING proto LL channel{Lo..Hi}={a..b}` from 2.24
+//!   (v2.24.3-1 src/enqueue.cc:678, N = per-rank count x type size); `Func: N Bytes -> Algo 1
+//!   proto 0 time T` in 2.23 (v2.23.4-1 src/enqueue.cc:1855); `N Bytes -> Algo 1 proto 0 time T`
+//!   as INFO in 2.20-2.22 (v2.20.5-1 src/enqueue.cc:1498, v2.22.3-1 :1613) and as TRACE in
+//!   every family (v2.18.6-1 src/enqueue.cc:1186, v2.28.9-1 :1863); N is NCCL's `nBytes`
+//!   (all ranks' data for AllGather/ReduceScatter) and T the model's time in µs;
+//! * the version: an INFO line, or `NCCL version X` printed bare on stdout (always up to 2.21,
+//!   v2.18.6-1 src/init.cc:452; at NCCL_DEBUG=VERSION or WARN from 2.22, v2.22.3-1 :495);
+//! * the init table: two blocks of three algorithms up to 2.22 (v2.18.6-1
+//!   src/graph/tuning.cc:303-335), a third block with PAT from 2.23;
+//! * channel counts: `%d coll channels, %d nvls channels, ...` (v2.18.6-1 src/init.cc:1113),
+//!   with `%d collnet channels` after the first count from 2.20 (v2.20.5-1 src/init.cc:1256);
+//! * ring lines `Channel cc/nn :` + ranks (rank 0; at most 20 ranks of `%4d` up to 2.22,
+//!   v2.18.6-1 src/graph/rings.cc:35 and `dumpLine`; 128 characters from 2.23), `Ring cc : p ->
+//!   r -> n` (v2.18.6-1 src/init.cc:1042), `Trees [c] d0/d1/d2->r->up ...` (:1045) and, across
+//!   nodes, `Tree c : up -> r -> d0/d1/d2` (v2.18.6-1 src/graph/connect.cc:161).
 
 use crate::error::{Error, Result};
-use crate::model::{Algo, Coll, Proto};
+use crate::model::{rules, Algo, Coll, Proto};
 use crate::search::Pattern;
 use crate::topo::PathType;
 use serde::Serialize;
@@ -38,19 +56,114 @@ pub struct LogTable {
     pub max_threads: Vec<Vec<Option<i64>>>,
     /// `[func][algo][proto]`.
     pub cells: Vec<Vec<Vec<Option<LogCell>>>>,
+    /// The algorithms that have a block: 6 up to 2.22 (no PAT), 7 from 2.23.
+    pub algorithms: Vec<Algo>,
     /// Line of the first `Algorithm` header.
     pub line: usize,
+}
+
+/// The shape of a per-call line (see the module comment).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum CallFormat {
+    /// `Func: N Bytes -> Algo RING proto LL channel{Lo..Hi}={a..b}` (2.24+): N per rank.
+    Named,
+    /// `Func: N Bytes -> Algo 1 proto 0 time T` (2.23): N is `nBytes`.
+    NamedTimed,
+    /// `N Bytes -> Algo 1 proto 0 time T` (INFO 2.20-2.22, TRACE always): N is `nBytes`.
+    Timed,
 }
 
 /// One per-call line.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LogCall {
-    pub coll: Coll,
+    /// None when the line does not name it and no `Func: opCount ...` line of the
+    /// same process came before it.
+    pub coll: Option<Coll>,
+    /// Line of the `Func: opCount ...` (NCCL_COLL) line that named the collective of a
+    /// `Timed` call.
+    pub coll_line: Option<usize>,
+    pub format: CallFormat,
+    /// The bytes as printed: per rank for `Named`, NCCL's `nBytes` otherwise.
     pub bytes: u64,
     pub algo: Algo,
     pub proto: Proto,
-    pub channel_lo: usize,
-    pub channel_hi: usize,
+    /// `channel{Lo..Hi}` (`Named` lines only).
+    pub channels: Option<(usize, usize)>,
+    /// The model's time as printed (`%f`, µs; `NamedTimed` and `Timed` lines).
+    pub time_us: Option<String>,
+    /// A TRACE line (every rank prints them) rather than rank 0's INFO line.
+    pub trace: bool,
+    /// `host:pid` of the line's prefix ("" when the log has no prefix).
+    pub process: String,
+    pub line: usize,
+}
+
+impl LogCall {
+    /// NCCL's `nBytes` of the call (what the model and the tuner plugin see).
+    pub fn n_bytes(&self, n_ranks: usize) -> u64 {
+        match (self.format, self.coll) {
+            (CallFormat::Named, Some(c)) if c.is_ag_rs() => self.bytes * n_ranks as u64,
+            _ => self.bytes,
+        }
+    }
+}
+
+/// `Channel cc/nn : r r r ...`: a ring as rank 0 prints it (possibly cut short).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LogRing {
+    pub channel: usize,
+    pub n_channels: usize,
+    pub ranks: Vec<i32>,
+    pub line: usize,
+}
+
+/// `Ring cc : prev -> rank -> next`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LogRingLink {
+    pub channel: usize,
+    pub prev: i32,
+    pub rank: i32,
+    pub next: i32,
+    pub line: usize,
+}
+
+/// One tree entry: from `Trees [c] d0/d1/d2->rank->up` or `Tree c : up -> rank -> d0/d1/d2`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LogTreeLink {
+    pub channel: usize,
+    pub up: i32,
+    pub rank: i32,
+    pub down: [i32; 3],
+    /// True for a `Tree c :` line (the links across nodes, `connectTrees`).
+    pub across_nodes: bool,
+    pub line: usize,
+}
+
+/// What planner's tuner plugin did for one call (tuner/README.md, "Log line formats").
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum PluginOutcome {
+    /// `ALGO/PROTO channels C (rule I)`: the plugin set the pair (and C channels).
+    Steered {
+        algo: Algo,
+        proto: Proto,
+        channels: Option<u32>,
+        rule: usize,
+    },
+    /// `kept (WHY)`: NCCL's own choice stands.
+    Kept(String),
+}
+
+/// `planner-tuner: COLL BYTES bytes nRanks R nNodes N -> OUTCOME`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PluginDecision {
+    /// None for `func<N>` (a collective the model does not know).
+    pub coll: Option<Coll>,
+    /// NCCL's `nBytes`.
+    pub n_bytes: u64,
+    pub n_ranks: usize,
+    pub n_nodes: usize,
+    pub outcome: PluginOutcome,
+    pub process: String,
     pub line: usize,
 }
 
@@ -69,10 +182,47 @@ pub struct NcclLog {
     pub graphs: Vec<LogGraph>,
     /// `N coll channels, .. M nvls channels`: (coll, nvls, line).
     pub channels: Option<(usize, usize, usize)>,
+    pub rings: Vec<LogRing>,
+    pub ring_links: Vec<LogRingLink>,
+    pub trees: Vec<LogTreeLink>,
     pub table: Option<LogTable>,
     /// `threadThresholds a/b/c | d/e/f | g | h` and its line.
     pub thread_thresholds: Option<([i64; 8], usize)>,
     pub calls: Vec<LogCall>,
+    /// The plugin's `plan PATH applies: ...` line and its line number.
+    pub plugin_plan: Option<(String, usize)>,
+    pub plugin_decisions: Vec<PluginDecision>,
+}
+
+/// The family (`(2, 22)`) a version string names, if it names one.
+pub fn version_family(version: &str) -> Option<rules::Family> {
+    crate::model::table::family_of(version)
+        .ok()
+        .and_then(|f| rules::parse_family(&f))
+}
+
+/// `host:pid` of a line's prefix (`host:pid:tid [dev] `, after any launcher tag), or "".
+fn process_key(prefix: &str) -> String {
+    let words: Vec<&str> = prefix.split_whitespace().collect();
+    // The last word before NCCL's `[dev]` (INFO) or `[dev] ms func:line` (TRACE) is `host:pid:tid`.
+    let id = words
+        .iter()
+        .rev()
+        .find(|w| w.matches(':').count() >= 2 && !w.starts_with('['));
+    match id.and_then(|w| w.rsplit_once(':')) {
+        Some((host_pid, _tid)) => host_pid.to_string(),
+        None => String::new(),
+    }
+}
+
+/// `NCCL version 2.20.5+cuda12.4` anywhere in a line: the version word.
+fn bare_version(raw: &str) -> Option<String> {
+    let pos = raw.find("NCCL version ")?;
+    let word = raw[pos + "NCCL version ".len()..]
+        .split_whitespace()
+        .next()?;
+    word.starts_with(|c: char| c.is_ascii_digit())
+        .then(|| word.to_string())
 }
 
 impl NcclLog {
@@ -83,6 +233,11 @@ impl NcclLog {
             .rev()
             .find(|(n, _, _)| n == name)
             .map(|(_, v, _)| v.as_str())
+    }
+
+    /// The family of the log's version, if it names one.
+    pub fn family(&self) -> Option<rules::Family> {
+        self.version.as_deref().and_then(version_family)
     }
 
     /// Read a log file.
@@ -109,21 +264,50 @@ impl NcclLog {
             local_ranks: None,
             graphs: Vec::new(),
             channels: None,
+            rings: Vec::new(),
+            ring_links: Vec::new(),
+            trees: Vec::new(),
             table: None,
             thread_thresholds: None,
             calls: Vec::new(),
+            plugin_plan: None,
+            plugin_decisions: Vec::new(),
         };
         let bad = |line: usize, what: &str| Error::bad_input(format!("{source}:{line}: {what}"));
         let mut table = TableBuilder::default();
         let mut nccl_lines = 0usize;
+        // The process whose graph lines are kept.
+        let mut graph_process: Option<String> = None;
+        // The last `Func: opCount ...` line per process: (collective, line).
+        let mut last_coll: Vec<(String, Option<Coll>, usize)> = Vec::new();
         for (i, raw) in text.lines().enumerate() {
             let line_no = i + 1;
-            let Some(pos) = raw.find("NCCL INFO ") else {
+            let (pos, marker, trace) = if let Some(p) = raw.find("NCCL INFO ") {
+                (p, "NCCL INFO ", false)
+            } else if let Some(p) = raw.find("NCCL TRACE ") {
+                (p, "NCCL TRACE ", true)
+            } else {
+                // Up to 2.21 the version goes to stdout without NCCL's prefix.
+                if log.version.is_none() {
+                    log.version = bare_version(raw);
+                }
                 continue;
             };
             nccl_lines += 1;
-            let msg = &raw[pos + "NCCL INFO ".len()..];
+            let process = process_key(&raw[..pos]);
+            let msg = &raw[pos + marker.len()..];
             let trimmed = msg.trim();
+            if trace {
+                // Only TRACE's per-call line is read (NCCL_COLL, `ENABLE_TRACE` builds).
+                if trimmed.contains(" Bytes -> Algo ") && trimmed.contains(" time ") {
+                    let mut call = call_line(trimmed, line_no).map_err(|e| bad(line_no, &e))?;
+                    call.trace = true;
+                    call.process = process;
+                    fill_coll(&mut call, &last_coll);
+                    log.calls.push(call);
+                }
+                continue;
+            }
             if table.open() && !table.accepts(msg) {
                 table.finish(source, line_no)?;
             }
@@ -144,19 +328,21 @@ impl NcclLog {
                 log.n_ranks = field("nRanks")?;
                 log.n_nodes = field("nNodes")?;
                 log.local_ranks = field("localRanks")?;
+            } else if trimmed.contains(" nranks ") && trimmed.ends_with("Init START") {
+                // 2.18-2.19 have no `comm ... nRanks` line; the init line has the rank count.
+                if log.n_ranks.is_none() {
+                    log.n_ranks = word_after(trimmed, "nranks").and_then(|w| w.parse().ok());
+                }
             } else if trimmed.starts_with("Pattern ") {
                 let mut g = graph_line(trimmed).map_err(|e| bad(line_no, &e))?;
                 g.line = line_no;
-                log.graphs.push(g);
-            } else if trimmed.contains(" coll channels,") {
-                let nums: Vec<usize> = trimmed
-                    .split(',')
-                    .filter_map(|part| part.split_whitespace().next()?.parse().ok())
-                    .collect();
-                if nums.len() < 3 {
-                    return Err(bad(line_no, "channel counts line is cut short"));
+                // Every rank prints its graphs; a log of several processes keeps the first one's.
+                if *graph_process.get_or_insert_with(|| process.clone()) == process {
+                    log.graphs.push(g);
                 }
-                log.channels = Some((nums[0], nums[2], line_no));
+            } else if trimmed.contains(" coll channels,") {
+                log.channels =
+                    Some(channel_counts(trimmed, line_no).map_err(|e| bad(line_no, &e))?);
             } else if let Some(rest) = trimmed.strip_prefix("threadThresholds ") {
                 let nums: Vec<i64> = rest
                     .split(['/', '|'])
@@ -177,22 +363,67 @@ impl NcclLog {
             } else if table.open() && table.accepts(msg) {
                 table.row(msg, line_no).map_err(|e| bad(line_no, &e))?;
             } else if trimmed.contains(" Bytes -> Algo ") {
-                log.calls
-                    .push(call_line(trimmed, line_no).map_err(|e| bad(line_no, &e))?);
+                let mut call = call_line(trimmed, line_no).map_err(|e| bad(line_no, &e))?;
+                call.process = process;
+                fill_coll(&mut call, &last_coll);
+                log.calls.push(call);
+            } else if let Some((coll, _)) = coll_op_line(trimmed) {
+                match last_coll.iter_mut().find(|(p, _, _)| *p == process) {
+                    Some(slot) => *slot = (process, coll, line_no),
+                    None => last_coll.push((process, coll, line_no)),
+                }
+            } else if let Some(rest) = trimmed.strip_prefix("planner-tuner: ") {
+                if rest.contains(" bytes nRanks ") {
+                    let mut d = plugin_line(rest).map_err(|e| bad(line_no, &e))?;
+                    d.process = process;
+                    d.line = line_no;
+                    log.plugin_decisions.push(d);
+                } else if rest.contains(" applies: ") && log.plugin_plan.is_none() {
+                    log.plugin_plan = Some((trimmed.to_string(), line_no));
+                }
+            } else if let Some(ring) = ring_line(trimmed).map_err(|e| bad(line_no, &e))? {
+                log.rings.push(LogRing {
+                    line: line_no,
+                    ..ring
+                });
+            } else if let Some(link) = ring_link_line(trimmed).map_err(|e| bad(line_no, &e))? {
+                log.ring_links.push(LogRingLink {
+                    line: line_no,
+                    ..link
+                });
+            } else if trimmed.starts_with("Trees") {
+                log.trees
+                    .extend(trees_line(trimmed, line_no).map_err(|e| bad(line_no, &e))?);
+            } else if let Some(link) = tree_line(trimmed).map_err(|e| bad(line_no, &e))? {
+                log.trees.push(LogTreeLink {
+                    line: line_no,
+                    ..link
+                });
             }
         }
         let end = text.lines().count();
         if table.open() {
             table.finish(source, end)?;
         }
-        if let Some(t) = table.table.take() {
-            if let Some(missing) = Algo::ALL.into_iter().find(|a| !table.seen.contains(a)) {
+        if let Some(mut t) = table.table.take() {
+            let missing: Vec<Algo> = Algo::ALL
+                .into_iter()
+                .filter(|a| !table.seen.contains(a))
+                .collect();
+            // Up to 2.22 the table has no PAT block (6 algorithms in two blocks).
+            let six_block_layout =
+                missing == [Algo::Pat] && log.family().is_none_or(|f| f < (2, 23));
+            if let Some(first) = missing.first().filter(|_| !six_block_layout) {
                 return Err(Error::bad_input(format!(
                     "{source}:{end}: the tuning table that starts at line {} is cut short: no {} block",
                     t.line,
-                    missing.nccl_name()
+                    first.nccl_name()
                 )));
             }
+            t.algorithms = Algo::ALL
+                .into_iter()
+                .filter(|a| table.seen.contains(a))
+                .collect();
             log.table = Some(t);
         }
         if nccl_lines == 0 {
@@ -206,6 +437,48 @@ impl NcclLog {
             )));
         }
         Ok(log)
+    }
+}
+
+/// A `Timed` call takes its collective from the last `Func: opCount` line of its process.
+fn fill_coll(call: &mut LogCall, last_coll: &[(String, Option<Coll>, usize)]) {
+    if call.coll.is_some() {
+        return;
+    }
+    if let Some((_, coll, line)) = last_coll.iter().find(|(p, _, _)| *p == call.process) {
+        call.coll = *coll;
+        call.coll_line = Some(*line);
+    }
+}
+
+/// `AllReduce: opCount 0 sendbuff ...` (NCCL_COLL): the collective (None for Send/Recv and others).
+fn coll_op_line(msg: &str) -> Option<(Option<Coll>, ())> {
+    let (func, rest) = msg.split_once(": ")?;
+    if !rest.starts_with("opCount ") || func.contains(' ') {
+        return None;
+    }
+    Some((Coll::ALL.into_iter().find(|c| c.nccl_name() == func), ()))
+}
+
+/// `24 coll channels, 24 collnet channels, 0 nvls channels, 32 p2p channels, ...`: by label.
+fn channel_counts(msg: &str, line: usize) -> std::result::Result<(usize, usize, usize), String> {
+    let mut coll = None;
+    let mut nvls = None;
+    for part in msg.split(',') {
+        let mut words = part.split_whitespace();
+        let (Some(n), Some(label)) = (words.next(), words.next()) else {
+            continue;
+        };
+        let Ok(n) = n.parse::<usize>() else { continue };
+        match (label, words.next()) {
+            ("coll", Some("channels")) => coll = Some(n),
+            ("nvls", Some("channels")) => nvls = Some(n),
+            _ => {}
+        }
+    }
+    match (coll, nvls) {
+        (Some(c), Some(n)) => Ok((c, n, line)),
+        _ => Err("channel counts line is cut short (no 'coll channels' or 'nvls channels')".into()),
     }
 }
 
@@ -274,14 +547,19 @@ fn graph_line(msg: &str) -> std::result::Result<LogGraph, String> {
     })
 }
 
-/// `AllReduce: 1048576 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..23}`
+/// A per-call line in any of its formats (see `CallFormat`).
 fn call_line(msg: &str, line: usize) -> std::result::Result<LogCall, String> {
     let err = || format!("per-call line does not parse: '{msg}'");
-    let (func, rest) = msg.split_once(": ").ok_or_else(err)?;
-    let coll = Coll::ALL
-        .into_iter()
-        .find(|c| c.nccl_name() == func.trim())
-        .ok_or_else(|| format!("unknown function '{func}' in per-call line"))?;
+    let (coll, rest) = match msg.split_once(": ") {
+        Some((func, rest)) => {
+            let coll = Coll::ALL
+                .into_iter()
+                .find(|c| c.nccl_name() == func.trim())
+                .ok_or_else(|| format!("unknown function '{func}' in per-call line"))?;
+            (Some(coll), rest)
+        }
+        None => (None, msg),
+    };
     let mut words = rest.split_whitespace();
     let bytes = words
         .next()
@@ -297,34 +575,238 @@ fn call_line(msg: &str, line: usize) -> std::result::Result<LogCall, String> {
     expect(words.next(), "Bytes")?;
     expect(words.next(), "->")?;
     expect(words.next(), "Algo")?;
-    let algo_name = words.next().ok_or_else(err)?;
-    let algo = Algo::ALL
-        .into_iter()
-        .find(|a| a.log_name() == algo_name)
-        .ok_or_else(|| format!("unknown algorithm '{algo_name}' in per-call line"))?;
+    let algo_word = words.next().ok_or_else(err)?;
+    // Names from 2.24 (`ncclAlgoToString`), indices before.
+    let numeric = algo_word.parse::<usize>().ok();
+    let algo = match numeric {
+        Some(i) => Algo::from_index(i)
+            .ok_or_else(|| format!("unknown algorithm index {i} in per-call line"))?,
+        None => Algo::ALL
+            .into_iter()
+            .find(|a| a.log_name() == algo_word)
+            .ok_or_else(|| format!("unknown algorithm '{algo_word}' in per-call line"))?,
+    };
     expect(words.next(), "proto")?;
-    let proto_name = words.next().ok_or_else(err)?;
-    let proto = Proto::ALL
-        .into_iter()
-        .find(|p| p.log_name() == proto_name)
-        .ok_or_else(|| format!("unknown protocol '{proto_name}' in per-call line"))?;
-    let range = words.next().ok_or_else(err)?;
-    let inner = range
-        .strip_prefix("channel{Lo..Hi}={")
-        .and_then(|r| r.strip_suffix('}'))
-        .ok_or_else(err)?;
-    let (lo, hi) = inner.split_once("..").ok_or_else(err)?;
-    let channel_lo = lo.parse::<usize>().map_err(|_| err())?;
-    let channel_hi = hi.parse::<usize>().map_err(|_| err())?;
+    let proto_word = words.next().ok_or_else(err)?;
+    let proto = match proto_word.parse::<usize>() {
+        Ok(i) => Proto::from_index(i)
+            .ok_or_else(|| format!("unknown protocol index {i} in per-call line"))?,
+        Err(_) => Proto::ALL
+            .into_iter()
+            .find(|p| p.log_name() == proto_word)
+            .ok_or_else(|| format!("unknown protocol '{proto_word}' in per-call line"))?,
+    };
+    let next = words.next().ok_or_else(err)?;
+    let (format, channels, time_us) = if next == "time" {
+        let t = words.next().ok_or_else(err)?;
+        t.parse::<f64>().map_err(|_| err())?;
+        let format = if coll.is_some() {
+            CallFormat::NamedTimed
+        } else {
+            CallFormat::Timed
+        };
+        (format, None, Some(t.to_string()))
+    } else {
+        let inner = next
+            .strip_prefix("channel{Lo..Hi}={")
+            .and_then(|r| r.strip_suffix('}'))
+            .ok_or_else(err)?;
+        let (lo, hi) = inner.split_once("..").ok_or_else(err)?;
+        let lo = lo.parse::<usize>().map_err(|_| err())?;
+        let hi = hi.parse::<usize>().map_err(|_| err())?;
+        if coll.is_none() || numeric.is_some() {
+            return Err(err());
+        }
+        (CallFormat::Named, Some((lo, hi)), None)
+    };
     Ok(LogCall {
         coll,
+        coll_line: None,
+        format,
         bytes,
         algo,
         proto,
-        channel_lo,
-        channel_hi,
+        channels,
+        time_us,
+        trace: false,
+        process: String::new(),
         line,
     })
+}
+
+/// `AllReduce 2097152 bytes nRanks 2 nNodes 1 -> Ring/LL channels - (rule 3)` or `... -> kept (WHY)`
+/// (after `planner-tuner: `).
+fn plugin_line(rest: &str) -> std::result::Result<PluginDecision, String> {
+    let err = || format!("planner-tuner decision line does not parse: 'planner-tuner: {rest}'");
+    let (head, outcome) = rest.split_once(" -> ").ok_or_else(err)?;
+    let words: Vec<&str> = head.split_whitespace().collect();
+    let [func, bytes, "bytes", "nRanks", ranks, "nNodes", nodes] = words.as_slice() else {
+        return Err(err());
+    };
+    let number = |w: &str| w.parse::<u64>().map_err(|_| err());
+    let coll = Coll::ALL.into_iter().find(|c| c.nccl_name() == *func);
+    let outcome = if let Some(why) = outcome.strip_prefix("kept (") {
+        PluginOutcome::Kept(why.strip_suffix(')').ok_or_else(err)?.to_string())
+    } else {
+        let words: Vec<&str> = outcome.split_whitespace().collect();
+        let [pair, "channels", channels, "(rule", rule] = words.as_slice() else {
+            return Err(err());
+        };
+        let (algo, proto) = pair.split_once('/').ok_or_else(err)?;
+        PluginOutcome::Steered {
+            algo: Algo::parse(algo).map_err(|e| e.to_string())?,
+            proto: Proto::parse(proto).map_err(|e| e.to_string())?,
+            channels: match *channels {
+                "-" => None,
+                c => Some(c.parse::<u32>().map_err(|_| err())?),
+            },
+            rule: rule
+                .strip_suffix(')')
+                .and_then(|r| r.parse::<usize>().ok())
+                .ok_or_else(err)?,
+        }
+    };
+    Ok(PluginDecision {
+        coll,
+        n_bytes: number(bytes)?,
+        n_ranks: number(ranks)? as usize,
+        n_nodes: number(nodes)? as usize,
+        outcome,
+        process: String::new(),
+        line: 0,
+    })
+}
+
+/// `Channel 00/16 :    0   7   6 ...` (rank 0's rings); None for other `Channel` lines
+/// (the connection lines `Channel 00/0 : 0[0] -> 1[1] via P2P` and the like).
+fn ring_line(msg: &str) -> std::result::Result<Option<LogRing>, String> {
+    let Some(rest) = msg.strip_prefix("Channel ") else {
+        return Ok(None);
+    };
+    if rest.contains("->") || rest.contains(" via ") || rest.contains('[') {
+        return Ok(None);
+    }
+    let Some((head, ranks)) = rest.split_once(" :") else {
+        return Ok(None);
+    };
+    let Some((c, n)) = head.split_once('/') else {
+        return Ok(None);
+    };
+    let (Ok(channel), Ok(n_channels)) = (c.trim().parse::<usize>(), n.trim().parse::<usize>())
+    else {
+        return Ok(None);
+    };
+    // Long rings end with "..." (2.23+) or are cut at 20 ranks (up to 2.22).
+    let ranks: Vec<i32> = ranks
+        .split_whitespace()
+        .map_while(|w| w.parse::<i32>().ok())
+        .collect();
+    if ranks.is_empty() {
+        return Err(format!("ring line without ranks: '{msg}'"));
+    }
+    Ok(Some(LogRing {
+        channel,
+        n_channels,
+        ranks,
+        line: 0,
+    }))
+}
+
+/// `a -> b -> c` as three numbers.
+fn arrow3(text: &str) -> Option<[&str; 3]> {
+    let parts: Vec<&str> = text.split("->").map(str::trim).collect();
+    <[&str; 3]>::try_from(parts.as_slice()).ok()
+}
+
+/// `d0/d1/d2`.
+fn down3(text: &str) -> Option<[i32; 3]> {
+    let v: Vec<i32> = text
+        .split('/')
+        .map(|w| w.trim().parse::<i32>().ok())
+        .collect::<Option<_>>()?;
+    <[i32; 3]>::try_from(v.as_slice()).ok()
+}
+
+/// `Ring 00 : 1 -> 0 -> 1`; None for other `Ring` lines (older `Ring 00 : 3[b0] -> 0[80] via ...`).
+fn ring_link_line(msg: &str) -> std::result::Result<Option<LogRingLink>, String> {
+    let Some(rest) = msg.strip_prefix("Ring ") else {
+        return Ok(None);
+    };
+    if rest.contains('[') || rest.contains(" via ") {
+        return Ok(None);
+    }
+    let Some((c, links)) = rest.split_once(" : ") else {
+        return Ok(None);
+    };
+    let Ok(channel) = c.trim().parse::<usize>() else {
+        return Ok(None);
+    };
+    let err = || format!("ring line does not parse: '{msg}'");
+    let [p, r, n] = arrow3(links).ok_or_else(err)?;
+    let num = |w: &str| w.parse::<i32>().map_err(|_| err());
+    Ok(Some(LogRingLink {
+        channel,
+        prev: num(p)?,
+        rank: num(r)?,
+        next: num(n)?,
+        line: 0,
+    }))
+}
+
+/// `Tree 0 : -1 -> 0 -> 1/-1/-1` (the links across nodes).
+fn tree_line(msg: &str) -> std::result::Result<Option<LogTreeLink>, String> {
+    let Some(rest) = msg.strip_prefix("Tree ") else {
+        return Ok(None);
+    };
+    let Some((c, links)) = rest.split_once(" : ") else {
+        return Ok(None);
+    };
+    let Ok(channel) = c.trim().parse::<usize>() else {
+        return Ok(None);
+    };
+    let err = || format!("tree line does not parse: '{msg}'");
+    let [up, r, down] = arrow3(links).ok_or_else(err)?;
+    Ok(Some(LogTreeLink {
+        channel,
+        up: up.parse().map_err(|_| err())?,
+        rank: r.parse().map_err(|_| err())?,
+        down: down3(down).ok_or_else(err)?,
+        across_nodes: true,
+        line: 0,
+    }))
+}
+
+/// `Trees [0] 1/-1/-1->0->-1 [1] ...`. NCCL cuts the line at 1023 bytes, so a last entry
+/// that does not parse is dropped; older formats (`a->b->c|c->b->a`) are skipped.
+fn trees_line(msg: &str, line: usize) -> std::result::Result<Vec<LogTreeLink>, String> {
+    let Some(rest) = msg.strip_prefix("Trees") else {
+        return Ok(Vec::new());
+    };
+    if rest.contains('|') {
+        return Ok(Vec::new());
+    }
+    let entries: Vec<&str> = rest.split('[').skip(1).collect();
+    let mut out = Vec::new();
+    for (k, entry) in entries.iter().enumerate() {
+        let parsed = (|| {
+            let (c, body) = entry.split_once(']')?;
+            let [down, r, up] = arrow3(body.trim())?;
+            Some(LogTreeLink {
+                channel: c.trim().parse().ok()?,
+                up: up.parse().ok()?,
+                rank: r.parse().ok()?,
+                down: down3(down)?,
+                across_nodes: false,
+                line,
+            })
+        })();
+        match parsed {
+            Some(t) => out.push(t),
+            None if k + 1 == entries.len() => {}
+            None => return Err(format!("Trees entry '[{entry}' does not parse")),
+        }
+    }
+    Ok(out)
 }
 
 /// Assembles the init table block by block: `Algorithm`, `Protocol`,
@@ -375,6 +857,7 @@ impl TableBuilder {
             self.table = Some(LogTable {
                 max_threads: vec![vec![None; 3]; 7],
                 cells: vec![vec![vec![None; 3]; 7]; 5],
+                algorithms: Vec::new(),
                 line,
             });
         }

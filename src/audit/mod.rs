@@ -2,15 +2,18 @@
 //! machine: graphs, channel counts, every cell of the init table, thread
 //! thresholds and every per-call choice.
 
+pub mod cells;
 pub mod log;
+
+pub use cells::{table_from_log, LoggedCells};
 
 use crate::error::{Error, Result};
 use crate::model::input::NvlsFlag;
 use crate::model::select::Call;
-use crate::model::{Algo, Coll, Model, NcclEnv, Proto};
+use crate::model::{table, Algo, Coll, Model, NcclEnv, Proto, TuningTable};
 use crate::pipeline::{self, Source};
-use crate::search::{Graphs, Pattern, SearchGraph};
-use log::NcclLog;
+use crate::search::{Graphs, Pattern, SearchGraph, SearchResult};
+use log::{CallFormat, NcclLog, PluginOutcome};
 use serde::Serialize;
 use std::path::Path;
 
@@ -33,6 +36,33 @@ pub struct AuditReport {
     /// How many values were compared.
     pub compared: usize,
     pub differences: Vec<Difference>,
+    /// One-line notices: the log is newer than the newest modelled family, calls
+    /// compared under an assumption.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notices: Vec<String>,
+    /// What the log has that could not be compared, and why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_checked: Vec<String>,
+    /// planner's tuner plugin, when the log has its lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<PluginSummary>,
+}
+
+/// What planner's tuner plugin did in the log.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PluginSummary {
+    /// The plugin's `plan PATH applies: ...` line.
+    pub plan: Option<String>,
+    /// Decision lines.
+    pub decisions: usize,
+    /// Calls the plugin steered (`ALGO/PROTO channels C (rule I)`).
+    pub steered: usize,
+    /// Steered calls whose per-call line shows the plugin's pair.
+    pub steered_followed: usize,
+    /// Steered decisions with no per-call line after them (other ranks print none).
+    pub steered_without_call_line: usize,
+    /// Decisions that left NCCL's choice in place (`kept (...)`).
+    pub kept: usize,
 }
 
 /// `%.1f` as NCCL prints the table.
@@ -83,13 +113,15 @@ fn planner_graphs(g: &Graphs) -> Vec<&SearchGraph> {
     out
 }
 
-/// Compare a log with the model. `search` is the planner's own search
+/// Compare a log with the model. `search` is the planner's own search and connection
 /// (None when the model was fed the log's graphs, so there is nothing to compare).
-pub fn audit(log: &NcclLog, model: &Model, search: Option<&Graphs>) -> Result<AuditReport> {
+pub fn audit(log: &NcclLog, model: &Model, search: Option<&SearchResult>) -> Result<AuditReport> {
     let mut c = Collector {
         compared: 0,
         differences: Vec::new(),
     };
+    let mut notices = Vec::new();
+    let mut not_checked = Vec::new();
     let input = &model.input;
     if let Some(n) = log.n_ranks {
         c.check(0, "ranks", n.to_string(), input.n_ranks.to_string());
@@ -97,8 +129,13 @@ pub fn audit(log: &NcclLog, model: &Model, search: Option<&Graphs>) -> Result<Au
     if let Some(n) = log.n_nodes {
         c.check(0, "nodes", n.to_string(), input.n_nodes.to_string());
     }
-    if let Some(search) = search {
-        let ours = planner_graphs(search);
+    if search.is_some() && log.graphs.is_empty() {
+        not_checked.push(
+            "graphs: the log has no 'Pattern ...' lines (NCCL_DEBUG_SUBSYS without GRAPH)".into(),
+        );
+    }
+    if let Some(search) = search.filter(|_| !log.graphs.is_empty()) {
+        let ours = planner_graphs(&search.graphs);
         for (i, lg) in log.graphs.iter().enumerate() {
             let name = graph_name(i, lg.pattern);
             let Some(pg) = ours.get(i) else {
@@ -239,44 +276,222 @@ pub fn audit(log: &NcclLog, model: &Model, search: Option<&Graphs>) -> Result<Au
             );
         }
     }
-    for call in &log.calls {
-        let size = if call.coll.is_ag_rs() {
-            call.bytes * input.n_ranks as u64
-        } else {
-            call.bytes
-        };
-        let what = format!("{}: {} Bytes", call.coll.nccl_name(), call.bytes);
-        let nccl = format!(
-            "{} {} {{{}..{}}}",
-            call.algo.log_name(),
-            call.proto.log_name(),
-            call.channel_lo,
-            call.channel_hi
-        );
-        let planner =
-            match Call::new(call.coll, size, input.n_ranks, 1).and_then(|k| model.plan(&k)) {
-                Ok(plan) => match plan.tasks.first() {
-                    Some(t) => format!(
-                        "{} {} {{{}..{}}}",
-                        t.algo.log_name(),
-                        t.proto.log_name(),
-                        t.channel_lo,
-                        t.channel_hi
-                    ),
-                    None => "no task".to_string(),
-                },
-                Err(e) => format!("error: {e}"),
-            };
-        c.check(call.line, what, nccl, planner);
-    }
+    let plugin = compare_calls(&mut c, log, model, &mut notices);
+    compare_connection(&mut c, log, search, &mut not_checked);
     Ok(AuditReport {
         log: log.source.clone(),
         nccl_version: log.version.clone(),
         table_family: model.table.family.clone(),
         compared: c.compared,
         differences: c.differences,
+        notices,
+        not_checked,
+        plugin,
     })
 }
+
+/// Every per-call line against the model, or, where planner's tuner plugin steered the
+/// call, against the plugin's decision (NCCL must have run the pair it was given).
+fn compare_calls(
+    c: &mut Collector,
+    log: &NcclLog,
+    model: &Model,
+    notices: &mut Vec<String>,
+) -> Option<PluginSummary> {
+    let n_ranks = model.input.n_ranks;
+    let mut used = vec![false; log.plugin_decisions.len()];
+    let mut followed = 0usize;
+    let mut unnamed = 0usize;
+    for call in &log.calls {
+        let coll = call.coll.unwrap_or_else(|| {
+            unnamed += 1;
+            Coll::AllReduce
+        });
+        let n_bytes = match call.format {
+            CallFormat::Named if coll.is_ag_rs() => call.bytes * n_ranks as u64,
+            _ => call.bytes,
+        };
+        let label = format!("{}: {} Bytes", coll.nccl_name(), call.bytes);
+        let pair = |a: Algo, p: Proto| format!("{} {}", a.log_name(), p.log_name());
+        // The plugin's decision for this call: the first unused one of the same process,
+        // collective and nBytes printed before it.
+        let decision = log.plugin_decisions.iter().enumerate().find(|(k, d)| {
+            !used[*k]
+                && d.line < call.line
+                && d.process == call.process
+                && d.coll == Some(coll)
+                && d.n_bytes
+                    == match call.format {
+                        CallFormat::Named if coll.is_ag_rs() => call.bytes * d.n_ranks as u64,
+                        _ => call.bytes,
+                    }
+        });
+        if let Some((k, d)) = decision {
+            used[k] = true;
+            if let PluginOutcome::Steered {
+                algo, proto, rule, ..
+            } = d.outcome
+            {
+                let (nccl, plugin) = (pair(call.algo, call.proto), pair(algo, proto));
+                followed += (nccl == plugin) as usize;
+                c.check(
+                    call.line,
+                    format!("{label} (planner-tuner rule {rule}, line {})", d.line),
+                    nccl,
+                    plugin,
+                );
+                continue;
+            }
+        }
+        let (nccl, planner) = match call.format {
+            CallFormat::Named => {
+                let (lo, hi) = call.channels.unwrap_or((0, 0));
+                let planner =
+                    match Call::new(coll, n_bytes, n_ranks, 1).and_then(|k| model.plan(&k)) {
+                        Ok(plan) => match plan.tasks.first() {
+                            Some(t) => format!(
+                                "{} {{{}..{}}}",
+                                pair(t.algo, t.proto),
+                                t.channel_lo,
+                                t.channel_hi
+                            ),
+                            None => "no task".to_string(),
+                        },
+                        Err(e) => format!("error: {e}"),
+                    };
+                (
+                    format!("{} {{{lo}..{hi}}}", pair(call.algo, call.proto)),
+                    planner,
+                )
+            }
+            CallFormat::NamedTimed | CallFormat::Timed => {
+                // NCCL prints the model's time with `%f` of a float.
+                let planner = match Call::new(coll, n_bytes, n_ranks, 1)
+                    .and_then(|k| model.choose(coll, k.model_bytes, model.num_pipe_ops(1)))
+                {
+                    Ok(ch) => format!("{} time {:.6}", pair(ch.algo, ch.proto), ch.time_us as f64),
+                    Err(e) => format!("error: {e}"),
+                };
+                let time = call.time_us.as_deref().unwrap_or("?");
+                (
+                    format!("{} time {time}", pair(call.algo, call.proto)),
+                    planner,
+                )
+            }
+        };
+        let what = if call.trace {
+            format!("{label} (TRACE)")
+        } else {
+            label
+        };
+        c.check(call.line, what, nccl, planner);
+    }
+    if unnamed > 0 {
+        notices.push(format!(
+            "{unnamed} per-call line(s) name no collective and follow no NCCL_COLL 'Func: opCount' line: compared as AllReduce"
+        ));
+    }
+    if log.plugin_decisions.is_empty() && log.plugin_plan.is_none() {
+        return None;
+    }
+    let steered: Vec<usize> = log
+        .plugin_decisions
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| matches!(d.outcome, PluginOutcome::Steered { .. }))
+        .map(|(k, _)| k)
+        .collect();
+    Some(PluginSummary {
+        plan: log.plugin_plan.as_ref().map(|(text, _)| text.clone()),
+        decisions: log.plugin_decisions.len(),
+        steered: steered.len(),
+        steered_followed: followed,
+        steered_without_call_line: steered.iter().filter(|&&k| !used[k]).count(),
+        kept: log.plugin_decisions.len() - steered.len(),
+    })
+}
+
+/// Rank 0's rings (`Channel cc/nn :`), the ring neighbours (`Ring cc :`) and the trees
+/// (`Trees`, `Tree c :`) against the planner's connection.
+fn compare_connection(
+    c: &mut Collector,
+    log: &NcclLog,
+    search: Option<&SearchResult>,
+    not_checked: &mut Vec<String>,
+) {
+    let lines = log.rings.len() + log.ring_links.len() + log.trees.len();
+    let Some(search) = search else {
+        if lines > 0 {
+            not_checked.push(format!(
+                "{lines} ring/tree value(s): the model was given the log's graphs, not the planner's search (drop --log-graphs to compare them)"
+            ));
+        }
+        return;
+    };
+    let conn = &search.connection;
+    let join = |v: &[i32]| {
+        v.iter()
+            .map(|r| r.to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    if let Some(first) = log.rings.first() {
+        c.check(
+            first.line,
+            "ring channels",
+            first.n_channels.to_string(),
+            conn.rings.len().to_string(),
+        );
+    }
+    for r in &log.rings {
+        let planner = match conn.rings.get(r.channel) {
+            Some(ring) => join(&ring[..r.ranks.len().min(ring.len())]),
+            None => format!("no channel {}", r.channel),
+        };
+        c.check(
+            r.line,
+            format!("ring {:02} order", r.channel),
+            join(&r.ranks),
+            planner,
+        );
+    }
+    for l in &log.ring_links {
+        let planner = match conn.ring_neighbours(l.channel, l.rank) {
+            Some((p, n)) => format!("{p} -> {} -> {n}", l.rank),
+            None => format!("no ring {} for rank {}", l.channel, l.rank),
+        };
+        c.check(
+            l.line,
+            format!("ring {:02} rank {}", l.channel, l.rank),
+            format!("{} -> {} -> {}", l.prev, l.rank, l.next),
+            planner,
+        );
+    }
+    let tree_text =
+        |up: i32, rank: i32, d: [i32; 3]| format!("{}/{}/{}->{rank}->{up}", d[0], d[1], d[2]);
+    for t in &log.trees {
+        let planner = match conn
+            .trees
+            .get(t.channel)
+            .and_then(|v| v.get(t.rank as usize))
+        {
+            Some(p) if t.rank >= 0 => tree_text(p.up, t.rank, p.down),
+            _ => format!("no tree {} for rank {}", t.channel, t.rank),
+        };
+        let kind = if t.across_nodes {
+            "tree (across nodes)"
+        } else {
+            "tree"
+        };
+        c.check(
+            t.line,
+            format!("{kind} {} rank {}", t.channel, t.rank),
+            tree_text(t.up, t.rank, t.down),
+            planner,
+        );
+    }
+}
+
 /// What `planner audit` compares: a log, the topology to model it on, and the model's flags.
 #[derive(Debug, Clone, Default)]
 pub struct AuditOptions {
@@ -294,11 +509,17 @@ pub struct AuditOptions {
 /// Read the log, build the model for its machine, and compare.
 pub fn audit_log(opts: &AuditOptions) -> Result<AuditReport> {
     let log = NcclLog::load(&opts.log)?;
-    let table = pipeline::choose_table(
-        opts.tuning_table.as_deref(),
-        opts.nccl_version.as_deref(),
-        log.version.as_deref(),
-    )?;
+    let (table, notice) = match (&opts.tuning_table, &opts.nccl_version, &log.version) {
+        (None, None, Some(version)) => table_for_log(version)?,
+        _ => (
+            pipeline::choose_table(
+                opts.tuning_table.as_deref(),
+                opts.nccl_version.as_deref(),
+                log.version.as_deref(),
+            )?,
+            None,
+        ),
+    };
     let mut cluster = source_for(&opts.source, &log, &opts.log)?.load()?;
     // The dump is one node; the log says how many there were.
     if let Some(n) = log.n_nodes {
@@ -306,27 +527,71 @@ pub fn audit_log(opts: &AuditOptions) -> Result<AuditReport> {
     }
     let env = NcclEnv::from_pairs(log.env.iter().map(|(n, v, _)| (n.clone(), v.clone())));
     let nvls_state = crate::model::ModelInput::nvls_request(&cluster, &env, NvlsFlag::Auto);
-    let (graphs, channels, ours) = if opts.log_graphs {
+    let (graphs, channels, search) = if opts.log_graphs {
         let (g, c) = graphs_from_log(&log)?;
-        (g, c, false)
+        (g, c, None)
     } else {
-        let r = pipeline::graphs_for(
-            &cluster,
-            &env,
-            nvls_state.supported(),
-            opts.graph_file.as_deref(),
+        let opts_search = pipeline::search_options(&cluster, &env, nvls_state.supported())?;
+        let (result, _) = pipeline::channels(&cluster, &opts_search, opts.graph_file.as_deref())
+            .map_err(|e| {
+                Error::runtime(format!(
+                    "{} (use --log-graphs to audit the cost model with the log's own graphs)",
+                    e.message()
+                ))
+            })?;
+        (
+            result.graphs.clone(),
+            result.connection.n_channels,
+            Some(result),
         )
-        .map_err(|e| {
-            Error::runtime(format!(
-                "{} (use --log-graphs to audit the cost model with the log's own graphs)",
-                e.message()
-            ))
-        })?;
-        (r.0, r.1, true)
     };
     let model =
         pipeline::model_from_graphs(&cluster, &graphs, channels, table, env, NvlsFlag::Auto)?;
-    audit(&log, &model, ours.then_some(&graphs))
+    let family = model.table.family.clone();
+    let mut report = audit(&log, &model, search.as_ref())?;
+    if notice.is_some() {
+        // A family planner has no table for: the newest (or nearest) one's rules stand in.
+        report.not_checked.push(format!(
+            "NCCL {}'s own rules (per-call choice, channels, threads): the {family} model stands in for them",
+            log.version.as_deref().unwrap_or("?")
+        ));
+    }
+    report.notices.splice(0..0, notice);
+    Ok(report)
+}
+
+/// The built-in table for the NCCL version a log names: its family, else the newest
+/// family (for a newer NCCL) or the nearest older one, with a one-line notice.
+pub fn table_for_log(version: &str) -> Result<(TuningTable, Option<String>)> {
+    match table::for_version(version) {
+        Ok(choice) => {
+            let notice = choice.notice.map(|_| {
+                format!(
+                    "the log's NCCL {version} is newer than the newest modelled family {}; compared with the {} model",
+                    choice.family, choice.family
+                )
+            });
+            Ok((table::builtin(choice.family)?, notice))
+        }
+        Err(_) => {
+            let (family, why) = match log::version_family(version) {
+                Some((major, minor)) => (
+                    table::nearest_family(major, minor).0,
+                    format!("no model for NCCL {major}.{minor}"),
+                ),
+                None => (
+                    table::newest_family(),
+                    format!("cannot read the version '{version}'"),
+                ),
+            };
+            Ok((
+                table::builtin(family)?,
+                Some(format!(
+                    "the log's NCCL {version}: {why}; compared with the {family} model"
+                )),
+            ))
+        }
+    }
 }
 
 /// The log's graph lines and its runtime channel count.

@@ -29,6 +29,9 @@ pub fn run(source: &SourceArgs, graph: &GraphArgs, args: AuditArgs) -> Result<()
         tuning_table: args.model.tuning_table,
         nccl_version: args.model.nccl_version,
     })?;
+    for notice in &report.notices {
+        eprintln!("planner: {notice}");
+    }
     if args.json {
         let text = serde_json::to_string_pretty(&report)
             .map_err(|e| Error::runtime(format!("cannot write JSON: {e}")))?;

@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod calibrate;
 pub mod channels;
+pub mod diff;
 pub mod explain;
 pub mod run;
 pub mod source;
@@ -55,6 +56,8 @@ pub enum Command {
     Run(run::RunArgs),
     /// A plan for the NCCL tuner plugin from measurements or a calibration; --show prints one
     Tune(tune::TuneArgs),
+    /// What changed: two NCCL versions on this machine (--nccl-version A --against B), or two verify result files
+    Diff(diff::DiffArgs),
 }
 
 pub fn run(cli: Cli) -> Result<()> {
@@ -70,5 +73,6 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::RendezvousCheck(args) => verify::rendezvous_check(args),
         Command::Run(args) => run::run(args, &cli.source),
         Command::Tune(args) => tune::run(args, &cli.source),
+        Command::Diff(args) => diff::run(&cli.source, &cli.graph, args),
     }
 }

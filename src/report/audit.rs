@@ -16,6 +16,16 @@ pub fn audit_text(report: &AuditReport) -> String {
         report.compared,
         report.differences.len()
     );
+    if let Some(p) = &report.plugin {
+        let checked = p.steered - p.steered_without_call_line;
+        out.push_str(&format!(
+            "planner-tuner plugin steered {} call(s) ({} decision line(s), {} kept NCCL's choice); NCCL ran the plugin's pair in {} of {} checked\n",
+            p.steered, p.decisions, p.kept, p.steered_followed, checked
+        ));
+    }
+    for part in &report.not_checked {
+        out.push_str(&format!("Not checked: {part}\n"));
+    }
     if report.differences.is_empty() {
         out.push_str("No differences.\n");
         return out;

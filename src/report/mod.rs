@@ -2,6 +2,7 @@
 
 pub mod audit;
 pub mod channels;
+pub mod diff;
 pub mod explain;
 pub mod run;
 pub mod topo;

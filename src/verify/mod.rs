@@ -145,6 +145,96 @@ pub struct Fingerprint {
     pub nccl_topology_xml: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nccl_graph_xml: Option<String>,
+    /// The links of one node, from `topology_xml` (`links_from_xml`), e.g. "2 GPUs: 18 NVLink
+    /// to NVSwitch, PCIe 32.0 GT/s x0; NICs: eth0 10000 Mb/s". Absent in files written
+    /// before it existed: `planner diff` derives it from `topology_xml` then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub links: Option<String>,
+}
+
+impl Fingerprint {
+    /// A one-line summary of a node's links from its NCCL topology XML: NVLinks per GPU
+    /// and where they go, each GPU's PCIe link, and the NICs. None when the XML does not parse.
+    pub fn links_from_xml(xml: &str) -> Option<String> {
+        let root = crate::xml::parse(xml, "topology").ok()?;
+        let mut gpus: Vec<(String, usize)> = Vec::new();
+        let mut nics: Vec<String> = Vec::new();
+        // (pci link of the enclosing PCI device, element)
+        fn walk<'a>(
+            n: &'a crate::xml::XmlNode,
+            pci: Option<&'a crate::xml::XmlNode>,
+            out: &mut Vec<(Option<&'a crate::xml::XmlNode>, &'a crate::xml::XmlNode)>,
+        ) {
+            for c in &n.children {
+                out.push((pci, c));
+                walk(c, if c.name == "pci" { Some(c) } else { pci }, out);
+            }
+        }
+        let mut all = Vec::new();
+        walk(&root, None, &mut all);
+        for (pci, node) in all {
+            match node.name.as_str() {
+                "gpu" => {
+                    // NCCL's target classes: 0x068000 an NVSwitch, 0x0604xx a CPU bridge, else a GPU.
+                    let mut links: Vec<(String, u64)> = Vec::new();
+                    for l in node.children_named("nvlink") {
+                        let count = l.attr("count").and_then(crate::xml::parse_u64).unwrap_or(1);
+                        let target = match l.attr("tclass").unwrap_or("") {
+                            "0x068000" => "NVSwitch",
+                            c if c.starts_with("0x0604") => "CPU",
+                            _ => "GPU",
+                        };
+                        match links.iter_mut().find(|(t, _)| t == target) {
+                            Some(slot) => slot.1 += count,
+                            None => links.push((target.to_string(), count)),
+                        }
+                    }
+                    let nvlink = if links.is_empty() {
+                        "no NVLink".to_string()
+                    } else {
+                        links
+                            .iter()
+                            .map(|(t, n)| format!("{n} NVLink to {t}"))
+                            .collect::<Vec<_>>()
+                            .join(" + ")
+                    };
+                    let pcie = pci
+                        .map(|p| {
+                            format!(
+                                "PCIe {} x{}",
+                                p.attr("link_speed")
+                                    .map(|v| v.trim_end_matches(" PCIe"))
+                                    .unwrap_or("?"),
+                                p.attr("link_width").unwrap_or("?")
+                            )
+                        })
+                        .unwrap_or_else(|| "no PCIe link".to_string());
+                    let text = format!("{nvlink}, {pcie}");
+                    match gpus.iter_mut().find(|(t, _)| *t == text) {
+                        Some(slot) => slot.1 += 1,
+                        None => gpus.push((text, 1)),
+                    }
+                }
+                "net" => nics.push(format!(
+                    "{} {} Mb/s",
+                    node.attr("name").unwrap_or("?"),
+                    node.attr("speed").unwrap_or("?")
+                )),
+                _ => {}
+            }
+        }
+        let gpus = gpus
+            .iter()
+            .map(|(t, n)| format!("{n} GPU{}: {t}", if *n == 1 { "" } else { "s" }))
+            .collect::<Vec<_>>()
+            .join("; ");
+        let nics = if nics.is_empty() {
+            "no NIC".to_string()
+        } else {
+            format!("NICs: {}", nics.join(", "))
+        };
+        Some(format!("{gpus}; {nics}"))
+    }
 }
 
 /// The options of the run, as given.

@@ -393,6 +393,10 @@ fn fingerprint(
         net_latency_us: topology.net_latency_us,
         nccl_topology_xml: seen.topo_dump.clone(),
         nccl_graph_xml: seen.graph_dump.clone(),
+        links: topology
+            .xml
+            .as_deref()
+            .and_then(Fingerprint::links_from_xml),
     }
 }
 

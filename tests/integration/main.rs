@@ -5,9 +5,12 @@ mod common;
 mod verify_data;
 
 mod audit_capture;
+mod audit_versions;
 mod calibrate;
 mod calibrate_cli;
 mod cloud_fixtures;
+mod diff_runs;
+mod diff_versions;
 mod exec_beyond;
 mod exec_cli;
 mod exec_launch;

@@ -123,6 +123,7 @@ pub fn recorded_run() -> VerifyRun {
             net_latency_us: 0.0,
             nccl_topology_xml: None,
             nccl_graph_xml: None,
+            links: None,
         },
         options: RunOptions {
             collective: Coll::AllReduce,

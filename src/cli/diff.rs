@@ -1,0 +1,127 @@
+//! `planner diff`: two NCCL versions on one machine (`--nccl-version A --against B`), or two
+//! verify result files (`RUN_A.json RUN_B.json`). Thin: flags -> `diff` -> `report`.
+
+use super::source::{nvls_flag, GraphArgs, OnOff, SourceArgs};
+use crate::diff::{diff_runs, diff_versions, VersionDiffOptions};
+use crate::error::{Error, Result};
+use crate::model::{Coll, NcclEnv};
+use crate::pipeline;
+use crate::report::diff as out;
+use crate::units::parse_size_range;
+use crate::verify::VerifyRun;
+
+#[derive(Debug, clap::Args)]
+pub struct DiffArgs {
+    /// Two `planner verify` result files, A then B (e.g. before and after a driver or NCCL change)
+    #[arg(value_name = "RUN.json")]
+    pub runs: Vec<String>,
+    /// NCCL version or family A (default: the libnccl on this machine, else the newest)
+    #[arg(long, value_name = "VERSION")]
+    pub nccl_version: Option<String>,
+    /// NCCL version or family B to compare A with (2.18 .. 2.30)
+    #[arg(long, value_name = "VERSION")]
+    pub against: Option<String>,
+    /// Sizes to compare, doubling (binary units)
+    #[arg(long, value_name = "LO..HI", default_value = "8..4G")]
+    pub sweep: String,
+    /// Collectives: all, or a comma list of all-reduce, all-gather, reduce-scatter, broadcast, reduce
+    #[arg(long, default_value = "all")]
+    pub coll: String,
+    /// NVLink SHARP: on/off overrides NCCL_NVLS_ENABLE
+    #[arg(long, value_enum)]
+    pub nvls: Option<OnOff>,
+    /// Draw the ratio B/A per pair against size (two result files only)
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<String>,
+    /// Machine-readable output
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn write_json(value: &impl serde::Serialize) -> Result<()> {
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| Error::runtime(format!("cannot write JSON: {e}")))?;
+    println!("{text}");
+    Ok(())
+}
+
+fn colls(text: &str) -> Result<Vec<Coll>> {
+    if text.trim().eq_ignore_ascii_case("all") {
+        return Ok(vec![
+            Coll::AllReduce,
+            Coll::AllGather,
+            Coll::ReduceScatter,
+            Coll::Broadcast,
+            Coll::Reduce,
+        ]);
+    }
+    let mut out = Vec::new();
+    for part in text.split(',').filter(|p| !p.trim().is_empty()) {
+        let c = Coll::parse(part.trim())?;
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    if out.is_empty() {
+        return Err(Error::bad_input(format!(
+            "invalid --coll '{text}': give all or a list such as all-reduce,all-gather"
+        )));
+    }
+    Ok(out)
+}
+
+pub fn run(source: &SourceArgs, graph: &GraphArgs, args: DiffArgs) -> Result<()> {
+    match (args.runs.as_slice(), &args.against) {
+        ([a, b], None) => {
+            if args.nccl_version.is_some() {
+                return Err(Error::bad_input(
+                    "--nccl-version compares model versions (with --against); two result files are compared as measured",
+                ));
+            }
+            let (ra, rb) = (VerifyRun::load(a)?, VerifyRun::load(b)?);
+            let d = diff_runs(&ra, a, &rb, b)?;
+            if let Some(path) = &args.plot {
+                let svg = out::runs_svg(&d)?;
+                std::fs::write(path, svg)
+                    .map_err(|e| Error::bad_input(format!("{path}: cannot write: {e}")))?;
+                eprintln!("planner: wrote {path}");
+            }
+            if args.json {
+                return write_json(&d);
+            }
+            print!("{}", out::runs_text(&d));
+            Ok(())
+        }
+        ([], Some(against)) => {
+            if args.plot.is_some() {
+                return Err(Error::bad_input(
+                    "--plot draws the ratios of two result files; for versions use --json",
+                ));
+            }
+            let from = match &args.nccl_version {
+                Some(v) => v.clone(),
+                None => pipeline::choose_table(None, None, None)?.family,
+            };
+            let d = diff_versions(&VersionDiffOptions {
+                from,
+                against: against.clone(),
+                source: source.source(),
+                graph_file: graph.graph.clone(),
+                colls: colls(&args.coll)?,
+                sizes: parse_size_range(&args.sweep)?,
+                env: NcclEnv::from_process(),
+                nvls: nvls_flag(args.nvls),
+            })?;
+            if args.json {
+                return write_json(&d);
+            }
+            print!("{}", out::versions_text(&d));
+            Ok(())
+        }
+        (runs, against) => Err(Error::bad_input(format!(
+            "planner diff compares two verify result files (RUN_A.json RUN_B.json) or two NCCL versions (--nccl-version A --against B); got {} file(s){}",
+            runs.len(),
+            if against.is_some() { " and --against" } else { "" }
+        ))),
+    }
+}
