@@ -24,21 +24,15 @@
 
 use crate::error::{Error, Result};
 use crate::model::{rules, Algo, Coll, Proto};
-use crate::search::Pattern;
+use crate::search::{Pattern, SearchGraph};
 use crate::topo::PathType;
 use serde::Serialize;
 
-/// One `Pattern ..., nChannels ..., bw ..., type ..., sameChannels ...` line.
+/// One `Pattern ..., nChannels ..., bw ..., type ..., sameChannels ...` line: the search's graph type (with the
+/// fields the line has; no per-channel GPU order, no NET latency) and where it stood.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LogGraph {
-    pub pattern: Pattern,
-    pub cross_nic: u32,
-    pub n_channels: usize,
-    pub bw_intra: f64,
-    pub bw_inter: f64,
-    pub type_intra: PathType,
-    pub type_inter: PathType,
-    pub same_channels: bool,
+    pub graph: SearchGraph,
     pub line: usize,
 }
 
@@ -533,18 +527,17 @@ fn graph_line(msg: &str) -> std::result::Result<LogGraph, String> {
     let path = |v: &str| -> std::result::Result<PathType, String> {
         PathType::from_name(v).ok_or_else(|| format!("graph line: '{v}' is not an NCCL path type"))
     };
-    Ok(LogGraph {
-        pattern: Pattern::from_number(int("Pattern ")?)
-            .ok_or_else(|| format!("graph line: unknown NCCL pattern number in '{msg}'"))?,
-        cross_nic: int("crossNic ")? as u32,
-        n_channels: int("nChannels ")? as usize,
-        bw_intra: num(bi)?,
-        bw_inter: num(be)?,
-        type_intra: path(ti)?,
-        type_inter: path(te)?,
-        same_channels: int("sameChannels ")? != 0,
-        line: 0,
-    })
+    let pattern = Pattern::from_number(int("Pattern ")?)
+        .ok_or_else(|| format!("graph line: unknown NCCL pattern number in '{msg}'"))?;
+    let mut graph = SearchGraph::empty(0, pattern);
+    graph.cross_nic = int("crossNic ")? as u32;
+    graph.n_channels = int("nChannels ")? as usize;
+    graph.bw_intra = num(bi)?;
+    graph.bw_inter = num(be)?;
+    graph.type_intra = path(ti)?;
+    graph.type_inter = path(te)?;
+    graph.same_channels = int("sameChannels ")? != 0;
+    Ok(LogGraph { graph, line: 0 })
 }
 
 /// A per-call line in any of its formats (see `CallFormat`).

@@ -137,7 +137,7 @@ pub fn audit(log: &NcclLog, model: &Model, search: Option<&SearchResult>) -> Res
     if let Some(search) = search.filter(|_| !log.graphs.is_empty()) {
         let ours = planner_graphs(&search.graphs);
         for (i, lg) in log.graphs.iter().enumerate() {
-            let name = graph_name(i, lg.pattern);
+            let name = graph_name(i, lg.graph.pattern);
             let Some(pg) = ours.get(i) else {
                 c.check(
                     lg.line,
@@ -151,43 +151,43 @@ pub fn audit(log: &NcclLog, model: &Model, search: Option<&SearchResult>) -> Res
             c.check(
                 l,
                 format!("{name} pattern"),
-                lg.pattern.number().to_string(),
+                lg.graph.pattern.number().to_string(),
                 pg.pattern.number().to_string(),
             );
             c.check(
                 l,
                 format!("{name} channels"),
-                lg.n_channels.to_string(),
+                lg.graph.n_channels.to_string(),
                 pg.n_channels.to_string(),
             );
             c.check(
                 l,
                 format!("{name} bw intra"),
-                format!("{:.6}", lg.bw_intra),
+                format!("{:.6}", lg.graph.bw_intra),
                 format!("{:.6}", pg.bw_intra),
             );
             c.check(
                 l,
                 format!("{name} bw inter"),
-                format!("{:.6}", lg.bw_inter),
+                format!("{:.6}", lg.graph.bw_inter),
                 format!("{:.6}", pg.bw_inter),
             );
             c.check(
                 l,
                 format!("{name} type intra"),
-                lg.type_intra.nccl_name().to_string(),
+                lg.graph.type_intra.nccl_name().to_string(),
                 pg.type_intra.nccl_name().to_string(),
             );
             c.check(
                 l,
                 format!("{name} type inter"),
-                lg.type_inter.nccl_name().to_string(),
+                lg.graph.type_inter.nccl_name().to_string(),
                 pg.type_inter.nccl_name().to_string(),
             );
             c.check(
                 l,
                 format!("{name} sameChannels"),
-                (lg.same_channels as u8).to_string(),
+                (lg.graph.same_channels as u8).to_string(),
                 (pg.same_channels as u8).to_string(),
             );
         }
@@ -597,20 +597,9 @@ pub fn table_for_log(version: &str) -> Result<(TuningTable, Option<String>)> {
 /// The log's graph lines and its runtime channel count.
 fn graphs_from_log(log: &NcclLog) -> Result<(Graphs, usize)> {
     let graph = |i: usize, id: u32| -> Option<SearchGraph> {
-        let g = log.graphs.get(i)?;
-        Some(SearchGraph {
-            id,
-            pattern: g.pattern,
-            cross_nic: g.cross_nic,
-            n_channels: g.n_channels,
-            bw_intra: g.bw_intra,
-            bw_inter: g.bw_inter,
-            type_intra: g.type_intra,
-            type_inter: g.type_inter,
-            latency_inter: 0.0,
-            same_channels: g.same_channels,
-            channels: Vec::new(),
-        })
+        let mut g = log.graphs.get(i)?.graph.clone();
+        g.id = id;
+        Some(g)
     };
     let missing = |what: &str| {
         Error::bad_input(format!(
@@ -624,7 +613,7 @@ fn graphs_from_log(log: &NcclLog) -> Result<(Graphs, usize)> {
     let mut collnet_direct = None;
     let mut nvls = None;
     for i in 2..log.graphs.len() {
-        match log.graphs[i].pattern {
+        match log.graphs[i].graph.pattern {
             Pattern::CollNetDirect => collnet_direct = graph(i, 4),
             Pattern::Nvls => nvls = graph(i, 3),
             _ => collnet_chain = graph(i, 2),

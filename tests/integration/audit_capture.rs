@@ -19,10 +19,13 @@ fn the_log_reader_finds_everything_in_the_capture() {
     );
     assert_eq!(log.graphs.len(), 2);
     assert_eq!(
-        (log.graphs[0].pattern.number(), log.graphs[0].n_channels),
+        (
+            log.graphs[0].graph.pattern.number(),
+            log.graphs[0].graph.n_channels
+        ),
         (4, 12)
     );
-    assert_eq!(log.graphs[1].bw_intra, 60.0);
+    assert_eq!(log.graphs[1].graph.bw_intra, 60.0);
     assert_eq!(log.channels.map(|c| (c.0, c.1)), Some((24, 0)));
     let table = log.table.as_ref().unwrap();
     let cell = table.cells[Coll::AllReduce as usize][Algo::Tree as usize][Proto::Ll as usize]
