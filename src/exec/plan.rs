@@ -165,7 +165,7 @@ impl fmt::Display for ExecPlan {
 }
 
 /// NCCL's per-call channel and thread choice for Ring and Tree
-/// (`enqueue.cc:1865-1907`, nccl-model.md §2.9), from the communicator's
+/// (`enqueue.cc:1865-1907`), from the communicator's
 /// channel count and the thread thresholds (§2.9: LL 8, LL128 8, Simple 64;
 /// Ring LL times the rank count). `ring_simple_threads` is NCCL's
 /// `maxThreads[Ring][Simple]` (256 or 512, §2.3). The kernels beyond NCCL

@@ -14,7 +14,7 @@ use std::collections::{HashMap, VecDeque};
 pub const FIFO_STEPS: usize = 8;
 
 /// Per-connection FIFO bytes (all 8 slots) per protocol, NCCL's defaults
-/// (`init.cc:810-828`, nccl-model.md §5).
+/// (`init.cc:810-828`).
 pub const LL_BUFF_BYTES: usize = 8 * 512 * 8 * 16; // lines/thread x threads x steps x 16 B = 512 KiB
 pub const LL128_BUFF_BYTES: usize = 120 * 640 * 8 * 8; // 4915200 B
 pub const SIMPLE_BUFF_BYTES: usize = 1 << 22; // 4 MiB
@@ -53,7 +53,7 @@ pub struct Chunking {
     pub steps_per_slice: usize,
 }
 
-/// NCCL's chunk size (`calcCollChunking`, `enqueue.cc`; nccl-model.md §2.11)
+/// NCCL's chunk size (`calcCollChunking`, `enqueue.cc`)
 /// for a plan running on `n_channels` channels.
 pub fn chunking(plan: &ExecPlan) -> Chunking {
     let protocol = plan.protocol;
@@ -338,7 +338,7 @@ pub fn ops(plan: &ExecPlan, rank: usize, channel: usize, group: Group) -> Vec<Op
     out
 }
 
-/// NCCL's ring all-reduce step order (`all_reduce.h:13-83`, nccl-model.md §4.7).
+/// NCCL's ring all-reduce step order (`all_reduce.h:13-83`).
 #[allow(clippy::too_many_arguments)]
 fn ring_all_reduce(
     out: &mut Vec<Op>,

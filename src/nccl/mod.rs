@@ -506,9 +506,9 @@ pub fn version_string(code: i32) -> String {
     }
 }
 
-/// Fail with a clear message unless the CUDA driver and libnccl can be loaded
-/// (cudarc panics on the first call otherwise).
-pub fn check_libraries() -> Result<()> {
+/// Fail with a clear message unless the CUDA driver can be loaded (what a
+/// native-only verify needs).
+pub fn check_driver() -> Result<()> {
     // SAFETY: is_culib_present only tries to dlopen the library by name and
     // reports whether that worked; it calls nothing inside it.
     let driver = unsafe { cudarc::driver::sys::is_culib_present() };
@@ -518,6 +518,13 @@ pub fn check_libraries() -> Result<()> {
              `planner verify --load FILE` studies saved results without them",
         ));
     }
+    Ok(())
+}
+
+/// Fail with a clear message unless the CUDA driver and libnccl can be loaded
+/// (cudarc panics on the first call otherwise).
+pub fn check_libraries() -> Result<()> {
+    check_driver()?;
     // SAFETY: as above, a dlopen probe only.
     let nccl = unsafe { cudarc::nccl::sys::is_culib_present() };
     if !nccl {

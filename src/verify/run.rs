@@ -461,7 +461,12 @@ pub fn run_local(
     native: Option<&dyn NativeBackend>,
     progress: &dyn Progress,
 ) -> Result<VerifyRun> {
-    nccl::check_libraries()?;
+    // A native-only run needs no libnccl.
+    if request.backends.iter().all(|b| *b == Backend::Native) {
+        nccl::check_driver()?;
+    } else {
+        nccl::check_libraries()?;
+    }
     let count = cudarc::driver::CudaContext::device_count().map_err(|e| {
         Error::runtime(format!(
             "no usable CUDA GPU: cuDeviceGetCount failed: {e:?}"
