@@ -1057,7 +1057,44 @@ pub fn compute(
     req: GraphRequest,
     preset: Option<&Graph>,
 ) -> Graph {
-    compute_with(sys, st, req, preset, true)
+    with_search_stack(sys.ngpus, || compute_with(sys, st, req, preset, true))
+}
+
+/// Stack bytes per recursion level (`try_gpu` + `rec_gpu`), with room for unoptimised builds.
+const STACK_PER_LEVEL: usize = 4 << 10;
+
+/// Run `f` on a thread whose stack fits the search's recursion, as NCCL's own recursion (`ncclTopoSearchRecGpu`)
+/// goes one level per GPU and channel: channels x (GPUs + 2) levels, each a few frames. The main thread's 8 MiB
+/// would not hold 256 GPUs in a debug build; the reservation is virtual, pages are used only as deep as the
+/// search goes.
+pub(crate) fn with_search_stack<T: Send>(ngpus: usize, f: impl FnOnce() -> T + Send) -> T {
+    let levels = MAX_CHANNELS * (ngpus + 2);
+    let bytes = (8 << 20) + levels.saturating_mul(2 * STACK_PER_LEVEL);
+    let work = std::sync::Mutex::new(Some(f));
+    let run = || {
+        let f = work.lock().ok().and_then(|mut slot| slot.take());
+        f.map(|f| f())
+    };
+    let threaded = std::thread::scope(|scope| {
+        let handle = std::thread::Builder::new()
+            .name("search".into())
+            .stack_size(bytes)
+            .spawn_scoped(scope, run)
+            .ok()?;
+        Some(
+            handle
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+        )
+    });
+    // No thread to be had (out of memory or threads): search here, as deep as this stack allows.
+    match threaded.flatten() {
+        Some(result) => result,
+        None => match run() {
+            Some(result) => result,
+            None => unreachable!("the search ran neither on its thread nor here"),
+        },
+    }
 }
 
 /// `compute`, optionally without replaying crossNic twins (to check the replay).
