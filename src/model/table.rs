@@ -391,11 +391,31 @@ impl TuningTable {
                 simple_multiplier: r.number("net_overhead_us.simple_multiplier")?,
             },
             threads: Threads {
-                max_nthreads: r.at_most(r.positive_integer("threads.max_nthreads")?, "threads.max_nthreads", MAX_CTA_THREADS)?,
-                simple_max_nthreads: r.at_most(r.positive_integer("threads.simple_max_nthreads")?, "threads.simple_max_nthreads", MAX_CTA_THREADS)?,
-                ll_max_nthreads: r.at_most(r.positive_integer("threads.ll_max_nthreads")?, "threads.ll_max_nthreads", MAX_CTA_THREADS)?,
-                ll128_max_nthreads: r.at_most(r.positive_integer("threads.ll128_max_nthreads")?, "threads.ll128_max_nthreads", MAX_CTA_THREADS)?,
-                warp_size: r.at_most(r.positive_integer("threads.warp_size")?, "threads.warp_size", MAX_CTA_THREADS)?,
+                max_nthreads: r.at_most(
+                    r.positive_integer("threads.max_nthreads")?,
+                    "threads.max_nthreads",
+                    MAX_CTA_THREADS,
+                )?,
+                simple_max_nthreads: r.at_most(
+                    r.positive_integer("threads.simple_max_nthreads")?,
+                    "threads.simple_max_nthreads",
+                    MAX_CTA_THREADS,
+                )?,
+                ll_max_nthreads: r.at_most(
+                    r.positive_integer("threads.ll_max_nthreads")?,
+                    "threads.ll_max_nthreads",
+                    MAX_CTA_THREADS,
+                )?,
+                ll128_max_nthreads: r.at_most(
+                    r.positive_integer("threads.ll128_max_nthreads")?,
+                    "threads.ll128_max_nthreads",
+                    MAX_CTA_THREADS,
+                )?,
+                warp_size: r.at_most(
+                    r.positive_integer("threads.warp_size")?,
+                    "threads.warp_size",
+                    MAX_CTA_THREADS,
+                )?,
                 ring_simple_low_bw_nthreads: r.at_most(
                     r.positive_integer("threads.ring_simple_low_bw_nthreads")?,
                     "threads.ring_simple_low_bw_nthreads",
@@ -430,10 +450,16 @@ impl TuningTable {
                 "max_dev_work_batch_colls",
                 MAX_SMALL_COUNT,
             )?,
-            max_direct_arity: r.at_most(r.integer("max_direct_arity")?, "max_direct_arity", MAX_SMALL_COUNT)?
-                as usize,
-            max_nvls_arity: r.at_most(r.integer("max_nvls_arity")?, "max_nvls_arity", MAX_SMALL_COUNT)?
-                as usize,
+            max_direct_arity: r.at_most(
+                r.integer("max_direct_arity")?,
+                "max_direct_arity",
+                MAX_SMALL_COUNT,
+            )? as usize,
+            max_nvls_arity: r.at_most(
+                r.integer("max_nvls_arity")?,
+                "max_nvls_arity",
+                MAX_SMALL_COUNT,
+            )? as usize,
             scheduler: Scheduler {
                 min_traffic_per_channel: r.at_most(
                     r.positive_integer("scheduler.min_traffic_per_channel")?,

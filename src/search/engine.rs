@@ -201,7 +201,8 @@ impl<'a> Searcher<'a> {
         let hops = &path.hops[..max_steps.min(path.hops.len())];
         for (step, hop) in hops.iter().enumerate() {
             let fw = if hop.pci { pci_bw } else { bw };
-            let Some(fwd) = link_bw.get(hop.edge).copied() else {
+            let edge = hop.edge as usize;
+            let Some(fwd) = link_bw.get(edge).copied() else {
                 return step;
             };
             if let RevCharge::None = hop.rev {
@@ -209,18 +210,18 @@ impl<'a> Searcher<'a> {
                 if fwd < fw {
                     return step;
                 }
-                link_bw[hop.edge] = sub_round(fwd, fw);
+                link_bw[edge] = sub_round(fwd, fw);
                 continue;
             }
             let (rev_edge, rev_bw) = match hop.rev {
-                RevCharge::Eighth(e) => (e, fw / 8.0),
-                RevCharge::Full(e) => (e, fw),
-                RevCharge::None => (hop.edge, 0.0),
+                RevCharge::Eighth(e) => (e as usize, fw / 8.0),
+                RevCharge::Full(e) => (e as usize, fw),
+                RevCharge::None => (edge, 0.0),
             };
             if fwd < fw || (rev_bw != 0.0 && link_bw[rev_edge] < rev_bw) {
                 return step;
             }
-            link_bw[hop.edge] = sub_round(fwd, fw);
+            link_bw[edge] = sub_round(fwd, fw);
             if rev_bw != 0.0 {
                 link_bw[rev_edge] = sub_round(link_bw[rev_edge], rev_bw);
             }
@@ -842,9 +843,10 @@ impl<'a> Searcher<'a> {
                 // NCCL `continue`s here when no GPU reaches the NET, skipping its
                 // bandwidth restore; that NET then stays charged. We restore it
                 // (no GPU can use such a NET anyway).
-                let (locals, ptype) = self.sys.local_gpus_of_net(n);
+                let sys = self.sys;
+                let (locals, ptype) = sys.local_gpus_of_net(n);
                 if ptype != PathType::Dis {
-                    for lg in locals {
+                    for &lg in locals {
                         if lg as i32 == local_gpu {
                             continue;
                         }

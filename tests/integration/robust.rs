@@ -86,7 +86,10 @@ fn broadcom_switch_linked_to_itself_or_nested_on_its_bus_id_does_not_panic() {
 vendor="0x1000" device="0xc010" subsystem_vendor="0x1000" subsystem_device="0xa000"><pcilink target="0000:01:00.0"/>
 </pci></cpu></system>"#;
     let f = scratch("bcm-minimal.xml", minimal.as_bytes());
-    refused(&["topo", "--topo", f.to_str().unwrap()], &["bcm-minimal.xml", "no GPU"]);
+    refused(
+        &["topo", "--topo", f.to_str().unwrap()],
+        &["bcm-minimal.xml", "no GPU"],
+    );
 
     // The same switch holding two GPUs, and a sub-switch on the same bus id: both are flattened into one switch,
     // as NCCL does, and the GPUs sit behind it (PIX through the one switch).
@@ -150,7 +153,13 @@ fn node_counts_beyond_the_limit_are_refused_before_allocating() {
     // --nodes already had its limit; nodes x GPUs has one too: 4096 nodes of 576 GPUs would be 2.4 M ranks.
     let big = scratch("board-576.xml", board(576, 8).as_bytes());
     refused(
-        &["channels", "--topo", big.to_str().unwrap(), "--nodes", "4096"],
+        &[
+            "channels",
+            "--topo",
+            big.to_str().unwrap(),
+            "--nodes",
+            "4096",
+        ],
         &["board-576.xml", "65536 ranks"],
     );
     refused(
@@ -182,7 +191,10 @@ fn deep_and_wide_xml_is_refused_with_the_limit_named() {
     // 100,000 nested elements: the recursive drop overflowed the stack.
     let deep = "<a>".repeat(100_000) + &"</a>".repeat(100_000);
     let f = scratch("deep.xml", deep.as_bytes());
-    refused(&["topo", "--topo", f.to_str().unwrap()], &["deep.xml:1:", "256 levels"]);
+    refused(
+        &["topo", "--topo", f.to_str().unwrap()],
+        &["deep.xml:1:", "256 levels"],
+    );
 
     // 20,000 nested <pci> (Builder::add_pci's recursion) and 10,000 nested switches (4.5 GB for 0.9 MB).
     for (name, depth) in [("pci-20000.xml", 20_000), ("switch-10000.xml", 10_000)] {
@@ -197,22 +209,43 @@ fn deep_and_wide_xml_is_refused_with_the_limit_named() {
         xml += &"</pci>\n".repeat(depth);
         xml += CPU_CLOSE;
         let f = scratch(name, xml.as_bytes());
-        refused(&["topo", "--topo", f.to_str().unwrap()], &[name, "256 levels"]);
+        refused(
+            &["topo", "--topo", f.to_str().unwrap()],
+            &[name, "256 levels"],
+        );
     }
 
     // A flat file of 200,000 elements (25 s to reject while line numbers were rescanned): the element limit.
-    let flat = format!("<graphs version=\"1\">\n{}</graphs>\n", "<graph/>\n".repeat(200_000));
+    let flat = format!(
+        "<graphs version=\"1\">\n{}</graphs>\n",
+        "<graph/>\n".repeat(200_000)
+    );
     let f = scratch("flat.xml", flat.as_bytes());
     refused(
-        &["channels", "--fixture", "hgx-h200-8", "--graph", f.to_str().unwrap()],
+        &[
+            "channels",
+            "--fixture",
+            "hgx-h200-8",
+            "--graph",
+            f.to_str().unwrap(),
+        ],
         &["flat.xml:65537:", "65536 elements"],
     );
     // Below the limit the same file is read quickly and refused for what it says (a <graph> without an id), with
     // the right line.
-    let flat = format!("<graphs version=\"1\">\n{}</graphs>\n", "<graph/>\n".repeat(60_000));
+    let flat = format!(
+        "<graphs version=\"1\">\n{}</graphs>\n",
+        "<graph/>\n".repeat(60_000)
+    );
     let f = scratch("flat-ok.xml", flat.as_bytes());
     refused(
-        &["channels", "--fixture", "hgx-h200-8", "--graph", f.to_str().unwrap()],
+        &[
+            "channels",
+            "--fixture",
+            "hgx-h200-8",
+            "--graph",
+            f.to_str().unwrap(),
+        ],
         &["flat-ok.xml:2:", "'id'"],
     );
 }
@@ -223,7 +256,12 @@ fn node_kinds_beyond_nccl_topo_max_nodes_are_refused() {
     let f = scratch("board-577.xml", board(577, 0).as_bytes());
     refused(
         &["topo", "--topo", f.to_str().unwrap()],
-        &["board-577.xml:", "<gpu>", "576 GPU nodes", "NCCL_TOPO_MAX_NODES"],
+        &[
+            "board-577.xml:",
+            "<gpu>",
+            "576 GPU nodes",
+            "NCCL_TOPO_MAX_NODES",
+        ],
     );
     // 10,000 GPUs (paths were O(GPUs^2): abort at 10 GiB after 181 s) stop at the same place.
     let f = scratch("board-10000.xml", board(10_000, 0).as_bytes());
@@ -266,7 +304,11 @@ fn the_channel_search_at_256_gpus_fits_its_stack() {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("Channel 00/"), "{}", &text[..text.len().min(2000)]);
+    assert!(
+        text.contains("Channel 00/"),
+        "{}",
+        &text[..text.len().min(2000)]
+    );
 }
 
 #[test]
@@ -308,12 +350,28 @@ fn net_latency_must_be_finite_and_sane() {
     }
     // "no algorithm/protocol available" (exit 1) before: now the flag is refused, naming its limit.
     refused(
-        &["explain", "--fixture", "hgx-h200-8", "--nodes", "2", "--net-latency", "1e308"],
+        &[
+            "explain",
+            "--fixture",
+            "hgx-h200-8",
+            "--nodes",
+            "2",
+            "--net-latency",
+            "1e308",
+        ],
         &["--net-latency 1e308", "1000000"],
     );
     for ok in ["0", "2.5", "1000000"] {
         planner()
-            .args(["explain", "--fixture", "hgx-h200-8", "--nodes", "2", "--net-latency", ok])
+            .args([
+                "explain",
+                "--fixture",
+                "hgx-h200-8",
+                "--nodes",
+                "2",
+                "--net-latency",
+                ok,
+            ])
             .assert()
             .success();
     }
@@ -323,15 +381,33 @@ fn net_latency_must_be_finite_and_sane() {
 fn sizes_that_overflow_name_the_limit() {
     // "must be at least 1 byte" before (the parse wrapped to 0; a panic in debug builds).
     refused(
-        &["explain", "--fixture", "hgx-h200-8", "--size", "18446744073709551615.5M"],
+        &[
+            "explain",
+            "--fixture",
+            "hgx-h200-8",
+            "--size",
+            "18446744073709551615.5M",
+        ],
         &["18446744073709551615.5M", "1 TiB"],
     );
     refused(
-        &["explain", "--fixture", "hgx-h200-8", "--sweep", "8..184467440737095516155"],
+        &[
+            "explain",
+            "--fixture",
+            "hgx-h200-8",
+            "--sweep",
+            "8..184467440737095516155",
+        ],
         &["1 TiB"],
     );
     refused(
-        &["explain", "--fixture", "hgx-h200-8", "--size", "0.000000000000000000123456789012345678901M"],
+        &[
+            "explain",
+            "--fixture",
+            "hgx-h200-8",
+            "--size",
+            "0.000000000000000000123456789012345678901M",
+        ],
         &["19 significant digits"],
     );
 }
@@ -348,7 +424,10 @@ fn untrusted_numbers_in_topology_files_do_not_overflow() {
         gpu(2, 1) + CPU_CLOSE
     );
     let f = scratch("c2c.xml", c2c.as_bytes());
-    refused(&["topo", "--topo", f.to_str().unwrap()], &["c2c.xml:", "<c2c>", "not between 0 and 2147483647"]);
+    refused(
+        &["topo", "--topo", f.to_str().unwrap()],
+        &["c2c.xml:", "<c2c>", "not between 0 and 2147483647"],
+    );
     // A huge link_width is a (silly) bandwidth, not an overflow: debug and release agree.
     let wide = format!(
         "{CPU_OPEN}{}{}{CPU_CLOSE}",

@@ -175,8 +175,12 @@ impl TopoGen<'_, '_> {
         let busid = self.busid();
         let class = self.dice.value(class);
         let device = self.dice.pick(&["0xc010", "0xc030", "0x2335", "0x1021"]);
-        let sub = self.dice.pick(&["0xa000", "0xa001", "0x0000", "0x1000", "0x100b"]);
-        let speed = self.dice.pick(&["16.0 GT/s PCIe", "32.0 GT/s PCIe", "8 GT/s", "Unknown", ""]);
+        let sub = self
+            .dice
+            .pick(&["0xa000", "0xa001", "0x0000", "0x1000", "0x100b"]);
+        let speed = self
+            .dice
+            .pick(&["16.0 GT/s PCIe", "32.0 GT/s PCIe", "8 GT/s", "Unknown", ""]);
         let width = self.dice.pick(&["16", "16", "8", "0"]);
         let width = self.dice.value(width);
         XmlNode::new("pci")
@@ -224,8 +228,11 @@ impl TopoGen<'_, '_> {
         if self.dice.chance(5) {
             let bw = self.dice.value("40000");
             let count = self.dice.value("10");
-            gpu.children
-                .push(XmlNode::new("c2c").with_attr("bw", bw).with_attr("count", count));
+            gpu.children.push(
+                XmlNode::new("c2c")
+                    .with_attr("bw", bw)
+                    .with_attr("count", count),
+            );
         }
         if let Some(busid) = pci.attr("busid") {
             self.gpus.push(busid.to_string());
@@ -389,13 +396,16 @@ fn generated_graphs(bytes: &[u8], gpu_ids: &[&str], net_ids: &[&str], multi_node
                 order.pop();
             }
             if multi_node {
-                ch.children.push(XmlNode::new("net").with_attr("dev", d.pick(net_ids)));
+                ch.children
+                    .push(XmlNode::new("net").with_attr("dev", d.pick(net_ids)));
             }
             for gpu in order {
-                ch.children.push(XmlNode::new("gpu").with_attr("dev", d.value(gpu)));
+                ch.children
+                    .push(XmlNode::new("gpu").with_attr("dev", d.value(gpu)));
             }
             if multi_node {
-                ch.children.push(XmlNode::new("net").with_attr("dev", d.pick(net_ids)));
+                ch.children
+                    .push(XmlNode::new("net").with_attr("dev", d.pick(net_ids)));
             }
             g.children.push(ch);
         }
