@@ -864,6 +864,12 @@ impl<'a> Builder<'a> {
     }
 }
 
+/// Build a topology from NCCL topology XML bytes (`source` names them in errors), default path options: the entry
+/// point for any byte input (a fuzz target is one line).
+pub fn from_bytes(bytes: &[u8], source: &str) -> Result<Topology> {
+    from_xml(&crate::xml::parse_bytes(bytes, source)?, source)
+}
+
 /// Build a topology from NCCL XML with NCCL's default path options.
 pub fn from_xml(root: &XmlNode, source: &str) -> Result<Topology> {
     from_xml_with(root, source, &PathOptions::default())

@@ -215,6 +215,28 @@ fn deep_and_wide_xml_is_refused_with_the_limit_named() {
         );
     }
 
+    // Just inside the limit a deep switch chain is built, in this process too (a test thread has 2 MiB of stack).
+    let depth = 250;
+    let mut xml = CPU_OPEN.to_string();
+    for i in 0..depth {
+        xml += &format!(
+            "<pci busid=\"0000:{:02x}:{:02x}.0\" class=\"0x060400\" link_speed=\"16.0 GT/s PCIe\" link_width=\"16\">\n",
+            i >> 8,
+            i & 0xff
+        );
+    }
+    xml += &(gpu(0x1001, 0) + &gpu(0x1002, 1));
+    xml += &"</pci>\n".repeat(depth);
+    xml += CPU_CLOSE;
+    let root = planner::xml::parse(&xml, "deep-ok.xml").unwrap();
+    let topo = planner::topo::build::from_xml(&root, "deep-ok.xml").unwrap();
+    assert_eq!(topo.gpu_count(), 2);
+    let f = scratch("deep-ok.xml", xml.as_bytes());
+    planner()
+        .args(["channels", "--topo", f.to_str().unwrap()])
+        .assert()
+        .success();
+
     // A flat file of 200,000 elements (25 s to reject while line numbers were rescanned): the element limit.
     let flat = format!(
         "<graphs version=\"1\">\n{}</graphs>\n",

@@ -1,5 +1,5 @@
 //! Issue 15, part A: the properties the fuzz targets check, on stable Rust with proptest. Every parser's entry point
-//! takes text or bytes: `xml::parse_bytes`, `topo::build::from_xml`, `search::graphs_from_text`,
+//! takes text or bytes: `xml::parse_bytes`, `topo::build::from_bytes`, `search::graphs_from_text`,
 //! `units::parse_size`/`parse_size_range`. Properties: they never panic; XML round-trips what it accepts; a topology
 //! that builds also searches and renders without panicking. Run them in debug too (overflow checks on):
 //! `cargo test --test integration robust`.
@@ -338,8 +338,7 @@ proptest! {
     fn topology_build_search_and_report_never_panic(bytes in prop::collection::vec(any::<u8>(), 8..400)) {
         // Through the text, as a file would come in.
         let text = xml::write(&generated_topology(&bytes));
-        let root = xml::parse(&text, "gen.xml").expect("the writer's XML parses");
-        match build::from_xml(&root, "gen.xml") {
+        match build::from_bytes(text.as_bytes(), "gen.xml") {
             Err(e) => prop_assert_eq!(e.exit_code(), 2, "{}", e),
             Ok(topo) => {
                 let cluster = Cluster::single(topo);
