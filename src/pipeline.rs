@@ -66,13 +66,7 @@ impl Source {
                 self.nodes
             )));
         }
-        if !self.net_latency_us.is_finite() || self.net_latency_us < 0.0 {
-            return Err(Error::bad_input(format!(
-                "invalid --net-latency {}: must be a non-negative number of µs",
-                self.net_latency_us
-            )));
-        }
-        Ok(())
+        crate::limits::check_net_latency_us("invalid --net-latency", self.net_latency_us)
     }
 
     fn cluster_of(&self, node: Topology) -> Result<Cluster> {

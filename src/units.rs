@@ -9,6 +9,7 @@ pub const MAX_SIZE: u64 = 1 << 40;
 /// Parse one size: `16M`, `1G`, `256K`, `4096`, `1.5M`, `16MiB`.
 pub fn parse_size(text: &str) -> Result<u64> {
     let trimmed = text.trim();
+    check_size_digits(text, trimmed)?;
     let value = parse_size::Config::new()
         .with_binary()
         .parse_size(trimmed)
@@ -76,9 +77,103 @@ pub fn clap_size_range(text: &str) -> std::result::Result<Vec<u64>, String> {
     parse_size_range(text).map_err(|e| e.to_string())
 }
 
-/// A user-named input file as text; an unreadable file is bad input naming it.
+/// Longest size text accepted (digit grouping and a unit included).
+const MAX_SIZE_TEXT: usize = 64;
+/// Most significant digits in a size: a u64 holds 19 of any value.
+const MAX_SIZE_DIGITS: usize = 19;
+/// Significant digits at which a plain number of bytes is already above `MAX_SIZE` (10^13 > 2^40).
+const DIGITS_ABOVE_MAX_SIZE: usize = 14;
+
+/// Refuse what would overflow inside the parse-size crate (its mantissa wraps past 19 significant digits, which
+/// debug builds catch as a panic and release builds turn into a wrong value), naming the limit.
+fn check_size_digits(text: &str, trimmed: &str) -> Result<()> {
+    if trimmed.len() > MAX_SIZE_TEXT {
+        return Err(Error::bad_input(format!(
+            "invalid size '{text}': longer than {MAX_SIZE_TEXT} characters"
+        )));
+    }
+    // The mantissa: everything before an exponent `e` that follows a digit (a trailing `e` is the exa unit).
+    let bytes = trimmed.as_bytes();
+    let exponent_at = (1..bytes.len()).find(|&i| {
+        matches!(bytes[i], b'e' | b'E')
+            && bytes[i - 1].is_ascii_digit()
+            && bytes[i + 1..].iter().any(u8::is_ascii_digit)
+    });
+    let mantissa = &bytes[..exponent_at.unwrap_or(bytes.len())];
+    let mut significant = 0;
+    let mut integer_digits = 0;
+    let mut in_fraction = false;
+    for &b in mantissa {
+        match b {
+            b'.' => in_fraction = true,
+            b'0' if significant == 0 => {}
+            b'0'..=b'9' => {
+                significant += 1;
+                if !in_fraction {
+                    integer_digits += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    if exponent_at.is_none() && integer_digits >= DIGITS_ABOVE_MAX_SIZE {
+        return Err(Error::bad_input(format!(
+            "invalid size '{text}': larger than the 1 TiB (2^40 bytes) limit"
+        )));
+    }
+    if significant > MAX_SIZE_DIGITS {
+        return Err(Error::bad_input(format!(
+            "invalid size '{text}': more than {MAX_SIZE_DIGITS} significant digits"
+        )));
+    }
+    Ok(())
+}
+
+/// A user-named input file as text, at most `limits::MAX_INPUT_FILE_BYTES` long; an unreadable or larger file is
+/// bad input naming it (and the limit). Every reader of a named file goes through this or `read_input_bytes`.
 pub fn read_input_file(path: &str) -> Result<String> {
-    std::fs::read_to_string(path).map_err(|e| Error::bad_input(format!("{path}: cannot read: {e}")))
+    // The message std's read_to_string gives, as before the cap.
+    String::from_utf8(read_input_bytes(path)?).map_err(|_| {
+        Error::bad_input(format!(
+            "{path}: cannot read: stream did not contain valid UTF-8"
+        ))
+    })
+}
+
+/// A user-named input file as bytes, with the same cap as `read_input_file`.
+pub fn read_input_bytes(path: &str) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    capped_reader(path)?
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::bad_input(format!("{path}: cannot read: {e}")))?;
+    check_cap(path, bytes.len())?;
+    Ok(bytes)
+}
+
+/// The file opened for at most one byte more than the cap: `/dev/zero` or a 100 GB file stop there.
+fn capped_reader(path: &str) -> Result<std::io::Take<std::fs::File>> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)
+        .map_err(|e| Error::bad_input(format!("{path}: cannot read: {e}")))?;
+    // A regular file says its size: refuse it without reading.
+    if let Ok(meta) = file.metadata() {
+        if meta.is_file() {
+            check_cap(path, usize::try_from(meta.len()).unwrap_or(usize::MAX))?;
+        }
+    }
+    Ok(file.take(crate::limits::MAX_INPUT_FILE_BYTES + 1))
+}
+
+fn check_cap(path: &str, len: usize) -> Result<()> {
+    let cap = crate::limits::MAX_INPUT_FILE_BYTES;
+    if len as u64 > cap {
+        return Err(Error::bad_input(format!(
+            "{path}: larger than the {} MiB input file limit",
+            cap >> 20
+        )));
+    }
+    Ok(())
 }
 
 /// C's `strtol(text, &end, 0)`: leading blanks, optional sign, `0x` hex, leading-`0` octal, else decimal. The value
@@ -116,6 +211,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn input_files_are_capped() {
+        let dir = std::env::temp_dir().join(format!("planner-units-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let big = dir.join("big");
+        let f = std::fs::File::create(&big).unwrap();
+        f.set_len(crate::limits::MAX_INPUT_FILE_BYTES + 1).unwrap();
+        let err = read_input_file(big.to_str().unwrap()).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains("64 MiB input file limit"), "{err}");
+        let ok = dir.join("ok");
+        std::fs::write(&ok, "<a/>").unwrap();
+        assert_eq!(read_input_file(ok.to_str().unwrap()).unwrap(), "<a/>");
+        std::fs::write(&ok, [0xff, 0xfe]).unwrap();
+        let err = read_input_file(ok.to_str().unwrap()).unwrap_err();
+        assert!(err.to_string().contains("valid UTF-8"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn binary_units_as_nccl_tests() {
         assert_eq!(parse_size("16M").unwrap(), 16 * 1024 * 1024);
         assert_eq!(parse_size("1G").unwrap(), 1 << 30);
@@ -133,6 +247,25 @@ mod tests {
             assert!(err.to_string().contains(bad), "{err}");
         }
         assert!(parse_size("1T").is_ok());
+    }
+
+    #[test]
+    fn sizes_that_overflowed_parse_size_name_the_limit() {
+        // parse-size's mantissa wrapped to 0 here ("must be at least 1 byte"), a panic in debug builds.
+        let err = parse_size("18446744073709551615.5M").unwrap_err();
+        assert!(err.to_string().contains("1 TiB"), "{err}");
+        let err = parse_size("184467440737095516155").unwrap_err();
+        assert!(err.to_string().contains("1 TiB"), "{err}");
+        let err = parse_size("0.18446744073709551615M").unwrap_err();
+        assert!(err.to_string().contains("19 significant digits"), "{err}");
+        let err = parse_size(&"1".repeat(100)).unwrap_err();
+        assert!(err.to_string().contains("64 characters"), "{err}");
+        // Leading zeros and exponents are not significant digits; the exa unit `E` is not an exponent.
+        assert_eq!(parse_size("0000000000000000000001M").unwrap(), 1 << 20);
+        assert_eq!(parse_size("1.5e3").unwrap(), 1500);
+        assert_eq!(parse_size("1234567890123456789e-9").unwrap(), 1_234_567_890);
+        assert!(parse_size("12345678901234567890e-9").is_err());
+        assert!(parse_size("1E").unwrap_err().to_string().contains("1 TiB"));
     }
 
     #[test]

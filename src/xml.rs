@@ -5,6 +5,9 @@
 //! is all we need. Keeping attribute order makes our dumps diff cleanly against
 //! NCCL's own. Every element remembers the line it started on so that later
 //! stages can name the file and line of a bad value.
+//!
+//! Reading is iterative and bounded (`crate::limits`: depth, elements, attributes,
+//! string length); dropping and writing are iterative, so no input overflows the stack.
 
 use crate::error::{Error, Result};
 use quick_xml::events::Event;
@@ -19,11 +22,23 @@ pub struct XmlNode {
     pub line: usize,
 }
 
+/// Dropping drains the tree into a list first: a recursive drop of a deep tree would overflow the stack.
+impl Drop for XmlNode {
+    fn drop(&mut self) {
+        let mut pending = std::mem::take(&mut self.children);
+        while let Some(mut node) = pending.pop() {
+            pending.append(&mut node.children);
+        }
+    }
+}
+
 impl XmlNode {
     pub fn new(name: impl Into<String>) -> Self {
         XmlNode {
             name: name.into(),
-            ..Default::default()
+            attrs: Vec::new(),
+            children: Vec::new(),
+            line: 0,
         }
     }
 
@@ -72,13 +87,11 @@ impl XmlNode {
     /// All descendants (depth first, pre-order), not including self.
     pub fn descendants(&self) -> Vec<&XmlNode> {
         let mut out = Vec::new();
-        fn walk<'a>(n: &'a XmlNode, out: &mut Vec<&'a XmlNode>) {
-            for c in &n.children {
-                out.push(c);
-                walk(c, out);
-            }
+        let mut todo: Vec<&XmlNode> = self.children.iter().rev().collect();
+        while let Some(n) = todo.pop() {
+            out.push(n);
+            todo.extend(n.children.iter().rev());
         }
-        walk(self, &mut out);
         out
     }
 
@@ -139,21 +152,66 @@ pub fn parse_u64(text: &str) -> Option<u64> {
     }
 }
 
+/// 1-based line of a byte position (one scan: for the one error message only).
 fn line_of(text: &str, byte_pos: usize) -> usize {
     let end = byte_pos.min(text.len());
-    text.as_bytes()[..end]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
+    count_newlines(&text.as_bytes()[..end]) + 1
 }
 
-/// Parse an XML document into its root element. `source` names the input in errors.
+fn count_newlines(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| b == b'\n').count()
+}
+
+/// Line numbers from the parser's advancing position: each byte is counted once.
+struct Lines<'t> {
+    text: &'t [u8],
+    pos: usize,
+    line: usize,
+}
+
+impl Lines<'_> {
+    fn at(&mut self, pos: usize) -> usize {
+        let pos = pos.min(self.text.len());
+        if pos < self.pos {
+            return count_newlines(&self.text[..pos]) + 1;
+        }
+        self.line += count_newlines(&self.text[self.pos..pos]);
+        self.pos = pos;
+        self.line
+    }
+}
+
+/// Parse XML bytes (UTF-8) into the root element: the entry point for any byte input (a fuzz target is one line).
+pub fn parse_bytes(bytes: &[u8], source: &str) -> Result<XmlNode> {
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        Error::bad_input(format!(
+            "{source}:{}: not text (invalid UTF-8)",
+            count_newlines(&bytes[..e.valid_up_to()]) + 1
+        ))
+    })?;
+    parse(text, source)
+}
+
+/// Parse an XML document into its root element. `source` names the input in errors. Limits (`crate::limits`):
+/// nesting depth, element count, attributes per element and string length, each named when exceeded.
 pub fn parse(text: &str, source: &str) -> Result<XmlNode> {
+    use crate::limits::{MAX_XML_ATTRIBUTES, MAX_XML_DEPTH, MAX_XML_ELEMENTS, MAX_XML_STRING};
     let mut reader = Reader::from_str(text);
     reader.config_mut().trim_text(true);
     let mut stack: Vec<XmlNode> = Vec::new();
     let mut root: Option<XmlNode> = None;
+    let mut lines = Lines {
+        text: text.as_bytes(),
+        pos: 0,
+        line: 1,
+    };
+    let mut elements = 0usize;
+    let too_long = |line: usize, what: &str, value: &str| {
+        Error::bad_input(format!(
+            "{source}:{line}: {what} '{}...' is longer than {MAX_XML_STRING} characters (NCCL's MAX_STR_LEN)",
+            value.chars().take(20).collect::<String>()
+        ))
+    };
     loop {
         let start_pos = reader.buffer_position() as usize;
         let event = reader.read_event().map_err(|e| {
@@ -166,28 +224,55 @@ pub fn parse(text: &str, source: &str) -> Result<XmlNode> {
             Event::Start(ref e) | Event::Empty(ref e) => {
                 let is_empty = matches!(event, Event::Empty(_));
                 // The tag starts at the first '<' at or after the previous position.
-                let tag_pos = text[start_pos.min(text.len())..]
-                    .find('<')
-                    .map(|off| start_pos + off)
-                    .unwrap_or(start_pos);
-                let line = line_of(text, tag_pos);
-                let mut node = XmlNode {
-                    name: e.name().as_ref().to_string(),
-                    line,
-                    ..Default::default()
-                };
+                let from = start_pos.min(text.len());
+                let tag_pos = text.as_bytes()[from..]
+                    .iter()
+                    .position(|&b| b == b'<')
+                    .map_or(from, |off| from + off);
+                let line = lines.at(tag_pos);
+                let qname = e.name();
+                let name: &str = qname.as_ref();
+                elements += 1;
+                if elements > MAX_XML_ELEMENTS {
+                    return Err(Error::bad_input(format!(
+                        "{source}:{line}: more than {MAX_XML_ELEMENTS} elements (NCCL's largest XML, NCCL_GRAPH_XML_MAX_NODES)"
+                    )));
+                }
+                if stack.len() >= MAX_XML_DEPTH {
+                    return Err(Error::bad_input(format!(
+                        "{source}:{line}: <{}> nests deeper than {MAX_XML_DEPTH} levels (planner's XML limit: NCCL reads at most 256 topology elements)",
+                        name.chars().take(20).collect::<String>()
+                    )));
+                }
+                if name.len() > MAX_XML_STRING {
+                    return Err(too_long(line, "element name", name));
+                }
+                let mut node = XmlNode::new(name);
+                node.line = line;
                 for attr in e.attributes() {
                     let attr = attr.map_err(|err| {
                         Error::bad_input(format!("{source}:{line}: malformed attribute: {err}"))
                     })?;
+                    if node.attrs.len() == MAX_XML_ATTRIBUTES {
+                        return Err(Error::bad_input(format!(
+                            "{source}:{line}: <{}> has more than {MAX_XML_ATTRIBUTES} attributes (NCCL's MAX_ATTR_COUNT)",
+                            node.name
+                        )));
+                    }
+                    let key: &str = attr.key.as_ref();
+                    if key.len() > MAX_XML_STRING {
+                        return Err(too_long(line, "attribute name", key));
+                    }
                     #[allow(deprecated)]
                     let value = attr.unescape_value().map_err(|err| {
                         Error::bad_input(format!(
                             "{source}:{line}: malformed attribute value: {err}"
                         ))
                     })?;
-                    node.attrs
-                        .push((attr.key.as_ref().to_string(), value.into_owned()));
+                    if value.len() > MAX_XML_STRING {
+                        return Err(too_long(line, &format!("the value of '{key}'"), &value));
+                    }
+                    node.attrs.push((key.to_string(), value.into_owned()));
                 }
                 if is_empty {
                     attach(&mut stack, &mut root, node, source)?;
@@ -246,6 +331,10 @@ fn escape(value: &str) -> String {
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
+            // A reader normalises literal tabs and line breaks in values to spaces: keep them as references.
+            '\t' => out.push_str("&#9;"),
+            '\n' => out.push_str("&#10;"),
+            '\r' => out.push_str("&#13;"),
             _ => out.push(ch),
         }
     }
@@ -256,37 +345,38 @@ fn escape(value: &str) -> String {
 /// level, attributes in order, `<x/>` for empty elements, no XML declaration.
 pub fn write(root: &XmlNode) -> String {
     let mut out = String::new();
-    write_node(root, 0, &mut out);
+    // Iterative: (node, depth, closing?) so no tree is too deep to write.
+    let mut todo: Vec<(&XmlNode, usize, bool)> = vec![(root, 0, false)];
+    while let Some((node, depth, closing)) = todo.pop() {
+        for _ in 0..depth {
+            out.push_str("  ");
+        }
+        if closing {
+            out.push_str("</");
+            out.push_str(&node.name);
+            out.push_str(">\n");
+            continue;
+        }
+        out.push('<');
+        out.push_str(&node.name);
+        for (k, v) in &node.attrs {
+            out.push(' ');
+            out.push_str(k);
+            out.push_str("=\"");
+            out.push_str(&escape(v));
+            out.push('"');
+        }
+        if node.children.is_empty() {
+            out.push_str("/>\n");
+            continue;
+        }
+        out.push_str(">\n");
+        todo.push((node, depth, true));
+        for c in node.children.iter().rev() {
+            todo.push((c, depth + 1, false));
+        }
+    }
     out
-}
-
-fn write_node(node: &XmlNode, depth: usize, out: &mut String) {
-    for _ in 0..depth {
-        out.push_str("  ");
-    }
-    out.push('<');
-    out.push_str(&node.name);
-    for (k, v) in &node.attrs {
-        out.push(' ');
-        out.push_str(k);
-        out.push_str("=\"");
-        out.push_str(&escape(v));
-        out.push('"');
-    }
-    if node.children.is_empty() {
-        out.push_str("/>\n");
-        return;
-    }
-    out.push_str(">\n");
-    for c in &node.children {
-        write_node(c, depth + 1, out);
-    }
-    for _ in 0..depth {
-        out.push_str("  ");
-    }
-    out.push_str("</");
-    out.push_str(&node.name);
-    out.push_str(">\n");
 }
 
 #[cfg(test)]
@@ -322,6 +412,51 @@ mod tests {
         assert!(err.to_string().starts_with("f.xml:2:"), "{err}");
         let err = parse("", "empty.xml").unwrap_err();
         assert!(err.to_string().contains("empty.xml"), "{err}");
+    }
+
+    #[test]
+    fn limits_are_named() {
+        let deep = "<a>".repeat(300) + &"</a>".repeat(300);
+        let err = parse(&deep, "deep.xml").unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(
+            err.to_string()
+                .starts_with("deep.xml:1: <a> nests deeper than 256"),
+            "{err}"
+        );
+        let attrs: String = (0..17).map(|i| format!(" a{i}=\"1\"")).collect();
+        let err = parse(&format!("<x{attrs}/>"), "f").unwrap_err();
+        assert!(err.to_string().contains("more than 16 attributes"), "{err}");
+        let err = parse(&format!("<x v=\"{}\"/>", "9".repeat(256)), "f").unwrap_err();
+        assert!(
+            err.to_string().contains("longer than 255 characters"),
+            "{err}"
+        );
+        let flat = format!("<r>{}</r>", "<e/>".repeat(crate::limits::MAX_XML_ELEMENTS));
+        let err = parse(&flat, "flat.xml").unwrap_err();
+        assert!(
+            err.to_string().contains("more than 65536 elements"),
+            "{err}"
+        );
+        let err = parse_bytes(b"<a>\n<b x=\"\xff\"/></a>", "bin").unwrap_err();
+        assert!(err.to_string().starts_with("bin:2: not text"), "{err}");
+    }
+
+    #[test]
+    fn deep_trees_drop_and_write_without_recursion() {
+        // Built in memory, deeper than any parse accepts: dropping, writing and walking are iterative.
+        let chain = |depth: usize| {
+            let mut root = XmlNode::new("n");
+            for _ in 0..depth {
+                root = XmlNode::new("n").with_child(root);
+            }
+            root
+        };
+        let root = chain(200_000);
+        assert_eq!(root.descendants().len(), 200_000);
+        drop(root);
+        // Writing indents two spaces per level: a modest depth keeps the text small.
+        assert_eq!(write(&chain(5_000)).lines().count(), 2 * 5_000 + 1);
     }
 
     #[test]

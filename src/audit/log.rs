@@ -236,8 +236,7 @@ impl NcclLog {
 
     /// Read a log file.
     pub fn load(path: &str) -> Result<NcclLog> {
-        let bytes = std::fs::read(path)
-            .map_err(|e| Error::bad_input(format!("{path}: cannot read: {e}")))?;
+        let bytes = crate::units::read_input_bytes(path)?;
         let text = String::from_utf8(bytes).map_err(|e| {
             let line = 1 + e.as_bytes()[..e.utf8_error().valid_up_to()]
                 .iter()

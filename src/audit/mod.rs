@@ -523,6 +523,11 @@ pub fn audit_log(opts: &AuditOptions) -> Result<AuditReport> {
     let mut cluster = source_for(&opts.source, &log, &opts.log)?.load()?;
     // The dump is one node; the log says how many there were.
     if let Some(n) = log.n_nodes {
+        crate::limits::check_nodes(
+            &format!("{}: nNodes", opts.log),
+            n.max(1) as u64,
+            cluster.gpus_per_node(),
+        )?;
         cluster.n_nodes = n.max(1);
     }
     let env = NcclEnv::from_pairs(log.env.iter().map(|(n, v, _)| (n.clone(), v.clone())));

@@ -278,8 +278,7 @@ impl Calibration {
     }
 
     pub fn load(path: &str) -> Result<Calibration> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::bad_input(format!("{path}: cannot read: {e}")))?;
+        let text = crate::units::read_input_file(path)?;
         Calibration::from_json(&text, path)
     }
 

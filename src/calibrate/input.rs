@@ -133,8 +133,7 @@ pub struct Measurements {
 
 /// Read one measurement file of any supported format.
 pub fn read_file(path: &str, options: &ReadOptions) -> Result<Measurements> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::bad_input(format!("{path}: cannot read: {e}")))?;
+    let text = crate::units::read_input_file(path)?;
     read_text(&text, path, options)
 }
 

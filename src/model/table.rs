@@ -378,9 +378,11 @@ impl TuningTable {
                 ring_simple_plateau_latency_pre_sm80: r
                     .number("factors.ring_simple_plateau_latency_pre_sm80")?,
                 ring_simple_plateau_latency: r.number("factors.ring_simple_plateau_latency")?,
-                ring_simple_plateau_min_bytes_per_rank_channel: r
-                    .integer("factors.ring_simple_plateau_min_bytes_per_rank_channel")?
-                    as u64,
+                ring_simple_plateau_min_bytes_per_rank_channel: r.at_most(
+                    r.integer("factors.ring_simple_plateau_min_bytes_per_rank_channel")?,
+                    "factors.ring_simple_plateau_min_bytes_per_rank_channel",
+                    crate::units::MAX_SIZE,
+                )? as u64,
             },
             net_overhead_us: NetOverhead {
                 x86_intel: r.number("net_overhead_us.x86_intel")?,
@@ -389,34 +391,100 @@ impl TuningTable {
                 simple_multiplier: r.number("net_overhead_us.simple_multiplier")?,
             },
             threads: Threads {
-                max_nthreads: r.positive_integer("threads.max_nthreads")?,
-                simple_max_nthreads: r.positive_integer("threads.simple_max_nthreads")?,
-                ll_max_nthreads: r.positive_integer("threads.ll_max_nthreads")?,
-                ll128_max_nthreads: r.positive_integer("threads.ll128_max_nthreads")?,
-                warp_size: r.positive_integer("threads.warp_size")?,
-                ring_simple_low_bw_nthreads: r
-                    .positive_integer("threads.ring_simple_low_bw_nthreads")?,
+                max_nthreads: r.at_most(
+                    r.positive_integer("threads.max_nthreads")?,
+                    "threads.max_nthreads",
+                    MAX_CTA_THREADS,
+                )?,
+                simple_max_nthreads: r.at_most(
+                    r.positive_integer("threads.simple_max_nthreads")?,
+                    "threads.simple_max_nthreads",
+                    MAX_CTA_THREADS,
+                )?,
+                ll_max_nthreads: r.at_most(
+                    r.positive_integer("threads.ll_max_nthreads")?,
+                    "threads.ll_max_nthreads",
+                    MAX_CTA_THREADS,
+                )?,
+                ll128_max_nthreads: r.at_most(
+                    r.positive_integer("threads.ll128_max_nthreads")?,
+                    "threads.ll128_max_nthreads",
+                    MAX_CTA_THREADS,
+                )?,
+                warp_size: r.at_most(
+                    r.positive_integer("threads.warp_size")?,
+                    "threads.warp_size",
+                    MAX_CTA_THREADS,
+                )?,
+                ring_simple_low_bw_nthreads: r.at_most(
+                    r.positive_integer("threads.ring_simple_low_bw_nthreads")?,
+                    "threads.ring_simple_low_bw_nthreads",
+                    MAX_CTA_THREADS,
+                )?,
                 pci_bw: r.number("threads.pci_bw")?,
             },
             thread_thresholds: ThreadThresholds {
-                ll: r.integer("thread_thresholds.LL")?,
-                ll128: r.integer("thread_thresholds.LL128")?,
-                simple: r.integer("thread_thresholds.Simple")?,
-                collnet_simple: r.integer("thread_thresholds.collnet_simple")?,
+                ll: r.at_most(
+                    r.integer("thread_thresholds.LL")?,
+                    "thread_thresholds.LL",
+                    i32::MAX as u64,
+                )?,
+                ll128: r.at_most(
+                    r.integer("thread_thresholds.LL128")?,
+                    "thread_thresholds.LL128",
+                    i32::MAX as u64,
+                )?,
+                simple: r.at_most(
+                    r.integer("thread_thresholds.Simple")?,
+                    "thread_thresholds.Simple",
+                    i32::MAX as u64,
+                )?,
+                collnet_simple: r.at_most(
+                    r.integer("thread_thresholds.collnet_simple")?,
+                    "thread_thresholds.collnet_simple",
+                    i32::MAX as u64,
+                )?,
             },
-            max_dev_work_batch_colls: r.positive_integer("max_dev_work_batch_colls")?,
-            max_direct_arity: r.integer("max_direct_arity")? as usize,
-            max_nvls_arity: r.integer("max_nvls_arity")? as usize,
+            max_dev_work_batch_colls: r.at_most(
+                r.positive_integer("max_dev_work_batch_colls")?,
+                "max_dev_work_batch_colls",
+                MAX_SMALL_COUNT,
+            )?,
+            max_direct_arity: r.at_most(
+                r.integer("max_direct_arity")?,
+                "max_direct_arity",
+                MAX_SMALL_COUNT,
+            )? as usize,
+            max_nvls_arity: r.at_most(
+                r.integer("max_nvls_arity")?,
+                "max_nvls_arity",
+                MAX_SMALL_COUNT,
+            )? as usize,
             scheduler: Scheduler {
-                min_traffic_per_channel: r.positive_integer("scheduler.min_traffic_per_channel")?
-                    as u64,
+                min_traffic_per_channel: r.at_most(
+                    r.positive_integer("scheduler.min_traffic_per_channel")?,
+                    "scheduler.min_traffic_per_channel",
+                    crate::units::MAX_SIZE,
+                )? as u64,
                 round_traffic_per_channel_to_16: r
                     .boolean("scheduler.round_traffic_per_channel_to_16")?,
             },
             nvls_channels: NvlsChannels {
-                sm90: r.integer("nvls_channels.sm90")? as usize,
-                sm100_one_node: r.integer("nvls_channels.sm100_one_node")? as usize,
-                sm100_multi_node: r.integer("nvls_channels.sm100_multi_node")? as usize,
+                sm90: r.at_most(
+                    r.integer("nvls_channels.sm90")?,
+                    "nvls_channels.sm90",
+                    crate::limits::MAX_CHANNELS as u64,
+                )? as usize,
+                sm100_one_node: r.at_most(
+                    r.integer("nvls_channels.sm100_one_node")?,
+                    "nvls_channels.sm100_one_node",
+                    crate::limits::MAX_CHANNELS as u64,
+                )? as usize,
+                sm100_multi_node: r.at_most(
+                    r.integer("nvls_channels.sm100_multi_node")?,
+                    "nvls_channels.sm100_multi_node",
+                    crate::limits::MAX_CHANNELS as u64,
+                )? as usize,
             },
             behaviour: Behaviour {
                 ll128_mixed_compcap_allowed_from_sm90: r
@@ -447,6 +515,11 @@ impl TuningTable {
             .copied()
     }
 }
+
+/// Threads per CTA a table may name: CUDA's 1024 per block (NCCL uses at most 640).
+const MAX_CTA_THREADS: u64 = 1024;
+/// Largest small count (arities, batch sizes) a table may name.
+const MAX_SMALL_COUNT: u64 = 1 << 16;
 
 /// Walks the JSON by dotted path and names the path in every error.
 struct Reader<'a> {
@@ -506,6 +579,17 @@ impl Reader<'_> {
             )));
         }
         Ok(x as i64)
+    }
+
+    /// `value` (read from `path`) if it is at most `max`: counts the model multiplies stay far from overflow.
+    fn at_most(&self, value: i64, path: &str, max: u64) -> Result<i64> {
+        if value as u64 > max {
+            return Err(Error::bad_input(format!(
+                "{}: '{path}' = {value} is larger than {max} (planner's limit for it)",
+                self.source
+            )));
+        }
+        Ok(value)
     }
 
     fn positive_integer(&self, path: &str) -> Result<i64> {

@@ -18,6 +18,7 @@ use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
 use petgraph::stable_graph::NodeIndex;
 use petgraph::visit::{EdgeRef, IntoEdgeReferences};
 use serde::Serialize;
+use std::collections::HashMap;
 
 /// NCCL's NET bandwidth: `speed` in Mb/s divided by 8000 gives GB/s (`topo.cc`).
 pub fn net_bw_gbs(speed_mbps: f64) -> f64 {
@@ -135,19 +136,20 @@ pub struct TopoReport {
 /// NVLink facts of one `<gpu>` element: (target bus id, count, tclass).
 type NvLinks = Vec<(String, u32, String)>;
 
-/// Walk the XML once: where each GPU and NIC bus id sits, and each GPU's NVLinks.
+/// Walk the XML once: where each GPU and NIC bus id sits, and each GPU's NVLinks. Looked up by lower-case bus
+/// id (the first element of a bus id wins, as a linear search would find it), so the matrix is O(devices^2).
 struct XmlFacts<'a> {
     cpus: Vec<&'a XmlNode>,
-    places: Vec<(String, PciPlace)>,
-    nvlinks: Vec<(String, NvLinks)>,
+    places: HashMap<String, PciPlace>,
+    nvlinks: HashMap<String, NvLinks>,
 }
 
 impl<'a> XmlFacts<'a> {
     fn read(root: &'a XmlNode) -> Self {
         let mut facts = XmlFacts {
             cpus: Vec::new(),
-            places: Vec::new(),
-            nvlinks: Vec::new(),
+            places: HashMap::new(),
+            nvlinks: HashMap::new(),
         };
         for cpu in root.children_named("cpu") {
             let index = facts.cpus.len();
@@ -166,13 +168,12 @@ impl<'a> XmlFacts<'a> {
             match child.name.as_str() {
                 "pci" => self.walk(child, cpu, chain),
                 "gpu" => {
-                    self.places.push((
-                        busid.clone(),
-                        PciPlace {
+                    self.places
+                        .entry(busid.clone())
+                        .or_insert_with(|| PciPlace {
                             cpu,
                             chain: chain.clone(),
-                        },
-                    ));
+                        });
                     let links = child
                         .children_named("nvlink")
                         .map(|l| {
@@ -185,15 +186,16 @@ impl<'a> XmlFacts<'a> {
                             )
                         })
                         .collect();
-                    self.nvlinks.push((busid.clone(), links));
+                    self.nvlinks.entry(busid.clone()).or_insert(links);
                 }
-                "nic" => self.places.push((
-                    busid.clone(),
-                    PciPlace {
-                        cpu,
-                        chain: chain.clone(),
-                    },
-                )),
+                "nic" => {
+                    self.places
+                        .entry(busid.clone())
+                        .or_insert_with(|| PciPlace {
+                            cpu,
+                            chain: chain.clone(),
+                        });
+                }
                 _ => {}
             }
         }
@@ -201,38 +203,14 @@ impl<'a> XmlFacts<'a> {
     }
 
     fn place(&self, busid: &str) -> Option<&PciPlace> {
-        self.places
-            .iter()
-            .find(|(b, _)| b.eq_ignore_ascii_case(busid))
-            .map(|(_, p)| p)
+        self.places.get(&busid.to_ascii_lowercase())
     }
 
     fn links(&self, busid: &str) -> &[(String, u32, String)] {
         self.nvlinks
-            .iter()
-            .find(|(b, _)| b.eq_ignore_ascii_case(busid))
-            .map(|(_, l)| l.as_slice())
+            .get(&busid.to_ascii_lowercase())
+            .map(|l| l.as_slice())
             .unwrap_or(&[])
-    }
-
-    /// NVLinks between two GPUs as nvidia-smi counts them: direct links to the
-    /// other GPU, plus, when both reach NVSwitches, the smaller of the two
-    /// GPUs' switch link counts (the NVSwitch carries that many to the pair).
-    fn nvlinks_between(&self, a: &str, b: &str) -> u32 {
-        let direct: u32 = self
-            .links(a)
-            .iter()
-            .filter(|(target, _, _)| target.eq_ignore_ascii_case(b))
-            .map(|(_, count, _)| count)
-            .sum();
-        let to_switch = |busid: &str| -> u32 {
-            self.links(busid)
-                .iter()
-                .filter(|(_, _, tclass)| tclass.starts_with("0x0680"))
-                .map(|(_, count, _)| count)
-                .sum()
-        };
-        direct + to_switch(a).min(to_switch(b))
     }
 
     /// The PCIe relation of two endpoints, nvidia-smi's words.
@@ -457,33 +435,74 @@ fn nic_busid(topo: &Topology, net: NodeIndex) -> Option<String> {
         })
 }
 
+/// One row/column of the matrix, with what the XML says about it looked up once (the matrix is O(entries^2)).
+struct MatrixEntry<'f> {
+    name: String,
+    busid: String,
+    gpu: bool,
+    place: Option<&'f PciPlace>,
+    nvlinks: &'f [(String, u32, String)],
+    /// NVLinks to NVSwitches.
+    to_switch: u32,
+}
+
+impl MatrixEntry<'_> {
+    /// NVLinks between two GPUs as nvidia-smi counts them: direct links to the
+    /// other GPU, plus, when both reach NVSwitches, the smaller of the two
+    /// GPUs' switch link counts (the NVSwitch carries that many to the pair).
+    fn nvlinks_to(&self, other: &MatrixEntry) -> u32 {
+        let direct: u32 = self
+            .nvlinks
+            .iter()
+            .filter(|(target, _, _)| target.eq_ignore_ascii_case(&other.busid))
+            .map(|(_, count, _)| count)
+            .sum();
+        direct + self.to_switch.min(other.to_switch)
+    }
+}
+
 fn link_matrix(facts: &XmlFacts, gpus: &[GpuInfo], nets: &[NetInfo]) -> LinkMatrix {
+    let entry = |name: &str, busid: String, gpu: bool| {
+        let nvlinks = facts.links(&busid);
+        MatrixEntry {
+            name: name.to_string(),
+            place: facts.place(&busid),
+            to_switch: nvlinks
+                .iter()
+                .filter(|(_, _, tclass)| tclass.starts_with("0x0680"))
+                .map(|(_, count, _)| count)
+                .sum(),
+            nvlinks,
+            busid,
+            gpu,
+        }
+    };
     // Matrix entries: GPUs, then PCI-visible NICs.
-    let mut entries: Vec<(String, String, bool)> = gpus
+    let mut entries: Vec<MatrixEntry> = gpus
         .iter()
-        .map(|g| (g.name.clone(), g.busid.to_ascii_lowercase(), true))
+        .map(|g| entry(&g.name, g.busid.to_ascii_lowercase(), true))
         .collect();
     let mut nic_legend = Vec::new();
     for n in nets {
         if let (Some(col), Some(busid)) = (&n.matrix_name, &n.busid) {
-            entries.push((col.clone(), busid.clone(), false));
+            entries.push(entry(col, busid.clone(), false));
             nic_legend.push(NicLegend {
                 column: col.clone(),
                 name: n.name.clone(),
             });
         }
     }
-    let relation = |a: &(String, String, bool), b: &(String, String, bool)| -> String {
-        if a.0 == b.0 {
+    let relation = |a: &MatrixEntry, b: &MatrixEntry| -> String {
+        if a.name == b.name {
             return "X".to_string();
         }
-        if a.2 && b.2 {
-            let nv = facts.nvlinks_between(&a.1, &b.1);
+        if a.gpu && b.gpu {
+            let nv = a.nvlinks_to(b);
             if nv > 0 {
                 return format!("NV{nv}");
             }
         }
-        match (facts.place(&a.1), facts.place(&b.1)) {
+        match (a.place, b.place) {
             (Some(pa), Some(pb)) => facts.pci_relation(pa, pb).to_string(),
             // A GPU the XML does not place under a CPU: nothing known.
             _ => "SYS".to_string(),
@@ -494,7 +513,7 @@ fn link_matrix(facts: &XmlFacts, gpus: &[GpuInfo], nets: &[NetInfo]) -> LinkMatr
         .map(|a| entries.iter().map(|b| relation(a, b)).collect())
         .collect();
     LinkMatrix {
-        columns: entries.into_iter().map(|e| e.0).collect(),
+        columns: entries.into_iter().map(|e| e.name).collect(),
         rows,
         nic_legend,
     }
@@ -558,24 +577,48 @@ fn cell_text(p: &PathInfo) -> String {
     format!("{} {:.1}", p.ptype, p.bw_gbs)
 }
 
-/// NCCL's view: a GPU x GPU table and a GPU x NET table of `TYPE GB/s`.
+/// The path from `from` to `to` in `paths`: at `guess`, where `report` puts it, when the names there match and
+/// `names_unique` (then no earlier entry has them: O(1)), else the first with those names.
+fn find_path<'a>(
+    paths: &'a [PathInfo],
+    names_unique: bool,
+    guess: usize,
+    from: &str,
+    to: &str,
+) -> Option<&'a PathInfo> {
+    match paths.get(guess) {
+        Some(p) if names_unique && p.from == from && p.to == to => Some(p),
+        _ => paths.iter().find(|p| p.from == from && p.to == to),
+    }
+}
+
+fn all_unique<'a>(names: impl Iterator<Item = &'a str>) -> bool {
+    let mut seen = std::collections::HashSet::new();
+    names.into_iter().all(|n| seen.insert(n))
+}
+
+/// NCCL's view: a GPU x GPU table and a GPU x NET table of `TYPE GB/s` (O(GPUs x (GPUs + NICs))).
 pub fn render_nccl_view(report: &TopoReport) -> String {
+    // `report` lists GPU pairs row by row without the diagonal, and GPU-NIC pairs row by row.
+    let gpu_names_unique = all_unique(report.gpus.iter().map(|g| g.name.as_str()));
+    let net_names_unique =
+        gpu_names_unique && all_unique(report.nets.iter().map(|n| n.name.as_str()));
     let mut out = String::new();
     out.push_str("NCCL paths, GPU to GPU (path type, bottleneck GB/s):\n");
     let mut t = table();
     let mut header = vec![String::new()];
     header.extend(report.gpus.iter().map(|g| g.name.clone()));
     t.set_header(header);
-    for g in &report.gpus {
+    let n_gpus = report.gpus.len();
+    for (i, g) in report.gpus.iter().enumerate() {
         let mut row = vec![g.name.clone()];
-        for h in &report.gpus {
+        for (j, h) in report.gpus.iter().enumerate() {
             if g.name == h.name {
                 row.push("X".to_string());
             } else {
-                let p = report
-                    .gpu_paths
-                    .iter()
-                    .find(|p| p.from == g.name && p.to == h.name);
+                let guess =
+                    i * n_gpus.saturating_sub(1) + if j < i { j } else { j.saturating_sub(1) };
+                let p = find_path(&report.gpu_paths, gpu_names_unique, guess, &g.name, &h.name);
                 row.push(p.map_or("-".to_string(), cell_text));
             }
         }
@@ -593,13 +636,11 @@ pub fn render_nccl_view(report: &TopoReport) -> String {
     let mut header = vec![String::new()];
     header.extend(report.nets.iter().map(|n| n.name.clone()));
     t.set_header(header);
-    for g in &report.gpus {
+    for (i, g) in report.gpus.iter().enumerate() {
         let mut row = vec![g.name.clone()];
-        for n in &report.nets {
-            let p = report
-                .net_paths
-                .iter()
-                .find(|p| p.from == g.name && p.to == n.name);
+        for (k, n) in report.nets.iter().enumerate() {
+            let guess = i * report.nets.len() + k;
+            let p = find_path(&report.net_paths, net_names_unique, guess, &g.name, &n.name);
             row.push(p.map_or("-".to_string(), cell_text));
         }
         t.add_row(row);

@@ -80,6 +80,8 @@ fn add_down(links: &mut TreeLinks, child: i32, channel: usize, rank: usize) -> R
 
 /// Connect `graphs` over `cluster`'s nodes.
 pub fn connect(cluster: &Cluster, graphs: &Graphs, opts: &SearchOptions) -> Result<Connection> {
+    // The per-rank tables below are nodes x GPUs long: bounded before they are allocated.
+    cluster.check()?;
     let gpn = cluster.gpus_per_node();
     let n_nodes = cluster.n_nodes;
     let n_ranks = gpn * n_nodes;

@@ -201,7 +201,8 @@ impl<'a> Searcher<'a> {
         let hops = &path.hops[..max_steps.min(path.hops.len())];
         for (step, hop) in hops.iter().enumerate() {
             let fw = if hop.pci { pci_bw } else { bw };
-            let Some(fwd) = link_bw.get(hop.edge).copied() else {
+            let edge = hop.edge as usize;
+            let Some(fwd) = link_bw.get(edge).copied() else {
                 return step;
             };
             if let RevCharge::None = hop.rev {
@@ -209,18 +210,18 @@ impl<'a> Searcher<'a> {
                 if fwd < fw {
                     return step;
                 }
-                link_bw[hop.edge] = sub_round(fwd, fw);
+                link_bw[edge] = sub_round(fwd, fw);
                 continue;
             }
             let (rev_edge, rev_bw) = match hop.rev {
-                RevCharge::Eighth(e) => (e, fw / 8.0),
-                RevCharge::Full(e) => (e, fw),
-                RevCharge::None => (hop.edge, 0.0),
+                RevCharge::Eighth(e) => (e as usize, fw / 8.0),
+                RevCharge::Full(e) => (e as usize, fw),
+                RevCharge::None => (edge, 0.0),
             };
             if fwd < fw || (rev_bw != 0.0 && link_bw[rev_edge] < rev_bw) {
                 return step;
             }
-            link_bw[hop.edge] = sub_round(fwd, fw);
+            link_bw[edge] = sub_round(fwd, fw);
             if rev_bw != 0.0 {
                 link_bw[rev_edge] = sub_round(link_bw[rev_edge], rev_bw);
             }
@@ -842,9 +843,10 @@ impl<'a> Searcher<'a> {
                 // NCCL `continue`s here when no GPU reaches the NET, skipping its
                 // bandwidth restore; that NET then stays charged. We restore it
                 // (no GPU can use such a NET anyway).
-                let (locals, ptype) = self.sys.local_gpus_of_net(n);
+                let sys = self.sys;
+                let (locals, ptype) = sys.local_gpus_of_net(n);
                 if ptype != PathType::Dis {
-                    for lg in locals {
+                    for &lg in locals {
                         if lg as i32 == local_gpu {
                             continue;
                         }
@@ -1057,7 +1059,44 @@ pub fn compute(
     req: GraphRequest,
     preset: Option<&Graph>,
 ) -> Graph {
-    compute_with(sys, st, req, preset, true)
+    with_search_stack(sys.ngpus, || compute_with(sys, st, req, preset, true))
+}
+
+/// Stack bytes per recursion level (`try_gpu` + `rec_gpu`), with room for unoptimised builds.
+const STACK_PER_LEVEL: usize = 4 << 10;
+
+/// Run `f` on a thread whose stack fits the search's recursion, as NCCL's own recursion (`ncclTopoSearchRecGpu`)
+/// goes one level per GPU and channel: channels x (GPUs + 2) levels, each a few frames. The main thread's 8 MiB
+/// would not hold 256 GPUs in a debug build; the reservation is virtual, pages are used only as deep as the
+/// search goes.
+pub(crate) fn with_search_stack<T: Send>(ngpus: usize, f: impl FnOnce() -> T + Send) -> T {
+    let levels = MAX_CHANNELS * (ngpus + 2);
+    let bytes = (8 << 20) + levels.saturating_mul(2 * STACK_PER_LEVEL);
+    let work = std::sync::Mutex::new(Some(f));
+    let run = || {
+        let f = work.lock().ok().and_then(|mut slot| slot.take());
+        f.map(|f| f())
+    };
+    let threaded = std::thread::scope(|scope| {
+        let handle = std::thread::Builder::new()
+            .name("search".into())
+            .stack_size(bytes)
+            .spawn_scoped(scope, run)
+            .ok()?;
+        Some(
+            handle
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+        )
+    });
+    // No thread to be had (out of memory or threads): search here, as deep as this stack allows.
+    match threaded.flatten() {
+        Some(result) => result,
+        None => match run() {
+            Some(result) => result,
+            None => unreachable!("the search ran neither on its thread nor here"),
+        },
+    }
 }
 
 /// `compute`, optionally without replaying crossNic twins (to check the replay).

@@ -206,9 +206,20 @@ pub fn load_graph_file_with(
     opts: &SearchOptions,
 ) -> Result<SearchResult> {
     let text = crate::units::read_input_file(path)?;
-    let root = crate::xml::parse(&text, path)?;
+    graphs_from_text(&text, path, cluster, opts)
+}
+
+/// Graph XML text (`NCCL_GRAPH_FILE` format, `source` names it in errors) checked against `cluster`, searched
+/// where the text lacks a graph and connected: the entry point for any graph text (a fuzz target is one line).
+pub fn graphs_from_text(
+    text: &str,
+    source: &str,
+    cluster: &Cluster,
+    opts: &SearchOptions,
+) -> Result<SearchResult> {
+    let root = crate::xml::parse(text, source)?;
     let sys = search_system(cluster)?;
-    let presets = graph_xml::parse_graphs(&root, &sys, path)?;
+    let presets = graph_xml::parse_graphs(&root, &sys, source)?;
     search_on(&sys, cluster, opts, &presets)
 }
 
@@ -225,6 +236,7 @@ pub fn search_with_presets(
 /// The search's view of one host of `cluster`; `--net-latency` is added to every
 /// NET's latency (it becomes the graphs' `latencyInter`).
 pub fn search_system(cluster: &Cluster) -> Result<system::SearchSystem> {
+    cluster.check()?;
     let mut sys = system::SearchSystem::new(&cluster.node, cluster.n_nodes > 1)?;
     for net in &mut sys.nets {
         net.latency += cluster.net_latency_us as f32;

@@ -20,14 +20,16 @@ const LOC_BW: f32 = crate::limits::LOC_BW as f32;
 pub enum RevCharge {
     None,
     /// Entering a pre-Ampere GPU from a non-GPU start also uses 1/8 of the bandwidth backwards.
-    Eighth(usize),
+    Eighth(u32),
     /// NVLink into a POWER CPU uses the same bandwidth backwards.
-    Full(usize),
+    Full(u32),
 }
 
+/// One link a path crosses. Edge indices are petgraph's `u32` indices: a search system holds about a million hops
+/// at NCCL's 576 GPUs and 576 NICs per node, so they are kept small.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Hop {
-    pub edge: usize,
+    pub edge: u32,
     pub pci: bool,
     pub rev: RevCharge,
 }
@@ -112,6 +114,8 @@ pub struct SearchSystem {
     pub intra_key: Vec<u64>,
     /// By [net * ngpus + candidate].
     pub inter_key: Vec<u64>,
+    /// `ncclTopoGetLocal` from each NET to GPUs (fixed once the paths are: the search asks it at every step).
+    net_local_gpus: Vec<(Vec<usize>, PathType)>,
 }
 
 /// The search's mutable state: remaining bandwidth per link and NET, and which
@@ -279,23 +283,21 @@ impl SearchSystem {
             local_net: Vec::new(),
             intra_key: Vec::new(),
             inter_key: Vec::new(),
+            net_local_gpus: Vec::new(),
         };
+        sys.net_local_gpus = (0..sys.nnets())
+            .map(|n| get_local((0..ngpus).map(|g| sys.net_gpu(n, g))))
+            .collect();
 
         if !sys.nets.is_empty() {
             let mut table = Vec::with_capacity(ngpus);
             for g in 0..ngpus {
-                let mut per_channel = Vec::with_capacity(MAX_CHANNELS);
-                for c in 0..MAX_CHANNELS {
-                    match sys.compute_local_net(g, c) {
-                        Some(n) => per_channel.push(n),
-                        None if inter => {
-                            return Err(Error::bad_input(format!(
-                                "{src}: {} has no path to any NIC",
-                                sys.gpu_label[g]
-                            )))
-                        }
-                        None => break,
-                    }
+                let per_channel = sys.compute_local_nets(g);
+                if per_channel.is_empty() && inter {
+                    return Err(Error::bad_input(format!(
+                        "{src}: {} has no path to any NIC",
+                        sys.gpu_label[g]
+                    )));
                 }
                 table.push(per_channel);
             }
@@ -419,15 +421,19 @@ impl SearchSystem {
     }
 
     /// `ncclTopoGetLocal` from NET n to GPUs.
-    pub fn local_gpus_of_net(&self, n: usize) -> (Vec<usize>, PathType) {
-        get_local((0..self.ngpus).map(|g| self.net_gpu(n, g)))
+    pub fn local_gpus_of_net(&self, n: usize) -> (&[usize], PathType) {
+        match self.net_local_gpus.get(n) {
+            Some((gpus, ptype)) => (gpus, *ptype),
+            None => (&[], PathType::Dis),
+        }
     }
 
-    /// `ncclTopoGetLocalNet` with `NCCL_NETDEVS_POLICY=AUTO`.
-    fn compute_local_net(&self, g: usize, channel: usize) -> Option<usize> {
+    /// `ncclTopoGetLocalNet` with `NCCL_NETDEVS_POLICY=AUTO` for channels 0..MAXCHANNELS (empty without a
+    /// NIC): the local NETs depend on the GPU only, so they are found once.
+    fn compute_local_nets(&self, g: usize) -> Vec<usize> {
         let (locals, _) = self.local_nets_of_gpu(g);
         if locals.is_empty() {
-            return None;
+            return Vec::new();
         }
         let (gpus_of_first, _) = self.local_gpus_of_net(locals[0]);
         let nets_per_gpu = locals.len().div_ceil(gpus_of_first.len().max(1));
@@ -435,8 +441,9 @@ impl SearchSystem {
         if locals.len().is_power_of_two() {
             net = mirror_bits(net, locals.len());
         }
-        net += channel % nets_per_gpu.max(1);
-        Some(locals[net % locals.len()])
+        (0..MAX_CHANNELS)
+            .map(|channel| locals[(net + channel % nets_per_gpu.max(1)) % locals.len()])
+            .collect()
     }
 
     /// `ncclTopoGetLocalGpu`: the first local GPU (in channel order) whose
@@ -444,7 +451,7 @@ impl SearchSystem {
     fn compute_local_gpu(&self, n: usize) -> i32 {
         let (locals, _) = self.local_gpus_of_net(n);
         for c in 0..MAX_CHANNELS {
-            for &g in &locals {
+            for &g in locals {
                 if self.local_net.get(g).and_then(|v| v.get(c)) == Some(&n) {
                     return g as i32;
                 }
@@ -570,7 +577,7 @@ fn convert_path(
             topo.graph
                 .edges_connecting(rem, node)
                 .find(|r| r.weight().kind == link.kind)
-                .map(|r| r.id().index())
+                .map(|r| r.id().index() as u32)
         };
         let mut rev = RevCharge::None;
         match &rem_node.data {
@@ -587,7 +594,7 @@ fn convert_path(
             _ => {}
         }
         hops.push(Hop {
-            edge: e.index(),
+            edge: e.index() as u32,
             pci: link.kind == LinkKind::Pci,
             rev,
         });

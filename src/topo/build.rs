@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::xml::{parse_int, parse_u64, XmlNode};
 use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableDiGraph};
 
-use crate::limits::LOC_BW;
+use crate::limits::{LOC_BW, MAX_NET_LATENCY_US, MAX_TOPO_NODES_PER_KIND};
 
 /// NCCL's per-link NVLink bandwidth by compute capability (`ncclTopoNVLinkBw`).
 pub fn nvlink_bw(sm: u32) -> f32 {
@@ -154,13 +154,29 @@ impl<'a> Builder<'a> {
             .ok_or_else(|| self.bad(node, format!("missing the attribute '{key}'")))
     }
 
-    fn create(&mut self, kind: NodeKind, id: u64, data: NodeData) -> NodeIndex {
+    /// A new node; `xml` is the element it comes from, named if the host already has NCCL's most nodes of `kind`.
+    fn create(
+        &mut self,
+        xml: &XmlNode,
+        kind: NodeKind,
+        id: u64,
+        data: NodeData,
+    ) -> Result<NodeIndex> {
+        if self.by_kind[kind as usize].len() >= MAX_TOPO_NODES_PER_KIND {
+            return Err(self.bad(
+                xml,
+                format!(
+                    "more than {MAX_TOPO_NODES_PER_KIND} {} nodes in one topology (NCCL_TOPO_MAX_NODES)",
+                    kind.nccl_name()
+                ),
+            ));
+        }
         let idx = self.graph.add_node(Node { kind, id, data });
         if self.adjacency.len() <= idx.index() {
             self.adjacency.resize(idx.index() + 1, Vec::new());
         }
         self.by_kind[kind as usize].push(idx);
-        idx
+        Ok(idx)
     }
 
     fn find(&self, kind: NodeKind, id: u64) -> Option<NodeIndex> {
@@ -271,6 +287,7 @@ impl<'a> Builder<'a> {
             }
         }
         let cpu = self.create(
+            xml,
             NodeKind::Cpu,
             topo_id(system, numa as u64),
             NodeData::Cpu(CpuNode {
@@ -281,7 +298,7 @@ impl<'a> Builder<'a> {
                 model,
                 affinity: xml.attr("affinity").map(str::to_string),
             }),
-        );
+        )?;
         for child in &xml.children {
             match child.name.as_str() {
                 "pci" => self.add_pci(child, cpu, system, numa)?,
@@ -292,12 +309,13 @@ impl<'a> Builder<'a> {
                         Some(n) => n,
                         None => {
                             let n = self.create(
+                                child,
                                 NodeKind::Nic,
                                 id,
                                 NodeData::Nic {
                                     busid: String::new(),
                                 },
-                            );
+                            )?;
                             self.connect_both(cpu, n, LinkKind::Pci, LOC_BW as f32);
                             n
                         }
@@ -347,9 +365,17 @@ impl<'a> Builder<'a> {
             let mbps = if mbps <= 0 { 10000 } else { mbps };
             let bw = mbps as f32 / 8000.0;
             let latency = net
-                .parsed("latency", self.source, "a number", |t| {
-                    t.trim().parse::<f64>().ok()
-                })?
+                .parsed(
+                    "latency",
+                    self.source,
+                    "a number of µs between 0 and 1000000 (planner's limit: 1 s)",
+                    |t| {
+                        t.trim()
+                            .parse::<f64>()
+                            .ok()
+                            .filter(|l| (0.0..=MAX_NET_LATENCY_US).contains(l))
+                    },
+                )?
                 .unwrap_or(0.0);
             let pci_id = match parent_busid {
                 Some(b) => stable_hash(b.as_bytes()),
@@ -368,7 +394,7 @@ impl<'a> Builder<'a> {
                 coll: self.int_attr(net, "coll")?.unwrap_or(0) != 0,
                 local_gpu: None,
             };
-            let node = self.create(NodeKind::Net, id, NodeData::Net(data));
+            let node = self.create(net, NodeKind::Net, id, NodeData::Net(data))?;
             self.connect_both(nic, node, LinkKind::Net, bw);
         }
         Ok(())
@@ -453,7 +479,12 @@ impl<'a> Builder<'a> {
             if self.find(NodeKind::Gpu, topo_id(system, bus)).is_some() {
                 return Err(self.bad(xml, format!("GPU {busid} appears twice")));
             }
-            node = Some(self.create(NodeKind::Gpu, topo_id(system, bus), NodeData::Gpu(data)));
+            node = Some(self.create(
+                gpu,
+                NodeKind::Gpu,
+                topo_id(system, bus),
+                NodeData::Gpu(data),
+            )?);
         }
         if let Some(nic_xml) = xml.children_named("nic").next() {
             // Multi-port NICs share one NIC node per (NUMA, bus id).
@@ -462,12 +493,13 @@ impl<'a> Builder<'a> {
                 Some(n) => n,
                 None => {
                     let n = self.create(
+                        nic_xml,
                         NodeKind::Nic,
                         id,
                         NodeData::Nic {
                             busid: busid.to_lowercase(),
                         },
-                    );
+                    )?;
                     node = Some(n);
                     n
                 }
@@ -486,13 +518,14 @@ impl<'a> Builder<'a> {
                 }
             }
             let n = self.create(
+                xml,
                 NodeKind::Pci,
                 topo_id(system, bus),
                 NodeData::Pci {
                     busid: busid.to_lowercase(),
                     device_id: device,
                 },
-            );
+            )?;
             node = Some(n);
             for child in &xml.children {
                 if child.name != "pcilink" {
@@ -584,7 +617,7 @@ impl<'a> Builder<'a> {
             // Every NVSwitch (and any other target class) is the one collapsed NVS node.
             Some(match self.by_kind[NodeKind::Nvs as usize].first() {
                 Some(&n) => n,
-                None => self.create(NodeKind::Nvs, 0, NodeData::Nvs),
+                None => self.create(xml, NodeKind::Nvs, 0, NodeData::Nvs)?,
             })
         } else {
             return Err(self.bad(
@@ -605,6 +638,18 @@ impl<'a> Builder<'a> {
         let gpu = self.parent_gpu(xml, parent_busid, system)?;
         let count = self.required_int(xml, "count")?;
         let bw = self.required_int(xml, "bw")?;
+        // NCCL reads both as `int` (`ncclTopoAddC2c`); in range, their product fits an i64.
+        for (key, value) in [("count", count), ("bw", bw)] {
+            if !(0..=i64::from(i32::MAX)).contains(&value) {
+                return Err(self.bad(
+                    xml,
+                    format!(
+                        "{key}=\"{value}\" is not between 0 and {} (an int)",
+                        i32::MAX
+                    ),
+                ));
+            }
+        }
         let c2c_bw = ((bw * count) as f64 / 1000.0) as f32;
         if let Some(cpu) = self.local_cpu(gpu) {
             self.connect_both(gpu, cpu, LinkKind::C2c, c2c_bw);
@@ -636,30 +681,38 @@ impl<'a> Builder<'a> {
         Ok(())
     }
 
-    /// `findLocalCpu`: walk up PCI links through switches to the CPU.
+    /// `findLocalCpu`: walk up PCI links through switches to the CPU (depth first, in link order; iterative, and
+    /// each node once, so a PCI cycle made of a malformed file cannot loop).
     fn local_cpu(&self, start: NodeIndex) -> Option<NodeIndex> {
-        fn walk(b: &Builder, node: NodeIndex, from: Option<NodeIndex>) -> Option<NodeIndex> {
-            if b.graph[node].kind == NodeKind::Cpu {
+        let mut seen = vec![false; self.adjacency.len()];
+        let mut todo: Vec<(NodeIndex, Option<NodeIndex>)> = vec![(start, None)];
+        while let Some((node, from)) = todo.pop() {
+            if std::mem::replace(&mut seen[node.index()], true) {
+                continue;
+            }
+            if self.graph[node].kind == NodeKind::Cpu {
                 return Some(node);
             }
-            for &e in &b.adjacency[node.index()] {
-                let (_, next) = b.graph.edge_endpoints(e)?;
-                if b.graph[e].kind == LinkKind::Pci
+            for &e in self.adjacency[node.index()].iter().rev() {
+                let Some((_, next)) = self.graph.edge_endpoints(e) else {
+                    continue;
+                };
+                if self.graph[e].kind == LinkKind::Pci
                     && Some(next) != from
-                    && matches!(b.graph[next].kind, NodeKind::Pci | NodeKind::Cpu)
+                    && !seen[next.index()]
+                    && matches!(self.graph[next].kind, NodeKind::Pci | NodeKind::Cpu)
                 {
-                    if let Some(cpu) = walk(b, next, Some(node)) {
-                        return Some(cpu);
-                    }
+                    todo.push((next, Some(node)));
                 }
             }
-            None
         }
-        walk(self, start, None)
+        None
     }
 
     /// `ncclTopoFlattenBcmSwitches`: Broadcom Gen4/Gen5 switches show up as two
-    /// levels; NCCL merges the sub-switches into the parent.
+    /// levels; NCCL merges the sub-switches into the parent. Like NCCL's
+    /// `ncclTopoRemoveNode`, removing a sub-switch removes every link to it.
+    /// A switch is never its own sub-switch (a `<pcilink>` to its own bus id).
     fn flatten_bcm_switches(&mut self) {
         fn bcm_gen(device: u64, level: u64) -> u32 {
             if device & 0xffff_ffff_ffff_f000 == 0x1000_c010_1000_a000 {
@@ -674,6 +727,7 @@ impl<'a> Builder<'a> {
             NodeData::Pci { device_id, .. } => *device_id,
             _ => 0,
         };
+        // Each pass disables one switch for good (device |= 0xffff), so this ends.
         'restart: loop {
             for s in 0..self.by_kind[NodeKind::Pci as usize].len() {
                 let switch = self.by_kind[NodeKind::Pci as usize][s];
@@ -681,17 +735,20 @@ impl<'a> Builder<'a> {
                 if gen == 0 {
                     continue;
                 }
-                let mut subs = Vec::new();
+                let mut subs: Vec<NodeIndex> = Vec::new();
                 let links = self.adjacency[switch.index()].clone();
                 let mut kept = Vec::new();
                 for e in links {
                     let Some((_, sub)) = self.graph.edge_endpoints(e) else {
                         continue;
                     };
-                    if self.graph[sub].kind == NodeKind::Pci
+                    if sub != switch
+                        && self.graph[sub].kind == NodeKind::Pci
                         && bcm_gen(device_of(self, sub), 1) == gen
                     {
-                        subs.push(sub);
+                        if !subs.contains(&sub) {
+                            subs.push(sub);
+                        }
                         self.graph.remove_edge(e);
                     } else {
                         kept.push(e);
@@ -703,7 +760,7 @@ impl<'a> Builder<'a> {
                         let Some((_, rem)) = self.graph.edge_endpoints(e) else {
                             continue;
                         };
-                        if rem == switch {
+                        if rem == switch || rem == sub {
                             continue;
                         }
                         let link = self.graph[e];
@@ -726,6 +783,11 @@ impl<'a> Builder<'a> {
                     self.graph.remove_node(sub);
                     self.adjacency[sub.index()].clear();
                     self.by_kind[NodeKind::Pci as usize].retain(|&n| n != sub);
+                    // The graph dropped the sub-switch's remaining edges; so do the link lists.
+                    let graph = &self.graph;
+                    for list in &mut self.adjacency {
+                        list.retain(|&e| graph.edge_endpoints(e).is_some());
+                    }
                 }
                 if let NodeData::Pci { device_id, .. } = &mut self.graph[switch].data {
                     *device_id |= 0xffff;
@@ -750,33 +812,62 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// `ncclTopoSortSystem`: in the PCI tree, each node's up-link goes last.
+    /// `ncclTopoSortSystem`: in the PCI tree, each node's up-link goes last. Depth first from each CPU in link
+    /// order, as NCCL's recursion; iterative, each node once.
     fn sort_links(&mut self) {
-        fn sort(b: &mut Builder, node: NodeIndex, up: Option<NodeIndex>) {
-            if let Some(up) = up {
-                let list = &mut b.adjacency[node.index()];
-                if let Some(pos) = list
-                    .iter()
-                    .position(|&e| b.graph.edge_endpoints(e).map(|(_, t)| t) == Some(up))
-                {
-                    let link = list.remove(pos);
-                    list.push(link);
-                }
-            }
-            let links = b.adjacency[node.index()].clone();
-            for e in links {
-                let Some((_, next)) = b.graph.edge_endpoints(e) else {
-                    continue;
-                };
-                if b.graph[e].kind == LinkKind::Pci && Some(next) != up {
-                    sort(b, next, Some(node));
-                }
-            }
-        }
+        let mut seen = vec![false; self.adjacency.len()];
         for cpu in self.by_kind[NodeKind::Cpu as usize].clone() {
-            sort(self, cpu, None);
+            let mut todo: Vec<(NodeIndex, Option<NodeIndex>)> = vec![(cpu, None)];
+            while let Some((node, up)) = todo.pop() {
+                if std::mem::replace(&mut seen[node.index()], true) {
+                    continue;
+                }
+                if let Some(up) = up {
+                    let graph = &self.graph;
+                    let list = &mut self.adjacency[node.index()];
+                    if let Some(pos) = list
+                        .iter()
+                        .position(|&e| graph.edge_endpoints(e).map(|(_, t)| t) == Some(up))
+                    {
+                        let link = list.remove(pos);
+                        list.push(link);
+                    }
+                }
+                for &e in self.adjacency[node.index()].iter().rev() {
+                    let Some((_, next)) = self.graph.edge_endpoints(e) else {
+                        continue;
+                    };
+                    if self.graph[e].kind == LinkKind::Pci
+                        && Some(next) != up
+                        && !seen[next.index()]
+                    {
+                        todo.push((next, Some(node)));
+                    }
+                }
+            }
         }
     }
+
+    /// Every link list names existing links leaving its own node (what `Topology::link_target` relies on).
+    fn check_links(&self) -> Result<()> {
+        for (i, list) in self.adjacency.iter().enumerate() {
+            for &e in list {
+                if self.graph.edge_endpoints(e).map(|(from, _)| from.index()) != Some(i) {
+                    return Err(Error::runtime(format!(
+                        "{}: internal error: a link of node {i} is stale after building the topology",
+                        self.source
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Build a topology from NCCL topology XML bytes (`source` names them in errors), default path options: the entry
+/// point for any byte input (a fuzz target is one line).
+pub fn from_bytes(bytes: &[u8], source: &str) -> Result<Topology> {
+    from_xml(&crate::xml::parse_bytes(bytes, source)?, source)
 }
 
 /// Build a topology from NCCL XML with NCCL's default path options.
@@ -824,6 +915,7 @@ pub fn from_xml_with(root: &XmlNode, source: &str, options: &PathOptions) -> Res
     b.flatten_bcm_switches();
     b.connect_cpus();
     b.sort_links();
+    b.check_links()?;
     if b.by_kind[NodeKind::Gpu as usize].is_empty() {
         return Err(Error::bad_input(format!(
             "{source}: the topology has no GPU (no <gpu> element with a rank)"
@@ -833,7 +925,7 @@ pub fn from_xml_with(root: &XmlNode, source: &str, options: &PathOptions) -> Res
         graph: b.graph,
         by_kind: b.by_kind,
         adjacency: b.adjacency,
-        paths: Vec::new(),
+        paths: Default::default(),
         host_hash: root
             .children
             .first()

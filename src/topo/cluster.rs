@@ -12,8 +12,8 @@ pub struct Cluster {
     pub net_latency_us: f64,
 }
 
-/// Largest `--nodes` accepted.
-pub const MAX_NODES: usize = 4096;
+/// Largest `--nodes` accepted (`limits::MAX_NODES`).
+pub use crate::limits::MAX_NODES;
 
 impl Cluster {
     pub fn single(node: Topology) -> Self {
@@ -26,7 +26,16 @@ impl Cluster {
     pub fn gpus_per_node(&self) -> usize {
         self.node.gpu_count()
     }
+    /// Ranks over all nodes (saturating: a node count from a file is checked by `check`, not here).
     pub fn n_ranks(&self) -> usize {
-        self.gpus_per_node() * self.n_nodes
+        self.gpus_per_node().saturating_mul(self.n_nodes)
+    }
+    /// The node count and the rank count it makes against `limits::MAX_NODES` and `limits::MAX_RANKS`.
+    pub fn check(&self) -> crate::error::Result<()> {
+        crate::limits::check_nodes(
+            &format!("{}: node count", self.node.source),
+            self.n_nodes as u64,
+            self.gpus_per_node(),
+        )
     }
 }

@@ -295,9 +295,8 @@ pub struct Topology {
     /// `ncclTopoConnectNodes` keeps them, then the PCI up-link moved last by
     /// `ncclTopoSortSystem`). NCCL's breadth-first searches follow this order.
     pub adjacency: Vec<Vec<EdgeIndex>>,
-    /// `paths[from.index()][to.index()]`; `None` where NCCL stores no path
-    /// (sources NCCL does not compute from, or unreachable nodes).
-    pub paths: Vec<Vec<Option<Path>>>,
+    /// NCCL's paths between the nodes it computes paths to (CPU, GPU, NET, NVS); read with `path`.
+    pub paths: paths::PathTable,
     /// Host hash from the XML (`host_hash`), kept for round trips.
     pub host_hash: Option<String>,
     /// The XML this topology was built from, kept so `--xml` writes exactly it.
@@ -321,11 +320,10 @@ impl Topology {
     pub fn gpu_count(&self) -> usize {
         self.nodes(NodeKind::Gpu).len()
     }
+    /// NCCL's path from `from` to `to`; `None` where NCCL stores none (either end not a CPU, GPU, NET or NVS
+    /// node, or unreachable).
     pub fn path(&self, from: NodeIndex, to: NodeIndex) -> Option<&Path> {
-        self.paths
-            .get(from.index())
-            .and_then(|row| row.get(to.index()))
-            .and_then(|p| p.as_ref())
+        self.paths.get(from, to)
     }
     /// Lowest and highest compute capability over all GPUs (x10).
     pub fn sm_range(&self) -> (u32, u32) {
@@ -346,12 +344,13 @@ impl Topology {
         let kind = self.graph[idx].kind;
         self.by_kind[kind as usize].iter().position(|&n| n == idx)
     }
-    /// The node a link leads to.
+    /// The node a link leads to. Links come from `adjacency` and `paths`, which name only existing links
+    /// (`build` checks that before it returns a topology).
     pub fn link_target(&self, edge: EdgeIndex) -> NodeIndex {
         self.graph
             .edge_endpoints(edge)
             .map(|(_, to)| to)
-            .expect("edge indices in paths and adjacency always exist")
+            .expect("edge indices in paths and adjacency always exist (checked by build)")
     }
     pub fn has_nvswitch(&self) -> bool {
         !self.nodes(NodeKind::Nvs).is_empty()

@@ -6,7 +6,64 @@
 
 use super::{CpuArch, CpuVendor, LinkKind, NodeKind, Path, PathType, Topology};
 use crate::error::{Error, Result};
-use petgraph::stable_graph::NodeIndex;
+use petgraph::stable_graph::{EdgeIndex, NodeIndex};
+
+/// The kinds NCCL computes paths to (`ncclTopoComputePaths`); paths are kept between nodes of these kinds only,
+/// which is every path NCCL's search and log use: memory grows with (CPUs + GPUs + NETs)^2, not with PCI
+/// switches and NICs too.
+const PATH_KINDS: [NodeKind; 4] = [NodeKind::Cpu, NodeKind::Gpu, NodeKind::Net, NodeKind::Nvs];
+
+/// NCCL's paths between the CPU, GPU, NET and NVS nodes of one topology.
+#[derive(Debug, Clone, Default)]
+pub struct PathTable {
+    /// Row and column of each node (by `NodeIndex::index()`); `None` for the kinds without paths.
+    slot: Vec<Option<u32>>,
+    width: usize,
+    /// `cells[row * width + column]`.
+    cells: Vec<Option<Path>>,
+}
+
+impl PathTable {
+    fn new(topo: &Topology) -> Self {
+        let mut slot = vec![None; topo.adjacency.len()];
+        let mut width = 0;
+        for kind in PATH_KINDS {
+            for &n in topo.nodes(kind) {
+                if let Some(s) = slot.get_mut(n.index()) {
+                    *s = Some(width as u32);
+                    width += 1;
+                }
+            }
+        }
+        PathTable {
+            slot,
+            width,
+            cells: vec![None; width * width],
+        }
+    }
+
+    fn cell(&self, from: NodeIndex, to: NodeIndex) -> Option<usize> {
+        let row = (*self.slot.get(from.index())?)? as usize;
+        let column = (*self.slot.get(to.index())?)? as usize;
+        Some(row * self.width + column)
+    }
+
+    /// The path from `from` to `to`, if NCCL has one.
+    pub fn get(&self, from: NodeIndex, to: NodeIndex) -> Option<&Path> {
+        self.cells[self.cell(from, to)?].as_ref()
+    }
+
+    fn get_mut(&mut self, from: NodeIndex, to: NodeIndex) -> Option<&mut Path> {
+        let i = self.cell(from, to)?;
+        self.cells[i].as_mut()
+    }
+
+    fn set(&mut self, from: NodeIndex, to: NodeIndex, path: Path) {
+        if let Some(i) = self.cell(from, to) {
+            self.cells[i] = Some(path);
+        }
+    }
+}
 
 /// The environment knobs that change paths (NCCL's defaults in `Default`).
 #[derive(Debug, Clone, PartialEq)]
@@ -93,13 +150,21 @@ pub fn parse_level(var: &str, value: &str) -> Result<PathType> {
 
 /// Fill `topo.paths` as NCCL does.
 pub fn compute(topo: &mut Topology, options: &PathOptions) -> Result<()> {
-    let n = topo.adjacency.len();
-    topo.paths = vec![vec![None; n]; n];
-    for kind in [NodeKind::Cpu, NodeKind::Gpu, NodeKind::Net, NodeKind::Nvs] {
-        for base in topo.nodes(kind).to_vec() {
-            set_paths_to(topo, base, options);
+    let mut table = PathTable::new(topo);
+    let mut column = Vec::new();
+    for kind in PATH_KINDS {
+        for &base in topo.nodes(kind) {
+            set_paths_to(topo, base, options, &mut column);
+            for row_kind in PATH_KINDS {
+                for &from in topo.nodes(row_kind) {
+                    if let Some(path) = materialize(&column, from) {
+                        table.set(from, base, path);
+                    }
+                }
+            }
         }
     }
+    topo.paths = table;
 
     let gpus = topo.nodes(NodeKind::Gpu).to_vec();
     let nets = topo.nodes(NodeKind::Net).to_vec();
@@ -153,7 +218,7 @@ pub fn compute(topo: &mut Topology, options: &PathOptions) -> Result<()> {
                 .unwrap_or(PathType::Dis);
             if merge_path_type(gpu_cpu, net_cpu) == PathType::P2c {
                 for (a, b) in [(g, net), (net, g)] {
-                    if let Some(path) = topo.paths[a.index()][b.index()].as_mut() {
+                    if let Some(path) = topo.paths.get_mut(a, b) {
                         path.ptype = path.ptype.min(PathType::P2c);
                     }
                 }
@@ -161,11 +226,13 @@ pub fn compute(topo: &mut Topology, options: &PathOptions) -> Result<()> {
         }
     }
 
-    // PXN and GPU Direct RDMA.
+    // PXN and GPU Direct RDMA. NCCL asks for the NET's local GPU again for every GPU because the steps below
+    // change paths; the answer is kept while none of the paths it read changes (`LocalGpuCache`).
+    let mut local_gpus = LocalGpuCache::new(topo, nets.len());
     for (n, &net) in nets.iter().enumerate() {
         for (g, &gpu) in gpus.iter().enumerate() {
             if !options.pxn_disable {
-                if let Some(local) = local_gpu(topo, n) {
+                if let Some(local) = local_gpus.get(topo, n) {
                     if local != g {
                         let peer = gpus[local];
                         let pxn_type = if options.pxn_c2c {
@@ -185,9 +252,10 @@ pub fn compute(topo: &mut Topology, options: &PathOptions) -> Result<()> {
                                 && (peer_net.bw > gpu_net.bw || gpu_net.ptype > PathType::Pxn)
                             {
                                 add_inter_step(topo, peer, gpu, net);
-                                if let Some(path) = topo.paths[gpu.index()][net.index()].as_mut() {
+                                if let Some(path) = topo.paths.get_mut(gpu, net) {
                                     path.ptype = PathType::Pxn;
                                 }
+                                local_gpus.changed(gpu);
                             }
                         }
                     }
@@ -201,6 +269,8 @@ pub fn compute(topo: &mut Topology, options: &PathOptions) -> Result<()> {
                 let cpu = local_cpu(topo, gpu)?;
                 add_inter_step(topo, cpu, net, gpu);
                 add_inter_step(topo, cpu, gpu, net);
+                local_gpus.changed(net);
+                local_gpus.changed(gpu);
             }
         }
     }
@@ -215,28 +285,71 @@ pub fn compute(topo: &mut Topology, options: &PathOptions) -> Result<()> {
     Ok(())
 }
 
-/// `ncclTopoSetPaths`: breadth-first from `base`, storing in every node its
-/// path *to* `base`.
-fn set_paths_to(topo: &mut Topology, base: NodeIndex, options: &PathOptions) {
-    let b = base.index();
+/// One node's path to the base during the breadth-first search: its first link and the node that link leads to,
+/// whose own path follows. A node's path is final once its BFS level is done, before any node extends it, so the
+/// chain of `next` nodes spells the same links NCCL copies into each path.
+#[derive(Debug, Clone, Copy)]
+struct Step {
+    ptype: PathType,
+    bw: f64,
+    count: usize,
+    /// `None` for the base itself and for DIS entries.
+    first: Option<(EdgeIndex, NodeIndex)>,
+}
+
+/// The path of `from` in a finished BFS column, links spelled out.
+fn materialize(column: &[Option<Step>], from: NodeIndex) -> Option<Path> {
+    let step = (*column.get(from.index())?)?;
+    let mut links = Vec::with_capacity(step.count);
+    let mut at = step;
+    while let Some((edge, next)) = at.first {
+        if links.len() == step.count {
+            break;
+        }
+        links.push(edge);
+        match column.get(next.index()).copied().flatten() {
+            Some(s) => at = s,
+            None => break,
+        }
+    }
+    Some(Path {
+        ptype: step.ptype,
+        bw: step.bw,
+        links,
+    })
+}
+
+/// `ncclTopoSetPaths`: breadth-first from `base`, storing in every node (in `column`, by node index) its path *to*
+/// `base`.
+fn set_paths_to(
+    topo: &Topology,
+    base: NodeIndex,
+    options: &PathOptions,
+    column: &mut Vec<Option<Step>>,
+) {
+    column.clear();
+    column.resize(topo.adjacency.len(), None);
     // NCCL initialises the paths to base from nodes of base's own kind as DIS.
-    for &other in topo.nodes(topo.node(base).kind).to_vec().iter() {
-        topo.paths[other.index()][b] = Some(Path {
+    for &other in topo.nodes(topo.node(base).kind) {
+        column[other.index()] = Some(Step {
             ptype: PathType::Dis,
             bw: 0.0,
-            links: Vec::new(),
+            count: 0,
+            first: None,
         });
     }
-    topo.paths[b][b] = Some(Path {
+    column[base.index()] = Some(Step {
         ptype: PathType::Loc,
         bw: crate::limits::LOC_BW,
-        links: Vec::new(),
+        count: 0,
+        first: None,
     });
     let mut frontier = vec![base];
+    let mut queued = vec![false; topo.adjacency.len()];
     while !frontier.is_empty() {
         let mut next: Vec<NodeIndex> = Vec::new();
         for &node in &frontier {
-            let Some(path) = topo.paths[node.index()][b].clone() else {
+            let Some(path) = column[node.index()] else {
                 continue;
             };
             for &edge in &topo.adjacency[node.index()] {
@@ -249,13 +362,12 @@ fn set_paths_to(topo: &mut Topology, base: NodeIndex, options: &PathOptions) {
                     && (options.nvb_disable
                         || link.kind != LinkKind::Nvl
                         || topo.graph[rem].kind != NodeKind::Gpu
-                        || path.links.len() > 1)
+                        || path.count > 1)
                 {
                     continue;
                 }
-                let rem_path = topo.paths[rem.index()][b].as_ref();
-                let (rem_bw, rem_count) = rem_path.map_or((0.0, 0), |p| (p.bw, p.links.len()));
-                if (rem_bw == 0.0 || rem_count > path.links.len()) && rem_bw < bw {
+                let (rem_bw, rem_count) = column[rem.index()].map_or((0.0, 0), |p| (p.bw, p.count));
+                if (rem_bw == 0.0 || rem_count > path.count) && rem_bw < bw {
                     // The reverse link: from rem back to node, of the same kind.
                     let Some(&reverse) = topo.adjacency[rem.index()]
                         .iter()
@@ -263,9 +375,7 @@ fn set_paths_to(topo: &mut Topology, base: NodeIndex, options: &PathOptions) {
                     else {
                         continue;
                     };
-                    let mut links = Vec::with_capacity(path.links.len() + 1);
-                    links.push(reverse);
-                    links.extend_from_slice(&path.links);
+                    let count = path.count + 1;
                     let mut hop = if link.kind == LinkKind::Net {
                         PathType::Loc
                     } else {
@@ -284,22 +394,79 @@ fn set_paths_to(topo: &mut Topology, base: NodeIndex, options: &PathOptions) {
                     if node_kind == NodeKind::Gpu
                         && path.ptype == PathType::Nvl
                         && hop == PathType::Nvl
-                        && links.len() > 1
+                        && count > 1
                     {
                         hop = PathType::Nvb;
                     }
-                    topo.paths[rem.index()][b] = Some(Path {
+                    column[rem.index()] = Some(Step {
                         ptype: path.ptype.max(hop),
                         bw,
-                        links,
+                        count,
+                        first: Some((reverse, node)),
                     });
-                    if !next.contains(&rem) {
+                    if !std::mem::replace(&mut queued[rem.index()], true) {
                         next.push(rem);
                     }
                 }
             }
         }
+        for &n in &next {
+            queued[n.index()] = false;
+        }
         frontier = next;
+    }
+}
+
+/// `ncclTopoGetLocalGpu` answers while the paths they read stay the same: a NET's answer reads the paths from the
+/// NET, from its best GPUs and from those GPUs' first NETs; `changed(node)` after a path from `node` changes.
+struct LocalGpuCache {
+    /// Per node (by index), how often paths from it changed.
+    version: Vec<u64>,
+    /// Per NET: the answer and the (node, version) pairs it read.
+    answers: Vec<Option<LocalGpuAnswer>>,
+}
+
+type LocalGpuAnswer = (Option<usize>, Vec<(NodeIndex, u64)>);
+
+impl LocalGpuCache {
+    fn new(topo: &Topology, nets: usize) -> Self {
+        LocalGpuCache {
+            version: vec![0; topo.adjacency.len()],
+            answers: vec![None; nets],
+        }
+    }
+
+    fn changed(&mut self, node: NodeIndex) {
+        if let Some(v) = self.version.get_mut(node.index()) {
+            *v += 1;
+        }
+    }
+
+    fn get(&mut self, topo: &Topology, net_index: usize) -> Option<usize> {
+        if let Some((answer, read)) = &self.answers[net_index] {
+            if read.iter().all(|&(n, v)| self.version[n.index()] == v) {
+                return *answer;
+            }
+        }
+        let answer = local_gpu(topo, net_index);
+        let mut read = Vec::new();
+        let nets = topo.nodes(NodeKind::Net);
+        if let Some(&net) = nets.get(net_index) {
+            read.push(net);
+            for g in best_local(topo, net, NodeKind::Gpu) {
+                let gpu = topo.nodes(NodeKind::Gpu)[g];
+                read.push(gpu);
+                if let Some(&first) = best_local(topo, gpu, NodeKind::Net).first() {
+                    read.push(nets[first]);
+                }
+            }
+        }
+        let read = read
+            .into_iter()
+            .map(|n| (n, self.version[n.index()]))
+            .collect();
+        self.answers[net_index] = Some((answer, read));
+        answer
     }
 }
 
@@ -326,11 +493,15 @@ fn add_inter_step(topo: &mut Topology, via: NodeIndex, src: NodeIndex, dst: Node
     } else {
         merge_path_type(first.ptype, second.ptype)
     };
-    topo.paths[src.index()][dst.index()] = Some(Path {
-        ptype,
-        bw: first.bw.min(second.bw),
-        links,
-    });
+    topo.paths.set(
+        src,
+        dst,
+        Path {
+            ptype,
+            bw: first.bw.min(second.bw),
+            links,
+        },
+    );
 }
 
 /// `ncclGetLocalCpu`: the CPU fewest hops away.

@@ -30,6 +30,8 @@ mod model_versions;
 mod model_worked_example;
 mod probe_detect;
 mod probe_h200x2_result;
+mod robust;
+mod robust_props;
 mod search_bad_input;
 mod search_capture;
 mod search_connect;

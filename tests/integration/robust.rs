@@ -1,0 +1,462 @@
+//! Issue 15, part A: every input the fuzz campaign broke the tool with, run through the binary. Each must exit 2
+//! with one line naming the input and the limit, or succeed; never panic (exit 101) or abort. Time bounds here are
+//! loose (a shared 2-core machine, debug builds): they catch the quadratic and worse behaviour the issue found
+//! (25 s, 14 s, minutes), not the 1 s target, which README "Limits" states as measured.
+
+use crate::common::{golden, planner};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// A scratch file with `contents`, unique per test.
+fn scratch(name: &str, contents: &[u8]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("planner-robust-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, contents).unwrap();
+    path
+}
+
+/// Run planner with `args`; the exit code, stderr, and how long it took.
+fn run(args: &[&str]) -> (i32, String, Duration) {
+    let start = Instant::now();
+    let out = planner().args(args).output().unwrap();
+    let code = out.status.code().unwrap_or(-1);
+    (
+        code,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        start.elapsed(),
+    )
+}
+
+/// Exit 2 with exactly one line on stderr that contains every one of `needles`.
+fn refused(args: &[&str], needles: &[&str]) -> String {
+    let (code, err, took) = run(args);
+    assert_eq!(code, 2, "{args:?}: exit {code}, stderr {err}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: not one line: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: '{n}' missing from: {err}");
+    }
+    assert!(took < Duration::from_secs(20), "{args:?} took {took:?}");
+    err
+}
+
+const CPU_OPEN: &str = r#"<system version="1">
+  <cpu host_hash="0x1" numaid="0" arch="x86_64" vendor="GenuineIntel" familyid="6" modelid="143">
+"#;
+const CPU_CLOSE: &str = "  </cpu>\n</system>\n";
+
+/// One GPU (sm90, 18 NVLinks to the NVSwitch) with bus id `bus` (< 0x10000), no switch above it.
+fn gpu(bus: usize, rank: usize) -> String {
+    format!(
+        r#"    <pci busid="{:04x}:{:02x}:00.0" class="0x030200" vendor="0x10de" device="0x2335" subsystem_vendor="0x10de" subsystem_device="0x18be" link_speed="32.0 GT/s PCIe" link_width="16">
+      <gpu dev="{rank}" sm="90" rank="{rank}" gdr="1">
+        <nvlink target="ffff:ff:1f.0" count="18" tclass="0x068000"/>
+      </gpu>
+    </pci>
+"#,
+        bus >> 8,
+        bus & 0xff
+    )
+}
+
+/// `n` NVSwitch GPUs on one CPU, NICs beside the first `nics` of them: the shape of an HGX board, scaled.
+fn board(n: usize, nics: usize) -> String {
+    let mut xml = CPU_OPEN.to_string();
+    for g in 0..n {
+        xml += &gpu(g + 1, g);
+        if g < nics {
+            xml += &format!(
+                r#"    <pci busid="{:04x}:{:02x}:00.0" class="0x020000" vendor="0x15b3" device="0x1021" subsystem_vendor="0x15b3" subsystem_device="0x0023" link_speed="32.0 GT/s PCIe" link_width="16">
+      <nic><net name="mlx5_{g}" dev="{g}" latency="0" speed="400000" port="1" guid="0x{:x}" maxconn="131072" gdr="1"/></nic>
+    </pci>
+"#,
+                0x2000 + ((g + 1) >> 8),
+                (g + 1) & 0xff,
+                g + 1
+            );
+        }
+    }
+    xml + CPU_CLOSE
+}
+
+#[test]
+fn broadcom_switch_linked_to_itself_or_nested_on_its_bus_id_does_not_panic() {
+    // The issue's minimal input: a Gen4 Broadcom switch whose <pcilink> targets its own bus id. It has no GPU.
+    let minimal = r#"<system version="1"><cpu numaid="0" arch="x86_64" vendor="AuthenticAMD"><pci busid="0000:01:00.0" class="0x060400"
+vendor="0x1000" device="0xc010" subsystem_vendor="0x1000" subsystem_device="0xa000"><pcilink target="0000:01:00.0"/>
+</pci></cpu></system>"#;
+    let f = scratch("bcm-minimal.xml", minimal.as_bytes());
+    refused(
+        &["topo", "--topo", f.to_str().unwrap()],
+        &["bcm-minimal.xml", "no GPU"],
+    );
+
+    // The same switch holding two GPUs, and a sub-switch on the same bus id: both are flattened into one switch,
+    // as NCCL does, and the GPUs sit behind it (PIX through the one switch).
+    let bcm = |sub: u32| {
+        format!(
+            r#"<pci busid="0000:01:00.0" class="0x060400" vendor="0x1000" device="0xc010" subsystem_vendor="0x1000" subsystem_device="0x{sub:x}" link_speed="16.0 GT/s PCIe" link_width="16">"#
+        )
+    };
+    let two_gpus = gpu(2, 0) + &gpu(3, 1);
+    let cases = [
+        (
+            "bcm-self-link.xml",
+            format!(
+                "{CPU_OPEN}{}\n<pcilink target=\"0000:01:00.0\"/>\n{two_gpus}</pci>\n{CPU_CLOSE}",
+                bcm(0xa000)
+            ),
+        ),
+        (
+            "bcm-nested-same-bus.xml",
+            format!(
+                "{CPU_OPEN}{}\n{}\n<pcilink target=\"0000:01:00.0\"/>\n{two_gpus}</pci>\n</pci>\n{CPU_CLOSE}",
+                bcm(0xa000),
+                bcm(0xa001)
+            ),
+        ),
+    ];
+    for (name, xml) in cases {
+        let f = scratch(name, xml.as_bytes());
+        let out = planner()
+            .args(["topo", "--topo", f.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{name}: {err}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("GPU0\t X \tNV18"), "{name}: {text}");
+        // Both GPUs reach each other over the NVSwitch (NVL, 18 x 20.6 GB/s).
+        assert!(text.contains("NVL 370.8"), "{name}: {text}");
+        // And a channel search runs on the flattened switch.
+        planner()
+            .args(["channels", "--topo", f.to_str().unwrap()])
+            .assert()
+            .success();
+    }
+}
+
+#[test]
+fn node_counts_beyond_the_limit_are_refused_before_allocating() {
+    // A log claiming u64::MAX nodes (the fuzzer's capacity overflow) and one claiming 10^9 (7.8 GB in 20 s).
+    let log = std::fs::read_to_string(golden("nccl-init-rank0.log")).unwrap();
+    for nodes in ["18446744073709551615", "1000000000"] {
+        let bad = log.replace("nRanks 2 nNodes 1", &format!("nRanks 2 nNodes {nodes}"));
+        assert_ne!(bad, log);
+        let f = scratch(&format!("nnodes-{}.log", nodes.len()), bad.as_bytes());
+        let topo = golden("topo.xml");
+        refused(
+            &["audit", f.to_str().unwrap(), "--topo", &topo],
+            &["nNodes", nodes, "4096"],
+        );
+    }
+    // --nodes already had its limit; nodes x GPUs has one too: 4096 nodes of 576 GPUs would be 2.4 M ranks.
+    let big = scratch("board-576.xml", board(576, 8).as_bytes());
+    refused(
+        &[
+            "channels",
+            "--topo",
+            big.to_str().unwrap(),
+            "--nodes",
+            "4096",
+        ],
+        &["board-576.xml", "65536 ranks"],
+    );
+    refused(
+        &["explain", "--fixture", "hgx-h200-8", "--nodes", "4097"],
+        &["--nodes", "4096"],
+    );
+}
+
+#[test]
+fn a_result_file_with_a_huge_node_count_does_not_allocate() {
+    let path = format!(
+        "{}/bench/results/verify-h200x2-both-eager.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut run_file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    run_file["machine"]["nodes"] = serde_json::json!(u64::MAX);
+    let f = scratch("huge-nodes.json", run_file.to_string().as_bytes());
+    let (code, err, took) = run(&["verify", "--load", f.to_str().unwrap()]);
+    // The current model cannot be built for it (said on stderr, naming the limit); the recorded predictions are
+    // shown instead, as for any file the model cannot re-create.
+    assert!(code == 0 || code == 2, "exit {code}: {err}");
+    assert!(err.contains("4096"), "{err}");
+    assert!(took < Duration::from_secs(20), "{took:?}");
+}
+
+#[test]
+fn deep_and_wide_xml_is_refused_with_the_limit_named() {
+    // 100,000 nested elements: the recursive drop overflowed the stack.
+    let deep = "<a>".repeat(100_000) + &"</a>".repeat(100_000);
+    let f = scratch("deep.xml", deep.as_bytes());
+    refused(
+        &["topo", "--topo", f.to_str().unwrap()],
+        &["deep.xml:1:", "256 levels"],
+    );
+
+    // 20,000 nested <pci> (Builder::add_pci's recursion) and 10,000 nested switches (4.5 GB for 0.9 MB).
+    for (name, depth) in [("pci-20000.xml", 20_000), ("switch-10000.xml", 10_000)] {
+        let mut xml = CPU_OPEN.to_string();
+        for i in 0..depth {
+            xml += &format!(
+                "<pci busid=\"{:04x}:{:02x}:00.0\" class=\"0x060400\" link_speed=\"16.0 GT/s PCIe\" link_width=\"16\">\n",
+                i >> 8,
+                i & 0xff
+            );
+        }
+        xml += &"</pci>\n".repeat(depth);
+        xml += CPU_CLOSE;
+        let f = scratch(name, xml.as_bytes());
+        refused(
+            &["topo", "--topo", f.to_str().unwrap()],
+            &[name, "256 levels"],
+        );
+    }
+
+    // Just inside the limit a deep switch chain is built, in this process too (a test thread has 2 MiB of stack).
+    let depth = 250;
+    let mut xml = CPU_OPEN.to_string();
+    for i in 0..depth {
+        xml += &format!(
+            "<pci busid=\"0000:{:02x}:{:02x}.0\" class=\"0x060400\" link_speed=\"16.0 GT/s PCIe\" link_width=\"16\">\n",
+            i >> 8,
+            i & 0xff
+        );
+    }
+    xml += &(gpu(0x1001, 0) + &gpu(0x1002, 1));
+    xml += &"</pci>\n".repeat(depth);
+    xml += CPU_CLOSE;
+    let root = planner::xml::parse(&xml, "deep-ok.xml").unwrap();
+    let topo = planner::topo::build::from_xml(&root, "deep-ok.xml").unwrap();
+    assert_eq!(topo.gpu_count(), 2);
+    let f = scratch("deep-ok.xml", xml.as_bytes());
+    planner()
+        .args(["channels", "--topo", f.to_str().unwrap()])
+        .assert()
+        .success();
+
+    // A flat file of 200,000 elements (25 s to reject while line numbers were rescanned): the element limit.
+    let flat = format!(
+        "<graphs version=\"1\">\n{}</graphs>\n",
+        "<graph/>\n".repeat(200_000)
+    );
+    let f = scratch("flat.xml", flat.as_bytes());
+    refused(
+        &[
+            "channels",
+            "--fixture",
+            "hgx-h200-8",
+            "--graph",
+            f.to_str().unwrap(),
+        ],
+        &["flat.xml:65537:", "65536 elements"],
+    );
+    // Below the limit the same file is read quickly and refused for what it says (a <graph> without an id), with
+    // the right line.
+    let flat = format!(
+        "<graphs version=\"1\">\n{}</graphs>\n",
+        "<graph/>\n".repeat(60_000)
+    );
+    let f = scratch("flat-ok.xml", flat.as_bytes());
+    refused(
+        &[
+            "channels",
+            "--fixture",
+            "hgx-h200-8",
+            "--graph",
+            f.to_str().unwrap(),
+        ],
+        &["flat-ok.xml:2:", "'id'"],
+    );
+}
+
+#[test]
+fn node_kinds_beyond_nccl_topo_max_nodes_are_refused() {
+    // NCCL 2.28 holds at most 576 nodes of a kind (NCCL_TOPO_MAX_NODES); the 577th GPU is named.
+    let f = scratch("board-577.xml", board(577, 0).as_bytes());
+    refused(
+        &["topo", "--topo", f.to_str().unwrap()],
+        &[
+            "board-577.xml:",
+            "<gpu>",
+            "576 GPU nodes",
+            "NCCL_TOPO_MAX_NODES",
+        ],
+    );
+    // 10,000 GPUs (paths were O(GPUs^2): abort at 10 GiB after 181 s) stop at the same place.
+    let f = scratch("board-10000.xml", board(10_000, 0).as_bytes());
+    refused(&["topo", "--topo", f.to_str().unwrap()], &["576 GPU nodes"]);
+}
+
+#[test]
+fn the_largest_node_is_shown_and_searched() {
+    // At the limit (576 GPUs, one NIC per GPU for the first 8) topo and explain finish; the NCCL view was
+    // O(GPUs^4) (14 s at 256 GPUs) and the paths O(all nodes^2).
+    let f = scratch("board-576-ok.xml", board(576, 8).as_bytes());
+    let path = f.to_str().unwrap();
+    for args in [
+        vec!["topo", "--topo", path],
+        vec!["explain", "--topo", path, "--size", "16M"],
+        vec!["explain", "--topo", path, "--size", "16M", "--nodes", "2"],
+    ] {
+        let (code, err, took) = run(&args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert!(took < Duration::from_secs(60), "{args:?} took {took:?}");
+    }
+    let out = planner().args(["topo", "--topo", path]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Per node: 576 GPUs"), "{}", &text[..200]);
+    assert!(text.contains("GPU575"));
+}
+
+#[test]
+fn the_channel_search_at_256_gpus_fits_its_stack() {
+    // The recursion goes one level per GPU and channel; the debug build overflowed the main thread's stack here.
+    let f = scratch("board-256.xml", board(256, 0).as_bytes());
+    let out = planner()
+        .args(["channels", "--topo", f.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Channel 00/"),
+        "{}",
+        &text[..text.len().min(2000)]
+    );
+}
+
+#[test]
+fn endless_and_huge_input_files_are_refused_at_the_size_limit() {
+    // /dev/zero read forever; a sparse 65 MiB file is refused from its size without reading it.
+    let huge = scratch("huge.xml", b"");
+    std::fs::File::options()
+        .write(true)
+        .open(&huge)
+        .unwrap()
+        .set_len((64 << 20) + 1)
+        .unwrap();
+    let huge = huge.to_str().unwrap().to_string();
+    for file in ["/dev/zero", huge.as_str()] {
+        let topo = golden("topo.xml");
+        for args in [
+            vec!["topo", "--topo", file],
+            vec!["channels", "--topo", &topo, "--graph", file],
+            vec!["audit", file, "--topo", &topo],
+            vec!["explain", "--fixture", "hgx-h200-8", "--tuning-table", file],
+            vec!["verify", "--load", file],
+        ] {
+            refused(&args, &[file, "64 MiB input file limit"]);
+        }
+    }
+}
+
+#[test]
+fn net_latency_must_be_finite_and_sane() {
+    let capture = std::fs::read_to_string(golden("topo.xml")).unwrap();
+    for bad in ["NaN", "inf", "-1", "1e308"] {
+        let xml = capture.replacen("latency=\"0\"", &format!("latency=\"{bad}\""), 1);
+        assert_ne!(xml, capture);
+        let f = scratch(&format!("latency-{bad}.xml"), xml.as_bytes());
+        refused(
+            &["explain", "--topo", f.to_str().unwrap(), "--nodes", "2"],
+            &["latency-", &format!("<net latency=\"{bad}\">"), "1000000"],
+        );
+    }
+    // "no algorithm/protocol available" (exit 1) before: now the flag is refused, naming its limit.
+    refused(
+        &[
+            "explain",
+            "--fixture",
+            "hgx-h200-8",
+            "--nodes",
+            "2",
+            "--net-latency",
+            "1e308",
+        ],
+        &["--net-latency 1e308", "1000000"],
+    );
+    for ok in ["0", "2.5", "1000000"] {
+        planner()
+            .args([
+                "explain",
+                "--fixture",
+                "hgx-h200-8",
+                "--nodes",
+                "2",
+                "--net-latency",
+                ok,
+            ])
+            .assert()
+            .success();
+    }
+}
+
+#[test]
+fn sizes_that_overflow_name_the_limit() {
+    // "must be at least 1 byte" before (the parse wrapped to 0; a panic in debug builds).
+    refused(
+        &[
+            "explain",
+            "--fixture",
+            "hgx-h200-8",
+            "--size",
+            "18446744073709551615.5M",
+        ],
+        &["18446744073709551615.5M", "1 TiB"],
+    );
+    refused(
+        &[
+            "explain",
+            "--fixture",
+            "hgx-h200-8",
+            "--sweep",
+            "8..184467440737095516155",
+        ],
+        &["1 TiB"],
+    );
+    refused(
+        &[
+            "explain",
+            "--fixture",
+            "hgx-h200-8",
+            "--size",
+            "0.000000000000000000123456789012345678901M",
+        ],
+        &["19 significant digits"],
+    );
+}
+
+#[test]
+fn untrusted_numbers_in_topology_files_do_not_overflow() {
+    // <c2c> bw x count overflowed an i64 (debug: panic); both are ints in NCCL.
+    let c2c = format!(
+        "{CPU_OPEN}{}{}",
+        gpu(1, 0).replace(
+            "</gpu>",
+            "  <c2c bw=\"9223372036854775807\" count=\"9223372036854775807\"/>\n      </gpu>"
+        ),
+        gpu(2, 1) + CPU_CLOSE
+    );
+    let f = scratch("c2c.xml", c2c.as_bytes());
+    refused(
+        &["topo", "--topo", f.to_str().unwrap()],
+        &["c2c.xml:", "<c2c>", "not between 0 and 2147483647"],
+    );
+    // A huge link_width is a (silly) bandwidth, not an overflow: debug and release agree.
+    let wide = format!(
+        "{CPU_OPEN}{}{}{CPU_CLOSE}",
+        gpu(1, 0).replace("link_width=\"16\"", "link_width=\"9223372036854775807\""),
+        gpu(2, 1)
+    );
+    let f = scratch("wide.xml", wide.as_bytes());
+    let (code, err, _) = run(&["explain", "--topo", f.to_str().unwrap(), "--size", "1M"]);
+    assert!(code == 0 || code == 2, "exit {code}: {err}");
+}
