@@ -239,12 +239,13 @@ pub fn run(source: &SourceArgs, graph: &GraphArgs, args: ExplainArgs) -> Result<
             return write_json(&json);
         }
         print!("{}", out::sweep_text(&model, &sweep));
-        if let Some(c) = &calibrated {
-            print!("{}", out::calibrated_sweep_text(c));
-        }
+        // Before the calibrated map: the stock model's view stays a prefix of the calibrated output.
         match &possible {
             Some(bands) => print!("{}", out::possible_text(bands)),
             None => println!("{ONE_OP_ONLY}"),
+        }
+        if let Some(c) = &calibrated {
+            print!("{}", out::calibrated_sweep_text(c));
         }
         return Ok(());
     }

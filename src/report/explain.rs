@@ -1061,8 +1061,8 @@ pub struct BeyondJson {
     pub bandwidth_gbs: f64,
     pub time_us: f64,
     pub busbw_gbs: f64,
-    /// Always false for now: the model's defaults, not fitted to measurements.
-    pub calibrated: bool,
+    /// Always false for now: the model's defaults (`model::beyond`), not fitted to measurements.
+    pub fitted_to_measurements: bool,
 }
 
 /// NCCL's pick, NCCL's symmetric pick and planner's fastest at one size
@@ -1142,7 +1142,7 @@ pub fn beyond_json(ctx: &SmallMessageContext, call: &Call) -> Vec<BeyondJson> {
             bandwidth_gbs: p.bw_gbs,
             time_us: p.time_us,
             busbw_gbs: allreduce_busbw(call.size, ctx.n_ranks, p.time_us),
-            calibrated: false,
+            fitted_to_measurements: false,
         })
         .collect()
 }
@@ -1323,7 +1323,8 @@ pub fn symmetric_text(ctx: &SmallMessageContext, call: &Call) -> String {
                 .collect::<Vec<_>>()
                 .join("; ")
         };
-        let timed = c.eligible;
+        // On the classic path no kernel runs: times would mislead.
+        let timed = c.eligible && choice.classic_path.is_empty();
         let cells = [
             if picked && choice.classic_path.is_empty() {
                 "▶"
@@ -1405,7 +1406,7 @@ pub fn beyond_text(ctx: &SmallMessageContext, call: &Call) -> String {
         ));
     }
     out.push_str(&format!(
-        "  uncalibrated model values (model::beyond defaults, NVLink {:.1} GB/s from the GPU-GPU path); `planner run --pair OneShot/LL` runs them\n",
+        "  model defaults, not fitted to measurements (model::beyond; NVLink {:.1} GB/s from the GPU-GPU path); `planner run --pair OneShot/LL` runs them\n",
         ctx.nvlink_bw_gbs.unwrap_or_default()
     ));
     out

@@ -81,10 +81,10 @@ fn symmetric_picks_on_the_2x_h200_match_nccl_2_28() {
 }
 
 #[test]
-fn beyond_nccl_is_the_model_by_hand_and_marked_uncalibrated() {
+fn beyond_nccl_is_the_model_by_hand_and_marked_not_fitted() {
     let text = run_ok(&refs(&h200x2(&["--size", "8"])));
     assert!(text.contains("beyond NCCL (planner's own kernels):"));
-    assert!(text.contains("uncalibrated model values"));
+    assert!(text.contains("model defaults, not fitted to measurements"));
     // OneShot/LL at 8 B on 2 ranks: 3.5 µs + 2·1·8 wire bytes / (0.88 · 370.8 GB/s) = 3.50005 µs.
     let j = json(&refs(&h200x2(&["--size", "8"])));
     let beyond = j["beyond_nccl"].as_array().unwrap();
@@ -95,7 +95,7 @@ fn beyond_nccl_is_the_model_by_hand_and_marked_uncalibrated() {
         (Some("OneShot"), Some("LL"))
     );
     assert!((one["time_us"].as_f64().unwrap() - 3.50005).abs() < 1e-4);
-    assert_eq!(one["calibrated"], false);
+    assert_eq!(one["fitted_to_measurements"], false);
     // TwoShot/Simple at 8 MiB: 7 + 8 MiB / (0.88 · 370.8e3 B/µs) = 32.71 µs.
     let j = json(&refs(&h200x2(&["--size", "8M"])));
     let two = j["beyond_nccl"]
