@@ -2,6 +2,7 @@
 //! own table and per-call formats. Thin: build the model, hand to `report`.
 
 use super::source::{nvls_flag, GraphArgs, OnOff, SourceArgs};
+use crate::audit::{self, log::NcclLog};
 use crate::calibrate;
 use crate::error::{Error, Result};
 use crate::model::select::Call;
@@ -56,6 +57,9 @@ pub struct ExplainArgs {
     /// Audit an NCCL_DEBUG=INFO log against the model (same as `planner audit FILE`)
     #[arg(long, value_name = "FILE")]
     pub nccl_log: Option<String>,
+    /// Use the TUNING table an NCCL_DEBUG=INFO log printed (latency, bandwidth) as the model's cells
+    #[arg(long, value_name = "LOG", conflicts_with_all = ["nccl_version", "tuning_table", "nccl_log"])]
+    pub from_log: Option<String>,
     #[command(flatten)]
     pub model: ModelArgs,
     /// Add a calibrated model (from `planner calibrate`): calibrated time, busbw and pick next to NCCL's
@@ -130,15 +134,44 @@ pub fn run(source: &SourceArgs, graph: &GraphArgs, args: ExplainArgs) -> Result<
     if let Some(p) = &args.proto {
         env.proto = Some(p.clone());
     }
-    let table = args.model.table(None)?;
+    let log = match &args.from_log {
+        Some(path) => Some(NcclLog::load(path)?),
+        None => None,
+    };
+    let table = match &log {
+        Some(log) => {
+            let (table, notice) = audit::table_for_log(log.version.as_deref().unwrap_or("2.30"))?;
+            if let Some(notice) = notice {
+                eprintln!("planner: {notice}");
+            }
+            table
+        }
+        None => args.model.table(None)?,
+    };
     let cluster = source.source().load()?;
-    let model = pipeline::build_model(
+    let mut model = pipeline::build_model(
         &cluster,
         graph.graph.as_deref(),
         table,
         env,
         nvls_flag(args.nvls),
     )?;
+    if let Some(log) = &log {
+        let cells = audit::table_from_log(log)?;
+        cells.apply(&mut model);
+        let note = format!(
+            "latency and bandwidth from the TUNING table in {} (line {}); channels, threads and per-call rules are the model's (NCCL {})",
+            log.source, cells.line, model.table.family
+        );
+        // NCCL's own formats and JSON stay clean on stdout.
+        if args.json || args.nccl_table || args.nccl_calls {
+            eprintln!("planner: {note}");
+        } else {
+            println!("{note}");
+        }
+    }
+    let model = model;
+    let small = out::SmallMessageContext::new(&model, &cluster);
     let n_ranks = model.input.n_ranks;
     let calibration = match &args.calibration {
         Some(path) => Some(calibrate::load_for_cluster(
@@ -199,14 +232,18 @@ pub fn run(source: &SourceArgs, graph: &GraphArgs, args: ExplainArgs) -> Result<
             Some(cal) => Some(calibrate::calibrate_sweep(cal, &model, &sweep)?),
             None => None,
         };
+        let possible = possible_bands(&model, &small, coll, sizes, args.ops)?;
         if args.json {
-            return write_json(&out::sweep_json_calibrated(
-                &model,
-                &sweep,
-                calibrated.as_ref(),
-            ));
+            let mut json = out::sweep_json_calibrated(&model, &sweep, calibrated.as_ref());
+            json.possible = possible;
+            return write_json(&json);
         }
         print!("{}", out::sweep_text(&model, &sweep));
+        // Before the calibrated map: the stock model's view stays a prefix of the calibrated output.
+        match &possible {
+            Some(bands) => print!("{}", out::possible_text(bands)),
+            None => println!("{ONE_OP_ONLY}"),
+        }
         if let Some(c) = &calibrated {
             print!("{}", out::calibrated_sweep_text(c));
         }
@@ -217,16 +254,54 @@ pub fn run(source: &SourceArgs, graph: &GraphArgs, args: ExplainArgs) -> Result<
     let calibrated = calibration
         .as_ref()
         .map(|cal| calibrate::calibrate_call(cal, &eval));
+    let single_op = args.ops == 1;
     if args.json {
-        return write_json(&out::explain_json_calibrated(
-            &model,
-            &eval,
-            calibrated.as_ref(),
-        ));
+        let mut json = out::explain_json_calibrated(&model, &eval, calibrated.as_ref());
+        if single_op {
+            json.symmetric = out::symmetric_json(&small, &call);
+            json.beyond_nccl = Some(out::beyond_json(&small, &call));
+            json.possible = Some(out::possible(&small, &eval));
+        }
+        return write_json(&json);
     }
     print!(
         "{}",
         out::explain_text_calibrated(&model, &eval, calibrated.as_ref())
     );
+    if !single_op {
+        println!("{ONE_OP_ONLY}");
+        return Ok(());
+    }
+    print!("{}", out::symmetric_text(&small, &call));
+    print!("{}", out::beyond_text(&small, &call));
+    let p = out::possible(&small, &eval);
+    print!("{}", out::possible_text(&out::possible_bands(vec![p])));
     Ok(())
+}
+
+/// Why the symmetric and beyond-NCCL views are left out with `--ops`.
+const ONE_OP_ONLY: &str =
+    "NCCL's symmetric kernels and planner's own are shown for single calls only (--ops 1)";
+
+/// The "what is possible" bands of a sweep (None with several ops per group:
+/// symmetric kernels and planner's own are timed per call).
+fn possible_bands(
+    model: &crate::model::Model,
+    small: &out::SmallMessageContext,
+    coll: Coll,
+    sizes: &[u64],
+    ops: usize,
+) -> Result<Option<Vec<out::PossibleBandJson>>> {
+    if ops != 1 {
+        return Ok(None);
+    }
+    let mut points = Vec::new();
+    for &size in sizes {
+        // Sizes too small for the collective are the sweep's "Skipped" line.
+        let Ok(call) = Call::new(coll, size, model.input.n_ranks, 1) else {
+            continue;
+        };
+        points.push(out::possible(small, &model.evaluate(&call)?));
+    }
+    Ok(Some(out::possible_bands(points)))
 }

@@ -4,10 +4,16 @@
 
 use crate::calibrate::{CalibratedCall, CalibratedSweep};
 use crate::error::{Error, Result};
+use crate::model::beyond;
 use crate::model::schedule::GroupPlan;
-use crate::model::select::Evaluation;
+use crate::model::select::{Call, Evaluation};
 use crate::model::sweep::Sweep;
+use crate::model::symmetric::{
+    self, symmetric_candidates, PeerPath, SymDtype, SymReason, SymmetricChoice, SymmetricInput,
+    SymmetricTable,
+};
 use crate::model::{Algo, Coll, Model, Proto};
+use crate::topo::{Cluster, PathType};
 use crate::units::format_size;
 use comfy_table::{presets, Attribute, Cell, CellAlignment, ContentArrangement, Table};
 use serde::Serialize;
@@ -248,6 +254,15 @@ pub struct ExplainJson {
     pub pairs: Vec<PairJson>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calibration: Option<CalibrationJson>,
+    /// NCCL's symmetric kernels for this call (registered windows).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub symmetric: Option<SymmetricJson>,
+    /// planner's own kernels (uncalibrated model values).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beyond_nccl: Option<Vec<BeyondJson>>,
+    /// NCCL's pick, NCCL's symmetric pick, the fastest of all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub possible: Option<PossibleJson>,
 }
 
 /// Calibrated busbw from a calibrated time, with the same bytes and bus
@@ -389,6 +404,9 @@ pub fn explain_json_calibrated(
             .map(|&i| pair_json(model, eval, i, cal))
             .collect(),
         calibration: cal.map(|c| calibration_json(eval, c)),
+        symmetric: None,
+        beyond_nccl: None,
+        possible: None,
     }
 }
 
@@ -760,6 +778,9 @@ pub struct SweepJson<'a> {
     /// With `--calibration`: the calibrated crossover map.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calibrated: Option<&'a CalibratedSweep>,
+    /// Per band: NCCL's pick, NCCL's symmetric pick, the fastest of all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub possible: Option<Vec<PossibleBandJson>>,
 }
 
 pub fn sweep_json<'a>(model: &Model, sweep: &'a Sweep) -> SweepJson<'a> {
@@ -778,6 +799,7 @@ pub fn sweep_json_calibrated<'a>(
         tuning_table: model.table.source.clone(),
         sweep,
         calibrated,
+        possible: None,
     }
 }
 
@@ -869,4 +891,523 @@ pub fn plot_svg(model: &Model, coll: Coll, sizes: &[u64], ops: usize) -> Result<
         root.present().map_err(plot_error)?;
     }
     Ok(svg)
+}
+
+// ------------------------------------------------ small messages: NCCL's symmetric kernels, planner's own
+
+/// What the symmetric-kernel and beyond-NCCL sections need to know about the
+/// machine besides the model: GPU architecture, how GPUs reach each other,
+/// NVLink bandwidth, NVLS multicast.
+#[derive(Debug, Clone)]
+pub struct SmallMessageContext {
+    /// NCCL's symmetric-kernel table for the model's family (None: the
+    /// family is older than every symmetric table).
+    pub table: Option<SymmetricTable>,
+    /// Lowest compute capability of the GPUs (x10; 0 when unknown).
+    pub compute_capability: u32,
+    pub peers: PeerPath,
+    /// Bottleneck GPU-GPU bandwidth when every pair talks over NVLink (GB/s,
+    /// NCCL's path bandwidth), else None.
+    pub nvlink_bw_gbs: Option<f64>,
+    pub n_ranks: usize,
+    pub n_nodes: usize,
+    /// NCCL's `nvlsSupport` as the model has it.
+    pub nvls_multicast: bool,
+    /// Why NVLS is off (empty when on).
+    pub nvls_why: String,
+}
+
+/// The newest symmetric table whose family is not newer than `family`.
+fn symmetric_table_for(family: &str) -> Option<SymmetricTable> {
+    let key = |f: &str| -> (u32, u32) {
+        let mut it = f.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+        (it.next().unwrap_or(0), it.next().unwrap_or(0))
+    };
+    let wanted = key(family);
+    let name = symmetric::EMBEDDED
+        .iter()
+        .map(|(f, _)| *f)
+        .filter(|f| key(f) <= wanted)
+        .max_by_key(|f| key(f))?;
+    SymmetricTable::builtin(name).ok()
+}
+
+impl SmallMessageContext {
+    pub fn new(model: &Model, cluster: &Cluster) -> SmallMessageContext {
+        let topo = &cluster.node;
+        let gpus: Vec<_> = topo.gpus().map(|(i, _)| i).collect();
+        // The worst path type and the narrowest NVLink path between any two GPUs.
+        let mut worst = PathType::Loc;
+        let mut narrowest: Option<f64> = None;
+        for &a in &gpus {
+            for &b in gpus.iter().filter(|b| **b != a) {
+                let path = topo.path(a, b);
+                worst = worst.max(path.map_or(PathType::Dis, |p| p.ptype));
+                if let Some(p) = path {
+                    narrowest = Some(narrowest.map_or(p.bw, |n: f64| n.min(p.bw)));
+                }
+            }
+        }
+        let peers = if worst <= PathType::Nvl {
+            PeerPath::NvLink
+        } else if worst <= PathType::Pxb {
+            PeerPath::P2p
+        } else {
+            PeerPath::NoP2p
+        };
+        SmallMessageContext {
+            table: symmetric_table_for(&model.table.family),
+            compute_capability: topo.sm_range().0,
+            peers,
+            nvlink_bw_gbs: narrowest.filter(|_| peers == PeerPath::NvLink && gpus.len() > 1),
+            n_ranks: model.input.n_ranks,
+            n_nodes: model.input.n_nodes,
+            nvls_multicast: model.input.nvls_state.supported(),
+            nvls_why: model.input.nvls_state.why(),
+        }
+    }
+
+    /// NCCL's symmetric path for a call (f32 sum where the bytes allow it,
+    /// both buffers registered); None when there is no table or the GPUs'
+    /// architecture is unknown.
+    pub fn symmetric(&self, call: &Call) -> Option<SymmetricChoice> {
+        let table = self.table.as_ref()?;
+        if self.compute_capability == 0 || call.log_bytes == 0 {
+            return None;
+        }
+        let mut input = SymmetricInput::new(
+            call.coll,
+            call.log_bytes,
+            self.n_ranks,
+            self.compute_capability,
+        );
+        if !call.log_bytes.is_multiple_of(SymDtype::F32.size()) {
+            input.dtype = SymDtype::I8;
+        }
+        input.n_nodes = self.n_nodes;
+        input.peers = self.peers;
+        input.nvls_multicast = self.nvls_multicast;
+        symmetric_candidates(&input, table).ok()
+    }
+
+    /// planner's own kernels for a call, fastest first (empty where they do
+    /// not run: not an all-reduce, one rank, several nodes, no NVLink).
+    pub fn beyond(&self, call: &Call) -> Vec<beyond::Prediction> {
+        match self.nvlink_bw_gbs {
+            Some(bw) if self.n_ranks > 1 && self.n_nodes == 1 => {
+                beyond::list(call.coll, call.size, self.n_ranks, bw)
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Why the beyond-NCCL kernels do not run here (None when they do).
+    fn beyond_unavailable(&self, coll: Coll) -> Option<String> {
+        if coll != Coll::AllReduce {
+            Some(format!(
+                "planner's own kernels are all-reduce only, not {}",
+                coll.nccl_name()
+            ))
+        } else if self.n_ranks < 2 {
+            Some("one rank: nothing to exchange".into())
+        } else if self.n_nodes > 1 {
+            Some("they run within one node (peer memory), not across nodes".into())
+        } else if self.nvlink_bw_gbs.is_none() {
+            Some("they need NVLink between every GPU pair".into())
+        } else {
+            None
+        }
+    }
+}
+
+/// One symmetric kernel in `explain --json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SymmetricKernelJson {
+    pub kernel: String,
+    pub needs_multicast: bool,
+    pub eligible: bool,
+    /// NCCL's symmetric pick.
+    pub picked: bool,
+    pub blocks: Option<u32>,
+    pub time_us: Option<f64>,
+    pub busbw_gbs: Option<f64>,
+    pub ineligible: Vec<String>,
+}
+
+/// The `symmetric` key of `explain --json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SymmetricJson {
+    /// Symmetric-kernel table family (e.g. "2.28").
+    pub family: String,
+    pub compute_capability: u32,
+    pub nvls_multicast: bool,
+    /// The kernel NCCL would run with registered windows; null: classic path.
+    pub pick: Option<String>,
+    pub pick_time_us: Option<f64>,
+    /// Why NCCL stays on its classic path (empty when it runs `pick`).
+    pub classic_path: Vec<String>,
+    /// 2.30: the pick runs only when the classic model picks LL too.
+    pub only_if_classic_picks_ll: bool,
+    pub kernels: Vec<SymmetricKernelJson>,
+}
+
+/// One of planner's own kernels in `explain --json` (`beyond_nccl`).
+#[derive(Debug, Clone, Serialize)]
+pub struct BeyondJson {
+    pub algorithm: &'static str,
+    pub protocol: &'static str,
+    pub latency_us: f64,
+    pub wire_bytes: f64,
+    pub bandwidth_gbs: f64,
+    pub time_us: f64,
+    pub busbw_gbs: f64,
+    /// Always false for now: the model's defaults (`model::beyond`), not fitted to measurements.
+    pub fitted_to_measurements: bool,
+}
+
+/// NCCL's pick, NCCL's symmetric pick and planner's fastest at one size
+/// (`possible` in `explain --json`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PossibleJson {
+    pub size_bytes: u64,
+    pub nccl_pick: String,
+    pub nccl_time_us: f64,
+    /// null: NCCL would stay on its classic path even with registered windows.
+    pub symmetric_pick: Option<String>,
+    pub symmetric_time_us: Option<f64>,
+    pub fastest: String,
+    /// "nccl", "nccl-symmetric" or "beyond-nccl".
+    pub fastest_kind: &'static str,
+    pub fastest_time_us: f64,
+    /// Where the time comes from: "model" (no measurement is read here).
+    pub fastest_source: &'static str,
+}
+
+/// One band of `possible` over a sweep: consecutive sizes with the same three picks.
+#[derive(Debug, Clone, Serialize)]
+pub struct PossibleBandJson {
+    pub from_bytes: u64,
+    pub to_bytes: u64,
+    pub points: Vec<PossibleJson>,
+}
+
+fn pair_name(algo: Algo, proto: Proto) -> String {
+    format!("{}/{}", algo.nccl_name(), proto.nccl_name())
+}
+
+/// The symmetric section's JSON for a call (None: no table or unknown GPU).
+pub fn symmetric_json(ctx: &SmallMessageContext, call: &Call) -> Option<SymmetricJson> {
+    let choice = ctx.symmetric(call)?;
+    let runs = choice.runs_symmetric();
+    Some(SymmetricJson {
+        family: choice.family.clone(),
+        compute_capability: ctx.compute_capability,
+        nvls_multicast: ctx.nvls_multicast,
+        pick: runs.map(|k| k.kernel.clone()),
+        pick_time_us: runs.and_then(|k| k.time_us).map(|t| t as f64),
+        classic_path: choice.classic_path.iter().map(|r| r.to_string()).collect(),
+        only_if_classic_picks_ll: choice.only_if_classic_picks_ll,
+        kernels: choice
+            .candidates
+            .iter()
+            .map(|c| SymmetricKernelJson {
+                kernel: c.kernel.clone(),
+                needs_multicast: c.needs_multicast,
+                eligible: c.eligible,
+                picked: choice.pick.as_deref() == Some(c.kernel.as_str()),
+                blocks: c.blocks,
+                time_us: c.time_us.map(|t| t as f64),
+                busbw_gbs: c.busbw_gbs,
+                ineligible: c.ineligible.iter().map(|r| r.to_string()).collect(),
+            })
+            .collect(),
+    })
+}
+
+/// nccl-tests busbw of an all-reduce of `bytes` on `n` ranks in `time_us`.
+fn allreduce_busbw(bytes: u64, n: usize, time_us: f64) -> f64 {
+    let n = n as f64;
+    bytes as f64 / (time_us * 1e3) * 2.0 * (n - 1.0) / n
+}
+
+/// The `beyond_nccl` key of `explain --json`.
+pub fn beyond_json(ctx: &SmallMessageContext, call: &Call) -> Vec<BeyondJson> {
+    ctx.beyond(call)
+        .iter()
+        .map(|p| BeyondJson {
+            algorithm: p.pair.algo.nccl_name(),
+            protocol: p.pair.proto.nccl_name(),
+            latency_us: p.latency_us,
+            wire_bytes: p.wire_bytes,
+            bandwidth_gbs: p.bw_gbs,
+            time_us: p.time_us,
+            busbw_gbs: allreduce_busbw(call.size, ctx.n_ranks, p.time_us),
+            fitted_to_measurements: false,
+        })
+        .collect()
+}
+
+/// NCCL's pick, the symmetric pick and the fastest of everything at one call
+/// (single op: NCCL's times are per call).
+pub fn possible(ctx: &SmallMessageContext, eval: &Evaluation) -> PossibleJson {
+    let call = &eval.call;
+    let w = eval.winner();
+    let nccl_time = w.time_us as f64;
+    let mut fastest = (pair_name(w.algo, w.proto), "nccl", nccl_time);
+    for c in eval.candidates.iter().filter(|c| c.usable()) {
+        if (c.time_us as f64) < fastest.2 {
+            fastest = (pair_name(c.algo, c.proto), "nccl", c.time_us as f64);
+        }
+    }
+    let choice = ctx.symmetric(call);
+    let runs = choice.as_ref().and_then(|c| c.runs_symmetric());
+    if let Some(choice) = choice.as_ref().filter(|c| c.classic_path.is_empty()) {
+        for k in choice.candidates.iter().filter(|k| k.eligible) {
+            if let Some(t) = k.time_us.map(|t| t as f64).filter(|t| *t < fastest.2) {
+                fastest = (k.kernel.clone(), "nccl-symmetric", t);
+            }
+        }
+    }
+    if let Some(p) = ctx.beyond(call).first() {
+        if p.time_us < fastest.2 {
+            fastest = (
+                pair_name(p.pair.algo, p.pair.proto),
+                "beyond-nccl",
+                p.time_us,
+            );
+        }
+    }
+    PossibleJson {
+        size_bytes: call.size,
+        nccl_pick: pair_name(w.algo, w.proto),
+        nccl_time_us: nccl_time,
+        symmetric_pick: runs.map(|k| k.kernel.clone()),
+        symmetric_time_us: runs.and_then(|k| k.time_us).map(|t| t as f64),
+        fastest: fastest.0,
+        fastest_kind: fastest.1,
+        fastest_time_us: fastest.2,
+        fastest_source: "model",
+    }
+}
+
+/// Consecutive sweep sizes with the same three picks, as bands.
+pub fn possible_bands(points: Vec<PossibleJson>) -> Vec<PossibleBandJson> {
+    let mut bands: Vec<PossibleBandJson> = Vec::new();
+    for p in points {
+        let same = |q: &PossibleJson| {
+            q.nccl_pick == p.nccl_pick
+                && q.symmetric_pick == p.symmetric_pick
+                && q.fastest == p.fastest
+        };
+        match bands.last_mut() {
+            Some(b) if b.points.last().is_some_and(same) => {
+                b.to_bytes = p.size_bytes;
+                b.points.push(p);
+            }
+            _ => bands.push(PossibleBandJson {
+                from_bytes: p.size_bytes,
+                to_bytes: p.size_bytes,
+                points: vec![p],
+            }),
+        }
+    }
+    bands
+}
+
+/// `a µs` or `a-b µs` over the points of a band.
+fn time_range(times: impl Iterator<Item = f64>) -> String {
+    let (lo, hi) = times.fold((f64::INFINITY, 0.0f64), |(lo, hi), t| {
+        (lo.min(t), hi.max(t))
+    });
+    if lo.is_infinite() {
+        String::new()
+    } else if us(lo) == us(hi) {
+        format!("{} µs", us(lo))
+    } else {
+        format!("{}-{} µs", us(lo), us(hi))
+    }
+}
+
+/// One line of the "what is possible" summary.
+fn possible_line(band: &PossibleBandJson) -> String {
+    let first = &band.points[0];
+    let sizes = if band.from_bytes == band.to_bytes {
+        format_size(band.from_bytes)
+    } else {
+        format!(
+            "{} - {}",
+            format_size(band.from_bytes),
+            format_size(band.to_bytes)
+        )
+    };
+    let symmetric = match &first.symmetric_pick {
+        Some(k) => format!(
+            "{k} {}",
+            time_range(band.points.iter().filter_map(|p| p.symmetric_time_us))
+        ),
+        None => "classic path".to_string(),
+    };
+    let kind = match first.fastest_kind {
+        "nccl" => "NCCL's menu",
+        "nccl-symmetric" => "NCCL symmetric",
+        _ => "beyond NCCL",
+    };
+    format!(
+        "  {sizes}: NCCL {} {} | symmetric {symmetric} | fastest {} {} ({kind}, source: {})\n",
+        first.nccl_pick,
+        time_range(band.points.iter().map(|p| p.nccl_time_us)),
+        first.fastest,
+        time_range(band.points.iter().map(|p| p.fastest_time_us)),
+        first.fastest_source
+    )
+}
+
+/// The closing lines of `explain`: per size band, NCCL's pick, NCCL's
+/// symmetric pick and planner's fastest.
+pub fn possible_text(bands: &[PossibleBandJson]) -> String {
+    let mut out = String::from(
+        "What is possible (NCCL's pick | NCCL's symmetric pick with registered windows | fastest of NCCL's menu, symmetric kernels and planner's own):\n",
+    );
+    for b in bands.iter().filter(|b| !b.points.is_empty()) {
+        out.push_str(&possible_line(b));
+    }
+    out
+}
+
+/// The section "NCCL symmetric kernels (needs registered windows)" for one call.
+pub fn symmetric_text(ctx: &SmallMessageContext, call: &Call) -> String {
+    let mut out = String::from("NCCL symmetric kernels (needs registered windows):\n");
+    let Some(choice) = ctx.symmetric(call) else {
+        let why = if ctx.table.is_none() {
+            "no symmetric-kernel table for this NCCL family (2.28 is the first modelled)"
+        } else {
+            "the GPUs' architecture is unknown"
+        };
+        out.push_str(&format!("  not modelled here: {why}\n"));
+        return out;
+    };
+    out.push_str(&format!(
+        "  NCCL {} symmetric model, sm {}, f32 sum, both buffers in windows (ncclCommWindowRegister), NVLS multicast {}\n",
+        choice.family,
+        ctx.compute_capability,
+        if ctx.nvls_multicast { "on" } else { "off" }
+    ));
+    let mut table = Table::new();
+    table
+        .load_style(presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(vec![
+            "",
+            "kernel",
+            "blocks",
+            "time µs",
+            "busbw GB/s",
+            "note",
+        ]);
+    for c in &choice.candidates {
+        let picked = choice.pick.as_deref() == Some(c.kernel.as_str());
+        let note = if picked && choice.classic_path.is_empty() {
+            "NCCL's symmetric pick".to_string()
+        } else if c.eligible {
+            String::new()
+        } else if c.needs_multicast && c.ineligible.contains(&SymReason::NeedsMulticast) {
+            if ctx.nvls_multicast {
+                "needs NVLS multicast (3+ ranks)".to_string()
+            } else {
+                "needs NVLS multicast (off)".to_string()
+            }
+        } else {
+            c.ineligible
+                .iter()
+                .map(|r| r.to_string())
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        // On the classic path no kernel runs: times would mislead.
+        let timed = c.eligible && choice.classic_path.is_empty();
+        let cells = [
+            if picked && choice.classic_path.is_empty() {
+                "▶"
+            } else {
+                ""
+            }
+            .to_string(),
+            c.kernel.clone(),
+            c.blocks
+                .filter(|_| timed)
+                .map(|b| b.to_string())
+                .unwrap_or_default(),
+            c.time_us
+                .filter(|_| timed)
+                .map(|t| us(t as f64))
+                .unwrap_or_default(),
+            c.busbw_gbs
+                .filter(|_| timed)
+                .map(|b| format!("{b:.2}"))
+                .unwrap_or_default(),
+            note,
+        ];
+        table.add_row(cells.into_iter().enumerate().map(|(k, text)| {
+            let cell = Cell::new(text);
+            if (2..=4).contains(&k) {
+                cell.set_alignment(CellAlignment::Right)
+            } else {
+                cell
+            }
+        }));
+    }
+    if !choice.candidates.is_empty() {
+        out.push_str(&table.to_string());
+        out.push('\n');
+    }
+    if choice.classic_path.is_empty() {
+        if let Some(k) = choice.picked() {
+            out.push_str(&format!(
+                "NCCL's symmetric pick: {} ({} µs){}; NCCL's standard pick above is unchanged without registered windows.\n",
+                k.kernel,
+                k.time_us.map(|t| us(t as f64)).unwrap_or_default(),
+                if choice.only_if_classic_picks_ll {
+                    ", only when NCCL's classic pick is LL"
+                } else {
+                    ""
+                }
+            ));
+        }
+    } else {
+        out.push_str(&format!(
+            "classic path: NCCL runs its standard pick even with registered windows ({})\n",
+            choice
+                .classic_path
+                .iter()
+                .map(|r| r.to_string())
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    }
+    out
+}
+
+/// The section "beyond NCCL (planner's own kernels)" for one call.
+pub fn beyond_text(ctx: &SmallMessageContext, call: &Call) -> String {
+    let mut out = String::from("beyond NCCL (planner's own kernels):\n");
+    if let Some(why) = ctx.beyond_unavailable(call.coll) {
+        out.push_str(&format!("  none here: {why}\n"));
+        return out;
+    }
+    for p in ctx.beyond(call) {
+        out.push_str(&format!(
+            "  {:<16} {} µs  busbw {:.2} GB/s  (latency {} µs + {} bytes at {:.1} GB/s)\n",
+            pair_name(p.pair.algo, p.pair.proto),
+            us(p.time_us),
+            allreduce_busbw(call.size, ctx.n_ranks, p.time_us),
+            us(p.latency_us),
+            p.wire_bytes,
+            p.bw_gbs
+        ));
+    }
+    out.push_str(&format!(
+        "  model defaults, not fitted to measurements (model::beyond; NVLink {:.1} GB/s from the GPU-GPU path); `planner run --pair OneShot/LL` runs them\n",
+        ctx.nvlink_bw_gbs.unwrap_or_default()
+    ));
+    out
 }

@@ -1,0 +1,255 @@
+//! `planner explain`'s small-message sections: NCCL's symmetric kernels
+//! (registered windows), planner's own kernels beyond NCCL, the closing
+//! "what is possible" lines, and `--from-log` (the model's cells from the
+//! TUNING table an NCCL log printed).
+
+use crate::common::{golden, planner};
+use serde_json::Value;
+
+fn run_ok(args: &[&str]) -> String {
+    let out = planner().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn json(args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.push("--json");
+    serde_json::from_str(&run_ok(&all)).unwrap()
+}
+
+/// The 2x H200 capture as a fixture, NCCL 2.28's model and NVLS off (as measured:
+/// NCCL_NVLS_ENABLE=0).
+fn h200x2(extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "explain",
+        "--fixture",
+        "h200x2-nvswitch-vm",
+        "--nccl-version",
+        "2.28",
+        "--nvls",
+        "off",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+fn refs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
+/// The line of a text table whose kernel column is `kernel`.
+fn kernel_row<'a>(text: &'a str, kernel: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.split('┆').nth(1).map(str::trim) == Some(kernel))
+        .unwrap_or_else(|| panic!("no row {kernel} in\n{text}"))
+}
+
+#[test]
+fn symmetric_picks_on_the_2x_h200_match_nccl_2_28() {
+    // tests/integration/model_symmetric.rs: AGxLL_R from 8 B to 16 KiB, RSxLD_AGxST at 2 MiB
+    // (NCCL's picks measured on this machine with nccl-tests -R 2, issue 13).
+    for (size, kernel) in [
+        ("8", "AllReduce_AGxLL_R"),
+        ("16K", "AllReduce_AGxLL_R"),
+        ("2M", "AllReduce_RSxLD_AGxST"),
+    ] {
+        let text = run_ok(&refs(&h200x2(&["--size", size])));
+        assert!(text.contains("NCCL symmetric kernels (needs registered windows):"));
+        assert!(
+            kernel_row(&text, kernel).starts_with("│ ▶"),
+            "{size}: {kernel} not marked in\n{text}"
+        );
+        assert!(text.contains(&format!("NCCL's symmetric pick: {kernel} (")));
+        // NVLS off: the multicast kernels are marked (with 2 ranks they could not run anyway).
+        assert!(kernel_row(&text, "AllReduce_AGxLLMC_R").contains("needs NVLS multicast (off)"));
+        // NCCL's standard argmin is still there and separate.
+        assert!(text.contains("NCCL picks Ring/"), "{text}");
+        let j = json(&refs(&h200x2(&["--size", size])));
+        assert_eq!(j["symmetric"]["pick"], kernel, "{size}");
+        assert_eq!(j["symmetric"]["family"], "2.28");
+        assert_eq!(j["possible"]["symmetric_pick"], kernel);
+        assert_eq!(j["winner"]["algorithm"], "Ring");
+    }
+}
+
+#[test]
+fn beyond_nccl_is_the_model_by_hand_and_marked_not_fitted() {
+    let text = run_ok(&refs(&h200x2(&["--size", "8"])));
+    assert!(text.contains("beyond NCCL (planner's own kernels):"));
+    assert!(text.contains("model defaults, not fitted to measurements"));
+    // OneShot/LL at 8 B on 2 ranks: 3.5 µs + 2·1·8 wire bytes / (0.88 · 370.8 GB/s) = 3.50005 µs.
+    let j = json(&refs(&h200x2(&["--size", "8"])));
+    let beyond = j["beyond_nccl"].as_array().unwrap();
+    assert_eq!(beyond.len(), 2);
+    let one = &beyond[0];
+    assert_eq!(
+        (one["algorithm"].as_str(), one["protocol"].as_str()),
+        (Some("OneShot"), Some("LL"))
+    );
+    assert!((one["time_us"].as_f64().unwrap() - 3.50005).abs() < 1e-4);
+    assert_eq!(one["fitted_to_measurements"], false);
+    // TwoShot/Simple at 8 MiB: 7 + 8 MiB / (0.88 · 370.8e3 B/µs) = 32.71 µs.
+    let j = json(&refs(&h200x2(&["--size", "8M"])));
+    let two = j["beyond_nccl"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["algorithm"] == "TwoShot")
+        .unwrap();
+    assert!((two["time_us"].as_f64().unwrap() - 32.71).abs() < 0.01);
+    // Fastest at 8 B is OneShot (3.5 µs < AGxLL_R's 4.89 µs < Ring/LL), source "model".
+    assert_eq!(
+        json(&refs(&h200x2(&["--size", "8"])))["possible"]["fastest"],
+        "OneShot/LL"
+    );
+    assert_eq!(j["possible"]["fastest_source"], "model");
+    // Not an all-reduce: none, with the reason.
+    let text = run_ok(&refs(&h200x2(&["--size", "4K", "--coll", "all-gather"])));
+    assert!(text.contains("none here: planner's own kernels are all-reduce only"));
+}
+
+#[test]
+fn sweep_ends_with_one_line_per_band() {
+    let text = run_ok(&refs(&h200x2(&["--sweep", "8..4G"])));
+    let tail: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("What is possible"))
+        .skip(1)
+        .collect();
+    assert!(!tail.is_empty(), "{text}");
+    assert!(tail[0].starts_with("  8 B - "), "{}", tail[0]);
+    assert!(tail[0].contains("symmetric AllReduce_AGxLL_R"));
+    assert!(tail.last().unwrap().contains("4 GiB:"));
+    for line in &tail {
+        assert!(
+            line.contains("| fastest ") && line.contains("source: model"),
+            "{line}"
+        );
+    }
+    let j = json(&refs(&h200x2(&["--sweep", "8..4G"])));
+    let bands = j["possible"].as_array().unwrap();
+    assert_eq!(bands.len(), tail.len());
+    // Bands cover the sweep's sizes in order without gaps (8 B .. 4 GiB: 30 sizes).
+    let points: usize = bands
+        .iter()
+        .map(|b| b["points"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(points, 30);
+    // 2 MiB is in a band with the symmetric pick RSxLD_AGxST and NCCL's Ring/Simple.
+    let at_2m = bands
+        .iter()
+        .flat_map(|b| b["points"].as_array().unwrap())
+        .find(|p| p["size_bytes"] == 2 << 20)
+        .unwrap();
+    assert_eq!(at_2m["symmetric_pick"], "AllReduce_RSxLD_AGxST");
+    assert_eq!(at_2m["nccl_pick"], "Ring/Simple");
+    // Old keys stay.
+    assert!(j["sweep"]["bands"].is_array() && j["tuning_table"].is_string());
+}
+
+#[test]
+fn hgx_h200_8_marks_multicast_kernels_only_with_nvls_off() {
+    let args = ["explain", "--fixture", "hgx-h200-8", "--size", "1M"];
+    let mut off = args.to_vec();
+    off.extend(["--nvls", "off"]);
+    let text = run_ok(&off);
+    assert!(text.contains("NVLS multicast off"));
+    for k in ["AllReduce_AGxLLMC_R", "AllReduce_RSxLDMC_AGxSTMC"] {
+        assert!(
+            kernel_row(&text, k).contains("needs NVLS multicast (off)"),
+            "{k}"
+        );
+    }
+    let j = json(&off);
+    let kernels = j["symmetric"]["kernels"].as_array().unwrap();
+    assert!(kernels
+        .iter()
+        .filter(|k| k["needs_multicast"] == true)
+        .all(|k| k["eligible"] == false));
+    assert_eq!(j["symmetric"]["nvls_multicast"], false);
+    assert_eq!(j["ranks"], 8);
+    // NVLS on (the fixture's NVSwitches do multicast): the multicast kernels compete.
+    let j = json(&args);
+    assert_eq!(j["symmetric"]["nvls_multicast"], true);
+    assert!(j["symmetric"]["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|k| k["needs_multicast"] == true && k["eligible"] == true));
+}
+
+#[test]
+fn several_ops_leave_the_sections_out_with_a_note() {
+    let text = run_ok(&refs(&h200x2(&["--size", "1M", "--ops", "4"])));
+    assert!(text.contains("shown for single calls only (--ops 1)"));
+    assert!(!text.contains("NCCL symmetric kernels"));
+    let j = json(&refs(&h200x2(&["--size", "1M", "--ops", "4"])));
+    assert!(j.get("symmetric").is_none() && j.get("possible").is_none());
+}
+
+#[test]
+fn from_log_reproduces_the_stock_2_28_picks_on_the_capture() {
+    let topo = golden("topo.xml");
+    let log = golden("nccl-init-rank0.log");
+    let base = [
+        "--topo",
+        topo.as_str(),
+        "explain",
+        "--sweep",
+        "8..4G",
+        "--nvls",
+        "off",
+    ];
+    let mut stock = base.to_vec();
+    stock.extend(["--nccl-version", "2.28"]);
+    let mut logged = base.to_vec();
+    logged.extend(["--from-log", log.as_str()]);
+    let (s, l) = (json(&stock), json(&logged));
+    assert_eq!(s["sweep"]["bands"], l["sweep"]["bands"]);
+    let picks = |v: &Value| -> Vec<(Value, Value)> {
+        v["possible"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|b| b["points"].as_array().unwrap().clone())
+            .map(|p| (p["nccl_pick"].clone(), p["symmetric_pick"].clone()))
+            .collect()
+    };
+    assert_eq!(picks(&s), picks(&l));
+    let text = run_ok(&logged);
+    assert!(
+        text.lines()
+            .next()
+            .unwrap()
+            .starts_with("latency and bandwidth from the TUNING table in"),
+        "{text}"
+    );
+    assert!(text.contains("channels, threads and per-call rules are the model's"));
+    // A log that does not exist is a bad input (exit 2) naming the file.
+    let out = planner()
+        .args(["explain", "--from-log", "/nonexistent/nccl.log"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/nccl.log"));
+    // Conflicts with choosing a version.
+    let out = planner()
+        .args([
+            "explain",
+            "--from-log",
+            log.as_str(),
+            "--nccl-version",
+            "2.28",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
