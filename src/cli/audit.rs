@@ -1,8 +1,7 @@
 //! `planner audit NCCL_LOG`: compare an NCCL_DEBUG=INFO log with the model
 //! for the same machine. Thin: flags -> `audit::audit_log` -> `report`.
 
-use super::explain::ModelArgs;
-use super::source::{GraphArgs, SourceArgs};
+use super::source::{GraphArgs, ModelArgs, SourceArgs};
 use crate::audit::{audit_log, AuditOptions};
 use crate::error::{Error, Result};
 

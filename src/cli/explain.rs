@@ -1,26 +1,15 @@
 //! `planner explain`: NCCL's choice for one size or a sweep, why, and NCCL's
 //! own table and per-call formats. Thin: build the model, hand to `report`.
 
-use super::source::{nvls_flag, GraphArgs, OnOff, SourceArgs};
+use super::source::{nvls_flag, GraphArgs, ModelArgs, OnOff, SourceArgs};
 use crate::audit::{self, log::NcclLog};
 use crate::calibrate;
 use crate::error::{Error, Result};
 use crate::model::select::Call;
-use crate::model::{Coll, NcclEnv, TuningTable};
+use crate::model::{Coll, NcclEnv};
 use crate::pipeline;
 use crate::report::explain as out;
 use crate::units::{parse_size, parse_size_range};
-
-/// Flags that choose the model (shared with `audit`).
-#[derive(Debug, Clone, clap::Args)]
-pub struct ModelArgs {
-    /// NCCL version family whose tuning table to use (2.28, 2.30; default: the libnccl on this machine, else the newest)
-    #[arg(long, value_name = "VERSION")]
-    pub nccl_version: Option<String>,
-    /// Use a tuning table from a file instead of the built-in ones
-    #[arg(long, value_name = "FILE", conflicts_with = "nccl_version")]
-    pub tuning_table: Option<String>,
-}
 
 #[derive(Debug, clap::Args)]
 pub struct ExplainArgs {
@@ -71,17 +60,6 @@ pub struct ExplainArgs {
     /// Machine-readable output
     #[arg(long)]
     pub json: bool,
-}
-
-impl ModelArgs {
-    /// The tuning table these flags choose (`log_version`: the NCCL version a log names).
-    pub fn table(&self, log_version: Option<&str>) -> Result<TuningTable> {
-        pipeline::choose_table(
-            self.tuning_table.as_deref(),
-            self.nccl_version.as_deref(),
-            log_version,
-        )
-    }
 }
 
 fn write_json(value: &impl serde::Serialize) -> Result<()> {

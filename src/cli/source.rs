@@ -1,6 +1,8 @@
 //! The global flags that say where the topology comes from (`pipeline::Source`), and `--graph FILE`.
 
-use crate::pipeline::Source;
+use crate::error::Result;
+use crate::model::TuningTable;
+use crate::pipeline::{self, Source};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct SourceArgs {
@@ -52,5 +54,27 @@ pub fn nvls_flag(nvls: Option<OnOff>) -> crate::model::input::NvlsFlag {
         Some(OnOff::On) => NvlsFlag::On,
         Some(OnOff::Off) => NvlsFlag::Off,
         None => NvlsFlag::Auto,
+    }
+}
+
+/// Flags that choose the model (shared with `audit`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ModelArgs {
+    /// NCCL version family whose tuning table to use (2.18 to 2.30, or a full version such as 2.22.3; default: the libnccl on this machine, else the newest)
+    #[arg(long, value_name = "VERSION")]
+    pub nccl_version: Option<String>,
+    /// Use a tuning table from a file instead of the built-in ones
+    #[arg(long, value_name = "FILE", conflicts_with = "nccl_version")]
+    pub tuning_table: Option<String>,
+}
+
+impl ModelArgs {
+    /// The tuning table these flags choose (`log_version`: the NCCL version a log names).
+    pub fn table(&self, log_version: Option<&str>) -> Result<TuningTable> {
+        pipeline::choose_table(
+            self.tuning_table.as_deref(),
+            self.nccl_version.as_deref(),
+            log_version,
+        )
     }
 }
