@@ -785,6 +785,7 @@ fn calibrate_cv_prints_the_report_and_plots_small_multiples() {
     assert!(target("median |error| from 64 KiB") <= 5.0);
     assert!(target("p95 |error| from 64 KiB") <= 15.0);
     assert!(target("worst |error| from 1 MiB") <= 15.0);
+    assert!(target("worst regret of the calibrated pick from 1 MiB") <= 2.0);
     assert!(target("median |error| below 64 KiB") <= 10.0);
     // one panel per pair
     let plot = std::fs::read_to_string(&svg).unwrap();
