@@ -53,12 +53,16 @@ impl ModelDescription {
     pub fn current() -> ModelDescription {
         ModelDescription {
             time_us: "(latency_us^overlap + transfer_us^overlap)^(1/overlap)".into(),
-            transfer_us: "bytes / (1000 * bandwidth_gbs) * (1 + (ramp_bytes / bytes)^ramp_exponent)".into(),
+            transfer_us: "bytes / (1000 * bandwidth_gbs) * (1 + (ramp_bytes / bytes)^ramp_exponent \
+                          + (ramp2_bytes / bytes)^ramp2_exponent) / (1 + (cache_speedup - 1) \
+                          / (1 + exp(-log2(cache_bytes / bytes) / cache_width_octaves)))"
+                .into(),
             fit: "per (collective, algorithm, protocol): median time per size; soft-L1 loss (scale 2 %) on \
                   ln(predicted / measured), Levenberg-Marquardt from a grid of starts"
                 .into(),
-            terms: "latency and bandwidth (NCCL's form) from 2 sizes; overlap from 5; ramp from 10. \
-                    Without a term: ramp_bytes 0, overlap 1"
+            terms: "latency and bandwidth (NCCL's form) from 2 sizes; overlap from 5; ramp from 10; \
+                    ramp2 (a second, slower ramp) and cache (the L2 step) tried from 20, kept where BIC \
+                    says they pay. Without a term: ramp_bytes 0, overlap 1, ramp2_bytes 0, cache_bytes 0"
                 .into(),
         }
     }
@@ -263,7 +267,16 @@ impl Calibration {
                 && q.ramp_bytes >= 0.0
                 && q.ramp_exponent.is_finite()
                 && q.overlap.is_finite()
-                && q.overlap >= 1.0;
+                && q.overlap >= 1.0
+                && q.ramp2_bytes.is_finite()
+                && q.ramp2_bytes >= 0.0
+                && q.ramp2_exponent.is_finite()
+                && q.cache_bytes.is_finite()
+                && q.cache_bytes >= 0.0
+                && q.cache_speedup.is_finite()
+                && q.cache_speedup > 0.0
+                && q.cache_width_octaves.is_finite()
+                && q.cache_width_octaves > 0.0;
             if !ok {
                 return Err(Error::bad_input(format!(
                     "{source}: {} {}/{}: parameters out of range ({q:?})",

@@ -108,21 +108,18 @@ impl PointSet {
 
 /// The terms a pair's data can carry: each parameter needs a few sizes of
 /// its own. NCCL's latency + bandwidth from 2 sizes, the overlap from 5, the
-/// ramp (2 parameters) from 10.
+/// ramp (2 parameters) from 10; the second ramp (2) and the L2 step (3) are
+/// tried from 20 and kept only where they pay for their parameters.
 pub(crate) fn terms_for(sizes: usize) -> Option<Terms> {
     match sizes {
         0 | 1 => None,
-        2..=4 => Some(Terms {
-            ramp: false,
-            overlap: false,
-        }),
-        5..=9 => Some(Terms {
-            ramp: false,
-            overlap: true,
-        }),
+        2..=4 => Some(Terms::base(false, false)),
+        5..=9 => Some(Terms::base(false, true)),
+        10..=19 => Some(Terms::base(true, true)),
         _ => Some(Terms {
-            ramp: true,
-            overlap: true,
+            ramp2: true,
+            cache: true,
+            ..Terms::base(true, true)
         }),
     }
 }
@@ -155,7 +152,7 @@ pub(crate) fn fit_pairs(
                 *key,
                 FittedPair {
                     params: solution.params,
-                    terms,
+                    terms: solution.terms,
                     points,
                 },
             );
@@ -171,6 +168,12 @@ fn term_names(terms: Terms) -> Vec<String> {
     }
     if terms.overlap {
         names.push("overlap".into());
+    }
+    if terms.ramp2 {
+        names.push("ramp2".into());
+    }
+    if terms.cache {
+        names.push("cache".into());
     }
     names
 }

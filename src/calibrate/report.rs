@@ -111,6 +111,8 @@ impl Calibration {
             "ramp bytes",
             "ramp exp",
             "overlap",
+            "ramp2 bytes ^exp",
+            "L2 step bytes x speedup / width",
             "sizes",
             "fit median / worst",
             "k-fold median / worst",
@@ -128,6 +130,25 @@ impl Calibration {
                     "-".into()
                 },
                 format!("{:.2}", p.params.overlap),
+                if p.params.ramp2_bytes > 0.0 {
+                    format!(
+                        "{} ^{:.2}",
+                        bytes_label(p.params.ramp2_bytes),
+                        p.params.ramp2_exponent
+                    )
+                } else {
+                    "-".into()
+                },
+                if p.params.cache_bytes > 0.0 {
+                    format!(
+                        "{} x{:.2} / {:.2} oct",
+                        bytes_label(p.params.cache_bytes),
+                        p.params.cache_speedup,
+                        p.params.cache_width_octaves
+                    )
+                } else {
+                    "-".into()
+                },
                 format!(
                     "{} ({}..{})",
                     p.sizes,

@@ -8,8 +8,11 @@
 //! Levenberg-Marquardt on iteratively reweighted residuals (weight
 //! `1 / sqrt(1 + (r/s)^2)`, the soft-L1 IRLS weight), with box bounds, from a
 //! handful of starts on a coarse grid of ramp sizes and overlaps; the best
-//! end point wins. Up to 5 parameters and a few dozen sizes: microseconds per
-//! iteration, no dependency.
+//! end point wins. The second ramp and the L2 step are then tried from the
+//! base fit (a few starts each) and kept only when they pay for their
+//! parameters: lowest `n ln(loss / n) + k ln n` (BIC on the loss) wins. Up
+//! to 10 parameters and a few dozen sizes: microseconds per iteration, no
+//! dependency.
 
 use super::model::PairParams;
 
@@ -21,41 +24,79 @@ pub(crate) const LOSS_SCALE: f64 = 0.02;
 pub(crate) struct Terms {
     pub ramp: bool,
     pub overlap: bool,
+    /// A second, slower ramp (tried, kept if it pays).
+    pub ramp2: bool,
+    /// The L2 step (tried, kept if it pays).
+    pub cache: bool,
 }
 
 impl Terms {
+    /// NCCL's form plus the ramp and overlap as given, nothing else.
+    pub fn base(ramp: bool, overlap: bool) -> Terms {
+        Terms {
+            ramp,
+            overlap,
+            ramp2: false,
+            cache: false,
+        }
+    }
+
     pub fn count(self) -> usize {
-        2 + 2 * usize::from(self.ramp) + usize::from(self.overlap)
+        2 + 2 * usize::from(self.ramp)
+            + usize::from(self.overlap)
+            + 2 * usize::from(self.ramp2)
+            + 3 * usize::from(self.cache)
     }
 }
 
 pub(crate) struct Solution {
     pub params: PairParams,
+    /// The terms kept.
+    pub terms: Terms,
 }
 
-// θ = [ln latency, ln bandwidth, ln ramp_bytes, ramp_exponent, overlap]
-const LOWER: [f64; 5] = [
-    -6.907_755_278_982_137,
-    -9.210_340_371_976_182,
-    0.0,
+const N: usize = 10;
+
+// θ = [ln latency, ln bandwidth, ln ramp_bytes, ramp_exponent, overlap,
+//      ln ramp2_bytes, ramp2_exponent, ln cache_bytes, cache_speedup,
+//      cache_width_octaves]
+const LOWER: [f64; N] = [
+    -6.907_755_278_982_137, // ln 1e-3
+    -9.210_340_371_976_182, // ln 1e-4
+    0.0,                    // ln 1
     0.2,
     1.0,
-]; // ln 1e-3, ln 1e-4, ln 1
-const UPPER: [f64; 5] = [
-    16.118_095_650_958_32,
-    11.512_925_464_970_229,
-    29.933_606_208_922_594,
+    0.0, // ln 1
+    0.1,
+    16.523_560_759_066_484, // ln 1.5e7: two buffers of a working set in [L2/2, 2 L2] ...
+    1.0,
+    0.1,
+];
+const UPPER: [f64; N] = [
+    16.118_095_650_958_32,  // ln 1e7
+    11.512_925_464_970_229, // ln 1e5
+    29.933_606_208_922_594, // ln 1e13
     2.0,
     8.0,
-]; // ln 1e7, ln 1e5, ln 1e13
+    29.933_606_208_922_594, // ln 1e13
+    1.0,                    // above 1 the transfer would grow as the message shrinks
+    17.909_855_186_755_04,  // ... ln 6e7, of the H200's 60 MB L2: a cache, not a knee
+    2.0,                    // the L2 at most doubles the bandwidth
+    1.0,                    // a step: at most one octave wide
+];
 
-fn params_of(theta: &[f64; 5], terms: Terms) -> PairParams {
+fn params_of(theta: &[f64; N], terms: Terms) -> PairParams {
     PairParams {
         latency_us: theta[0].exp(),
         bandwidth_gbs: theta[1].exp(),
         ramp_bytes: if terms.ramp { theta[2].exp() } else { 0.0 },
         ramp_exponent: if terms.ramp { theta[3] } else { 1.0 },
         overlap: if terms.overlap { theta[4] } else { 1.0 },
+        ramp2_bytes: if terms.ramp2 { theta[5].exp() } else { 0.0 },
+        ramp2_exponent: if terms.ramp2 { theta[6] } else { 1.0 },
+        cache_bytes: if terms.cache { theta[7].exp() } else { 0.0 },
+        cache_speedup: if terms.cache { theta[8] } else { 1.0 },
+        cache_width_octaves: if terms.cache { theta[9] } else { 1.0 },
     }
 }
 
@@ -67,10 +108,16 @@ fn active(terms: Terms) -> Vec<usize> {
     if terms.overlap {
         idx.push(4);
     }
+    if terms.ramp2 {
+        idx.extend([5, 6]);
+    }
+    if terms.cache {
+        idx.extend([7, 8, 9]);
+    }
     idx
 }
 
-fn residuals(theta: &[f64; 5], terms: Terms, points: &[(f64, f64)], out: &mut Vec<f64>) {
+fn residuals(theta: &[f64; N], terms: Terms, points: &[(f64, f64)], out: &mut Vec<f64>) {
     let p = params_of(theta, terms);
     out.clear();
     out.extend(points.iter().map(|&(b, t)| p.time_us(b).ln() - t.ln()));
@@ -83,7 +130,7 @@ fn soft_l1(r: &[f64]) -> f64 {
         .sum()
 }
 
-fn loss(theta: &[f64; 5], terms: Terms, points: &[(f64, f64)], scratch: &mut Vec<f64>) -> f64 {
+fn loss(theta: &[f64; N], terms: Terms, points: &[(f64, f64)], scratch: &mut Vec<f64>) -> f64 {
     residuals(theta, terms, points, scratch);
     let l = soft_l1(scratch);
     if l.is_finite() {
@@ -93,8 +140,8 @@ fn loss(theta: &[f64; 5], terms: Terms, points: &[(f64, f64)], scratch: &mut Vec
     }
 }
 
-fn clamp(theta: &mut [f64; 5]) {
-    for i in 0..5 {
+fn clamp(theta: &mut [f64; N]) {
+    for i in 0..N {
         theta[i] = theta[i].clamp(LOWER[i], UPPER[i]);
     }
 }
@@ -131,11 +178,11 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
 /// `iterations` steps; stops early when a step gains less than 1e-10 of the
 /// loss.
 fn descend(
-    start: [f64; 5],
+    start: [f64; N],
     terms: Terms,
     points: &[(f64, f64)],
     iterations: usize,
-) -> ([f64; 5], f64) {
+) -> ([f64; N], f64) {
     let idx = active(terms);
     let m = idx.len();
     let n = points.len();
@@ -209,10 +256,21 @@ fn descend(
     (theta, current)
 }
 
+/// BIC of a soft-L1 loss over `n` points with `k` parameters.
+fn bic(loss: f64, n: usize, k: usize) -> f64 {
+    let n = n as f64;
+    n * (loss.max(1e-300) / n).ln() + k as f64 * n.ln()
+}
+
+/// Message size where a 60 MB L2 (H200) stops holding the two buffers of
+/// an all-reduce (send and receive): the first guess of the L2 step.
+const L2_STEP_GUESS_BYTES: f64 = 3e7;
+
 /// Fit `points` (bytes, median µs), all positive, with `terms`. None when
 /// there are fewer sizes than parameters.
 pub(crate) fn fit_points(points: &[(f64, f64)], terms: Terms) -> Option<Solution> {
-    if points.len() < terms.count() || points.iter().any(|&(b, t)| !(b > 0.0 && t > 0.0)) {
+    let base_terms = Terms::base(terms.ramp, terms.overlap);
+    if points.len() < base_terms.count() || points.iter().any(|&(b, t)| !(b > 0.0 && t > 0.0)) {
         return None;
     }
     let latency0 = points.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
@@ -227,22 +285,121 @@ pub(crate) fn fit_points(points: &[(f64, f64)], terms: Terms) -> Option<Solution
         &[1.0]
     };
     let overlaps: &[f64] = if terms.overlap { &[1.05, 2.0] } else { &[1.0] };
+    // Neutral values of the optional terms, so a start of the base fit can
+    // seed the extended ones.
+    let neutral = [
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        1.0,
+        L2_STEP_GUESS_BYTES.ln(),
+        1.0,
+        0.5,
+    ];
     // A short descent from every start, then the two best to convergence.
-    let mut ends: Vec<([f64; 5], f64)> = Vec::new();
+    let mut ends: Vec<([f64; N], f64)> = Vec::new();
     for &ramp in ramps {
         for &overlap in overlaps {
-            let start = [latency0.ln(), bandwidth0.ln(), ramp.ln(), 0.7, overlap];
-            ends.push(descend(start, terms, points, 20));
+            let mut start = neutral;
+            start[..5].copy_from_slice(&[latency0.ln(), bandwidth0.ln(), ramp.ln(), 0.7, overlap]);
+            ends.push(descend(start, base_terms, points, 20));
         }
     }
     ends.sort_by(|a, b| a.1.total_cmp(&b.1));
-    let (theta, loss) = ends
+    let (base, base_loss) = ends
         .iter()
         .take(2)
-        .map(|(theta, _)| descend(*theta, terms, points, 200))
+        .map(|(theta, _)| descend(*theta, base_terms, points, 200))
         .min_by(|a, b| a.1.total_cmp(&b.1))?;
-    loss.is_finite().then(|| Solution {
-        params: params_of(&theta, terms),
+    if !base_loss.is_finite() {
+        return None;
+    }
+    let n = points.len();
+    let mut best = (base, base_terms, bic(base_loss, n, base_terms.count()));
+    // The optional terms alone, each from a few starts around the base fit
+    // (one of them neutral: speedup 1, a ramp2 of 1 byte), then together
+    // from the two single fits merged; kept only where the BIC says the data
+    // needs them.
+    let mut singles: Vec<[f64; N]> = Vec::new();
+    let try_terms = |cand: Terms, starts: &[[f64; N]], best: &mut ([f64; N], Terms, f64)| {
+        let mut ends: Vec<([f64; N], f64)> = starts
+            .iter()
+            .map(|start| descend(*start, cand, points, 15))
+            .collect();
+        ends.sort_by(|a, b| a.1.total_cmp(&b.1));
+        let (theta, loss) = descend(ends.first()?.0, cand, points, 80);
+        let score = bic(loss, n, cand.count());
+        if loss.is_finite() && score < best.2 {
+            *best = (theta, cand, score);
+        }
+        Some(theta)
+    };
+    let with = |r2: f64, e2: f64, w: f64, speedup: f64| {
+        let mut start = base;
+        start[5..].copy_from_slice(&[r2.ln(), e2, w.ln(), speedup, 0.3]);
+        start
+    };
+    if terms.ramp2
+        && n >= (Terms {
+            ramp2: true,
+            ..base_terms
+        })
+        .count()
+    {
+        let starts = [
+            with(1.0, 1.0, 3e7, 1.0),
+            with(1e8, 0.3, 3e7, 1.0),
+            with(1e9, 0.3, 3e7, 1.0),
+        ];
+        singles.extend(try_terms(
+            Terms {
+                ramp2: true,
+                ..base_terms
+            },
+            &starts,
+            &mut best,
+        ));
+    }
+    if terms.cache
+        && n >= (Terms {
+            cache: true,
+            ..base_terms
+        })
+        .count()
+    {
+        let starts = [
+            with(1.0, 1.0, 3e7, 1.0),
+            with(1.0, 1.0, 2.4e7, 1.6),
+            with(1.0, 1.0, 4e7, 1.3),
+        ];
+        singles.extend(try_terms(
+            Terms {
+                cache: true,
+                ..base_terms
+            },
+            &starts,
+            &mut best,
+        ));
+    }
+    let both = Terms {
+        ramp2: true,
+        cache: true,
+        ..base_terms
+    };
+    if let [ramp2_fit, cache_fit] = singles[..] {
+        // Both together only where one alone already paid for itself.
+        if n >= both.count() && best.1 != base_terms {
+            let mut merged = ramp2_fit;
+            merged[7..].copy_from_slice(&cache_fit[7..]);
+            try_terms(both, &[merged], &mut best);
+        }
+    }
+    Some(Solution {
+        params: params_of(&best.0, best.1),
+        terms: best.1,
     })
 }
 
@@ -258,14 +415,7 @@ mod tests {
     fn recovers_nccls_form_exactly() {
         let truth = PairParams::stock_form(12.5, 180.0);
         let points: Vec<(f64, f64)> = sizes().iter().map(|&b| (b, truth.time_us(b))).collect();
-        let s = fit_points(
-            &points,
-            Terms {
-                ramp: false,
-                overlap: false,
-            },
-        )
-        .unwrap();
+        let s = fit_points(&points, Terms::base(false, false)).unwrap();
         assert!((s.params.latency_us - 12.5).abs() < 1e-4, "{:?}", s.params);
         assert!(
             (s.params.bandwidth_gbs - 180.0).abs() < 1e-3,
@@ -282,17 +432,11 @@ mod tests {
             ramp_bytes: 6e6,
             ramp_exponent: 0.8,
             overlap: 2.5,
+            ..PairParams::stock_form(0.0, 0.0)
         };
         let mut points: Vec<(f64, f64)> = sizes().iter().map(|&b| (b, truth.time_us(b))).collect();
         points[20].1 *= 1.5; // one size 50 % off
-        let s = fit_points(
-            &points,
-            Terms {
-                ramp: true,
-                overlap: true,
-            },
-        )
-        .unwrap();
+        let s = fit_points(&points, Terms::base(true, true)).unwrap();
         for (i, &(b, _)) in points.iter().enumerate() {
             let rel = s.params.time_us(b) / truth.time_us(b) - 1.0;
             assert!(rel.abs() < 0.01, "size {i}: {rel} {:?}", s.params);
@@ -302,29 +446,8 @@ mod tests {
     #[test]
     fn too_few_sizes_fit_nothing() {
         let points = [(8.0, 10.0), (16.0, 10.0), (32.0, 10.5)];
-        assert!(fit_points(
-            &points,
-            Terms {
-                ramp: true,
-                overlap: true
-            }
-        )
-        .is_none());
-        assert!(fit_points(
-            &points,
-            Terms {
-                ramp: false,
-                overlap: false
-            }
-        )
-        .is_some());
-        assert!(fit_points(
-            &[(8.0, 0.0), (16.0, 1.0)],
-            Terms {
-                ramp: false,
-                overlap: false
-            }
-        )
-        .is_none());
+        assert!(fit_points(&points, Terms::base(true, true)).is_none());
+        assert!(fit_points(&points, Terms::base(false, false)).is_some());
+        assert!(fit_points(&[(8.0, 0.0), (16.0, 1.0)], Terms::base(false, false)).is_none());
     }
 }
