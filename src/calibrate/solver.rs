@@ -69,7 +69,7 @@ const LOWER: [f64; N] = [
     0.0, // ln 1
     0.1,
     16.523_560_759_066_484, // ln 1.5e7: two buffers of a working set in [L2/2, 2 L2] ...
-    1.0,
+    0.5,                    // below 1: the kernel slower below the step than above
     0.1,
 ];
 const UPPER: [f64; N] = [
@@ -183,7 +183,46 @@ fn descend(
     points: &[(f64, f64)],
     iterations: usize,
 ) -> ([f64; N], f64) {
-    let idx = active(terms);
+    descend_over(
+        start,
+        terms,
+        points,
+        iterations,
+        &active(terms),
+        Loss::SoftL1,
+    )
+}
+
+/// What `descend_over` minimises.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Loss {
+    SoftL1,
+    /// Plain least squares: one size far off the curve weighs as its square.
+    Squares,
+}
+
+/// `descend` over the parameters `idx` only; the others keep their start.
+fn descend_over(
+    start: [f64; N],
+    terms: Terms,
+    points: &[(f64, f64)],
+    iterations: usize,
+    idx: &[usize],
+    kind: Loss,
+) -> ([f64; N], f64) {
+    let loss = |theta: &[f64; N], terms: Terms, points: &[(f64, f64)], r: &mut Vec<f64>| match kind
+    {
+        Loss::SoftL1 => loss(theta, terms, points, r),
+        Loss::Squares => {
+            residuals(theta, terms, points, r);
+            let l: f64 = r.iter().map(|x| x * x).sum();
+            if l.is_finite() {
+                l
+            } else {
+                f64::INFINITY
+            }
+        }
+    };
     let m = idx.len();
     let n = points.len();
     let mut theta = start;
@@ -196,7 +235,13 @@ fn descend(
     for _ in 0..iterations {
         residuals(&theta, terms, points, &mut r);
         let s2 = LOSS_SCALE * LOSS_SCALE;
-        let w: Vec<f64> = r.iter().map(|x| 1.0 / (1.0 + x * x / s2).sqrt()).collect();
+        let w: Vec<f64> = r
+            .iter()
+            .map(|x| match kind {
+                Loss::SoftL1 => 1.0 / (1.0 + x * x / s2).sqrt(),
+                Loss::Squares => 1.0,
+            })
+            .collect();
         // Forward-difference Jacobian of the residuals over the active parameters.
         for (col, &j) in idx.iter().enumerate() {
             let h = 1e-6 * theta[j].abs().max(1.0);
@@ -265,6 +310,34 @@ fn bic(loss: f64, n: usize, k: usize) -> f64 {
 /// Message size where a 60 MB L2 (H200) stops holding the two buffers of
 /// an all-reduce (send and receive): the first guess of the L2 step.
 const L2_STEP_GUESS_BYTES: f64 = 3e7;
+
+/// Worst |relative error| of `theta` over `points`.
+fn worst_residual(theta: &[f64; N], terms: Terms, points: &[(f64, f64)]) -> f64 {
+    let mut r = Vec::with_capacity(points.len());
+    residuals(theta, terms, points, &mut r);
+    r.iter().fold(0.0, |w, x| w.max(x.abs()))
+}
+
+/// Whether an L2 step `theta` earns its place against the current `best`
+/// although the BIC on the robust loss (which counts the one or two sizes
+/// the step moves only linearly) would not take it: the step is large
+/// (by 5 % or more, either way), has at least two measured sizes on each side, and cuts
+/// the worst training residual by a fifth.
+fn step_pays(
+    theta: &[f64; N],
+    cache_terms: Terms,
+    best: &([f64; N], Terms, f64),
+    points: &[(f64, f64)],
+) -> bool {
+    let at = theta[7].exp();
+    let below = points.iter().filter(|p| p.0 < at).count();
+    let above = points.len() - below;
+    theta[8].ln().abs() >= 1.05f64.ln()
+        && below >= 2
+        && above >= 2
+        && worst_residual(theta, cache_terms, points)
+            <= worst_residual(&best.0, best.1, points) * 0.8
+}
 
 /// Fit `points` (bytes, median µs), all positive, with `terms`. None when
 /// there are fewer sizes than parameters.
@@ -370,19 +443,65 @@ pub(crate) fn fit_points(points: &[(f64, f64)], terms: Terms) -> Option<Solution
         })
         .count()
     {
+        let cache_terms = Terms {
+            cache: true,
+            ..base_terms
+        };
         let starts = [
             with(1.0, 1.0, 3e7, 1.0),
             with(1.0, 1.0, 2.4e7, 1.6),
             with(1.0, 1.0, 4e7, 1.3),
         ];
-        singles.extend(try_terms(
-            Terms {
-                cache: true,
-                ..base_terms
-            },
-            &starts,
-            &mut best,
-        ));
+        let free = try_terms(cache_terms, &starts, &mut best);
+        // A sharp step is a narrow valley for the free fit (it ends near
+        // x1.1): place it first between two measured sizes, the L2's range,
+        // with the position held, then free.
+        let held: Vec<usize> = active(cache_terms)
+            .into_iter()
+            .filter(|&j| j != 7)
+            .collect();
+        // Each start fitted twice: on the robust loss, and on plain squares,
+        // which lets the one size the step moves pull as hard as it misses.
+        let mut stepped: Vec<([f64; N], f64)> = Vec::new();
+        for (at, speedup) in [(2.4e7, 1.6), (3e7, 1.6), (2.4e7, 0.7)] {
+            for kind in [Loss::SoftL1, Loss::Squares] {
+                let start = with(1.0, 1.0, at, speedup);
+                let (theta, _) = descend_over(start, cache_terms, points, 120, &held, kind);
+                stepped.push((theta, loss(&theta, cache_terms, points, &mut Vec::new())));
+            }
+        }
+        stepped.retain(|s| s.1.is_finite());
+        // Kept by the BIC (the position is not fitted: one parameter fewer),
+        // or, failing that, by `step_pays`: the one that cuts the worst
+        // residual most.
+        let by_bic = stepped
+            .iter()
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .copied()
+            .filter(|s| bic(s.1, n, cache_terms.count() - 1) < best.2);
+        let by_worst = stepped
+            .iter()
+            .filter(|s| step_pays(&s.0, cache_terms, &best, points))
+            .min_by(|a, b| {
+                worst_residual(&a.0, cache_terms, points).total_cmp(&worst_residual(
+                    &b.0,
+                    cache_terms,
+                    points,
+                ))
+            })
+            .copied();
+        let mut cache_fit = free;
+        if let Some((theta, loss)) = by_bic.or(by_worst) {
+            best = (
+                theta,
+                cache_terms,
+                bic(loss, n, cache_terms.count() - 1).min(best.2),
+            );
+            cache_fit = Some(theta);
+        } else if cache_fit.is_none() {
+            cache_fit = stepped.first().map(|s| s.0);
+        }
+        singles.extend(cache_fit);
     }
     let both = Terms {
         ramp2: true,

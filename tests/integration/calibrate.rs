@@ -563,18 +563,19 @@ fn native_fitted_on_one_run_predicts_another() {
     assert!(stat(&s, "< 64 KiB", |e| e.median_abs_error_pct) <= 10.0);
     let regret = s.regime(">= 1 MiB").unwrap();
     assert!(regret.calibrated_regret_worst_pct.unwrap() <= 2.0);
-    // Not met: the worst error from 1 MiB is 18.4 % (target 15 %), Tree/LL128
-    // at 16 MiB: the native kernel runs 16 -> 32 MiB at 131 GB/s after 214 GB/s
-    // for 8 -> 16 MiB (the buffers stop fitting in the 60 MB L2). The L2-step
-    // term is tried but does not pay for its 3 parameters on this pair (BIC):
-    // one size off the curve barely moves the soft-L1 loss. Run-to-run: 0.2 %.
+    // Tree/LL128 at 16 MiB was the worst (18.4 %): the native kernel runs 16 ->
+    // 32 MiB at 131 GB/s after 214 GB/s for 8 -> 16 MiB (the buffers stop
+    // fitting in the 60 MB L2). The L2 step, placed between two measured
+    // sizes and kept because it cuts the worst training residual, brings it
+    // to 12.3 %. Run-to-run: 0.2 %.
     let worst = stat(&s, ">= 1 MiB", |e| e.worst_abs_error_pct);
-    assert!(worst <= 20.0, "{worst}");
-    let top = &s.largest_errors[0];
-    assert_eq!(
-        (top.pair, top.bytes),
-        (Pair::new(Algo::Tree, Proto::Ll128), 16 << 20)
-    );
+    assert!(worst <= 15.0, "{worst}");
+    // and the other way round (it was 16.4 %, the same size)
+    let back = cross(INTEGRATION, FINAL, Backend::Native);
+    let worst = stat(&back, ">= 1 MiB", |e| e.worst_abs_error_pct);
+    assert!(worst <= 15.0, "{worst}");
+    let regret = back.regime(">= 1 MiB").unwrap();
+    assert!(regret.calibrated_regret_worst_pct.unwrap() <= 2.0);
 }
 
 #[test]
