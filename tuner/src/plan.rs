@@ -574,62 +574,6 @@ impl Plan {
         }
         out
     }
-
-    /// The bands as text lines for `planner tune --show`: a provenance line, then per (collective, nRanks,
-    /// nNodes) a heading and one line per band in size order.
-    pub fn band_lines(&self) -> Vec<String> {
-        let p = &self.provenance;
-        let mut lines = vec![format!(
-            "plan v{}: {} rules; planner {} at unix {} on {}; NCCL {}; topology {}; from {} {} (fnv1a64 {}); margin {}%",
-            self.version,
-            self.rules.len(),
-            p.planner_version,
-            p.created_unix,
-            p.machine,
-            p.nccl_version.as_deref().unwrap_or("unknown"),
-            p.topology_hash.as_deref().unwrap_or("unknown"),
-            p.source_kind.name(),
-            p.source_file,
-            p.source_hash,
-            p.margin_percent
-        )];
-        let mut order: Vec<usize> = (0..self.rules.len()).collect();
-        order.sort_by_key(|&i| {
-            let r = &self.rules[i];
-            (r.collective, r.n_ranks, r.n_nodes, r.min_bytes)
-        });
-        let mut previous_key = None;
-        for i in order {
-            let r = &self.rules[i];
-            let key = (r.collective, r.n_ranks, r.n_nodes);
-            if previous_key != Some(key) {
-                lines.push(format!(
-                    "{} nRanks {} nNodes {}",
-                    r.collective.nccl_name(),
-                    any_or(r.n_ranks),
-                    any_or(r.n_nodes)
-                ));
-                previous_key = Some(key);
-            }
-            let max = if r.max_bytes == u64::MAX {
-                "max".to_string()
-            } else {
-                r.max_bytes.to_string()
-            };
-            lines.push(format!(
-                "  {:>12} ..= {:<20} {:>8}/{:<6} channels {:<3} predicted {:>10} us  measured {:>10} us  (rule {})",
-                r.min_bytes,
-                max,
-                r.algorithm.nccl_name(),
-                r.protocol.nccl_name(),
-                r.channels.map_or_else(|| "-".to_string(), |c| c.to_string()),
-                r.predicted_us.map_or_else(|| "-".to_string(), |t| format!("{t:.2}")),
-                r.measured_us.map_or_else(|| "-".to_string(), |t| format!("{t:.2}")),
-                i
-            ));
-        }
-        lines
-    }
 }
 
 impl<'de> Deserialize<'de> for Plan {
