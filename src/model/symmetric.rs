@@ -459,13 +459,7 @@ impl SymmetricTable {
 
     /// Parse and check a table; `source` names it in errors.
     pub fn parse(text: &str, source: &str) -> Result<SymmetricTable> {
-        let root: Value = serde_json::from_str(text).map_err(|e| {
-            Error::bad_input(format!(
-                "{source}:{}:{}: not valid JSON: {e}",
-                e.line(),
-                e.column()
-            ))
-        })?;
+        let root: Value = crate::model::table::parse_json(text, source)?;
         let r = Reader {
             source,
             root: &root,

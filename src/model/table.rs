@@ -279,6 +279,17 @@ pub fn builtin_for_version(version: &str) -> Result<(TuningTable, Option<String>
     Ok((builtin(choice.family)?, choice.notice))
 }
 
+/// JSON text of a table (tuning or symmetric); a syntax error is bad input naming the source, line and column.
+pub fn parse_json(text: &str, source: &str) -> Result<Value> {
+    serde_json::from_str(text).map_err(|e| {
+        Error::bad_input(format!(
+            "{source}:{}:{}: not valid JSON: {e}",
+            e.line(),
+            e.column()
+        ))
+    })
+}
+
 impl TuningTable {
     /// Load a table from a file (`--tuning-table FILE`).
     pub fn load_file(path: &str) -> Result<TuningTable> {
@@ -288,13 +299,7 @@ impl TuningTable {
 
     /// Parse and check a table; `source` names it in errors.
     pub fn parse(text: &str, source: &str) -> Result<TuningTable> {
-        let root: Value = serde_json::from_str(text).map_err(|e| {
-            Error::bad_input(format!(
-                "{source}:{}:{}: not valid JSON: {e}",
-                e.line(),
-                e.column()
-            ))
-        })?;
+        let root: Value = parse_json(text, source)?;
         let r = Reader {
             source,
             root: &root,

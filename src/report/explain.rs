@@ -677,17 +677,7 @@ pub fn sweep_text(model: &Model, sweep: &Sweep) -> String {
     let crossings: Vec<String> = sweep
         .bands
         .windows(2)
-        .map(|w| {
-            format!(
-                "  {}/{} -> {}/{} at {} bytes ({})",
-                w[0].algo.nccl_name(),
-                w[0].proto.nccl_name(),
-                w[1].algo.nccl_name(),
-                w[1].proto.nccl_name(),
-                w[1].starts_at,
-                format_size(w[1].starts_at)
-            )
-        })
+        .map(|w| crossover_line(w[0].algo, w[0].proto, w[1].algo, w[1].proto, w[1].starts_at))
         .collect();
     if !crossings.is_empty() {
         out.push_str("Crossovers (smallest size where the next pick wins):\n");
@@ -739,15 +729,7 @@ pub fn calibrated_sweep_text(cal: &CalibratedSweep) -> String {
                 .any(|s| *s > w[0].to && *s < w[1].from)
         })
         .map(|w| {
-            format!(
-                "  {}/{} -> {}/{} at {} bytes ({})\n",
-                w[0].algo.nccl_name(),
-                w[0].proto.nccl_name(),
-                w[1].algo.nccl_name(),
-                w[1].proto.nccl_name(),
-                w[1].starts_at,
-                format_size(w[1].starts_at)
-            )
+            crossover_line(w[0].algo, w[0].proto, w[1].algo, w[1].proto, w[1].starts_at) + "\n"
         })
         .collect();
     if !crossings.is_empty() {
@@ -1410,4 +1392,23 @@ pub fn beyond_text(ctx: &SmallMessageContext, call: &Call) -> String {
         ctx.nvlink_bw_gbs.unwrap_or_default()
     ));
     out
+}
+
+/// One crossover of a sweep, NCCL's map or the calibrated one: `  A/P -> B/Q at N bytes (size)`.
+fn crossover_line(
+    from_algo: crate::model::Algo,
+    from_proto: crate::model::Proto,
+    to_algo: crate::model::Algo,
+    to_proto: crate::model::Proto,
+    starts_at: u64,
+) -> String {
+    format!(
+        "  {}/{} -> {}/{} at {} bytes ({})",
+        from_algo.nccl_name(),
+        from_proto.nccl_name(),
+        to_algo.nccl_name(),
+        to_proto.nccl_name(),
+        starts_at,
+        format_size(starts_at)
+    )
 }
