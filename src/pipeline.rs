@@ -8,7 +8,9 @@ use crate::model::{table, Model, ModelInput, NcclEnv, TuningTable};
 use crate::probe::{self, ProbeError};
 use crate::search::{self, Graphs, SearchOptions, SearchResult};
 use crate::topo::paths::PathOptions;
-use crate::topo::{build, cluster::MAX_NODES, fixtures, Cluster, NodeKind, Topology};
+use crate::topo::{
+    build, cluster::MAX_NODES, fixtures, gpu_models, vendor, Cluster, NodeKind, Topology,
+};
 use crate::xml;
 
 /// Where the topology comes from, and how many nodes of it.
@@ -18,6 +20,10 @@ pub struct Source {
     pub fixture: Option<String>,
     /// An NCCL topology XML file.
     pub topo: Option<String>,
+    /// `--gpu MODEL`: fill a partial `topo` file (no `<gpu>`) from the table of known GPU models.
+    pub gpu: Option<String>,
+    /// `--nic-speed`: Gb/s of the NICs `gpu` fills in.
+    pub nic_speed_gbits: Option<f64>,
     pub nodes: usize,
     /// µs added to every NIC.
     pub net_latency_us: f64,
@@ -66,6 +72,18 @@ impl Source {
                 self.nodes
             )));
         }
+        if self.topo.is_none() && (self.gpu.is_some() || self.nic_speed_gbits.is_some()) {
+            return Err(Error::bad_input(
+                "--gpu and --nic-speed fill a partial topology file: they need --topo FILE",
+            ));
+        }
+        if let Some(gbits) = self.nic_speed_gbits {
+            if !(gbits.is_finite() && gbits > 0.0 && gbits <= 100_000.0) {
+                return Err(Error::bad_input(format!(
+                    "invalid --nic-speed {gbits}: expected Gb/s between 0 and 100000"
+                )));
+            }
+        }
         crate::limits::check_net_latency_us("invalid --net-latency", self.net_latency_us)
     }
 
@@ -91,7 +109,8 @@ impl Source {
         if let Some(path) = &self.topo {
             let text = crate::units::read_input_file(path)?;
             let root = xml::parse(&text, path)?;
-            return build::from_xml_with(&root, path, &PathOptions::from_env()?).map(Some);
+            let (root, label) = self.complete_topo_file(root, path)?;
+            return build::from_xml_with(&root, &label, &PathOptions::from_env()?).map(Some);
         }
         match probe::probe() {
             Ok(root) => {
@@ -104,6 +123,55 @@ impl Source {
                 );
                 Ok(None)
             }
+            Err(ProbeError::Failed(e)) => Err(e),
+        }
+    }
+}
+
+impl Source {
+    /// A `--topo` file as NCCL would use it: a complete file as it is; a partial vendor file (no `<gpu>`) filled
+    /// from `--gpu MODEL`, else merged with the live probe as NCCL merges NCCL_TOPO_FILE with what it detects.
+    /// Returns the XML and the name to give it.
+    fn complete_topo_file(&self, root: xml::XmlNode, path: &str) -> Result<(xml::XmlNode, String)> {
+        if !vendor::is_partial(&root) {
+            if self.gpu.is_some() || self.nic_speed_gbits.is_some() {
+                return Err(Error::bad_input(format!(
+                    "{path}: --gpu and --nic-speed fill a partial topology file, and this one already has <gpu> elements"
+                )));
+            }
+            return Ok((root, path.to_string()));
+        }
+        if let Some(name) = &self.gpu {
+            let model = gpu_models::find(name).ok_or_else(|| {
+                Error::bad_input(format!(
+                    "unknown --gpu '{name}'; known models: {}",
+                    gpu_models::names().join(", ")
+                ))
+            })?;
+            let nic = vendor::NicChoice {
+                speed_gbits: self.nic_speed_gbits,
+            };
+            let (filled, warnings) = vendor::fill_from_model(&root, model, nic, path)?;
+            for w in warnings {
+                eprintln!("planner: warning: {w}");
+            }
+            return Ok((filled, format!("{path} + --gpu {name}")));
+        }
+        if self.nic_speed_gbits.is_some() {
+            return Err(Error::bad_input(format!(
+                "{path}: --nic-speed needs --gpu MODEL (it sets the NICs --gpu fills in)"
+            )));
+        }
+        match probe::probe() {
+            Ok(detected) => Ok((
+                vendor::merge_with_detected(&root, &detected),
+                format!("{path} merged with the live probe"),
+            )),
+            Err(ProbeError::Unavailable(why)) => Err(Error::bad_input(format!(
+                "{path}: a partial topology file (no <gpu> under its <pci> entries), which NCCL merges with the GPUs \
+                 it detects, and no GPU was found here ({why}); pass --gpu MODEL to fill them from a table ({})",
+                gpu_models::names().join(", ")
+            ))),
             Err(ProbeError::Failed(e)) => Err(e),
         }
     }

@@ -12,6 +12,12 @@ pub struct SourceArgs {
     /// Use an NCCL topology XML file (NCCL_TOPO_FILE / NCCL_TOPO_DUMP_FILE format)
     #[arg(long, global = true, value_name = "FILE")]
     pub topo: Option<String>,
+    /// Fill a partial --topo file (a vendor file with no <gpu>) with this GPU model when no GPU is probed: a100-sxm, a100-pcie, h100-sxm, h100-pcie, h200-sxm, b200-sxm
+    #[arg(long, global = true, value_name = "MODEL")]
+    pub gpu: Option<String>,
+    /// With --gpu: speed in Gb/s of the NICs filled into the file (default: from the NIC's PCI id, else the GPU model's reference NIC)
+    #[arg(long, global = true, value_name = "GBITS")]
+    pub nic_speed: Option<f64>,
     /// Replicate the node N times, joined through its NICs
     #[arg(long, global = true, value_name = "N", default_value_t = 1)]
     pub nodes: usize,
@@ -25,6 +31,8 @@ impl SourceArgs {
         Source {
             fixture: self.fixture.clone(),
             topo: self.topo.clone(),
+            gpu: self.gpu.clone(),
+            nic_speed_gbits: self.nic_speed,
             nodes: self.nodes,
             net_latency_us: self.net_latency,
         }

@@ -10,7 +10,9 @@
 pub mod build;
 pub mod cluster;
 pub mod fixtures;
+pub mod gpu_models;
 pub mod paths;
+pub mod vendor;
 
 pub use cluster::Cluster;
 

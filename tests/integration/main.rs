@@ -40,6 +40,7 @@ mod search_fixtures;
 mod topo_cli;
 mod topo_fixtures;
 mod tune;
+mod vendor_topo;
 mod verify_cli;
 mod verify_rendezvous;
 mod verify_results;
