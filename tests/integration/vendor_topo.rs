@@ -183,9 +183,9 @@ fn nic_speed_and_bad_flags() {
                 "--gpu",
                 "h100-sxm",
                 "--nic-speed",
-                "-1",
+                "0",
             ],
-            "invalid --nic-speed -1",
+            "invalid --nic-speed 0",
         ),
     ] {
         let mut full = vec!["topo"];
@@ -245,9 +245,22 @@ fn merge_with_detection_as_nccl_does() {
         "capture",
     );
     let merged = vendor::merge_with_detected(&vendor_file, &h200);
-    // Every CPU of the file had only endpoints nothing was detected in: all trimmed, the probe's CPU is left.
-    assert_eq!(merged.children.len(), 1, "{merged:?}");
-    assert_eq!(merged.children[0].attr("numaid"), Some("-1"));
+    // The file's endpoints hold nothing that was detected: trimmed. The GPUs hang under the probe's own CPU (the
+    // file has no numaid -1); eth0, a virtual NIC with no PCI device, goes under the file's first CPU, as NCCL
+    // attaches such a NIC (xml.cc:947-949), which keeps that CPU and nothing else of the file.
+    let numaids: Vec<&str> = merged
+        .children
+        .iter()
+        .map(|c| c.attr("numaid").unwrap())
+        .collect();
+    assert_eq!(numaids, ["0", "-1"], "{merged:?}");
+    let file_cpu = &merged.children[0];
+    assert_eq!(
+        file_cpu.attr("affinity"),
+        Some("00000000,00000000,00ffffff")
+    );
+    assert_eq!(file_cpu.children.len(), 1);
+    assert_eq!(file_cpu.children[0].children[0].attr("name"), Some("eth0"));
     let topo = build::from_xml(&merged, "merged").unwrap();
     assert_eq!(topo.gpus().count(), 2);
 }
