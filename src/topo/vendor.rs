@@ -14,9 +14,11 @@ pub const INVISIBLE_NVSWITCH: &str = "fffffff:ff:ff.0";
 /// NCCL's PCI class of an NVSwitch (xml.cc:866 assumes it for an invisible far end).
 const NVSWITCH_CLASS: &str = "0x068000";
 
-/// A file is partial when it has no `<gpu>`: NCCL would find every GPU by detection.
+/// A file is partial when it has no `<gpu>` but bare `<pci>` endpoints: NCCL would find every GPU by detection and
+/// fill it into them. (A file with neither is no topology at all, and is reported as such by `build`.)
 pub fn is_partial(root: &XmlNode) -> bool {
-    !root.descendants().iter().any(|n| n.name == "gpu")
+    let all = root.descendants();
+    !all.iter().any(|n| n.name == "gpu") && all.iter().any(|n| is_bare_endpoint(n))
 }
 
 /// What a bare `<pci>` endpoint of a vendor file stands for.
