@@ -19,6 +19,7 @@ pub mod measure;
 pub mod model;
 pub mod nccl;
 pub mod pipeline;
+pub mod plot;
 pub mod probe;
 pub mod report;
 pub mod search;

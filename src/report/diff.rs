@@ -281,11 +281,10 @@ pub fn runs_text(d: &RunDiff) -> String {
     out
 }
 
-/// The ratio B/A per pair against size: one panel per pair (NCCL's own choice included),
-/// log2 size axis with binary ticks, a line per backend with the noise band as bars.
+/// The ratio B/A per pair against size: one panel per pair (NCCL's own choice included), a
+/// line per backend with the noise band as bars, sizes outside the noise band shaded.
 pub fn runs_svg(d: &RunDiff) -> Result<String> {
-    use plotters::prelude::*;
-    let err = |e: String| Error::runtime(format!("cannot draw the plot: {e}"));
+    use crate::plot::{Figure, Mark, Panel, Series, ValueAxis, COLORS};
     let mut pairs: Vec<Option<Pair>> = d.rows.iter().map(|r| r.pair).collect();
     pairs.sort_by_key(|p| (p.is_none(), *p));
     pairs.dedup();
@@ -294,115 +293,54 @@ pub fn runs_svg(d: &RunDiff) -> Result<String> {
             "--plot: the two files have no measurement in common",
         ));
     }
-    let exp = |b: u64| (b.max(1) as f64).log2();
-    let xs: Vec<f64> = d.rows.iter().map(|r| exp(r.bytes)).collect();
-    let xmin = xs.iter().copied().fold(f64::INFINITY, f64::min).floor();
-    let xmax = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max).ceil();
-    let xmax = if xmax <= xmin { xmin + 1.0 } else { xmax };
-    // Label every 1, 2 or 4 powers of two, depending on the range.
-    let every = if xmax - xmin > 16.0 {
-        4.0
-    } else if xmax - xmin > 8.0 {
-        2.0
-    } else {
-        1.0
-    };
-    let cols = pairs.len().min(3);
-    let rows = pairs.len().div_ceil(cols);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (420 * cols as u32, 300 * rows as u32 + 40))
-            .into_drawing_area();
-        root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
-        let root = root
-            .titled(
-                &format!(
-                    "{}: time B / time A (B = {}); bars: min B / max A .. max B / min A",
-                    d.collective, d.b
-                ),
-                ("sans-serif", 16),
-            )
-            .map_err(|e| err(e.to_string()))?;
-        let panels = root.split_evenly((rows, cols));
-        for (pair, area) in pairs.iter().zip(panels.iter()) {
-            let mine: Vec<&RatioRow> = d.rows.iter().filter(|r| r.pair == *pair).collect();
-            let lo = mine.iter().map(|r| r.ratio_lo).fold(1.0f64, f64::min);
-            let hi = mine.iter().map(|r| r.ratio_hi).fold(1.0f64, f64::max);
-            let pad = ((hi - lo) * 0.1).max(0.01);
-            let title = match pair {
+    let backends = [(Backend::Native, COLORS[0]), (Backend::Nccl, COLORS[3])];
+    let mut panels = Vec::new();
+    for pair in &pairs {
+        let mine: Vec<&RatioRow> = d.rows.iter().filter(|r| r.pair == *pair).collect();
+        let mut series = Vec::new();
+        for (backend, color) in backends {
+            let mut rows: Vec<&&RatioRow> = mine.iter().filter(|r| r.backend == backend).collect();
+            if rows.is_empty() {
+                continue;
+            }
+            rows.sort_by_key(|r| r.bytes);
+            let points: Vec<(u64, f64)> = rows.iter().map(|r| (r.bytes, r.ratio)).collect();
+            series.push(Series::new(backend.name(), color, Mark::Line).with_points(points.clone()));
+            let mut bars = Series::new(backend.name(), color, Mark::Bars).with_points(points);
+            bars.bars = rows
+                .iter()
+                .map(|r| (r.bytes, r.ratio_lo, r.ratio_hi))
+                .collect();
+            series.push(bars);
+        }
+        panels.push(Panel {
+            title: match pair {
                 Some(p) => p.to_string(),
                 None => "NCCL's own choice".to_string(),
-            };
-            let mut chart = ChartBuilder::on(area)
-                .caption(title, ("sans-serif", 14))
-                .margin(8)
-                .x_label_area_size(30)
-                .y_label_area_size(45)
-                .build_cartesian_2d(xmin..xmax, (lo - pad)..(hi + pad))
-                .map_err(|e| err(e.to_string()))?;
-            chart
-                .configure_mesh()
-                .x_labels(((xmax - xmin) as usize + 1).min(64))
-                .x_label_formatter(&|x| {
-                    let r = x.round();
-                    if (x - r).abs() < 1e-6 && (r - xmin).rem_euclid(every) < 1e-6 {
-                        format_size(2f64.powf(r) as u64)
-                    } else {
-                        String::new()
-                    }
-                })
-                .y_label_formatter(&|y| format!("{y:.2}"))
-                .light_line_style(TRANSPARENT)
-                .draw()
-                .map_err(|e| err(e.to_string()))?;
-            chart
-                .draw_series(LineSeries::new(
-                    [(xmin, 1.0), (xmax, 1.0)],
-                    BLACK.mix(0.5).stroke_width(1),
-                ))
-                .map_err(|e| err(e.to_string()))?;
-            for (backend, color) in [(Backend::Native, BLUE), (Backend::Nccl, RED)] {
-                let mut pts: Vec<&&RatioRow> =
-                    mine.iter().filter(|r| r.backend == backend).collect();
-                if pts.is_empty() {
-                    continue;
-                }
-                pts.sort_by_key(|r| r.bytes);
-                chart
-                    .draw_series(LineSeries::new(
-                        pts.iter().map(|r| (exp(r.bytes), r.ratio)),
-                        color.stroke_width(2),
-                    ))
-                    .map_err(|e| err(e.to_string()))?
-                    .label(backend.name())
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
-                    });
-                chart
-                    .draw_series(pts.iter().map(|r| {
-                        PathElement::new(
-                            vec![(exp(r.bytes), r.ratio_lo), (exp(r.bytes), r.ratio_hi)],
-                            color.mix(0.6).stroke_width(1),
-                        )
-                    }))
-                    .map_err(|e| err(e.to_string()))?;
-                chart
-                    .draw_series(
-                        pts.iter()
-                            .filter(|r| r.flag != Flag::WithinNoise)
-                            .map(|r| Circle::new((exp(r.bytes), r.ratio), 3, color.filled())),
-                    )
-                    .map_err(|e| err(e.to_string()))?;
-            }
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.8))
-                .border_style(BLACK)
-                .position(SeriesLabelPosition::UpperRight)
-                .draw()
-                .map_err(|e| err(e.to_string()))?;
-        }
-        root.present().map_err(|e| err(e.to_string()))?;
+            },
+            series,
+            shaded_sizes: mine
+                .iter()
+                .filter(|r| r.flag != Flag::WithinNoise)
+                .map(|r| r.bytes)
+                .collect(),
+            reference_y: Some(1.0),
+        });
     }
-    Ok(svg)
+    let legend = backends
+        .iter()
+        .filter(|(b, _)| d.rows.iter().any(|r| r.backend == *b))
+        .map(|(b, c)| (b.name().to_string(), *c, Mark::Bars))
+        .collect();
+    crate::plot::render(&[Figure {
+        title: format!(
+            "{}: time B / time A (B = {}); bars from min B / max A to max B / min A",
+            d.collective, d.b
+        ),
+        value_name: "time B / time A".to_string(),
+        axis: ValueAxis::Linear,
+        panels,
+        shaded_label: Some("outside the noise band".to_string()),
+        legend,
+    }])
 }

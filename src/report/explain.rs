@@ -785,94 +785,99 @@ pub fn sweep_json_calibrated<'a>(
     }
 }
 
-fn plot_error(e: impl std::fmt::Display) -> Error {
-    Error::runtime(format!("cannot draw the plot: {e}"))
-}
-
-/// Predicted time of every pair that is usable at some size, against size,
-/// log-log, as an SVG document.
+/// Predicted time and busbw of every pair that is usable at some size, against size, as an SVG
+/// document: one panel per pair, NCCL's pick shaded where it is this pair, and the fastest pair
+/// at each size as a grey reference line so panels compare at a glance.
 pub fn plot_svg(model: &Model, coll: Coll, sizes: &[u64], ops: usize) -> Result<String> {
-    use plotters::prelude::*;
-    let mut series: Vec<(String, Vec<(u64, f64)>)> = Vec::new();
-    for a in Algo::ALL {
-        for p in Proto::ALL {
-            let mut pts = Vec::new();
-            for &size in sizes {
-                let Ok(call) =
-                    crate::model::select::Call::new(coll, size, model.input.n_ranks, ops)
-                else {
-                    continue;
-                };
-                let eval = model.evaluate(&call)?;
-                let cand = &eval.candidates[a as usize * 3 + p as usize];
-                if cand.usable() && cand.time_us > 0.0 {
-                    pts.push((size, cand.time_us as f64));
-                }
-            }
-            if !pts.is_empty() {
-                series.push((format!("{}/{}", a.nccl_name(), p.nccl_name()), pts));
+    use crate::plot::{Figure, Mark, Panel, Series, ValueAxis, DARK, GREY};
+    let n_ranks = model.input.n_ranks;
+    let bus_factor = coll.nccl_tests_bus_factor(n_ranks);
+    // Per pair index: (bytes, time µs, busbw GB/s) where usable; NCCL's pick per size.
+    let mut per_pair: Vec<Vec<(u64, f64, f64)>> = vec![Vec::new(); Algo::ALL.len() * 3];
+    let mut picks: Vec<Vec<u64>> = vec![Vec::new(); Algo::ALL.len() * 3];
+    let mut best: Vec<(u64, f64, f64)> = Vec::new();
+    for &size in sizes {
+        let Ok(call) = crate::model::select::Call::new(coll, size, n_ranks, ops) else {
+            continue;
+        };
+        let eval = model.evaluate(&call)?;
+        let busbw = |t: f64| eval.group_bytes as f64 / (t * 1000.0) * bus_factor;
+        for (i, cand) in eval.candidates.iter().enumerate().take(per_pair.len()) {
+            if cand.usable() && cand.time_us > 0.0 {
+                let t = cand.time_us as f64;
+                per_pair[i].push((size, t, busbw(t)));
             }
         }
+        let w = eval.winner();
+        if w.usable() && w.time_us > 0.0 {
+            picks[eval.winner].push(size);
+            let t = w.time_us as f64;
+            best.push((size, t, busbw(t)));
+        }
     }
-    if series.is_empty() {
+    let mut time_panels = Vec::new();
+    let mut bw_panels = Vec::new();
+    for (i, pts) in per_pair.iter().enumerate() {
+        if pts.is_empty() {
+            continue;
+        }
+        let (a, p) = (Algo::ALL[i / 3], Proto::ALL[i % 3]);
+        let title = format!("{}/{}", a.nccl_name(), p.nccl_name());
+        for (panels, value) in [(&mut time_panels, 1usize), (&mut bw_panels, 2)] {
+            let pick = |v: &(u64, f64, f64)| (v.0, if value == 1 { v.1 } else { v.2 });
+            panels.push(Panel {
+                title: title.clone(),
+                series: vec![
+                    Series::new("fastest pair", GREY, Mark::Reference)
+                        .with_points(best.iter().map(pick).collect()),
+                    Series::new(title.clone(), DARK, Mark::Line)
+                        .with_points(pts.iter().map(pick).collect()),
+                ],
+                shaded_sizes: picks[i].clone(),
+                reference_y: None,
+            });
+        }
+    }
+    if time_panels.is_empty() {
         return Err(Error::bad_input(format!(
             "nothing to plot: no usable algorithm/protocol for {} at these sizes",
             coll.nccl_name()
         )));
     }
-    let x_lo = sizes.iter().copied().min().unwrap_or(1).max(1);
-    let x_hi = sizes.iter().copied().max().unwrap_or(2).max(x_lo * 2);
-    let ys = series.iter().flat_map(|(_, p)| p.iter().map(|q| q.1));
-    let (mut y_lo, mut y_hi) = (f64::MAX, 0.0f64);
-    for y in ys {
-        y_lo = y_lo.min(y);
-        y_hi = y_hi.max(y);
-    }
-    let y_lo = (y_lo / 1.5).max(1e-3);
-    let y_hi = (y_hi * 1.5).max(y_lo * 10.0);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (1100, 700)).into_drawing_area();
-        root.fill(&WHITE).map_err(plot_error)?;
-        let caption = format!(
-            "{}: predicted time per algorithm/protocol ({} ranks, {} node(s), NCCL {} model)",
-            coll.nccl_name(),
-            model.input.n_ranks,
-            model.input.n_nodes,
-            model.table.family
-        );
-        let mut chart = ChartBuilder::on(&root)
-            .caption(caption, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(45)
-            .y_label_area_size(70)
-            .build_cartesian_2d((x_lo..x_hi).log_scale(), (y_lo..y_hi).log_scale())
-            .map_err(plot_error)?;
-        chart
-            .configure_mesh()
-            .x_desc("size")
-            .y_desc("predicted time (µs)")
-            .x_label_formatter(&|v| format_size(*v))
-            .draw()
-            .map_err(plot_error)?;
-        for (k, (name, pts)) in series.iter().enumerate() {
-            let color = Palette99::pick(k).to_rgba();
-            chart
-                .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
-                .map_err(plot_error)?
-                .label(name.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(plot_error)?;
-        root.present().map_err(plot_error)?;
-    }
-    Ok(svg)
+    let what = format!(
+        "{}, {} ranks, {} node(s), NCCL {} model",
+        coll.nccl_name(),
+        n_ranks,
+        model.input.n_nodes,
+        model.table.family
+    );
+    let legend = vec![
+        ("this pair (predicted)".to_string(), DARK, Mark::Line),
+        (
+            "fastest pair at each size".to_string(),
+            GREY,
+            Mark::Reference,
+        ),
+    ];
+    let shaded = Some("NCCL picks this pair".to_string());
+    crate::plot::render(&[
+        Figure {
+            title: format!("Predicted time per algorithm/protocol ({what})"),
+            value_name: "time (µs)".to_string(),
+            axis: ValueAxis::Log,
+            panels: time_panels,
+            shaded_label: shaded.clone(),
+            legend: legend.clone(),
+        },
+        Figure {
+            title: format!("Predicted busbw (nccl-tests definition, {what})"),
+            value_name: "busbw (GB/s)".to_string(),
+            axis: ValueAxis::LinearFromZero,
+            panels: bw_panels,
+            shaded_label: shaded,
+            legend,
+        },
+    ])
 }
 
 // ------------------------------------------------ small messages: NCCL's symmetric kernels, planner's own

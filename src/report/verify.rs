@@ -589,123 +589,128 @@ pub fn render_csv(scored: &Scored) -> String {
     out
 }
 
-/// Measured (solid, one line per backend) and predicted (dashed) time
-/// against size, log-log, one colour per pair.
+/// Measured (solid, a colour per backend) and predicted (dashed) time and busbw against size:
+/// one panel per pair and one for NCCL's free choice, shaded where NCCL's free choice ran the
+/// panel's pair.
 pub fn render_svg(run: &VerifyRun, scored: &Scored) -> Result<String> {
-    use plotters::prelude::*;
-    let err = |e: String| Error::runtime(format!("cannot draw the plot: {e}"));
-    let mut pairs: Vec<crate::verify::Pair> =
-        scored.rows.iter().filter_map(|r| r.row.pair).collect();
-    pairs.sort();
-    pairs.dedup();
-    let values: Vec<f64> = scored
-        .rows
-        .iter()
-        .flat_map(|r| [r.row.median_us, r.predicted_us])
-        .flatten()
-        .filter(|v| *v > 0.0)
-        .collect();
-    let sizes: Vec<u64> = scored.rows.iter().map(|r| r.row.bytes).collect();
-    let (xmin, xmax) = (
-        *sizes.iter().min().unwrap_or(&8) as f64,
-        *sizes.iter().max().unwrap_or(&(1 << 30)) as f64,
-    );
-    let ymin = values.iter().copied().fold(f64::INFINITY, f64::min);
-    let ymax = values.iter().copied().fold(0.0, f64::max);
-    let (ymin, ymax) = if values.is_empty() {
-        (1.0, 10.0)
-    } else {
-        (ymin * 0.8, ymax * 1.25)
-    };
-    let xmax = if xmax <= xmin { xmin * 2.0 } else { xmax };
-
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (1000, 700)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
-        let title = format!(
-            "{} {}: measured (solid) and predicted (dashed)",
-            coll_label(run.options.collective),
-            run.options.dtype
-        );
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 20))
-            .margin(15)
-            .x_label_area_size(45)
-            .y_label_area_size(70)
-            .build_cartesian_2d((xmin..xmax).log_scale(), (ymin..ymax).log_scale())
-            .map_err(|e| err(e.to_string()))?;
-        chart
-            .configure_mesh()
-            .x_desc("size (bytes)")
-            .y_desc("time (µs)")
-            .x_label_formatter(&|x| format_size(*x as u64))
-            .draw()
-            .map_err(|e| err(e.to_string()))?;
-        for (i, pair) in pairs.iter().enumerate() {
-            let color = Palette99::pick(i).to_rgba();
-            let mut backends: Vec<Backend> = scored.rows.iter().map(|r| r.row.backend).collect();
-            backends.sort();
-            backends.dedup();
-            for backend in backends {
-                let points: Vec<(f64, f64)> = scored
-                    .rows
-                    .iter()
-                    .filter(|r| {
-                        r.row.pair == Some(*pair)
-                            && r.row.backend == backend
-                            && r.row.status == RowStatus::Ok
-                    })
-                    .filter_map(|r| Some((r.row.bytes as f64, r.row.median_us?)))
-                    .collect();
-                if points.is_empty() {
-                    continue;
-                }
-                let width = if backend == Backend::Nccl { 2 } else { 1 };
-                chart
-                    .draw_series(LineSeries::new(points.clone(), color.stroke_width(width)))
-                    .map_err(|e| err(e.to_string()))?
-                    .label(format!("{pair} {backend}"))
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(width))
-                    });
-                if backend == Backend::Native {
-                    chart
-                        .draw_series(points.iter().map(|p| Circle::new(*p, 2, color.filled())))
-                        .map_err(|e| err(e.to_string()))?;
-                }
-            }
-            let mut predicted: Vec<(f64, f64)> = scored
-                .rows
-                .iter()
-                .filter(|r| r.row.pair == Some(*pair))
-                .filter_map(|r| Some((r.row.bytes as f64, r.predicted_us?)))
-                .collect();
-            predicted.sort_by(|a, b| a.0.total_cmp(&b.0));
-            predicted.dedup_by(|a, b| a.0 == b.0);
-            if !predicted.is_empty() {
-                chart
-                    .draw_series(DashedLineSeries::new(
-                        predicted,
-                        6,
-                        4,
-                        color.stroke_width(1),
-                    ))
-                    .map_err(|e| err(e.to_string()))?
-                    .label(format!("{pair} predicted"))
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(1))
-                    });
+    use crate::plot::{Figure, Mark, Panel, Series, ValueAxis, COLORS, DARK};
+    let coll = run.options.collective;
+    let factor = coll.nccl_tests_bus_factor(scored.world_size);
+    let busbw = |bytes: u64, t: f64| crate::measure::algbw_gbs(bytes, t) * factor;
+    // Panels: every pinned pair in order, then NCCL's free choice.
+    let mut keys: Vec<Option<crate::verify::Pair>> =
+        scored.rows.iter().map(|r| r.row.pair).collect();
+    keys.sort_by_key(|p| (p.is_none(), *p));
+    keys.dedup();
+    // One series per backend (and per free-choice label: auto, tuned, symm).
+    let series_key = |r: &ScoredRow| -> (String, usize) {
+        if r.row.tuned {
+            ("NCCL + planner tuner".to_string(), 4)
+        } else {
+            match r.row.backend {
+                Backend::Native => ("planner kernels".to_string(), 0),
+                Backend::Nccl => ("NCCL".to_string(), 1),
+                Backend::NcclSymm => ("NCCL symmetric".to_string(), 2),
             }
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperLeft)
-            .draw()
-            .map_err(|e| err(e.to_string()))?;
-        root.present().map_err(|e| err(e.to_string()))?;
+    };
+    let mut legend: Vec<(String, plotters::style::RGBColor, Mark)> = Vec::new();
+    let mut time_panels = Vec::new();
+    let mut bw_panels = Vec::new();
+    for key in &keys {
+        let mine: Vec<&ScoredRow> = scored.rows.iter().filter(|r| r.row.pair == *key).collect();
+        let mut names: Vec<(String, usize)> = mine.iter().map(|r| series_key(r)).collect();
+        names.sort_by_key(|n| n.1);
+        names.dedup();
+        let mut time_series = Vec::new();
+        let mut bw_series = Vec::new();
+        for (name, color) in &names {
+            let rows: Vec<&&ScoredRow> = mine
+                .iter()
+                .filter(|r| series_key(r).0 == *name && r.row.status == RowStatus::Ok)
+                .collect();
+            let mark = if *color == 0 {
+                Mark::LinePoints
+            } else {
+                Mark::Line
+            };
+            let times = rows
+                .iter()
+                .filter_map(|r| Some((r.row.bytes, r.row.median_us?)))
+                .collect();
+            let bws = rows
+                .iter()
+                .filter_map(|r| Some((r.row.bytes, r.busbw_gbs?)))
+                .collect();
+            time_series.push(Series::new(name.clone(), COLORS[*color], mark).with_points(times));
+            bw_series.push(Series::new(name.clone(), COLORS[*color], mark).with_points(bws));
+            let entry = (format!("{name} (measured)"), COLORS[*color], mark);
+            if !legend.contains(&entry) {
+                legend.push(entry);
+            }
+        }
+        let mut predicted: Vec<(u64, f64)> = mine
+            .iter()
+            .filter_map(|r| Some((r.row.bytes, r.predicted_us?)))
+            .collect();
+        predicted.sort_by_key(|p| p.0);
+        predicted.dedup_by_key(|p| p.0);
+        if !predicted.is_empty() {
+            let bws = predicted.iter().map(|&(b, t)| (b, busbw(b, t))).collect();
+            time_series.push(Series::new("predicted", DARK, Mark::Dashed).with_points(predicted));
+            bw_series.push(Series::new("predicted", DARK, Mark::Dashed).with_points(bws));
+        }
+        let shaded: Vec<u64> = mine
+            .iter()
+            .filter(|r| r.nccl_pick)
+            .map(|r| r.row.bytes)
+            .collect();
+        let title = match key {
+            Some(p) => p.to_string(),
+            None => "NCCL's free choice".to_string(),
+        };
+        time_panels.push(Panel {
+            title: title.clone(),
+            series: time_series,
+            shaded_sizes: shaded.clone(),
+            reference_y: None,
+        });
+        bw_panels.push(Panel {
+            title,
+            series: bw_series,
+            shaded_sizes: shaded,
+            reference_y: None,
+        });
     }
-    Ok(svg)
+    if time_panels.is_empty() {
+        return Err(Error::bad_input(
+            "--plot: the result file has no rows to plot",
+        ));
+    }
+    legend.push(("model's prediction".to_string(), DARK, Mark::Dashed));
+    let what = format!(
+        "{} {}, {} ranks",
+        coll.nccl_name(),
+        run.options.dtype,
+        scored.world_size
+    );
+    let shaded = Some("NCCL's free choice ran this pair".to_string());
+    crate::plot::render(&[
+        Figure {
+            title: format!("Time per call, measured and predicted ({what})"),
+            value_name: "time (µs)".to_string(),
+            axis: ValueAxis::Log,
+            panels: time_panels,
+            shaded_label: shaded.clone(),
+            legend: legend.clone(),
+        },
+        Figure {
+            title: format!("busbw, nccl-tests definition ({what})"),
+            value_name: "busbw (GB/s)".to_string(),
+            axis: ValueAxis::LinearFromZero,
+            panels: bw_panels,
+            shaded_label: shaded,
+            legend,
+        },
+    ])
 }

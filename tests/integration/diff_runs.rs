@@ -117,7 +117,7 @@ fn cli_text_json_and_plot() {
         "Ring/LL128",
         "Ring/Simple",
         "NCCL&apos;s own choice",
-        "2 GiB",
+        "\n1G\n",
     ] {
         assert!(
             drawn.contains(title) || drawn.contains(&title.replace("&apos;", "'")),

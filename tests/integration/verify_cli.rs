@@ -96,14 +96,21 @@ fn load_re_renders_a_recorded_file() {
             .any(|l| l.starts_with("nccl,Ring/Simple,1048576,ok,20,3,30,31,39,30")),
         "{csv_text}"
     );
-    // SVG: one legend entry per pair and backend
+    // SVG: a panel per pair, measured per backend and the prediction in the legend
     let svg_text = std::fs::read_to_string(&svg).unwrap();
     assert!(
         svg_text.starts_with("<svg"),
         "{}",
         &svg_text[..100.min(svg_text.len())]
     );
-    assert!(svg_text.contains("Ring/LL nccl") && svg_text.contains("Ring/Simple predicted"));
+    for label in [
+        "\nRing/LL\n",
+        "\nRing/Simple\n",
+        "NCCL (measured)",
+        "model&apos;s prediction",
+    ] {
+        assert!(svg_text.contains(label), "{label}");
+    }
 
     let json = planner()
         .args(["verify", "--load", file.to_str().unwrap(), "--json"])
