@@ -131,6 +131,9 @@ pub struct TopoReport {
     pub net_paths: Vec<PathInfo>,
     /// Present when `nodes > 1`.
     pub network: Option<NetworkInfo>,
+    /// Present only on an MNNVL domain: several OS nodes fused into one NVLink domain (`topo::mnnvl`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mnnvl: Option<String>,
 }
 
 /// NVLink facts of one `<gpu>` element: (target bus id, count, tclass).
@@ -321,7 +324,7 @@ pub fn report(cluster: &Cluster) -> TopoReport {
 
     // GPUs in NVML order (dev), as nvidia-smi lists them.
     let mut gpu_nodes: Vec<(NodeIndex, &crate::topo::GpuNode)> = topo.gpus().collect();
-    gpu_nodes.sort_by_key(|(_, g)| (g.dev, g.rank));
+    gpu_nodes.sort_by_key(|(idx, g)| (topo.node(*idx).id >> 56, g.dev, g.rank));
     let gpus: Vec<GpuInfo> = gpu_nodes
         .iter()
         .enumerate()
@@ -356,7 +359,7 @@ pub fn report(cluster: &Cluster) -> TopoReport {
         .iter()
         .filter_map(|&i| topo.node(i).net().map(|n| (i, n)))
         .collect();
-    net_nodes.sort_by_key(|(_, n)| n.dev);
+    net_nodes.sort_by_key(|(idx, n)| (topo.node(*idx).id >> 56, n.dev));
     let mut nets = Vec::new();
     let mut matrix_nics = 0;
     for (idx, n) in &net_nodes {
@@ -422,6 +425,7 @@ pub fn report(cluster: &Cluster) -> TopoReport {
         gpu_paths,
         net_paths,
         network,
+        mnnvl: crate::topo::mnnvl::summary(cluster),
     }
 }
 
@@ -700,6 +704,10 @@ pub fn render_text(report: &TopoReport) -> String {
         report.nets.len(),
         plural(report.nets.len()),
     ));
+    if let Some(line) = &report.mnnvl {
+        out.push_str(line);
+        out.push_str("\n\n");
+    }
     out.push_str(&render_nvidia_smi(report));
     out.push('\n');
     out.push_str(&render_nccl_view(report));

@@ -10,6 +10,7 @@
 pub mod build;
 pub mod cluster;
 pub mod fixtures;
+pub mod mnnvl;
 pub mod paths;
 
 pub use cluster::Cluster;
