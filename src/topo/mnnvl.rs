@@ -83,14 +83,6 @@ impl FabricInfo {
             health_mask: number("fabric_health", 0)?,
         }))
     }
-
-    /// Write the planner attributes onto a `<gpu>` element (the probe and the fused XML).
-    pub fn write_to(&self, gpu: &mut XmlNode) {
-        gpu.set_attr("fabric_uuid", self.uuid_text());
-        gpu.set_attr("fabric_clique", format!("0x{:x}", self.clique_id));
-        gpu.set_attr("fabric_state", self.state.to_string());
-        gpu.set_attr("fabric_health", format!("0x{:x}", self.health_mask));
-    }
 }
 
 /// `3143b15bc2cd192b.28cc9b5473fb5b93` (hex digits only, as NCCL prints `%lx.%lx`).
