@@ -365,7 +365,8 @@ pub fn report(cluster: &Cluster) -> TopoReport {
     for (idx, n) in &net_nodes {
         let busid = nic_busid(topo, *idx);
         let matrix_name = match &busid {
-            Some(b) if facts.place(b).is_some() => {
+            // An MNNVL domain spans OS nodes; like nvidia-smi on one of them, the matrix shows the first host.
+            Some(b) if facts.place(b).is_some() && topo.node(*idx).id >> 56 == 0 => {
                 matrix_nics += 1;
                 Some(format!("NIC{}", matrix_nics - 1))
             }
@@ -384,7 +385,11 @@ pub fn report(cluster: &Cluster) -> TopoReport {
         });
     }
 
-    let matrix = link_matrix(&facts, &gpus, &nets);
+    let first_host_gpus = gpu_nodes
+        .iter()
+        .filter(|(idx, _)| topo.node(*idx).id >> 56 == 0)
+        .count();
+    let matrix = link_matrix(&facts, &gpus[..first_host_gpus], &nets);
 
     let mut gpu_paths = Vec::new();
     for (a, ga) in gpu_nodes.iter().zip(&gpus) {
@@ -706,7 +711,7 @@ pub fn render_text(report: &TopoReport) -> String {
     ));
     if let Some(line) = &report.mnnvl {
         out.push_str(line);
-        out.push_str("\n\n");
+        out.push_str("\n(the nvidia-smi view below shows the first OS node; NCCL's view covers the domain)\n\n");
     }
     out.push_str(&render_nvidia_smi(report));
     out.push('\n');

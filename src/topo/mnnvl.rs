@@ -223,7 +223,7 @@ pub fn decide(
     }
     let max_trays = (MAX_CLIQUE_GPUS / gpus_per_tray.max(1)).max(1);
     let trays = nodes.clamp(1, max_trays);
-    if nodes % trays != 0 {
+    if !nodes.is_multiple_of(trays) {
         return Err(Error::bad_input(format!(
             "--nodes {nodes}: an NVLink domain holds at most {MAX_CLIQUE_GPUS} GPUs ({max_trays} nodes of {gpus_per_tray}); \
              give a multiple of {max_trays} to model several racks, or --mnnvl off"

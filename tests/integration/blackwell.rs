@@ -143,7 +143,7 @@ fn gb300_graphs_rings_and_trees_match_the_log() {
     let tree = format!(
         "Pattern 1, crossNic 0, nChannels 16, bw {r:.6}/{r:.6}, type NVL/PIX, sameChannels 1"
     );
-    assert_eq!(block(&ours, "Pattern 1", 1), [tree.clone()]);
+    assert_eq!(block(&ours, "Pattern 1", 1), std::slice::from_ref(&tree));
     if ladder::SM100_INTRA.contains(&45.0) {
         assert_eq!(block(&log, "Pattern 1", 1), [tree]);
     } else {
@@ -421,4 +421,72 @@ fn hgx_b200_graphs_and_multi_node_nvls_channels() {
         planner::model::input::nvls_sm100_multi_node_channels(32, 8, 4, 25.0),
         32
     );
+}
+
+#[test]
+fn probe_records_the_nvml_fabric_identity() {
+    use planner::probe::facts::{FabricFacts, GpuFacts, MachineFacts};
+    use planner::probe::{from_facts, ProbeEnv, SysFs, Warnings};
+    // One GB200 GPU as NVML reports it in nccl#1769 (no sysfs here: a container).
+    let fabric = FabricFacts {
+        cluster_uuid: [0x3143_b15b_c2cd_192b, 0x28cc_9b54_73fb_5b93],
+        clique_id: 0x7ffe,
+        state: 3,
+        health_mask: 0xaa,
+    };
+    let facts = MachineFacts {
+        gpus: vec![GpuFacts {
+            index: 0,
+            bus_id: "00000008:01:00.0".to_string(),
+            compute_capability: (10, 0),
+            gdr: Some(true),
+            fabric: Some(fabric),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let env = ProbeEnv {
+        nccl_hostid: Some("gb200".to_string()),
+        ..Default::default()
+    };
+    let xml = from_facts(
+        &facts,
+        &SysFs::new("/nonexistent-planner-blackwell-sysfs"),
+        "aarch64",
+        &env,
+        &mut Warnings::new(),
+    );
+    let text = planner::xml::write(&xml);
+    assert!(
+        text.contains(r#"fabric_uuid="3143b15bc2cd192b.28cc9b5473fb5b93" fabric_clique="0x7ffe" fabric_state="3" fabric_health="0xaa""#),
+        "{text}"
+    );
+    // Read back: 18 copies of this host form one clique of 18 GPUs.
+    let topo = planner::topo::build::from_xml(&xml, "probe").unwrap();
+    match mnnvl::decide(&topo, 18, MnnvlEnable::Auto, None).unwrap() {
+        mnnvl::Decision::Domain(d) => {
+            assert_eq!((d.trays, d.cliques, d.clique_size()), (18, 1, 18));
+            assert_eq!(d.fabric.clique_id, 0x7ffe);
+        }
+        other => panic!("{other:?}"),
+    }
+    // A GPU whose fabric is still being set up (state 2): NCCL leaves MNNVL off (mnnvl.cc:28).
+    let mut facts2 = facts.clone();
+    facts2.gpus[0].fabric = Some(FabricFacts { state: 2, ..fabric });
+    let xml2 = from_facts(
+        &facts2,
+        &SysFs::new("/nonexistent-planner-blackwell-sysfs"),
+        "aarch64",
+        &env,
+        &mut Warnings::new(),
+    );
+    let topo2 = planner::topo::build::from_xml(&xml2, "probe").unwrap();
+    assert!(matches!(
+        mnnvl::decide(&topo2, 18, MnnvlEnable::Auto, None).unwrap(),
+        mnnvl::Decision::Off(_)
+    ));
+    // A GPU without fabric (x86 HGX): no attributes, no MNNVL.
+    assert!(!mnnvl::has_fabric(
+        &planner::pipeline::load_fixture("hgx-b200-8").unwrap()
+    ));
 }
