@@ -440,6 +440,8 @@ fn probe_records_the_nvml_fabric_identity() {
             bus_id: "00000008:01:00.0".to_string(),
             compute_capability: (10, 0),
             gdr: Some(true),
+            pcie_gen: Some(5),
+            pcie_width: Some(16),
             fabric: Some(fabric),
             ..Default::default()
         }],
