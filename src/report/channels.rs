@@ -310,7 +310,7 @@ pub struct ChannelsJson<'a> {
     pub graphs_from: &'a str,
     /// Present only on an MNNVL domain (several OS nodes fused into one NVLink domain).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub mnnvl: Option<String>,
+    pub mnnvl: Option<crate::topo::mnnvl::MnnvlInfo>,
     pub graphs: &'a Graphs,
     pub connection: &'a Connection,
 }
@@ -322,7 +322,7 @@ pub fn render_json(cluster: &Cluster, result: &SearchResult, origin: &str) -> St
         nodes: cluster.n_nodes,
         ranks: cluster.n_ranks(),
         graphs_from: origin,
-        mnnvl: crate::topo::mnnvl::summary(cluster),
+        mnnvl: crate::topo::mnnvl::info(cluster),
         graphs: &result.graphs,
         connection: &result.connection,
     };

@@ -133,7 +133,7 @@ pub struct TopoReport {
     pub network: Option<NetworkInfo>,
     /// Present only on an MNNVL domain: several OS nodes fused into one NVLink domain (`topo::mnnvl`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub mnnvl: Option<String>,
+    pub mnnvl: Option<crate::topo::mnnvl::MnnvlInfo>,
 }
 
 /// NVLink facts of one `<gpu>` element: (target bus id, count, tclass).
@@ -430,7 +430,7 @@ pub fn report(cluster: &Cluster) -> TopoReport {
         gpu_paths,
         net_paths,
         network,
-        mnnvl: crate::topo::mnnvl::summary(cluster),
+        mnnvl: crate::topo::mnnvl::info(cluster),
     }
 }
 
@@ -709,8 +709,8 @@ pub fn render_text(report: &TopoReport) -> String {
         report.nets.len(),
         plural(report.nets.len()),
     ));
-    if let Some(line) = &report.mnnvl {
-        out.push_str(line);
+    if let Some(info) = &report.mnnvl {
+        out.push_str(&info.summary());
         out.push_str("\n(the nvidia-smi view below shows the first OS node; NCCL's view covers the domain)\n\n");
     }
     out.push_str(&render_nvidia_smi(report));

@@ -366,21 +366,48 @@ pub fn log_lines(cluster: &Cluster, rank: i32) -> Vec<String> {
     out
 }
 
+/// What `--json` says about an MNNVL domain.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MnnvlInfo {
+    /// OS nodes (trays) fused into each NVLink domain.
+    pub os_nodes: usize,
+    pub gpus_per_os_node: usize,
+    /// Ranks of one clique (NCCL's `localRanks`, its node being the whole domain).
+    pub clique_size: usize,
+    /// NVLink domains (NCCL's `nNodes`), joined through the NICs when more than one.
+    pub domains: usize,
+}
+
+/// The domain of an MNNVL cluster; None when the cluster is not one.
+pub fn info(cluster: &Cluster) -> Option<MnnvlInfo> {
+    let hosts = host_count(&cluster.node);
+    (hosts > 1).then(|| MnnvlInfo {
+        os_nodes: hosts,
+        gpus_per_os_node: cluster.node.gpu_count() / hosts,
+        clique_size: cluster.node.gpu_count(),
+        domains: cluster.n_nodes,
+    })
+}
+
 /// One line for people: what the domain is and how NCCL counts it; None when the cluster is not MNNVL.
 pub fn summary(cluster: &Cluster) -> Option<String> {
-    let hosts = host_count(&cluster.node);
-    (hosts > 1).then(|| {
+    info(cluster).map(|i| i.summary())
+}
+
+impl MnnvlInfo {
+    pub fn summary(&self) -> String {
         format!(
-            "MNNVL: {hosts} OS nodes x {} GPUs in one NVLink domain (one clique of {} ranks); NCCL counts it as 1 node{}",
-            cluster.node.gpu_count() / hosts,
-            cluster.node.gpu_count(),
-            if cluster.n_nodes > 1 {
-                format!(", {} domains joined through NICs", cluster.n_nodes)
+            "MNNVL: {} OS nodes x {} GPUs in one NVLink domain (one clique of {} ranks); NCCL counts it as 1 node{}",
+            self.os_nodes,
+            self.gpus_per_os_node,
+            self.clique_size,
+            if self.domains > 1 {
+                format!(", {} domains joined through NICs", self.domains)
             } else {
                 String::new()
             }
         )
-    })
+    }
 }
 
 #[cfg(test)]

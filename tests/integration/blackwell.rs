@@ -492,3 +492,35 @@ fn probe_records_the_nvml_fabric_identity() {
         &planner::pipeline::load_fixture("hgx-b200-8").unwrap()
     ));
 }
+
+#[test]
+fn json_describes_the_domain() {
+    let out = planner()
+        .args([
+            "channels",
+            "--fixture",
+            "gb200-nvl72-tray",
+            "--nodes",
+            "36",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["mnnvl"],
+        serde_json::json!({"os_nodes": 18, "gpus_per_os_node": 4, "clique_size": 72, "domains": 2})
+    );
+    assert_eq!(
+        (v["nodes"].as_u64(), v["ranks"].as_u64()),
+        (Some(2), Some(144))
+    );
+    // Not on an ordinary machine: the key is absent, existing JSON unchanged.
+    let plain = planner()
+        .args(["topo", "--fixture", "hgx-b200-8", "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&plain.stdout).unwrap();
+    assert!(v.get("mnnvl").is_none());
+}
