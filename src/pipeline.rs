@@ -27,6 +27,8 @@ pub struct Source {
     pub nodes: usize,
     /// µs added to every NIC.
     pub net_latency_us: f64,
+    /// `--mnnvl on|off`; `None` = `NCCL_MNNVL_ENABLE` from the environment (default: across OS nodes).
+    pub mnnvl: Option<crate::topo::mnnvl::MnnvlEnable>,
 }
 
 impl Source {
@@ -88,6 +90,23 @@ impl Source {
     }
 
     fn cluster_of(&self, node: Topology) -> Result<Cluster> {
+        // GB200/GB300 trays whose GPUs share an NVLink fabric: NCCL fuses them into one node (topo/mnnvl.rs).
+        if crate::topo::mnnvl::has_fabric(&node) {
+            let enable = match self.mnnvl {
+                Some(e) => e,
+                None => crate::topo::mnnvl::MnnvlEnable::from_env()?,
+            };
+            let options = PathOptions::from_env()?;
+            if let Some((cluster, _)) = crate::topo::mnnvl::cluster(
+                &node,
+                self.nodes,
+                self.net_latency_us,
+                enable,
+                &options,
+            )? {
+                return Ok(cluster);
+            }
+        }
         if self.nodes > 1 && node.nodes(NodeKind::Net).is_empty() {
             return Err(Error::bad_input(format!(
                 "--nodes {}: the topology ({}) has no NIC to join nodes through",

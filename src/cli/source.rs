@@ -24,6 +24,9 @@ pub struct SourceArgs {
     /// Network latency in µs added to every NIC (NCCL's built-in IB plugin reports 0)
     #[arg(long, global = true, value_name = "US", default_value_t = 0.0)]
     pub net_latency: f64,
+    /// Multi-node NVLink across the nodes (NCCL_MNNVL_ENABLE=1/0); default: NCCL's rule
+    #[arg(long, global = true, value_name = "on|off")]
+    pub mnnvl: Option<OnOff>,
 }
 
 impl SourceArgs {
@@ -35,6 +38,10 @@ impl SourceArgs {
             nic_speed_gbits: self.nic_speed,
             nodes: self.nodes,
             net_latency_us: self.net_latency,
+            mnnvl: self.mnnvl.map(|m| match m {
+                OnOff::On => crate::topo::mnnvl::MnnvlEnable::On,
+                OnOff::Off => crate::topo::mnnvl::MnnvlEnable::Off,
+            }),
         }
     }
 }

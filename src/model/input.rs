@@ -4,6 +4,7 @@
 //! tests build it by hand.
 
 use super::knobs::NcclEnv;
+use super::rules::Rule;
 use super::table::TuningTable;
 use crate::error::{Error, Result};
 use crate::search::{Graphs, Pattern, SearchGraph, SearchResult};
@@ -243,7 +244,16 @@ impl ModelInput {
             other => other,
         };
         let nvls_channels = if nvls_state.supported() {
-            nvls_channel_count(table, min_sm, cluster.n_nodes)
+            let mut count = nvls_channel_count(table, min_sm, cluster.n_nodes);
+            if min_sm >= 100 && cluster.n_nodes > 1 && table.has(Rule::NvlsSm100MultiNodeTuning) {
+                count = nvls_sm100_multi_node_channels(
+                    count,
+                    cluster.n_nodes,
+                    cluster.gpus_per_node(),
+                    min_net_bw(cluster),
+                );
+            }
+            count
         } else {
             0
         };
@@ -296,5 +306,54 @@ pub fn nvls_channel_count(table: &TuningTable, min_sm: u32, n_nodes: usize) -> u
         }
     } else {
         c.sm90
+    }
+}
+
+/// v2.30 `ncclNvlsTreeSm100Tuning`'s channel count (`nvls.cc:164-200`, applied at `:217-219` when `minCompCap >= 100`
+/// and `nNodes > 1`): `nic_bw` is `comm->minNetBw`, `ppn` is `minLocalRanks`; below 48 GB/s the default stays.
+pub fn nvls_sm100_multi_node_channels(
+    default: usize,
+    n_nodes: usize,
+    ppn: usize,
+    nic_bw: f64,
+) -> usize {
+    // NCCL compares float against float literals.
+    let nic_bw = nic_bw as f32;
+    if n_nodes == 2 && nic_bw >= 48.0 {
+        32
+    } else if nic_bw >= 96.0 {
+        if ppn <= 8 {
+            24
+        } else {
+            32
+        }
+    } else if nic_bw >= 48.0 {
+        24
+    } else {
+        default
+    }
+}
+
+/// `comm->minNetBw` (`ncclTopoGetMinNetBw`, v2.30.7-1 `topo.cc:379-399`, min over ranks at `init.cc:1450`): the
+/// smallest GPU-to-NET path bandwidth over each GPU's local NICs (the NICs with the best path from it).
+pub fn min_net_bw(cluster: &Cluster) -> f64 {
+    let topo = &cluster.node;
+    let nets = topo.nodes(NodeKind::Net);
+    let mut min = f64::INFINITY;
+    for (g, _) in topo.gpus() {
+        // ncclTopoGetLocalNet picks among the NICs with the best bandwidth from the GPU (ncclTopoGetLocal), so the
+        // minimum over them is that best bandwidth.
+        let best = nets
+            .iter()
+            .filter_map(|&n| topo.path(g, n).map(|p| p.bw))
+            .fold(0.0, f64::max);
+        if best > 0.0 {
+            min = min.min(best);
+        }
+    }
+    if min.is_finite() {
+        min
+    } else {
+        0.0
     }
 }

@@ -88,6 +88,8 @@ pub enum Rule {
     NvlsLocalRankLimitOutsideAllReduce,
     /// NVLSTree AllReduce gets the tree correction on Blackwell with x86 CPUs (table flag).
     NvlsTreeCorrectionBlackwellX86,
+    /// sm100 across nodes: the NVLS channel count follows node count, GPUs per node and NIC bandwidth.
+    NvlsSm100MultiNodeTuning,
     /// `numPipeOps = ceil(tasks / nChannels)` for a group.
     PipeOpsPerChannel,
     /// A group's aggregate is priced with `numPipeOps = 1`.
@@ -442,6 +444,14 @@ pub const RULES: &[RuleInfo] = &[
         None,
         "NVLSTree AllReduce gets treeCorrectionFactor on sm100+ x86 (behaviour.nvls_tree_correction_sm100_x86)",
         "v2.29.7-1 src/graph/tuning.cc:596",
+    ),
+    rule(
+        Rule::NvlsSm100MultiNodeTuning,
+        "nvls_sm100_multi_node_tuning",
+        (2, 30),
+        None,
+        "sm100 across nodes: nvlsChannels 32 on 2 nodes with NICs >= 48 GB/s, 24 (<= 8 GPUs/node) or 32 with NICs >= 96, 24 with NICs >= 48",
+        "v2.30.7-1 src/transport/nvls.cc:164-200,217-219",
     ),
     rule(
         Rule::PipeOpsPerChannel,

@@ -540,6 +540,20 @@ impl<'a> RankXml<'a> {
         };
         self.xml.init(node, "dev", gpu.index.to_string());
         self.xml.init(node, "sm", gpu.sm().to_string());
+        // planner's own attributes for the NVLink fabric identity (NCCL keeps it out of the XML; topo::mnnvl reads
+        // them back to decide whether --nodes copies form one NVLink domain).
+        if let Some(f) = &gpu.fabric {
+            self.xml.init(
+                node,
+                "fabric_uuid",
+                format!("{:x}.{:x}", f.cluster_uuid[0], f.cluster_uuid[1]),
+            );
+            self.xml
+                .init(node, "fabric_clique", format!("0x{:x}", f.clique_id));
+            self.xml.init(node, "fabric_state", f.state.to_string());
+            self.xml
+                .init(node, "fabric_health", format!("0x{:x}", f.health_mask));
+        }
         let sm = gpu.sm();
 
         if self.xml.sub(node, "nvlink").is_none() {

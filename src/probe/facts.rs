@@ -44,6 +44,22 @@ pub struct GpuFacts {
     /// NVML CPU affinity mask, 64 CPUs per word, lowest first.
     pub cpu_affinity: Option<Vec<u64>>,
     pub numa_node: Option<u32>,
+    /// NVML's NVLink fabric identity (`nvmlDeviceGetGpuFabricInfoV`); `None` on GPUs without a fabric (state
+    /// NOT_SUPPORTED) and on drivers without the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric: Option<FabricFacts>,
+}
+
+/// `nvmlGpuFabricInfo_v2_t` as NCCL reads it (`init.cc:640-674`): what makes GPUs of several OS nodes one NVLink
+/// domain (topo::mnnvl).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FabricFacts {
+    /// `clusterUuid`'s 16 bytes as the two little-endian 64-bit halves NCCL prints (`%lx.%lx`).
+    pub cluster_uuid: [u64; 2],
+    pub clique_id: u32,
+    /// `NVML_GPU_FABRIC_STATE_*` (3 = COMPLETED).
+    pub state: u32,
+    pub health_mask: u32,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

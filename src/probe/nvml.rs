@@ -4,7 +4,9 @@
 //! always answers Unknown, and `field_values_for` always sends scopeId 0. Both
 //! are read here through the raw function table instead.
 
-use super::facts::{C2cLinkFacts, GpuFacts, MachineFacts, NvLinkFacts, P2pFacts, RemoteType};
+use super::facts::{
+    C2cLinkFacts, FabricFacts, GpuFacts, MachineFacts, NvLinkFacts, P2pFacts, RemoteType,
+};
 use super::warnings::{Oddity, Warnings};
 use super::ProbeError;
 use crate::error::Error;
@@ -96,6 +98,7 @@ pub fn read_facts(warnings: &mut Warnings) -> Result<MachineFacts, ProbeError> {
             pcie_max_width,
             cpu_affinity,
             numa_node,
+            fabric: read_fabric(&nvml, dev),
         });
     }
     for (a, da) in devices.iter().enumerate() {
@@ -191,6 +194,36 @@ fn field_value(nvml: &Nvml, dev: &Device, field: u32, scope: u32) -> Option<u64>
             _ => None,
         }
     }
+}
+
+/// NVML's fabric identity, asked as NCCL asks it (`nvmlGpuFabricInfo_v2`, v2.28.9-1 `misc/nvmlwrap.cc:295-299`);
+/// `None` when the driver lacks the call, the call fails, or the GPU has no fabric (state NOT_SUPPORTED).
+fn read_fabric(nvml: &Nvml, dev: &Device) -> Option<FabricFacts> {
+    let get = nvml.lib().nvmlDeviceGetGpuFabricInfoV.as_ref().ok()?;
+    // SAFETY: the v3 struct is plain integers and byte arrays, for which all-zero bytes are valid.
+    let mut info: sys::nvmlGpuFabricInfo_v3_t = unsafe { std::mem::zeroed() };
+    // NVML_STRUCT_VERSION(GpuFabricInfo, 2): the v2 size with the version in the top byte. Asking for v2 (as NCCL
+    // does) works on drivers that predate v3; the v3 buffer is larger than v2, so NVML's v2 write fits.
+    info.version = (std::mem::size_of::<sys::nvmlGpuFabricInfo_v2_t>() as u32) | (2 << 24);
+    // SAFETY: the handle comes from a live `Device` that borrows `nvml`, so the library is loaded and the handle
+    // valid; `info` is a writable struct at least as large as the version we name.
+    let ret = unsafe { get(dev.handle(), &mut info) };
+    if ret != sys::nvmlReturn_enum_NVML_SUCCESS
+        || u32::from(info.state) == sys::NVML_GPU_FABRIC_STATE_NOT_SUPPORTED
+    {
+        return None;
+    }
+    let half = |bytes: &[u8]| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(bytes);
+        u64::from_le_bytes(b)
+    };
+    Some(FabricFacts {
+        cluster_uuid: [half(&info.clusterUuid[..8]), half(&info.clusterUuid[8..])],
+        clique_id: info.cliqueId,
+        state: u32::from(info.state),
+        health_mask: info.healthMask,
+    })
 }
 
 /// The far end's type through the raw call (the wrapper's answer is always Unknown).

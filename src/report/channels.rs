@@ -247,6 +247,10 @@ pub fn render_text(cluster: &Cluster, result: &SearchResult, rank: i32, origin: 
         cluster.n_ranks(),
         origin
     ));
+    if let Some(line) = crate::topo::mnnvl::summary(cluster) {
+        out.push_str(&line);
+        out.push('\n');
+    }
     out.push_str(&graphs_table(&result.graphs));
     out.push('\n');
     out.push_str(&format!(
@@ -261,7 +265,35 @@ pub fn render_text(cluster: &Cluster, result: &SearchResult, rank: i32, origin: 
         conn.tree_depth
     ));
     out.push_str(&format!("\nNCCL log lines as rank {rank} prints them:\n"));
-    for line in nccl_log_lines(&cluster.node, result, rank) {
+    // On an MNNVL domain NCCL logs the fabric lines before the graphs and the `comm ... MNNVL 1` line after them
+    // (init.cc:669, mnnvl.cc:87, init.cc:1170).
+    let mut mnnvl = crate::topo::mnnvl::log_lines(cluster, rank);
+    let comm_line = mnnvl.pop();
+    let mut lines = mnnvl;
+    let graph_lines = {
+        let g = &result.graphs;
+        [
+            Some(&g.ring),
+            Some(&g.tree),
+            g.collnet_chain.as_ref(),
+            g.collnet_direct.as_ref(),
+            g.nvls.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|x| nccl_graph_lines(&cluster.node, x).len())
+        .sum::<usize>()
+    };
+    for (i, line) in nccl_log_lines(&cluster.node, result, rank)
+        .into_iter()
+        .enumerate()
+    {
+        if i == graph_lines {
+            lines.extend(comm_line.clone());
+        }
+        lines.push(line);
+    }
+    for line in lines {
         out.push_str(&line);
         out.push('\n');
     }
@@ -276,6 +308,9 @@ pub struct ChannelsJson<'a> {
     pub nodes: usize,
     pub ranks: usize,
     pub graphs_from: &'a str,
+    /// Present only on an MNNVL domain (several OS nodes fused into one NVLink domain).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mnnvl: Option<crate::topo::mnnvl::MnnvlInfo>,
     pub graphs: &'a Graphs,
     pub connection: &'a Connection,
 }
@@ -287,6 +322,7 @@ pub fn render_json(cluster: &Cluster, result: &SearchResult, origin: &str) -> St
         nodes: cluster.n_nodes,
         ranks: cluster.n_ranks(),
         graphs_from: origin,
+        mnnvl: crate::topo::mnnvl::info(cluster),
         graphs: &result.graphs,
         connection: &result.connection,
     };

@@ -131,6 +131,9 @@ pub struct TopoReport {
     pub net_paths: Vec<PathInfo>,
     /// Present when `nodes > 1`.
     pub network: Option<NetworkInfo>,
+    /// Present only on an MNNVL domain: several OS nodes fused into one NVLink domain (`topo::mnnvl`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mnnvl: Option<crate::topo::mnnvl::MnnvlInfo>,
 }
 
 /// NVLink facts of one `<gpu>` element: (target bus id, count, tclass).
@@ -321,7 +324,7 @@ pub fn report(cluster: &Cluster) -> TopoReport {
 
     // GPUs in NVML order (dev), as nvidia-smi lists them.
     let mut gpu_nodes: Vec<(NodeIndex, &crate::topo::GpuNode)> = topo.gpus().collect();
-    gpu_nodes.sort_by_key(|(_, g)| (g.dev, g.rank));
+    gpu_nodes.sort_by_key(|(idx, g)| (topo.node(*idx).id >> 56, g.dev, g.rank));
     let gpus: Vec<GpuInfo> = gpu_nodes
         .iter()
         .enumerate()
@@ -356,13 +359,14 @@ pub fn report(cluster: &Cluster) -> TopoReport {
         .iter()
         .filter_map(|&i| topo.node(i).net().map(|n| (i, n)))
         .collect();
-    net_nodes.sort_by_key(|(_, n)| n.dev);
+    net_nodes.sort_by_key(|(idx, n)| (topo.node(*idx).id >> 56, n.dev));
     let mut nets = Vec::new();
     let mut matrix_nics = 0;
     for (idx, n) in &net_nodes {
         let busid = nic_busid(topo, *idx);
         let matrix_name = match &busid {
-            Some(b) if facts.place(b).is_some() => {
+            // An MNNVL domain spans OS nodes; like nvidia-smi on one of them, the matrix shows the first host.
+            Some(b) if facts.place(b).is_some() && topo.node(*idx).id >> 56 == 0 => {
                 matrix_nics += 1;
                 Some(format!("NIC{}", matrix_nics - 1))
             }
@@ -381,7 +385,11 @@ pub fn report(cluster: &Cluster) -> TopoReport {
         });
     }
 
-    let matrix = link_matrix(&facts, &gpus, &nets);
+    let first_host_gpus = gpu_nodes
+        .iter()
+        .filter(|(idx, _)| topo.node(*idx).id >> 56 == 0)
+        .count();
+    let matrix = link_matrix(&facts, &gpus[..first_host_gpus], &nets);
 
     let mut gpu_paths = Vec::new();
     for (a, ga) in gpu_nodes.iter().zip(&gpus) {
@@ -422,6 +430,7 @@ pub fn report(cluster: &Cluster) -> TopoReport {
         gpu_paths,
         net_paths,
         network,
+        mnnvl: crate::topo::mnnvl::info(cluster),
     }
 }
 
@@ -700,6 +709,10 @@ pub fn render_text(report: &TopoReport) -> String {
         report.nets.len(),
         plural(report.nets.len()),
     ));
+    if let Some(info) = &report.mnnvl {
+        out.push_str(&info.summary());
+        out.push_str("\n(the nvidia-smi view below shows the first OS node; NCCL's view covers the domain)\n\n");
+    }
     out.push_str(&render_nvidia_smi(report));
     out.push('\n');
     out.push_str(&render_nccl_view(report));

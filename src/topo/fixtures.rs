@@ -28,6 +28,18 @@ pub const FIXTURES: &[Fixture] = &[
         xml: include_str!("../../fixtures/hgx-h200-8.xml"),
     },
     Fixture {
+        name: "hgx-b200-8",
+        description:
+            "8x B200 SXM, NVLink 5 x18 to 2 NVSwitches, 2 Emerald Rapids sockets, 8x 400 Gb/s NICs",
+        xml: include_str!("../../fixtures/hgx-b200-8.xml"),
+    },
+    Fixture {
+        name: "gb200-nvl72-tray",
+        description:
+            "GB200 NVL72 tray: 4x B200 (NVLink 5 x18 to the rack), 2 Grace (C2C), 4x 400 Gb/s; --nodes 18 = one NVLink domain",
+        xml: include_str!("../../fixtures/gb200-nvl72-tray.xml"),
+    },
+    Fixture {
         name: "dgx-a100-8",
         description:
             "DGX A100: 8x A100 SXM, NVLink 3 x12 to 6 NVSwitches, 2 AMD Rome sockets (NPS4), 8x HDR 200 Gb/s",

@@ -11,6 +11,7 @@ pub mod build;
 pub mod cluster;
 pub mod fixtures;
 pub mod gpu_models;
+pub mod mnnvl;
 pub mod paths;
 pub mod vendor;
 

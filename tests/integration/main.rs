@@ -6,6 +6,7 @@ mod verify_data;
 
 mod audit_capture;
 mod audit_versions;
+mod blackwell;
 mod calibrate;
 mod calibrate_cli;
 mod cloud_fixtures;
