@@ -270,7 +270,7 @@ pub fn render_text_compared(run: &VerifyRun, scored: &Scored, stock: Option<&Sco
             "pair",
             "predicted µs",
             "measured µs",
-            "p99 µs",
+            "max µs",
             "error",
             "algbw GB/s",
             "busbw GB/s",
@@ -316,7 +316,7 @@ pub fn render_text_compared(run: &VerifyRun, scored: &Scored, stock: Option<&Sco
                 opt(r.predicted_us, format_us),
                 measured_cell(r),
                 if r.row.status == RowStatus::Ok {
-                    opt(r.row.p99_us, format_us)
+                    opt(r.row.max_us, format_us)
                 } else {
                     String::new()
                 },
@@ -552,7 +552,7 @@ fn csv_field(text: &str) -> String {
 /// One line per row.
 pub fn render_csv(scored: &Scored) -> String {
     let mut out = String::from(
-        "backend,pair,bytes,status,iters,repeats,median_us,p99_us,predicted_us,error_pct,algbw_gbs,busbw_gbs,wrong,model_pick,measured_best,nccl_pick,nccl_choice,note\n",
+        "backend,pair,bytes,status,iters,repeats,median_us,max_us,p99_us,predicted_us,error_pct,algbw_gbs,busbw_gbs,wrong,model_pick,measured_best,nccl_pick,nccl_choice,note\n",
     );
     let num = |v: Option<f64>| v.map(|x| format!("{x}")).unwrap_or_default();
     for r in &scored.rows {
@@ -570,6 +570,7 @@ pub fn render_csv(scored: &Scored) -> String {
             r.row.iters.to_string(),
             r.row.repeats.to_string(),
             num(r.row.median_us),
+            num(r.row.max_us),
             num(r.row.p99_us),
             num(r.predicted_us),
             num(r.error_pct),
