@@ -1090,7 +1090,7 @@ echo '@@planner-child {"event":"done"}'
         let req = request(vec![Backend::Nccl, Backend::NcclSymm], Some(tuner()));
         let jobs = nccl_jobs(&req, &[(ring_ll(), req.sizes.clone())]);
         let mut seen = Seen::default();
-        let (rows, tuner_log) = run_local_jobs(&exe, &req, jobs, 2, &mut seen, &Silent).unwrap();
+        let (rows, tuner_log) = run_local_jobs(&exe, &req, jobs, 2, &mut seen, &mut Gaps::default(), &Silent).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(seen.init.as_ref().unwrap().nccl_version, "2.28.3");
         // 2 sizes x (pinned, auto, tuned, symm), every one measured
