@@ -621,9 +621,9 @@ impl FakeBackend {
     /// Per repeat, the fake loop time in µs of `what` (a row label) at `bytes`: 5 µs plus the
     /// bytes at 100-149 GB/s (by label), each repeat 1 % slower than the one before.
     pub fn times_us(what: &str, bytes: u64, repeats: u32) -> Vec<f64> {
-        let hash = what
-            .bytes()
-            .fold(0xcbf29ce484222325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3));
+        let hash = what.bytes().fold(0xcbf29ce484222325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x100000001b3)
+        });
         let gbs = 100.0 + (hash % 50) as f64;
         let base = 5.0 + bytes as f64 / (gbs * 1e3);
         (0..repeats)

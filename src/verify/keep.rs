@@ -247,7 +247,10 @@ mod tests {
         gaps.push(StopReason::Interrupted, "SIGINT (Ctrl-C)"); // once
         let stopped = gaps.stopped().unwrap();
         assert_eq!(stopped.reason, StopReason::Interrupted);
-        assert_eq!(stopped.detail, "timeout: nccl auto at 4 KiB; SIGINT (Ctrl-C)");
+        assert_eq!(
+            stopped.detail,
+            "timeout: nccl auto at 4 KiB; SIGINT (Ctrl-C)"
+        );
         let json = serde_json::to_string(&stopped).unwrap();
         assert!(json.contains("\"reason\":\"interrupted\""), "{json}");
     }
@@ -257,7 +260,10 @@ mod tests {
         let mut row = Row::empty(super::super::Backend::Nccl, None, 8, RowStatus::Ok);
         row.times_us = vec![5.0, 1.0, 4.0, 2.0, 3.0];
         row.derive_stats();
-        assert_eq!((row.median_us, row.max_us, row.p99_us), (Some(3.0), Some(5.0), None));
+        assert_eq!(
+            (row.median_us, row.max_us, row.p99_us),
+            (Some(3.0), Some(5.0), None)
+        );
         // 1..=100: nearest rank ceil(0.99 * 100) = 99
         row.times_us = (1..=100).map(f64::from).collect();
         row.derive_stats();
@@ -267,12 +273,19 @@ mod tests {
     #[test]
     fn fake_settings() {
         let vars = |list: &'static [(&'static str, &'static str)]| {
-            move |k: &str| list.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+            move |k: &str| {
+                list.iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
         };
         assert_eq!(FakeBackend::from_vars(vars(&[])).unwrap(), None);
         assert_eq!(
             FakeBackend::from_vars(vars(&[("PLANNER_FAKE_BACKEND", "1")])).unwrap(),
-            Some(FakeBackend { delay_ms: 50, fault: None })
+            Some(FakeBackend {
+                delay_ms: 50,
+                fault: None
+            })
         );
         let f = FakeBackend::from_vars(vars(&[
             ("PLANNER_FAKE_BACKEND", "1"),
@@ -281,13 +294,19 @@ mod tests {
         ]))
         .unwrap()
         .unwrap();
-        assert_eq!((f.delay_ms, f.fault), (7, Some(FakeFault::Hang { after: 3 })));
+        assert_eq!(
+            (f.delay_ms, f.fault),
+            (7, Some(FakeFault::Hang { after: 3 }))
+        );
         for bad in ["crash", "crash:x", "boom:1"] {
             let list: &'static [(&str, &str)] = Box::leak(Box::new([
                 ("PLANNER_FAKE_BACKEND", "1"),
                 ("PLANNER_FAKE_FAULT", bad),
             ]));
-            assert_eq!(FakeBackend::from_vars(vars(list)).unwrap_err().exit_code(), 2);
+            assert_eq!(
+                FakeBackend::from_vars(vars(list)).unwrap_err().exit_code(),
+                2
+            );
         }
         // deterministic, 1 % slower per repeat: 5 µs + 1 MB at 100-149 GB/s
         let t = FakeBackend::times_us("nccl Ring/LL", 1 << 20, 3);

@@ -3,6 +3,7 @@
 //! executor, predictions, the machine fingerprint, and the multi-process
 //! variant in which every launcher rank runs this and rank 0 coordinates.
 
+use super::keep::{close_run, Gaps, StopReason};
 use super::rendezvous::{LauncherEnv, Rendezvous};
 use super::score::Predictor;
 use super::tuner::TunerSetup;
@@ -18,7 +19,6 @@ use crate::nccl::{
     ChildEvent, ChildMode, ChildRanks, ChildSpec, TunerSetting,
 };
 use crate::units::format_size;
-use super::keep::{close_run, Gaps, StopReason};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -247,12 +247,18 @@ fn gaps_of(job: &Job, outcome: &ChildOutcome, timeout: Duration, gaps: &mut Gaps
     if outcome.interrupted {
         gaps.push(
             StopReason::Interrupted,
-            format!("stopped by a signal during {label}, after {reported} of its {} sizes", job.sizes.len()),
+            format!(
+                "stopped by a signal during {label}, after {reported} of its {} sizes",
+                job.sizes.len()
+            ),
         );
     } else if outcome.timed_out {
         gaps.push(
             StopReason::Timeout,
-            format!("{label}: no result within --timeout {} s{at}; the child was killed", timeout.as_secs()),
+            format!(
+                "{label}: no result within --timeout {} s{at}; the child was killed",
+                timeout.as_secs()
+            ),
         );
     } else if !outcome.exit_ok || reported < job.sizes.len() {
         gaps.push(
@@ -520,7 +526,9 @@ pub fn run_local(
     progress: &dyn Progress,
 ) -> Result<VerifyRun> {
     let fake = crate::measure::FakeBackend::from_env()?;
-    let fake_native = fake.map(|f| super::fake::FakeNative { delay_ms: f.delay_ms });
+    let fake_native = fake.map(|f| super::fake::FakeNative {
+        delay_ms: f.delay_ms,
+    });
     let native: Option<&dyn NativeBackend> = match &fake_native {
         Some(f) => Some(f),
         None => native,
@@ -647,7 +655,11 @@ fn native_gaps(pair: Pair, sizes: &[u64], rows: &[Row], progress: &dyn Progress,
     if rows.len() < sizes.len() && progress.stop_requested() {
         gaps.push(
             StopReason::Interrupted,
-            format!("stopped by a signal during native {pair}, after {} of its {} sizes", rows.len(), sizes.len()),
+            format!(
+                "stopped by a signal during native {pair}, after {} of its {} sizes",
+                rows.len(),
+                sizes.len()
+            ),
         );
     }
     for row in rows.iter().filter(|r| r.status == RowStatus::Failed) {
@@ -657,7 +669,10 @@ fn native_gaps(pair: Pair, sizes: &[u64], rows: &[Row], progress: &dyn Progress,
         } else {
             StopReason::Failed
         };
-        gaps.push(reason, format!("native {pair} at {}: {note}", format_size(row.bytes)));
+        gaps.push(
+            reason,
+            format!("native {pair} at {}: {note}", format_size(row.bytes)),
+        );
     }
 }
 
@@ -792,7 +807,13 @@ pub fn run_distributed(
     let mut draft = finish_run(
         request,
         predictor,
-        fingerprint(&Seen::default(), topology, world, world, rendezvous.hosts.clone()),
+        fingerprint(
+            &Seen::default(),
+            topology,
+            world,
+            world,
+            rendezvous.hosts.clone(),
+        ),
         launch.clone(),
         rows.clone(),
         Vec::new(),
@@ -829,7 +850,10 @@ pub fn run_distributed(
         .map_err(|e| Error::runtime(e.to_string()))?;
         // A rank that stopped answering ends the run; what was measured stays.
         if let Err(e) = rendezvous.broadcast(Some(&message)) {
-            gaps.push(StopReason::RankLost, format!("before {}: {e}", job_label(&job)));
+            gaps.push(
+                StopReason::RankLost,
+                format!("before {}: {e}", job_label(&job)),
+            );
             ranks_up = false;
             break;
         }
@@ -851,7 +875,10 @@ pub fn run_distributed(
         let reports = match rendezvous.gather(&mine) {
             Ok(reports) => reports.unwrap_or_default(),
             Err(e) => {
-                gaps.push(StopReason::RankLost, format!("during {}: {e}", job_label(&job)));
+                gaps.push(
+                    StopReason::RankLost,
+                    format!("during {}: {e}", job_label(&job)),
+                );
                 gaps_of(&job, &outcome, request.timeout, &mut gaps);
                 outcomes.push((job, outcome));
                 ranks_up = false;
@@ -878,7 +905,8 @@ pub fn run_distributed(
         outcomes.push((job, outcome));
     }
     if ranks_up {
-        let end = serde_json::to_vec(&JobMessage::End).map_err(|e| Error::runtime(e.to_string()))?;
+        let end =
+            serde_json::to_vec(&JobMessage::End).map_err(|e| Error::runtime(e.to_string()))?;
         if let Err(e) = rendezvous.broadcast(Some(&end)) {
             gaps.push(StopReason::RankLost, format!("at the end: {e}"));
         }
@@ -1090,7 +1118,16 @@ echo '@@planner-child {"event":"done"}'
         let req = request(vec![Backend::Nccl, Backend::NcclSymm], Some(tuner()));
         let jobs = nccl_jobs(&req, &[(ring_ll(), req.sizes.clone())]);
         let mut seen = Seen::default();
-        let (rows, tuner_log) = run_local_jobs(&exe, &req, jobs, 2, &mut seen, &mut Gaps::default(), &Silent).unwrap();
+        let (rows, tuner_log) = run_local_jobs(
+            &exe,
+            &req,
+            jobs,
+            2,
+            &mut seen,
+            &mut Gaps::default(),
+            &Silent,
+        )
+        .unwrap();
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(seen.init.as_ref().unwrap().nccl_version, "2.28.3");
         // 2 sizes x (pinned, auto, tuned, symm), every one measured

@@ -57,14 +57,9 @@ pub fn measure(
     let keeping = Keeping::new(progress, &path);
     crate::measure::install_stop_handler();
     let measured = match LauncherEnv::from_env()? {
-        Some(env) => run::run_distributed(
-            &exe,
-            &env,
-            request,
-            &topology,
-            planning.as_ref(),
-            &keeping,
-        ),
+        Some(env) => {
+            run::run_distributed(&exe, &env, request, &topology, planning.as_ref(), &keeping)
+        }
         None => {
             let native = NativeExec {
                 channels: crate::exec::session::FALLBACK_CHANNELS,

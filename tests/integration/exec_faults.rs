@@ -44,6 +44,9 @@ fn the_hang_hook_is_compiled_in_only_when_asked() {
         let text = std::fs::read_to_string(&path).unwrap();
         let hook = text.find("#ifdef PLANNER_INJECT_HANG").expect(file);
         let end = text[hook..].find("#endif").expect(file);
-        assert!(text[hook..hook + end].contains("while (!ab.check())"), "{file}");
+        assert!(
+            text[hook..hook + end].contains("while (!ab.check())"),
+            "{file}"
+        );
     }
 }

@@ -27,8 +27,22 @@ fn fake_verify(out: &Path, sizes: &str, delay_ms: u64, fault: Option<&str>) -> C
     cmd.env("PLANNER_FAKE_BACKEND", "1")
         .env("PLANNER_FAKE_DELAY_MS", delay_ms.to_string())
         .env_remove("PLANNER_FAKE_FAULT")
-        .args(["--fixture", "h200x2-nvswitch-vm", "verify", "--backend", "nccl"])
-        .args(["--pairs", "Ring/LL", "--sizes", sizes, "--timeout", "2", "--out"])
+        .args([
+            "--fixture",
+            "h200x2-nvswitch-vm",
+            "verify",
+            "--backend",
+            "nccl",
+        ])
+        .args([
+            "--pairs",
+            "Ring/LL",
+            "--sizes",
+            sizes,
+            "--timeout",
+            "2",
+            "--out",
+        ])
         .arg(out)
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
@@ -62,10 +76,16 @@ fn wait_rows(path: &Path, n: usize, child: &mut Child) -> Value {
         } else if path.exists() {
             // Written through a temporary file and a rename: never half a document.
             let text = std::fs::read_to_string(path).unwrap_or_default();
-            assert!(text.is_empty(), "unparsable result file while running: {text:.200}");
+            assert!(
+                text.is_empty(),
+                "unparsable result file while running: {text:.200}"
+            );
         }
         assert!(child.try_wait().unwrap().is_none(), "planner ended early");
-        assert!(start.elapsed() < Duration::from_secs(60), "no {n} rows after 60 s");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no {n} rows after 60 s"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -82,7 +102,12 @@ fn wait_exit(child: &mut Child, limit: Duration) -> (Option<i32>, String) {
         if let Some(status) = child.try_wait().unwrap() {
             let mut err = String::new();
             use std::io::Read;
-            child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
             return (status.code(), err);
         }
         if start.elapsed() > limit {
@@ -137,7 +162,10 @@ fn ctrl_c_after_some_sizes_keeps_them_marks_the_file_and_exits_130() {
     // 11 sizes x 3 NCCL jobs, 100 ms each: more than 3 s of work.
     let mut child = fake_verify(&out, "1K..1M", 100, None).spawn().unwrap();
     let during = wait_rows(&out, 3, &mut child);
-    assert_eq!(during["complete"], false, "the file says incomplete while running");
+    assert_eq!(
+        during["complete"], false,
+        "the file says incomplete while running"
+    );
     signal(&child, libc::SIGINT);
     let (code, err) = wait_exit(&mut child, Duration::from_secs(30));
     assert_eq!(code, Some(130), "{err}");
@@ -175,7 +203,11 @@ fn a_second_ctrl_c_exits_at_once_with_the_file_valid() {
     signal(&child, libc::SIGINT);
     let start = Instant::now();
     let (code, err) = wait_exit(&mut child, Duration::from_secs(10));
-    assert!(start.elapsed() < Duration::from_secs(1), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        start.elapsed()
+    );
     assert_eq!(code, Some(130), "{err}");
     // The file holds the finished size; it was never closed, so it says nothing of why.
     let file = read(&out).unwrap();
@@ -200,19 +232,32 @@ fn a_killed_planner_leaves_a_valid_incomplete_file() {
     assert!(ok_rows(&file) >= 4);
     let (code, _, stderr) = load(&out);
     assert_eq!(code, Some(0), "{stderr}");
-    assert!(stderr.contains("incomplete run (it ended without saying why"), "{stderr}");
+    assert!(
+        stderr.contains("incomplete run (it ended without saying why"),
+        "{stderr}"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
 fn a_crashed_or_hanging_child_is_recorded_as_the_reason() {
     for (fault, reason, says) in [
-        ("crash:2", "child_crashed", "child crashed: nccl Ring/LL: the child ended (signal: 6"),
-        ("hang:2", "timeout", "timeout: nccl Ring/LL: no result within --timeout 2 s at 4 KiB"),
+        (
+            "crash:2",
+            "child_crashed",
+            "child crashed: nccl Ring/LL: the child ended (signal: 6",
+        ),
+        (
+            "hang:2",
+            "timeout",
+            "timeout: nccl Ring/LL: no result within --timeout 2 s at 4 KiB",
+        ),
     ] {
         let d = dir(reason);
         let out = d.join("run.json");
-        let mut child = fake_verify(&out, "1K..16K", 5, Some(fault)).spawn().unwrap();
+        let mut child = fake_verify(&out, "1K..16K", 5, Some(fault))
+            .spawn()
+            .unwrap();
         let (code, err) = wait_exit(&mut child, Duration::from_secs(60));
         assert_eq!(code, Some(0), "{fault}: {err}");
         let file = read(&out).unwrap();
@@ -235,7 +280,9 @@ fn a_crashed_or_hanging_child_is_recorded_as_the_reason() {
 fn a_bad_fake_setting_is_bad_input() {
     let d = dir("badfake");
     let out = d.join("run.json");
-    let mut child = fake_verify(&out, "1K", 5, Some("explode:1")).spawn().unwrap();
+    let mut child = fake_verify(&out, "1K", 5, Some("explode:1"))
+        .spawn()
+        .unwrap();
     let (code, err) = wait_exit(&mut child, Duration::from_secs(30));
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("PLANNER_FAKE_FAULT=explode:1"), "{err}");
@@ -268,7 +315,9 @@ fn committed_files_load_as_complete_and_their_p99_becomes_max() {
     let rows = report["rows"].as_array().unwrap();
     let row = rows
         .iter()
-        .find(|r| r["bytes"] == old["bytes"] && r["backend"] == old["backend"] && r["pair"] == old["pair"])
+        .find(|r| {
+            r["bytes"] == old["bytes"] && r["backend"] == old["backend"] && r["pair"] == old["pair"]
+        })
         .unwrap();
     // 5 repeats: the old "p99" was the slowest repeat; it is now called max_us.
     let slowest = old["times_us"]
