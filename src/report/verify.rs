@@ -487,11 +487,20 @@ pub fn render_text_compared(run: &VerifyRun, scored: &Scored, stock: Option<&Sco
 pub struct JsonReport<'a> {
     pub machine: &'a crate::verify::Fingerprint,
     pub options: &'a crate::verify::RunOptions,
+    /// Only for an incomplete result file: `false`, and why it stopped when known.
+    #[serde(skip_serializing_if = "is_true")]
+    pub complete: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<&'a crate::verify::keep::Stopped>,
     #[serde(flatten)]
     pub scored: &'a Scored,
     /// `verify --load --calibration`: the stock model on the same rows.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stock: Option<StockJson<'a>>,
+}
+
+fn is_true(value: &bool) -> bool {
+    *value
 }
 
 /// The stock model's scoring next to a calibrated one.
@@ -523,6 +532,8 @@ pub fn render_json_compared(
     serde_json::to_string_pretty(&JsonReport {
         machine: &run.machine,
         options: &run.options,
+        complete: run.complete,
+        stopped: run.stopped.as_ref(),
         scored,
         stock: stock.map(|s| StockJson {
             predictor: &s.predictor,

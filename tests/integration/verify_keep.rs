@@ -312,6 +312,7 @@ fn committed_files_load_as_complete_and_their_p99_becomes_max() {
     assert!(out.status.success());
     assert!(!String::from_utf8_lossy(&out.stderr).contains("incomplete"));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(report.get("complete").is_none() && report.get("stopped").is_none());
     let rows = report["rows"].as_array().unwrap();
     let row = rows
         .iter()
@@ -360,5 +361,37 @@ fn a_partial_file_round_trips_with_its_reason() {
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stderr.contains("incomplete run (rank lost"), "{stderr}");
     assert!(stdout.contains("1 KiB"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn sigterm_stops_the_same_way_with_143() {
+    let d = dir("sigterm");
+    let out = d.join("run.json");
+    let mut child = fake_verify(&out, "1K..1M", 100, None).spawn().unwrap();
+    wait_rows(&out, 2, &mut child);
+    signal(&child, libc::SIGTERM); // what `timeout` sends
+    let (code, err) = wait_exit(&mut child, Duration::from_secs(30));
+    assert_eq!(code, Some(143), "{err}");
+    let file = read(&out).unwrap();
+    assert_eq!(file["stopped"]["reason"], "interrupted");
+    assert!(
+        file["stopped"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("SIGTERM"),
+        "{}",
+        file["stopped"]
+    );
+    // --json of an incomplete file says so; of a complete one nothing changes (no key).
+    let report = planner()
+        .args(["verify", "--json", "--load"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(report.status.success());
+    let report: Value = serde_json::from_slice(&report.stdout).unwrap();
+    assert_eq!(report["complete"], false);
+    assert_eq!(report["stopped"]["reason"], "interrupted");
     let _ = std::fs::remove_dir_all(&d);
 }
