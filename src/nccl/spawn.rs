@@ -165,11 +165,15 @@ pub fn run_child(
         };
         // Short waits, so a stop request is seen while the child works on a size.
         let slice = Duration::from_millis(100).min(wait);
-        match rx.recv_timeout(slice) {
+        let received = rx.recv_timeout(slice);
+        if matches!(received, Ok(Line::Out(_))) {
+            // Every line restarts the wait, as one blocking wait per line did.
+            since = std::time::Instant::now();
+        }
+        match received {
             Ok(Line::Out(line)) => match ChildEvent::from_line(&line) {
                 Some(Ok(event)) => {
                     first = false;
-                    since = std::time::Instant::now();
                     on_event(&event);
                     let size_done = matches!(event, ChildEvent::Size { .. });
                     match &event {
