@@ -38,9 +38,18 @@ check() { # name, PASS|FAIL, detail
   echo "$2 $1: $3" | tee -a "$SUMMARY"
   if [ "$2" = PASS ]; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
 }
-# Flag spellings (another change may rename them): verify --sizes or --sweep, run --size or --sweep.
-VSIZES=--sizes; "$PLANNER" verify --help 2>/dev/null | grep -q -- '--sweep' && VSIZES=--sweep
-RSIZE=--size; "$PLANNER" run --help 2>/dev/null | grep -q -- '--size ' || { "$PLANNER" run --help 2>/dev/null | grep -q -- '--sweep' && RSIZE=--sweep; }
+# Flag spellings (another change may rename them): the first candidate the subcommand's --help lists.
+flag_of() { # subcommand, candidates...
+  local sub=$1 help f; shift
+  help=$("$PLANNER" "$sub" --help 2>/dev/null)
+  for f in "$@"; do
+    if grep -Eq -- "$f( |,|=|$)" <<<"$help"; then echo "$f"; return; fi
+  done
+  echo "$1"
+}
+VSIZES=$(flag_of verify --sweep --sizes --size)
+RSIZE=$(flag_of run --size --sizes --sweep)
+echo "flags: verify $VSIZES, run $RSIZE"
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)  planner: $PLANNER"
   nvidia-smi --query-gpu=index,name,memory.used,memory.total,driver_version --format=csv
@@ -96,7 +105,7 @@ else check verify-sigint FAIL "exit $rc (want 130), $dt s after SIGINT at $rows 
 sleep 1
 left=$(pgrep -f '__nccl-child' | wc -l)
 if [ "$left" = 0 ]; then check no-child-left PASS "no __nccl-child process after the interrupt"
-else check no-child-left FAIL "$left __nccl-child process(es) still running"; pkill -KILL -f '__nccl-child'; fi
+else check no-child-left FAIL "$left __nccl-child process(es) still running"; for p in $(pgrep -f '__nccl-child'); do kill -KILL "$p"; done; fi
 "$PLANNER" verify --load "$RES" > "$W/load.out" 2> "$W/load.err"; lrc=$?
 if [ "$lrc" = 0 ] && grep -q 'incomplete run (interrupted' "$W/load.err"; then
   check verify-load-partial PASS "$(grep 'incomplete run' "$W/load.err" | cut -c1-300)"
