@@ -10,9 +10,9 @@
 #
 # Here (dev machine), as scripts/device/verify.sh does:
 #   cargo build --release
-#   mkdir -p /work/main/.dev && cp target/release/planner scripts/device/faults.sh /work/main/.dev/
-# There (device tool, carry [".dev"]):
-#   bash .dev/faults.sh
+#   mkdir -p /work/main/.dev && cp target/release/planner /work/main/.dev/planner
+# There (device tool, carry [".dev"]), from the repository root:
+#   bash scripts/device/faults.sh        (or: cp scripts/device/faults.sh .dev/ and bash .dev/faults.sh)
 # The binary: $PLANNER, else `planner` next to this script, else .dev/planner or target/release/planner.
 # Writes into $OUT: summary.txt (one line per check, PASS/FAIL, then the totals) and faults.tar.gz (every
 # command's output and exit code, the result files).
@@ -23,9 +23,8 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 OUT=${OUT:-/tmp/faults-out}
 mkdir -p "$OUT"
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/.." && pwd)
 if [ -z "${PLANNER:-}" ]; then
-  for p in "$HERE/planner" "$ROOT/.dev/planner" "$ROOT/planner" "$ROOT/target/release/planner" "$ROOT/../target/release/planner"; do
+  for p in "$HERE/planner" "$PWD/.dev/planner" "$HERE/../../.dev/planner" "$PWD/target/release/planner"; do
     if [ -x "$p" ]; then PLANNER=$p; break; fi
   done
 fi
