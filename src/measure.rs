@@ -5,7 +5,9 @@
 //! for each repeat, a loop of `iters` back-to-back collectives is timed with
 //! device events on every GPU; the repeat's time is the loop's mean per call,
 //! taken as the slowest GPU's. A row's measured time is the median over
-//! repeats, its tail the p99 over repeats (nearest rank).
+//! repeats, its tail the slowest repeat (`max_us`); a p99 (`p99_us`, nearest
+//! rank) only with at least `P99_MIN_SAMPLES` repeats, since below that the
+//! nearest-rank p99 is the maximum under another name.
 
 use crate::error::{Error, Result};
 use crate::model::{Coll, Pair};
@@ -189,7 +191,7 @@ pub struct IterPlan {
     pub iters: u32,
     /// `--warmup`: untimed calls before the first loop.
     pub warmup: u32,
-    /// `--repeats`: timed loops; the median and p99 are over these.
+    /// `--repeats`: timed loops; the median and the maximum (and from 100 on, the p99) are over these.
     pub repeats: u32,
     /// Fewer iterations at large sizes: a loop moves at most this many bytes
     /// (but always at least one call), so a sweep to 4 GiB fits its budget.
@@ -267,6 +269,11 @@ fn sorted_finite(values: &[f64]) -> Option<Vec<f64>> {
     sorted.sort_by(|a, b| a.total_cmp(b));
     Some(sorted)
 }
+
+/// Fewest samples for which a row carries a p99: with fewer, the nearest-rank
+/// p99 is the slowest sample (ceil(0.99 n) = n for n < 100), so it is called
+/// `max`.
+pub const P99_MIN_SAMPLES: usize = 100;
 
 /// Algorithm bandwidth in GB/s (10^9 bytes per second) for `bytes` in `time_us`.
 pub fn algbw_gbs(bytes: u64, time_us: f64) -> f64 {
@@ -372,8 +379,14 @@ pub struct Row {
     pub repeats: u32,
     /// Per repeat: the loop's mean time per call in µs (slowest GPU).
     pub times_us: Vec<f64>,
-    /// Median and p99 of `times_us` (derived; kept for readers of the file).
+    /// Median, slowest and (from `P99_MIN_SAMPLES` repeats on) p99 of
+    /// `times_us`: derived, kept for readers of the file. Files written before
+    /// `max_us` existed carry a `p99_us` over 5 repeats (their maximum); the
+    /// reader recomputes all three from `times_us`.
     pub median_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p99_us: Option<f64>,
     /// Elements that differed from the expected result (all ranks together).
     pub wrong: Option<u64>,
@@ -416,6 +429,7 @@ impl Row {
             repeats: 0,
             times_us: Vec::new(),
             median_us: None,
+            max_us: None,
             p99_us: None,
             wrong: None,
             nccl_choice: None,
@@ -428,10 +442,15 @@ impl Row {
         }
     }
 
-    /// Fill `median_us` / `p99_us` from `times_us`.
+    /// Fill `median_us`, `max_us` and `p99_us` (enough samples only) from `times_us`.
     pub fn derive_stats(&mut self) {
         self.median_us = median(&self.times_us);
-        self.p99_us = percentile(&self.times_us, 99.0);
+        self.max_us = percentile(&self.times_us, 100.0);
+        self.p99_us = if self.times_us.len() >= P99_MIN_SAMPLES {
+            percentile(&self.times_us, 99.0)
+        } else {
+            None
+        };
     }
 
     /// "Ring/LL" for a pinned pair; for NCCL's free choice "auto", "tuned"
@@ -460,4 +479,155 @@ pub fn hostname() -> String {
         .filter(|s| !s.is_empty())
         .or_else(|| std::env::var("HOSTNAME").ok())
         .unwrap_or_else(|| "unknown".to_string())
+}
+
+// ---------------------------------------------------------------------------
+// Stopping a measurement: Ctrl-C (SIGINT) or SIGTERM, and the child process being waited on.
+
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+
+/// Set by the first SIGINT/SIGTERM: finish the current size, keep what was measured, stop.
+static STOP_REQUESTED: AtomicBool = AtomicBool::new(false);
+/// The signal that asked (0: none).
+static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
+/// The NCCL child being waited on (0: none), so a second signal can kill it before exiting.
+static CHILD_PID: AtomicI32 = AtomicI32::new(0);
+
+/// The signal number when the user asked the measurement to stop.
+pub fn stop_requested() -> Option<i32> {
+    STOP_REQUESTED
+        .load(Ordering::SeqCst)
+        .then(|| STOP_SIGNAL.load(Ordering::SeqCst))
+}
+
+/// Ask the measurement to stop as a signal would (tests; the fake backend's faults).
+pub fn request_stop(signal: i32) {
+    STOP_SIGNAL.store(signal, Ordering::SeqCst);
+    STOP_REQUESTED.store(true, Ordering::SeqCst);
+}
+
+/// "SIGINT (Ctrl-C)" for the signals the stop handler takes, else "signal N".
+pub fn signal_name(signal: i32) -> String {
+    match signal {
+        libc::SIGINT => "SIGINT (Ctrl-C)".into(),
+        libc::SIGTERM => "SIGTERM".into(),
+        n => format!("signal {n}"),
+    }
+}
+
+/// The child a second signal must kill (None: no child now).
+pub fn set_child_pid(pid: Option<u32>) {
+    let pid = pid.and_then(|p| i32::try_from(p).ok()).unwrap_or(0);
+    CHILD_PID.store(pid, Ordering::SeqCst);
+}
+
+extern "C" fn on_stop_signal(signal: libc::c_int) {
+    if STOP_REQUESTED.swap(true, Ordering::SeqCst) {
+        // The second signal: kill the child and leave now. The result file already holds every
+        // finished size (it is rewritten after each one).
+        let pid = CHILD_PID.load(Ordering::SeqCst);
+        // SAFETY: kill and _exit are async-signal-safe (signal-safety(7)); pid is a child of
+        // ours or 0, which is skipped.
+        unsafe {
+            if pid > 0 {
+                libc::kill(pid, libc::SIGKILL);
+            }
+            libc::_exit(128 + signal);
+        }
+    }
+    STOP_SIGNAL.store(signal, Ordering::SeqCst);
+    let text = b"\nplanner: stopping after the current size and keeping the result file (again to quit at once)\n";
+    // SAFETY: write(2) is async-signal-safe; the buffer is a static byte string.
+    unsafe {
+        libc::write(2, text.as_ptr().cast(), text.len());
+    }
+}
+
+/// Install the SIGINT/SIGTERM handler of a measurement: the first signal sets a flag the loops
+/// read between sizes, the second kills the running child and exits with 128 + the signal.
+pub fn install_stop_handler() {
+    let handler = on_stop_signal as extern "C" fn(libc::c_int);
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only touches atomics and calls async-signal-safe functions
+        // (write, kill, _exit); installing it has no other effect on memory.
+        unsafe {
+            libc::signal(signal, handler as libc::sighandler_t);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The hidden fake backend for CPU-only tests.
+
+/// `PLANNER_FAKE_BACKEND=1`: `planner verify` runs without GPU or libnccl, both backends
+/// replaced by deterministic rows, one size every `PLANNER_FAKE_DELAY_MS` (default 50) ms; the
+/// NCCL side still runs in child processes (`planner __nccl-child`), so
+/// `PLANNER_FAKE_FAULT=crash:N` (each NCCL child aborts before its size N+1) and `hang:N` (it
+/// stops reporting, until --timeout kills it) exercise the real crash and timeout handling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FakeBackend {
+    pub delay_ms: u64,
+    pub fault: Option<FakeFault>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FakeFault {
+    /// The NCCL child aborts (SIGABRT) after this many sizes.
+    Crash { after: usize },
+    /// The NCCL child stops reporting after this many sizes.
+    Hang { after: usize },
+}
+
+pub const FAKE_BACKEND_ENV: &str = "PLANNER_FAKE_BACKEND";
+
+impl FakeBackend {
+    /// The fake backend when `PLANNER_FAKE_BACKEND=1`; a malformed setting is bad input.
+    pub fn from_env() -> Result<Option<FakeBackend>> {
+        Self::from_vars(|k| std::env::var(k).ok())
+    }
+
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Option<FakeBackend>> {
+        if var(FAKE_BACKEND_ENV).as_deref() != Some("1") {
+            return Ok(None);
+        }
+        let delay_ms = match var("PLANNER_FAKE_DELAY_MS") {
+            None => 50,
+            Some(v) => v.trim().parse().map_err(|_| {
+                Error::bad_input(format!(
+                    "PLANNER_FAKE_DELAY_MS={v}: give milliseconds, such as 50"
+                ))
+            })?,
+        };
+        let fault = match var("PLANNER_FAKE_FAULT").as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(text) => {
+                let bad = || {
+                    Error::bad_input(format!(
+                        "PLANNER_FAKE_FAULT={text}: expected crash:N or hang:N (N sizes first)"
+                    ))
+                };
+                let (kind, n) = text.split_once(':').ok_or_else(bad)?;
+                let after: usize = n.trim().parse().map_err(|_| bad())?;
+                match kind {
+                    "crash" => Some(FakeFault::Crash { after }),
+                    "hang" => Some(FakeFault::Hang { after }),
+                    _ => return Err(bad()),
+                }
+            }
+        };
+        Ok(Some(FakeBackend { delay_ms, fault }))
+    }
+
+    /// Per repeat, the fake loop time in µs of `what` (a row label) at `bytes`: 5 µs plus the
+    /// bytes at 100-149 GB/s (by label), each repeat 1 % slower than the one before.
+    pub fn times_us(what: &str, bytes: u64, repeats: u32) -> Vec<f64> {
+        let hash = what.bytes().fold(0xcbf29ce484222325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x100000001b3)
+        });
+        let gbs = 100.0 + (hash % 50) as f64;
+        let base = 5.0 + bytes as f64 / (gbs * 1e3);
+        (0..repeats)
+            .map(|i| (base * (1.0 + 0.01 * i as f64) * 1000.0).round() / 1000.0)
+            .collect()
+    }
 }

@@ -4,7 +4,7 @@
 use crate::cli::source::SourceArgs;
 use crate::error::{Error, Result};
 use crate::exec::plan::{parse_collective, parse_pair};
-use crate::exec::runtime::RunOptions;
+use crate::exec::runtime::{Fault, RunOptions};
 use crate::exec::session::{run_sizes, wrong_elements, RunRequest};
 use crate::measure::Dtype;
 use crate::units::clap_size_range;
@@ -68,6 +68,9 @@ pub struct RunArgs {
     /// Machine-readable output
     #[arg(long)]
     pub json: bool,
+    /// Testing only (README, "Testing"): inject wrong-element, hang or oom
+    #[arg(long, hide = true, value_name = "FAULT")]
+    pub inject_fault: Option<String>,
 }
 
 pub fn run(args: RunArgs, source: &SourceArgs) -> Result<()> {
@@ -91,6 +94,7 @@ pub fn run(args: RunArgs, source: &SourceArgs) -> Result<()> {
             )));
         }
     }
+    let fault = args.inject_fault.as_deref().map(Fault::parse).transpose()?;
     let request = RunRequest {
         sizes: args.size.0.clone(),
         pair,
@@ -108,6 +112,7 @@ pub fn run(args: RunArgs, source: &SourceArgs) -> Result<()> {
             virtual_ranks: args.virtual_ranks,
             gpus: args.gpus,
             seed: args.seed,
+            fault,
             ..RunOptions::default()
         },
     };

@@ -40,7 +40,7 @@ pub struct VerifyArgs {
     /// Untimed calls before the first loop
     #[arg(long, default_value_t = 5)]
     pub warmup: u32,
-    /// Timed loops per size and pair; the median and p99 are over these
+    /// Timed loops per size and pair; the median and maximum are over these (a p99 from 100 on)
     #[arg(long, default_value_t = 5)]
     pub repeats: u32,
     /// Most bytes one timed loop moves; above it a loop has fewer calls (at least one)
@@ -204,6 +204,9 @@ fn output(
 pub fn run(args: VerifyArgs, source: &SourceArgs) -> Result<()> {
     if let Some(path) = &args.load {
         let run = VerifyRun::load(path)?;
+        if let Some(line) = crate::verify::keep::incomplete_line(&run) {
+            eprintln!("planner: {path}: {line}");
+        }
         if let Some(cal) = &args.calibration {
             let rescore = crate::calibrate::rescore_verify(cal, &run, path, args.force)?;
             for note in &rescore.notes {
@@ -224,8 +227,16 @@ pub fn run(args: VerifyArgs, source: &SourceArgs) -> Result<()> {
         return Ok(()); // not rank 0: rank 0 prints
     };
     eprintln!("planner: result file {path}");
+    if let Some(line) = crate::verify::keep::incomplete_line(&run) {
+        eprintln!("planner: {line}");
+    }
     let predictor = score::predictor_for_run(&run);
-    output(&run, predictor.as_ref(), None, &args)
+    output(&run, predictor.as_ref(), None, &args)?;
+    // Stopped by Ctrl-C (or SIGTERM): exit as the signal would, 128 + its number.
+    if let Some(signal) = crate::measure::stop_requested() {
+        std::process::exit(128 + signal);
+    }
+    Ok(())
 }
 
 /// The hidden child of the NCCL backend.

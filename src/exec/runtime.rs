@@ -137,6 +137,38 @@ pub struct RunOptions {
     pub seed: u32,
     /// Also compare on the CPU when one rank's output is at most this many bytes.
     pub cpu_check_bytes: u64,
+    /// Fault injection (`planner run --inject-fault`): None in every real run.
+    pub fault: Option<Fault>,
+}
+
+/// A fault `planner run --inject-fault` injects, to show that the checks catch it (README,
+/// "Testing"): each must end the run with exit code 1 and a message naming what broke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// One element of the last rank's output is overwritten after the checked call: the
+    /// checker must count it (#wrong 1).
+    WrongElement,
+    /// CTA 0 of every launch spins until the abort flag: the watchdog (--timeout) must abort it.
+    Hang,
+    /// Device memory is taken in chunks until cuMemAlloc fails, before the executor allocates
+    /// its own: the executor's allocation must fail with a clear out-of-memory error.
+    Oom,
+}
+
+impl Fault {
+    pub const NAMES: &'static str = "wrong-element, hang, oom";
+
+    pub fn parse(text: &str) -> Result<Fault> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "wrong-element" => Ok(Fault::WrongElement),
+            "hang" => Ok(Fault::Hang),
+            "oom" => Ok(Fault::Oom),
+            _ => Err(Error::bad_input(format!(
+                "invalid --inject-fault '{text}': known faults: {}",
+                Fault::NAMES
+            ))),
+        }
+    }
 }
 
 impl Default for RunOptions {
@@ -150,6 +182,7 @@ impl Default for RunOptions {
             gpus: None,
             seed: pattern::DEFAULT_SEED,
             cpu_check_bytes: 1 << 20,
+            fault: None,
         }
     }
 }
@@ -730,7 +763,13 @@ impl Executor {
             protocol: template.protocol,
             dtype: template.dtype,
         };
-        let cubin = kernels::compile(&variant, &arch)?;
+        // Fault injection `hang`: the kernels' own hook (kernels/collectives.cu, beyond.cu).
+        let extra: &[&str] = if opts.fault == Some(Fault::Hang) {
+            &["-DPLANNER_INJECT_HANG=1"]
+        } else {
+            &[]
+        };
+        let cubin = kernels::compile_with(&variant, &arch, extra)?;
         let mut modules = Vec::new();
         for gpu in &gpus {
             modules.push(load_module(gpu, &cubin.image)?);
@@ -805,6 +844,25 @@ impl Executor {
                     format_size(free as u64)
                 )));
             }
+        }
+
+        // Fault injection `oom`: hold every chunk of at least 1 MiB the driver gives on GPU 0
+        // (freed when `open` returns), so the allocations below meet a full GPU.
+        let mut hoard: Vec<DeviceBuffer> = Vec::new();
+        if opts.fault == Some(Fault::Oom) {
+            let mut chunk: usize = 1 << 30;
+            while chunk >= 1 << 20 {
+                match gpus[0].alloc(chunk, "fault injection: filling the GPU") {
+                    Ok(buffer) => hoard.push(buffer),
+                    Err(_) => chunk /= 2,
+                }
+            }
+            let held: u64 = hoard.iter().map(|b| b.bytes() as u64).sum();
+            eprintln!(
+                "planner: fault injection: holding {} of {} before the executor allocates",
+                format_size(held),
+                gpus[0].label()
+            );
         }
 
         // Connection memory, laid out per GPU.
@@ -895,6 +953,13 @@ impl Executor {
             )?);
         }
 
+        if !hoard.is_empty() {
+            return Err(Error::runtime(format!(
+                "fault injection oom: every allocation of the executor succeeded with {} held on {}",
+                format_size(hoard.iter().map(|b| b.bytes() as u64).sum()),
+                gpus[0].label()
+            )));
+        }
         Ok(Executor {
             gpus,
             virtual_ranks: opts.virtual_ranks,
@@ -1310,15 +1375,22 @@ impl Executor {
                 std::thread::sleep(Duration::from_millis(1));
             }
         }
+        let variant = Variant {
+            collective: plan.collective,
+            algorithm: plan.algorithm,
+            protocol: plan.protocol,
+            dtype: plan.dtype,
+        };
         Err(Error::runtime(format!(
-            "timeout: {} over {} ranks {}/{} of {} did not finish within {:.0} s on {}; aborted",
+            "timeout: {} over {} ranks {}/{} of {} did not finish within {:.0} s on {} (kernel planner_collective of variant {}); aborted",
             coll_name(plan.collective),
             plan.n_ranks,
             plan.algorithm.nccl_name(),
             plan.protocol.nccl_name(),
             format_size(plan.bytes),
             timeout.as_secs_f64(),
-            stuck.join(", ")
+            stuck.join(", "),
+            variant.name()
         )))
     }
 
@@ -1454,6 +1526,25 @@ impl Executor {
         Ok((total, first, cpu))
     }
 
+    /// Fault injection `wrong-element`: the middle element of the last rank's output becomes
+    /// bytes 0x42 (48.56 in f32, 48.5 in bf16, 3.13 in f16), never an expected value: every
+    /// expected value of the pattern is an integer.
+    fn corrupt_one_element(&self, plan: &ExecPlan) -> Result<()> {
+        let n = plan.recv_count();
+        if n == 0 {
+            return Ok(());
+        }
+        let r = self.n_ranks - 1;
+        let gpu = &self.gpus[gpu_of(self.virtual_ranks, r)];
+        gpu.bind()?;
+        let (_, recv) = self.rank_buffers(plan, r);
+        let elem = plan.dtype.size() as usize;
+        let at = (n / 2 * elem) as u64;
+        // SAFETY: one element inside rank r's output allocation, which holds n elements.
+        unsafe { result::memset_d8_sync(recv + at, 0x42, elem) }
+            .on_gpu(gpu, "cuMemsetD8 (fault injection: one wrong element)")
+    }
+
     /// Rank r's output as raw element bits.
     pub fn read_output(&self, plan: &ExecPlan, r: usize) -> Result<Vec<u32>> {
         let g = gpu_of(self.virtual_ranks, r);
@@ -1499,6 +1590,9 @@ impl Executor {
         self.launch_all(plan, 0, false, opts.timeout)?;
         if self.aborted()? {
             return Err(Error::runtime(format!("{plan}: a kernel aborted")));
+        }
+        if opts.fault == Some(Fault::WrongElement) {
+            self.corrupt_one_element(plan)?;
         }
         let (mut wrong, mut first_wrong, cpu_checked) = self.check_outputs(plan, opts)?;
         if opts.warmup > 0 {

@@ -49,6 +49,11 @@ pub fn child_main() -> Result<()> {
         let _ = writeln!(out, "{}", event.to_line());
         let _ = out.flush();
     };
+    if let Some(fake) = crate::measure::FakeBackend::from_env()? {
+        fake_job(&spec, fake, &mut emit);
+        emit(ChildEvent::Done);
+        return Ok(());
+    }
     match run_job(&spec, &mut emit) {
         Ok(()) => {
             emit(ChildEvent::Done);
@@ -60,6 +65,51 @@ pub fn child_main() -> Result<()> {
             });
             Err(e)
         }
+    }
+}
+
+/// The hidden fake backend's child (`PLANNER_FAKE_BACKEND=1`, CPU-only tests): no NCCL, one
+/// deterministic size report every `delay_ms`; its faults crash (SIGABRT) or hang this process.
+fn fake_job(spec: &ChildSpec, fake: crate::measure::FakeBackend, emit: &mut dyn FnMut(ChildEvent)) {
+    use crate::measure::{FakeBackend, FakeFault};
+    let world = match &spec.ranks {
+        ChildRanks::Local { gpus } => *gpus,
+        ChildRanks::Rank { world, .. } => *world,
+    };
+    emit(ChildEvent::Init {
+        nccl_version: "fake".into(),
+        cuda_version: "fake".into(),
+        world_size: world,
+        gpus: Vec::new(),
+    });
+    let label = match spec.mode {
+        ChildMode::Pinned { pair } => format!("nccl {pair}"),
+        _ if spec.symmetric => "nccl symm".to_string(),
+        _ => "nccl auto".to_string(),
+    };
+    for (done, &bytes) in spec.sizes.iter().enumerate() {
+        match fake.fault {
+            Some(FakeFault::Crash { after }) if done == after => std::process::abort(),
+            Some(FakeFault::Hang { after }) if done == after => loop {
+                std::thread::sleep(std::time::Duration::from_secs(3600));
+            },
+            _ => {}
+        }
+        std::thread::sleep(std::time::Duration::from_millis(fake.delay_ms));
+        let timed = spec.mode != ChildMode::Choices;
+        emit(ChildEvent::Size {
+            bytes,
+            status: RowStatus::Ok,
+            note: None,
+            iters: spec.plan.iters_at(bytes),
+            repeats: if timed { spec.plan.repeats } else { 0 },
+            times_us: if timed {
+                FakeBackend::times_us(&label, bytes, spec.plan.repeats)
+            } else {
+                Vec::new()
+            },
+            wrong: Some(0),
+        });
     }
 }
 

@@ -22,6 +22,8 @@ pub struct ChildOutcome {
     pub fatal: Option<String>,
     /// No report line came within the deadline; it was killed.
     pub timed_out: bool,
+    /// The user asked to stop (Ctrl-C): it was killed after its current size.
+    pub interrupted: bool,
     /// How it exited ("exit status: 0", "signal: 9", ...).
     pub exit: String,
     pub exit_ok: bool,
@@ -101,12 +103,27 @@ pub fn run_child(
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    {
+        use std::os::unix::process::CommandExt;
+        // Its own process group: a terminal's Ctrl-C reaches planner alone, which lets the
+        // child finish its current size, then stops it.
+        cmd.process_group(0);
+        // SAFETY: runs in the forked child before exec; prctl is async-signal-safe and touches
+        // no memory of ours. It kills the child when planner dies, so no child outlives it.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+    }
     let mut child = cmd.spawn().map_err(|e| {
         Error::runtime(format!(
             "cannot start the NCCL child {}: {e}",
             exe.display()
         ))
     })?;
+    crate::measure::set_child_pid(Some(child.id()));
 
     let (tx, rx) = mpsc::channel();
     let stdout = child.stdout.take();
@@ -139,17 +156,26 @@ pub fn run_child(
     let mut outcome = ChildOutcome::default();
     let mut other = String::new();
     let mut first = true;
+    let mut since = std::time::Instant::now();
     loop {
         let wait = if first {
             timeout + Duration::from_secs(60)
         } else {
             timeout
         };
-        match rx.recv_timeout(wait) {
+        // Short waits, so a stop request is seen while the child works on a size.
+        let slice = Duration::from_millis(100).min(wait);
+        let received = rx.recv_timeout(slice);
+        if matches!(received, Ok(Line::Out(_))) {
+            // Every line restarts the wait, as one blocking wait per line did.
+            since = std::time::Instant::now();
+        }
+        match received {
             Ok(Line::Out(line)) => match ChildEvent::from_line(&line) {
                 Some(Ok(event)) => {
                     first = false;
                     on_event(&event);
+                    let size_done = matches!(event, ChildEvent::Size { .. });
                     match &event {
                         ChildEvent::Init {
                             nccl_version,
@@ -168,11 +194,18 @@ pub fn run_child(
                         ChildEvent::Fatal { message } => outcome.fatal = Some(message.clone()),
                         ChildEvent::Done => {}
                     }
+                    // Stop requested: the size in progress has finished, end the child here.
+                    if size_done && crate::measure::stop_requested().is_some() {
+                        outcome.interrupted = true;
+                        let _ = child.kill();
+                        break;
+                    }
                 }
                 Some(Err(e)) => push_tail(&mut other, &e.to_string()),
                 None => push_tail(&mut other, &line),
             },
             Ok(Line::End) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) if since.elapsed() < wait => {}
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 outcome.timed_out = true;
                 let _ = child.kill();
@@ -180,9 +213,9 @@ pub fn run_child(
             }
         }
     }
-    let status = child
-        .wait()
-        .map_err(|e| Error::runtime(format!("waiting for the NCCL child: {e}")))?;
+    let status = child.wait();
+    crate::measure::set_child_pid(None);
+    let status = status.map_err(|e| Error::runtime(format!("waiting for the NCCL child: {e}")))?;
     let _ = out_thread.join();
     let stderr_text = err_thread.join().unwrap_or_default();
     for line in stderr_text.lines() {
@@ -224,6 +257,29 @@ impl RowKind {
             tuned,
         }
     }
+    /// The row of one size event (None for other events).
+    pub fn row_of(&self, event: &ChildEvent) -> Option<Row> {
+        let ChildEvent::Size {
+            bytes,
+            status,
+            note,
+            iters,
+            repeats,
+            times_us,
+            wrong,
+        } = event
+        else {
+            return None;
+        };
+        let mut row = self.row(*bytes, *status);
+        row.note = note.clone();
+        row.iters = *iters;
+        row.repeats = *repeats;
+        row.times_us = times_us.clone();
+        row.wrong = *wrong;
+        row.derive_stats();
+        Some(row)
+    }
     fn row(&self, bytes: u64, status: RowStatus) -> Row {
         let mut row = Row::empty(self.backend, self.pair, bytes, status);
         row.tuned = self.tuned;
@@ -232,7 +288,8 @@ impl RowKind {
 }
 
 /// Rows for `sizes` from a child's outcome: a row per reported size, and for
-/// the sizes it never reported, why.
+/// the sizes it never reported, why (none after a stop request: they were
+/// never asked for).
 pub fn rows_from_outcome(
     kind: RowKind,
     sizes: &[u64],
@@ -271,6 +328,9 @@ pub fn rows_from_outcome(
             row.derive_stats();
             rows.push(row);
             continue;
+        }
+        if outcome.interrupted {
+            break;
         }
         match &stop_reason {
             None => {

@@ -270,7 +270,7 @@ pub fn render_text_compared(run: &VerifyRun, scored: &Scored, stock: Option<&Sco
             "pair",
             "predicted µs",
             "measured µs",
-            "p99 µs",
+            "max µs",
             "error",
             "algbw GB/s",
             "busbw GB/s",
@@ -316,7 +316,7 @@ pub fn render_text_compared(run: &VerifyRun, scored: &Scored, stock: Option<&Sco
                 opt(r.predicted_us, format_us),
                 measured_cell(r),
                 if r.row.status == RowStatus::Ok {
-                    opt(r.row.p99_us, format_us)
+                    opt(r.row.max_us, format_us)
                 } else {
                     String::new()
                 },
@@ -487,11 +487,20 @@ pub fn render_text_compared(run: &VerifyRun, scored: &Scored, stock: Option<&Sco
 pub struct JsonReport<'a> {
     pub machine: &'a crate::verify::Fingerprint,
     pub options: &'a crate::verify::RunOptions,
+    /// Only for an incomplete result file: `false`, and why it stopped when known.
+    #[serde(skip_serializing_if = "is_true")]
+    pub complete: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<&'a crate::verify::keep::Stopped>,
     #[serde(flatten)]
     pub scored: &'a Scored,
     /// `verify --load --calibration`: the stock model on the same rows.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stock: Option<StockJson<'a>>,
+}
+
+fn is_true(value: &bool) -> bool {
+    *value
 }
 
 /// The stock model's scoring next to a calibrated one.
@@ -523,6 +532,8 @@ pub fn render_json_compared(
     serde_json::to_string_pretty(&JsonReport {
         machine: &run.machine,
         options: &run.options,
+        complete: run.complete,
+        stopped: run.stopped.as_ref(),
         scored,
         stock: stock.map(|s| StockJson {
             predictor: &s.predictor,
@@ -552,7 +563,7 @@ fn csv_field(text: &str) -> String {
 /// One line per row.
 pub fn render_csv(scored: &Scored) -> String {
     let mut out = String::from(
-        "backend,pair,bytes,status,iters,repeats,median_us,p99_us,predicted_us,error_pct,algbw_gbs,busbw_gbs,wrong,model_pick,measured_best,nccl_pick,nccl_choice,note\n",
+        "backend,pair,bytes,status,iters,repeats,median_us,max_us,p99_us,predicted_us,error_pct,algbw_gbs,busbw_gbs,wrong,model_pick,measured_best,nccl_pick,nccl_choice,note\n",
     );
     let num = |v: Option<f64>| v.map(|x| format!("{x}")).unwrap_or_default();
     for r in &scored.rows {
@@ -570,6 +581,7 @@ pub fn render_csv(scored: &Scored) -> String {
             r.row.iters.to_string(),
             r.row.repeats.to_string(),
             num(r.row.median_us),
+            num(r.row.max_us),
             num(r.row.p99_us),
             num(r.predicted_us),
             num(r.error_pct),

@@ -5,6 +5,8 @@
 //!
 //! The vocabulary of a measurement (data types, rows, statistics) is `crate::measure`; the pair is `crate::model::Pair`.
 
+pub mod fake;
+pub mod keep;
 pub mod native;
 pub mod rendezvous;
 pub mod run;
@@ -108,6 +110,14 @@ pub struct VerifyRun {
     pub machine: Fingerprint,
     pub options: RunOptions,
     pub rows: Vec<Row>,
+    /// Whether every requested measurement ran to its end. The file is rewritten after each
+    /// finished size with `false`, and `true` once the run ended normally; files written before
+    /// the field existed are complete.
+    #[serde(default = "keep::complete_by_default")]
+    pub complete: bool,
+    /// Why a run ended incomplete (Ctrl-C, a crashed NCCL child, a timeout, a lost rank).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<keep::Stopped>,
 }
 
 /// What the measurements were taken on.
@@ -311,10 +321,10 @@ impl VerifyRun {
         VerifyRun::from_json(&text, path)
     }
 
+    /// Write the file whole under a temporary name and rename it over `path`: a reader, or a
+    /// kill at any instant, finds the previous version or this one, never half of one.
     pub fn save(&self, path: &str) -> Result<()> {
-        let text = self.to_json()?;
-        std::fs::write(path, text + "\n")
-            .map_err(|e| Error::runtime(format!("{path}: cannot write the result file: {e}")))
+        keep::write_atomically(path, &(self.to_json()? + "\n"))
     }
 }
 

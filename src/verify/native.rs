@@ -111,6 +111,10 @@ impl NativeBackend for NativeExec {
         let mut rows = Vec::new();
         let mut stopped: Option<String> = None;
         for &bytes in sizes {
+            // Ctrl-C: the sizes measured so far are the rows (the run is marked incomplete).
+            if progress.stop_requested() {
+                break;
+            }
             progress.step(&format!("native {pair} {}", format_size(bytes)));
             let mut row = Row::empty(Backend::Native, Some(pair), bytes, RowStatus::Ok);
             if let Some(why) = &stopped {
@@ -165,6 +169,7 @@ impl NativeBackend for NativeExec {
             row.repeats = row.times_us.len() as u32;
             row.wrong = Some(wrong);
             row.derive_stats();
+            progress.row_done(&row);
             rows.push(row);
         }
         if stopped.is_some() {

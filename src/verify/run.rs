@@ -3,6 +3,7 @@
 //! executor, predictions, the machine fingerprint, and the multi-process
 //! variant in which every launcher rank runs this and rank 0 coordinates.
 
+use super::keep::{close_run, Gaps, StopReason};
 use super::rendezvous::{LauncherEnv, Rendezvous};
 use super::score::Predictor;
 use super::tuner::TunerSetup;
@@ -58,6 +59,15 @@ pub trait Progress {
     fn step(&self, label: &str);
     fn note(&self, text: &str);
     fn finish(&self);
+    /// The run's shape is known (options, what is known of the machine): the result file can
+    /// start (`keep::Keeping`).
+    fn begin_run(&self, _draft: &VerifyRun) {}
+    /// One size of one row kind finished: its row is final.
+    fn row_done(&self, _row: &Row) {}
+    /// Whether to stop after the current size (the first Ctrl-C).
+    fn stop_requested(&self) -> bool {
+        crate::measure::stop_requested().is_some()
+    }
 }
 
 /// No progress output.
@@ -199,11 +209,67 @@ fn run_job(
 ) -> Result<ChildOutcome> {
     let label = job_label(job);
     progress.job(&label);
+    let kind = row_kind(job);
     run_child(exe, spec, timeout, &mut |event| {
         if let ChildEvent::Size { bytes, .. } = event {
             progress.step(&format!("{label} {}", format_size(*bytes)));
+            if let Some(row) = kind.and_then(|k| k.row_of(event)) {
+                progress.row_done(&row);
+            }
         }
     })
+}
+
+/// Which rows a job's sizes become (None: the TUNING read-out, no rows).
+fn row_kind(job: &Job) -> Option<RowKind> {
+    match (job.mode, job.variant) {
+        (ChildMode::Pinned { pair }, _) => Some(RowKind::pinned(pair)),
+        (ChildMode::Free, Variant::Plain) => Some(RowKind::free(Backend::Nccl, false)),
+        (ChildMode::Free, Variant::Tuned) => Some(RowKind::free(Backend::Nccl, true)),
+        (ChildMode::Free, Variant::Symmetric) => Some(RowKind::free(Backend::NcclSymm, false)),
+        (ChildMode::Choices, _) => None,
+    }
+}
+
+/// What a child's outcome left out, for the result file's `stopped`.
+fn gaps_of(job: &Job, outcome: &ChildOutcome, timeout: Duration, gaps: &mut Gaps) {
+    let reported = outcome
+        .sizes
+        .iter()
+        .filter(|e| matches!(e, ChildEvent::Size { .. }))
+        .count();
+    let at = job
+        .sizes
+        .get(reported)
+        .map(|&b| format!(" at {}", format_size(b)))
+        .unwrap_or_default();
+    let label = job_label(job);
+    if outcome.interrupted {
+        gaps.push(
+            StopReason::Interrupted,
+            format!(
+                "stopped by a signal during {label}, after {reported} of its {} sizes",
+                job.sizes.len()
+            ),
+        );
+    } else if outcome.timed_out {
+        gaps.push(
+            StopReason::Timeout,
+            format!(
+                "{label}: no result within --timeout {} s{at}; the child was killed",
+                timeout.as_secs()
+            ),
+        );
+    } else if !outcome.exit_ok || reported < job.sizes.len() {
+        gaps.push(
+            StopReason::ChildCrashed,
+            format!(
+                "{label}: the child ended ({}){at} after {reported} of {} sizes",
+                outcome.exit,
+                job.sizes.len()
+            ),
+        );
+    }
 }
 
 /// Rows of the NCCL jobs' outcomes, with what each free-choice run's log
@@ -220,17 +286,11 @@ fn collect_nccl_rows(
     let mut rows = Vec::new();
     let mut logs: Vec<(Variant, &str, &[u64])> = Vec::new();
     for (job, outcome) in outcomes {
-        let kind = match (job.mode, job.variant) {
-            (ChildMode::Pinned { pair }, _) => RowKind::pinned(pair),
-            (ChildMode::Free, Variant::Plain) => RowKind::free(Backend::Nccl, false),
-            (ChildMode::Free, Variant::Tuned) => RowKind::free(Backend::Nccl, true),
-            (ChildMode::Free, Variant::Symmetric) => RowKind::free(Backend::NcclSymm, false),
-            (ChildMode::Choices, variant) => {
-                if let Some(log) = &outcome.tuning_log {
-                    logs.push((variant, log, &job.sizes));
-                }
-                continue;
+        let Some(kind) = row_kind(job) else {
+            if let Some(log) = &outcome.tuning_log {
+                logs.push((job.variant, log, &job.sizes));
             }
+            continue;
         };
         rows.extend(rows_from_outcome(
             kind,
@@ -449,10 +509,14 @@ fn finish_run(
             tuner: request.tuner.as_ref().map(|t| t.record(tuner_log)),
         },
         rows,
+        complete: true,
+        stopped: None,
     }
 }
 
-/// `planner verify` in one process driving this machine's GPUs.
+/// `planner verify` in one process driving this machine's GPUs. Rows reach
+/// `progress.row_done` as each size finishes; a stop request (Ctrl-C) ends the
+/// run after the current size, and the run comes back marked incomplete.
 pub fn run_local(
     exe: &Path,
     request: &VerifyRequest,
@@ -461,6 +525,98 @@ pub fn run_local(
     native: Option<&dyn NativeBackend>,
     progress: &dyn Progress,
 ) -> Result<VerifyRun> {
+    let fake = crate::measure::FakeBackend::from_env()?;
+    let fake_native = fake.map(|f| super::fake::FakeNative {
+        delay_ms: f.delay_ms,
+    });
+    let native: Option<&dyn NativeBackend> = match &fake_native {
+        Some(f) => Some(f),
+        None => native,
+    };
+    let gpus = match fake {
+        // The hidden fake backend (CPU-only tests) drives 2 GPUs that are not there.
+        Some(_) => request.gpus.unwrap_or(2),
+        None => local_gpus(request, progress)?,
+    };
+    let pairs = plan_pairs(request, predictor)?;
+    let mut rows = refused_rows(request, &pairs);
+    let runnable: Vec<(Pair, Vec<u64>)> = pairs
+        .iter()
+        .filter(|(p, _)| nccl::refused_pair(*p).is_none())
+        .cloned()
+        .collect();
+
+    let jobs = nccl_jobs(request, &runnable);
+    let native_steps: u64 = if request.backends.contains(&Backend::Native) {
+        runnable.iter().map(|(_, s)| s.len() as u64).sum()
+    } else {
+        0
+    };
+    progress.start(job_steps(&jobs) + native_steps);
+    let hosts = || vec![super::rendezvous::hostname()];
+    let mut draft = finish_run(
+        request,
+        predictor,
+        fingerprint(&Seen::default(), topology, gpus, 1, hosts()),
+        "one process".into(),
+        rows.clone(),
+        Vec::new(),
+    );
+    draft.complete = false;
+    progress.begin_run(&draft);
+
+    let mut gaps = Gaps::default();
+    let mut seen = Seen::default();
+    if request.backends.contains(&Backend::Native) {
+        match native {
+            Some(native) => {
+                for (pair, sizes) in &runnable {
+                    if progress.stop_requested() {
+                        break;
+                    }
+                    progress.job(&format!("native {pair}"));
+                    let measured = native.measure(request, *pair, sizes, progress)?;
+                    native_gaps(*pair, sizes, &measured, progress, &mut gaps);
+                    rows.extend(measured);
+                }
+            }
+            None => {
+                progress.note("the native executor is not available in this build: native rows are marked unavailable");
+                for (pair, sizes) in &runnable {
+                    for &bytes in sizes {
+                        let mut row =
+                            Row::empty(Backend::Native, Some(*pair), bytes, RowStatus::Unavailable);
+                        row.note = Some("native executor not available in this build".into());
+                        rows.push(row);
+                    }
+                }
+            }
+        }
+    }
+
+    let (nccl_rows, tuner_log) =
+        run_local_jobs(exe, request, jobs, gpus, &mut seen, &mut gaps, progress)?;
+    rows.extend(nccl_rows);
+    if let Some(signal) = crate::measure::stop_requested() {
+        gaps.push(StopReason::Interrupted, crate::measure::signal_name(signal));
+    }
+    progress.finish();
+
+    let machine = fingerprint(&seen, topology, gpus, 1, hosts());
+    let mut run = finish_run(
+        request,
+        predictor,
+        machine,
+        "one process".into(),
+        rows,
+        tuner_log,
+    );
+    close_run(&mut run, &gaps);
+    Ok(run)
+}
+
+/// The GPUs a one-process run drives: all, or `--gpus N`.
+fn local_gpus(request: &VerifyRequest, progress: &dyn Progress) -> Result<usize> {
     // A native-only run needs no libnccl.
     if request.backends.iter().all(|b| *b == Backend::Native) {
         nccl::check_driver()?;
@@ -491,82 +647,56 @@ pub fn run_local(
             "one GPU: running single-rank plans (no data moves between GPUs; the times are a local copy)",
         );
     }
-    let pairs = plan_pairs(request, predictor)?;
-    let mut rows = refused_rows(request, &pairs);
-    let runnable: Vec<(Pair, Vec<u64>)> = pairs
-        .iter()
-        .filter(|(p, _)| nccl::refused_pair(*p).is_none())
-        .cloned()
-        .collect();
+    Ok(gpus)
+}
 
-    let jobs = nccl_jobs(request, &runnable);
-    let native_steps: u64 = if request.backends.contains(&Backend::Native) {
-        runnable.iter().map(|(_, s)| s.len() as u64).sum()
-    } else {
-        0
-    };
-    progress.start(job_steps(&jobs) + native_steps);
-
-    let mut seen = Seen::default();
-    if request.backends.contains(&Backend::Native) {
-        match native {
-            Some(native) => {
-                for (pair, sizes) in &runnable {
-                    progress.job(&format!("native {pair}"));
-                    rows.extend(native.measure(request, *pair, sizes, progress)?);
-                }
-            }
-            None => {
-                progress.note("the native executor is not available in this build: native rows are marked unavailable");
-                for (pair, sizes) in &runnable {
-                    for &bytes in sizes {
-                        let mut row =
-                            Row::empty(Backend::Native, Some(*pair), bytes, RowStatus::Unavailable);
-                        row.note = Some("native executor not available in this build".into());
-                        rows.push(row);
-                    }
-                }
-            }
-        }
+/// What a native pair left out: sizes a stop request skipped, a timeout.
+fn native_gaps(pair: Pair, sizes: &[u64], rows: &[Row], progress: &dyn Progress, gaps: &mut Gaps) {
+    if rows.len() < sizes.len() && progress.stop_requested() {
+        gaps.push(
+            StopReason::Interrupted,
+            format!(
+                "stopped by a signal during native {pair}, after {} of its {} sizes",
+                rows.len(),
+                sizes.len()
+            ),
+        );
     }
-
-    let (nccl_rows, tuner_log) = run_local_jobs(exe, request, jobs, gpus, &mut seen, progress)?;
-    rows.extend(nccl_rows);
-    progress.finish();
-
-    let machine = fingerprint(
-        &seen,
-        topology,
-        gpus,
-        1,
-        vec![super::rendezvous::hostname()],
-    );
-    Ok(finish_run(
-        request,
-        predictor,
-        machine,
-        "one process".into(),
-        rows,
-        tuner_log,
-    ))
+    for row in rows.iter().filter(|r| r.status == RowStatus::Failed) {
+        let note = row.note.as_deref().unwrap_or("failed");
+        let reason = if note.starts_with("timeout") {
+            StopReason::Timeout
+        } else {
+            StopReason::Failed
+        };
+        gaps.push(
+            reason,
+            format!("native {pair} at {}: {note}", format_size(row.bytes)),
+        );
+    }
 }
 
 /// The NCCL jobs in children of this process driving `gpus` GPUs: their rows
-/// and what the tuned run's log says about the plugin.
+/// and what the tuned run's log says about the plugin. No job starts after a
+/// stop request.
 fn run_local_jobs(
     exe: &Path,
     request: &VerifyRequest,
     jobs: Vec<Job>,
     gpus: usize,
     seen: &mut Seen,
+    gaps: &mut Gaps,
     progress: &dyn Progress,
 ) -> Result<(Vec<Row>, Vec<String>)> {
     let mut outcomes = Vec::new();
     for job in jobs {
+        if progress.stop_requested() {
+            break;
+        }
         let spec = spec_for(request, &job, ChildRanks::Local { gpus });
         let outcome = run_job(exe, &job, &spec, request.timeout, progress)?;
         seen.absorb(&outcome);
-        if !outcome.exit_ok && outcome.init.is_none() {
+        if !outcome.exit_ok && outcome.init.is_none() && !outcome.interrupted {
             progress.note(&format!(
                 "{}: the child failed before NCCL was up ({}): {}",
                 job_label(&job),
@@ -577,6 +707,7 @@ fn run_local_jobs(
                     .unwrap_or_else(|| outcome.output_tail.trim().to_string())
             ));
         }
+        gaps_of(&job, &outcome, request.timeout, gaps);
         outcomes.push((job, outcome));
     }
     Ok(collect_nccl_rows(request, &outcomes, gpus))
@@ -669,10 +800,35 @@ pub fn run_distributed(
         .collect();
     let jobs = nccl_jobs(request, &runnable);
     progress.start(job_steps(&jobs));
+    let launch = format!(
+        "launcher: {} ranks, one process each ({}), rendezvous {}:{}",
+        world, env.source, env.master_addr, env.master_port
+    );
+    let mut draft = finish_run(
+        request,
+        predictor,
+        fingerprint(
+            &Seen::default(),
+            topology,
+            world,
+            world,
+            rendezvous.hosts.clone(),
+        ),
+        launch.clone(),
+        rows.clone(),
+        Vec::new(),
+    );
+    draft.complete = false;
+    progress.begin_run(&draft);
+    let mut gaps = Gaps::default();
     let mut seen = Seen::default();
     let mut other_gpus: Vec<GpuInfo> = Vec::new();
     let mut outcomes = Vec::new();
+    let mut ranks_up = true;
     for job in jobs {
+        if progress.stop_requested() {
+            break;
+        }
         let id_hex = nccl::new_unique_id_hex()?;
         let spec_of = |rank: usize, local_rank: usize| {
             spec_for(
@@ -692,7 +848,15 @@ pub fn run_distributed(
             spec: spec_of(0, 0),
         })
         .map_err(|e| Error::runtime(e.to_string()))?;
-        rendezvous.broadcast(Some(&message))?;
+        // A rank that stopped answering ends the run; what was measured stays.
+        if let Err(e) = rendezvous.broadcast(Some(&message)) {
+            gaps.push(
+                StopReason::RankLost,
+                format!("before {}: {e}", job_label(&job)),
+            );
+            ranks_up = false;
+            break;
+        }
         let outcome = run_job(
             exe,
             &job,
@@ -708,7 +872,19 @@ pub fn run_distributed(
             gpus: Vec::new(),
         })
         .map_err(|e| Error::runtime(e.to_string()))?;
-        let reports = rendezvous.gather(&mine)?.unwrap_or_default();
+        let reports = match rendezvous.gather(&mine) {
+            Ok(reports) => reports.unwrap_or_default(),
+            Err(e) => {
+                gaps.push(
+                    StopReason::RankLost,
+                    format!("during {}: {e}", job_label(&job)),
+                );
+                gaps_of(&job, &outcome, request.timeout, &mut gaps);
+                outcomes.push((job, outcome));
+                ranks_up = false;
+                break;
+            }
+        };
         let mut failures = Vec::new();
         for bytes in reports.iter().skip(1) {
             if let Ok(report) = serde_json::from_slice::<JobReport>(bytes) {
@@ -725,11 +901,19 @@ pub fn run_distributed(
         if !failures.is_empty() {
             progress.note(&format!("{}: {}", job_label(&job), failures.join("; ")));
         }
+        gaps_of(&job, &outcome, request.timeout, &mut gaps);
         outcomes.push((job, outcome));
     }
-    rendezvous.broadcast(Some(
-        &serde_json::to_vec(&JobMessage::End).map_err(|e| Error::runtime(e.to_string()))?,
-    ))?;
+    if ranks_up {
+        let end =
+            serde_json::to_vec(&JobMessage::End).map_err(|e| Error::runtime(e.to_string()))?;
+        if let Err(e) = rendezvous.broadcast(Some(&end)) {
+            gaps.push(StopReason::RankLost, format!("at the end: {e}"));
+        }
+    }
+    if let Some(signal) = crate::measure::stop_requested() {
+        gaps.push(StopReason::Interrupted, crate::measure::signal_name(signal));
+    }
     let (nccl_rows, tuner_log) = collect_nccl_rows(request, &outcomes, world);
     rows.extend(nccl_rows);
     progress.finish();
@@ -737,13 +921,9 @@ pub fn run_distributed(
     let mut hosts = rendezvous.hosts.clone();
     hosts.dedup();
     let machine = fingerprint(&seen, topology, world, world, hosts);
-    let launch = format!(
-        "launcher: {} ranks, one process each ({}), rendezvous {}:{}",
-        world, env.source, env.master_addr, env.master_port
-    );
-    Ok(Some(finish_run(
-        request, predictor, machine, launch, rows, tuner_log,
-    )))
+    let mut run = finish_run(request, predictor, machine, launch, rows, tuner_log);
+    close_run(&mut run, &gaps);
+    Ok(Some(run))
 }
 
 /// The child side of every rank: the job's ranks say which rank this process
@@ -938,7 +1118,16 @@ echo '@@planner-child {"event":"done"}'
         let req = request(vec![Backend::Nccl, Backend::NcclSymm], Some(tuner()));
         let jobs = nccl_jobs(&req, &[(ring_ll(), req.sizes.clone())]);
         let mut seen = Seen::default();
-        let (rows, tuner_log) = run_local_jobs(&exe, &req, jobs, 2, &mut seen, &Silent).unwrap();
+        let (rows, tuner_log) = run_local_jobs(
+            &exe,
+            &req,
+            jobs,
+            2,
+            &mut seen,
+            &mut Gaps::default(),
+            &Silent,
+        )
+        .unwrap();
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(seen.init.as_ref().unwrap().nccl_version, "2.28.3");
         // 2 sizes x (pinned, auto, tuned, symm), every one measured

@@ -2,6 +2,7 @@
 //! the backends (one process, or one rank per process under a launcher), the predictions recorded in every row,
 //! and the result file.
 
+use super::keep::Keeping;
 use super::native::NativeExec;
 use super::rendezvous::LauncherEnv;
 use super::run::{self, Progress, TopologyRecord, VerifyRequest};
@@ -13,6 +14,10 @@ use crate::topo::Cluster;
 
 /// Measure `request`, record the model's predictions, and save the result file at `out` (default: a timestamped
 /// name in the current directory). None on a rank other than 0 of a launcher run (rank 0 reports).
+///
+/// The file is written as the run goes (after every finished size, `keep::Keeping`), so an interrupted or failed
+/// run leaves a readable file marked incomplete. Installs the SIGINT/SIGTERM handler: the first signal stops the
+/// run after the current size (the run comes back with `stopped`), the second exits at once.
 pub fn measure(
     request: &VerifyRequest,
     source: &Source,
@@ -45,13 +50,15 @@ pub fn measure(
             "cannot find the planner binary to start NCCL children: {e}"
         ))
     })?;
-    let mut run = match LauncherEnv::from_env()? {
+    let path = match out {
+        Some(p) => p.to_string(),
+        None => run::default_result_path().to_string_lossy().into_owned(),
+    };
+    let keeping = Keeping::new(progress, &path);
+    crate::measure::install_stop_handler();
+    let measured = match LauncherEnv::from_env()? {
         Some(env) => {
-            match run::run_distributed(&exe, &env, request, &topology, planning.as_ref(), progress)?
-            {
-                Some(run) => run,
-                None => return Ok(None), // not rank 0: rank 0 prints
-            }
+            run::run_distributed(&exe, &env, request, &topology, planning.as_ref(), &keeping)
         }
         None => {
             let native = NativeExec {
@@ -63,8 +70,22 @@ pub fn measure(
                 &topology,
                 planning.as_ref(),
                 Some(&native),
-                progress,
-            )?
+                &keeping,
+            )
+            .map(Some)
+        }
+    };
+    let mut run = match measured {
+        Ok(Some(run)) => run,
+        Ok(None) => return Ok(None), // not rank 0: rank 0 prints
+        Err(e) => {
+            if keeping.started() {
+                keeping.fail(&e);
+                progress.note(&format!(
+                    "result file {path} keeps the sizes measured before the error (marked incomplete)"
+                ));
+            }
+            return Err(e);
         }
     };
     // Predictions: the planner's topology if it had one, else NCCL's own dump;
@@ -76,10 +97,6 @@ pub fn measure(
     }
     let hosts = run.machine.hosts.len();
     run.machine.nodes = run.machine.nodes.max(hosts).max(1);
-    let path = match out {
-        Some(p) => p.to_string(),
-        None => run::default_result_path().to_string_lossy().into_owned(),
-    };
     let (predictions, label) = {
         let predictor = score::predictor_for_run(&run);
         let (coll, dtype) = (run.options.collective, run.options.dtype);

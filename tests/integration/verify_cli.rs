@@ -93,7 +93,7 @@ fn load_re_renders_a_recorded_file() {
     assert!(
         csv_text
             .lines()
-            .any(|l| l.starts_with("nccl,Ring/Simple,1048576,ok,20,3,30,31,39,30")),
+            .any(|l| l.starts_with("nccl,Ring/Simple,1048576,ok,20,3,30,31,,39,30")),
         "{csv_text}"
     );
     // SVG: a panel per pair, measured per backend and the prediction in the legend

@@ -139,6 +139,8 @@ pub fn recorded_run() -> VerifyRun {
             tuner: None,
         },
         rows,
+        complete: true,
+        stopped: None,
     }
 }
 
