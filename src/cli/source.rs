@@ -18,6 +18,9 @@ pub struct SourceArgs {
     /// Network latency in µs added to every NIC (NCCL's built-in IB plugin reports 0)
     #[arg(long, global = true, value_name = "US", default_value_t = 0.0)]
     pub net_latency: f64,
+    /// NCCL's environment, read once by `cli::run` (not a flag).
+    #[arg(skip)]
+    pub nccl_env: crate::nccl_env::NcclEnv,
 }
 
 impl SourceArgs {
@@ -27,6 +30,7 @@ impl SourceArgs {
             topo: self.topo.clone(),
             nodes: self.nodes,
             net_latency_us: self.net_latency,
+            nccl_env: self.nccl_env.clone(),
         }
     }
 }
