@@ -50,7 +50,7 @@ pub const VARIABLES: [&str; 30] = [
 
 /// Variables NCCL reads that the model has nothing to apply them to, and why.
 const NOT_MODELLED: [(&str, &str); 4] = [
-    // init.cc:821-828 computeBuffSizes -> enqueue.cc:2222 stepSize = buffSizes[proto] / NCCL_STEPS: chunking only,
+    // init.cc:822-829 computeBuffSizes -> enqueue.cc:2222 stepSize = buffSizes[proto] / NCCL_STEPS: chunking only,
     // never the algorithm/protocol choice or NCCL's predicted time (tuning.cc does not read buffSizes).
     (
         "NCCL_BUFFSIZE",
@@ -117,7 +117,7 @@ pub struct NcclEnv {
     pub min_ctas: Option<i64>,
     /// `NCCL_MAX_CTAS` (init.cc:2025-2035).
     pub max_ctas: Option<i64>,
-    /// `NCCL_NVLS_NCHANNELS` (init.cc:2166-2175, nvls.cc:222).
+    /// `NCCL_NVLS_NCHANNELS` (init.cc:2170-2175, nvls.cc:222).
     pub nvls_nchannels: Option<i64>,
     /// The variables that took effect, as (name, value as given), in `VARIABLES` order.
     #[serde(skip)]
@@ -236,7 +236,7 @@ impl NcclEnv {
                 self.nthreads = Some(v);
             }
             "NCCL_LL128_NTHREADS" => {
-                // tuning.cc:257-259: LL128 threads in [160, 640].
+                // tuning.cc:256-258: LL128 threads in [160, 640].
                 self.check_threads(name, v, 160, 640);
                 self.ll128_nthreads = Some(v);
             }
@@ -422,14 +422,14 @@ impl NcclEnv {
             (Some(v), rest) => {
                 if !rest.is_empty() {
                     self.warn(format!(
-                        "{name}={value}: NCCL reads it with strtoll as {v} (misc/param.cc:93)"
+                        "{name}={value}: NCCL reads it with strtoll as {v} (misc/param.cc:95)"
                     ));
                 }
                 Some(v)
             }
             (None, _) => {
                 self.warn(format!(
-                    "{name}={value}: out of range, NCCL uses its default (misc/param.cc:94-96)"
+                    "{name}={value}: out of range, NCCL uses its default (misc/param.cc:96-98)"
                 ));
                 None
             }
@@ -489,6 +489,13 @@ impl NcclEnv {
         }
     }
 
+    /// Print the warnings alone (an audit: the variables applied are the log's, shown in its `--json`).
+    pub fn announce_warnings(&self) {
+        for line in &self.warnings {
+            eprintln!("planner: warning: {line}");
+        }
+    }
+
     /// `name -> value` of the variables applied (the `nccl_env` object of `--json`).
     pub fn applied_map(&self) -> BTreeMap<String, String> {
         self.applied.iter().cloned().collect()
@@ -496,20 +503,30 @@ impl NcclEnv {
 
     /// Print, once, on stderr: the warnings, the variables applied and those set but not modelled.
     pub fn announce(&self) {
-        for line in &self.warnings {
-            eprintln!("planner: warning: {line}");
+        for line in self.announce_lines() {
+            eprintln!("{line}");
         }
+    }
+
+    /// The lines `announce` prints.
+    pub fn announce_lines(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .warnings
+            .iter()
+            .map(|w| format!("planner: warning: {w}"))
+            .collect();
         if !self.applied.is_empty() {
             let list: Vec<String> = self
                 .applied
                 .iter()
                 .map(|(n, v)| format!("{n}={v}"))
                 .collect();
-            eprintln!("NCCL_* applied: {}", list.join(", "));
+            lines.push(format!("NCCL_* applied: {}", list.join(", ")));
         }
         for (name, value, why) in &self.not_modelled {
-            eprintln!("planner: {name}={value} not applied: {why}");
+            lines.push(format!("planner: {name}={value} not applied: {why}"));
         }
+        lines
     }
 }
 

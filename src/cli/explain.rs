@@ -95,6 +95,24 @@ fn refuse_calibrated_nccl_formats(args: &ExplainArgs) -> Result<()> {
 }
 
 pub fn run(source: &SourceArgs, graph: &GraphArgs, args: ExplainArgs) -> Result<()> {
+    // The NCCL_* lines and notes go to stderr once the command succeeded: a refused NCCL_ALGO / NCCL_PROTO is then
+    // one error line and nothing else.
+    let mut stderr_lines = Vec::new();
+    let result = run_explain(source, graph, args, &mut stderr_lines);
+    if result.is_ok() {
+        for line in stderr_lines {
+            eprintln!("{line}");
+        }
+    }
+    result
+}
+
+fn run_explain(
+    source: &SourceArgs,
+    graph: &GraphArgs,
+    args: ExplainArgs,
+    stderr_lines: &mut Vec<String>,
+) -> Result<()> {
     refuse_calibrated_nccl_formats(&args)?;
     if let Some(log) = &args.nccl_log {
         let audit_args = super::audit::AuditArgs {
@@ -120,7 +138,6 @@ pub fn run(source: &SourceArgs, graph: &GraphArgs, args: ExplainArgs) -> Result<
         env.proto = Some(p.clone());
         env.overridden("NCCL_PROTO");
     }
-    env.announce();
     let applied = env.clone();
     let log = match &args.from_log {
         Some(path) => Some(NcclLog::load(path)?),
@@ -159,11 +176,12 @@ pub fn run(source: &SourceArgs, graph: &GraphArgs, args: ExplainArgs) -> Result<
         }
     }
     let model = model;
+    stderr_lines.extend(applied.announce_lines());
     for note in nvls_priced_as_pci(&model)
         .into_iter()
         .chain(fewer_channels_same_times(&model))
     {
-        eprintln!("planner: note: {note}");
+        stderr_lines.push(format!("planner: note: {note}"));
     }
     let small = out::SmallMessageContext::new(&model, &cluster);
     let n_ranks = model.input.n_ranks;
@@ -327,7 +345,7 @@ fn nvls_priced_as_pci(model: &crate::model::Model) -> Option<String> {
 }
 
 /// NCCL_MAX_NCHANNELS / NCCL_MAX_CTAS below the channels NCCL would build: NCCL runs fewer channels but prices
-/// every algorithm with its graph's search channels (tuning.cc:325 `busBw = graphs[a]->nChannels * bw`), so its
+/// every algorithm with its graph's search channels (tuning.cc:324 `busBw = graphs[a]->nChannels * bw`), so its
 /// times, and the model's, do not grow; only `nc` per call is capped (enqueue.cc).
 fn fewer_channels_same_times(model: &crate::model::Model) -> Option<String> {
     let bounds = model.env.channel_bounds();
@@ -335,7 +353,7 @@ fn fewer_channels_same_times(model: &crate::model::Model) -> Option<String> {
     (bounds.max < built).then(|| {
         format!(
             "NCCL runs {} channels under NCCL_MAX_NCHANNELS/NCCL_MAX_CTAS, yet prices each algorithm with its \
-             graph's {} search channels (tuning.cc:325): its times do not grow with fewer channels, nor do these",
+             graph's {} search channels (tuning.cc:324): its times do not grow with fewer channels, nor do these",
             model.input.channels,
             model.input.ring.n_channels
         )
