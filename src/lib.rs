@@ -18,6 +18,7 @@ pub mod limits;
 pub mod measure;
 pub mod model;
 pub mod nccl;
+pub mod nccl_env;
 pub mod pipeline;
 pub mod plot;
 pub mod probe;

@@ -4,7 +4,8 @@
 
 use crate::error::{Error, Result};
 use crate::model::input::NvlsFlag;
-use crate::model::{table, Model, ModelInput, NcclEnv, TuningTable};
+use crate::model::{table, Model, ModelInput, TuningTable};
+use crate::nccl_env::NcclEnv;
 use crate::probe::{self, ProbeError};
 use crate::search::{self, Graphs, SearchOptions, SearchResult};
 use crate::topo::paths::PathOptions;
@@ -29,6 +30,8 @@ pub struct Source {
     pub net_latency_us: f64,
     /// `--mnnvl on|off`; `None` = `NCCL_MNNVL_ENABLE` from the environment (default: across OS nodes).
     pub mnnvl: Option<crate::topo::mnnvl::MnnvlEnable>,
+    /// NCCL's environment (read once by the CLI, or a log's): the path knobs shape the topology's paths.
+    pub nccl_env: NcclEnv,
 }
 
 impl Source {
@@ -42,7 +45,7 @@ impl Source {
         self.check()?;
         let node = match self.load_machine_node()? {
             Some(node) => node,
-            None => load_fixture(fixtures::DEFAULT_FIXTURE)?,
+            None => load_fixture_with(fixtures::DEFAULT_FIXTURE, &self.path_options())?,
         };
         self.cluster_of(node)
     }
@@ -57,7 +60,7 @@ impl Source {
                     .cluster_of(build::from_xml_with(
                         &root,
                         "live probe",
-                        &PathOptions::from_env()?,
+                        &self.path_options(),
                     )?)
                     .map(Some),
                 Err(ProbeError::Unavailable(_)) => Ok(None),
@@ -65,6 +68,11 @@ impl Source {
             };
         }
         self.load().map(Some)
+    }
+
+    /// The path knobs of `nccl_env` (paths.cc).
+    pub fn path_options(&self) -> PathOptions {
+        PathOptions::from_nccl_env(&self.nccl_env)
     }
 
     fn check(&self) -> Result<()> {
@@ -94,9 +102,9 @@ impl Source {
         if crate::topo::mnnvl::has_fabric(&node) {
             let enable = match self.mnnvl {
                 Some(e) => e,
-                None => crate::topo::mnnvl::MnnvlEnable::from_env()?,
+                None => crate::topo::mnnvl::MnnvlEnable::from_value(self.nccl_env.mnnvl_enable),
             };
-            let options = PathOptions::from_env()?;
+            let options = self.path_options();
             if let Some((cluster, _)) = crate::topo::mnnvl::cluster(
                 &node,
                 self.nodes,
@@ -123,18 +131,16 @@ impl Source {
     /// The named topology, else the live probe; None (after a notice) when no GPU is found.
     fn load_machine_node(&self) -> Result<Option<Topology>> {
         if let Some(name) = &self.fixture {
-            return load_fixture(name).map(Some);
+            return load_fixture_with(name, &self.path_options()).map(Some);
         }
         if let Some(path) = &self.topo {
             let text = crate::units::read_input_file(path)?;
             let root = xml::parse(&text, path)?;
             let (root, label) = self.complete_topo_file(root, path)?;
-            return build::from_xml_with(&root, &label, &PathOptions::from_env()?).map(Some);
+            return build::from_xml_with(&root, &label, &self.path_options()).map(Some);
         }
         match probe::probe() {
-            Ok(root) => {
-                build::from_xml_with(&root, "live probe", &PathOptions::from_env()?).map(Some)
-            }
+            Ok(root) => build::from_xml_with(&root, "live probe", &self.path_options()).map(Some),
             Err(ProbeError::Unavailable(why)) => {
                 eprintln!(
                     "planner: no GPU found ({why}); using built-in fixture {}; pass --fixture or --topo to choose",
@@ -196,8 +202,13 @@ impl Source {
     }
 }
 
-/// A built-in topology by name.
+/// A built-in topology by name, with NCCL's default paths.
 pub fn load_fixture(name: &str) -> Result<Topology> {
+    load_fixture_with(name, &PathOptions::default())
+}
+
+/// A built-in topology by name, its paths under `options`.
+pub fn load_fixture_with(name: &str, options: &PathOptions) -> Result<Topology> {
     let fixture = fixtures::find(name).ok_or_else(|| {
         Error::bad_input(format!(
             "unknown fixture '{name}'; known fixtures: {}",
@@ -206,7 +217,7 @@ pub fn load_fixture(name: &str) -> Result<Topology> {
     })?;
     let source = format!("fixture {name}");
     let root = xml::parse(fixture.xml, &source)?;
-    build::from_xml_with(&root, &source, &PathOptions::from_env()?)
+    build::from_xml_with(&root, &source, options)
 }
 
 /// The tuning table: a file, a version, the version a log names, the libnccl found here, or the newest.
@@ -252,21 +263,6 @@ pub fn choose_table(
     }
 }
 
-/// `NCCL_CROSS_NIC` from the environment (NCCL's default 2).
-pub fn cross_nic_from_env() -> Result<u32> {
-    match std::env::var("NCCL_CROSS_NIC") {
-        Ok(v) if !v.trim().is_empty() => match v.trim() {
-            "0" => Ok(0),
-            "1" => Ok(1),
-            "2" => Ok(2),
-            other => Err(Error::bad_input(format!(
-                "NCCL_CROSS_NIC={other}: expected 0, 1 or 2"
-            ))),
-        },
-        _ => Ok(2),
-    }
-}
-
 /// NCCL's channels: the search, or the graphs of an `NCCL_GRAPH_FILE` (`graph_file`); also says where they came from.
 pub fn channels(
     cluster: &Cluster,
@@ -294,10 +290,14 @@ pub fn search_options(
         .iter()
         .filter_map(|&i| cluster.node.node(i).net())
         .any(|n| n.coll);
+    let bounds = env.channel_bounds();
     Ok(SearchOptions {
         nvls: nvls_supported,
         collnet: env.collnet_enable == Some(1) && coll_nic,
-        cross_nic: cross_nic_from_env()?,
+        // search.cc:16,1080-1085.
+        cross_nic: env.cross_nic_param(),
+        max_channels: bounds.max,
+        min_channels: bounds.min,
     })
 }
 

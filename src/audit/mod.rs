@@ -46,6 +46,11 @@ pub struct AuditReport {
     /// planner's tuner plugin, when the log has its lines.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plugin: Option<PluginSummary>,
+    /// The log's NCCL_* variables the model applied (name -> value, as the log prints them).
+    pub nccl_env: std::collections::BTreeMap<String, String>,
+    /// The same, as the model read them (for the one stderr line).
+    #[serde(skip)]
+    pub env: NcclEnv,
 }
 
 /// What planner's tuner plugin did in the log.
@@ -287,6 +292,8 @@ pub fn audit(log: &NcclLog, model: &Model, search: Option<&SearchResult>) -> Res
         notices,
         not_checked,
         plugin,
+        nccl_env: model.env.applied_map(),
+        env: model.env.clone(),
     })
 }
 
@@ -520,7 +527,11 @@ pub fn audit_log(opts: &AuditOptions) -> Result<AuditReport> {
             None,
         ),
     };
-    let mut cluster = source_for(&opts.source, &log, &opts.log)?.load()?;
+    // NCCL ran with the log's environment: it shapes the paths and the search too, not the process's own.
+    let env = NcclEnv::from_pairs(log.env.iter().map(|(n, v, _)| (n.clone(), v.clone())));
+    let mut source = source_for(&opts.source, &log, &opts.log)?;
+    source.nccl_env = env.clone();
+    let mut cluster = source.load()?;
     // The dump is one node; the log says how many there were.
     if let Some(n) = log.n_nodes {
         crate::limits::check_nodes(
@@ -530,7 +541,6 @@ pub fn audit_log(opts: &AuditOptions) -> Result<AuditReport> {
         )?;
         cluster.n_nodes = n.max(1);
     }
-    let env = NcclEnv::from_pairs(log.env.iter().map(|(n, v, _)| (n.clone(), v.clone())));
     let nvls_state = crate::model::ModelInput::nvls_request(&cluster, &env, NvlsFlag::Auto);
     let (graphs, channels, search) = if opts.log_graphs {
         let (g, c) = graphs_from_log(&log)?;

@@ -28,6 +28,7 @@ pub fn run(source: &SourceArgs, graph: &GraphArgs, args: AuditArgs) -> Result<()
         tuning_table: args.model.tuning_table,
         nccl_version: args.model.nccl_version,
     })?;
+    report.env.announce_warnings();
     for notice in &report.notices {
         eprintln!("planner: {notice}");
     }

@@ -4,7 +4,8 @@
 
 use super::source::{nvls_flag, GraphArgs, OnOff, SourceArgs};
 use crate::error::{Error, Result};
-use crate::pipeline::{self, cross_nic_from_env};
+use crate::nccl_env::{NcclEnv, WithNcclEnv};
+use crate::pipeline;
 use crate::search::{self, SearchOptions};
 use crate::topo::Cluster;
 
@@ -33,19 +34,16 @@ pub struct ChannelsArgs {
 }
 
 impl ChannelsArgs {
-    pub fn options(&self, cluster: &Cluster) -> Result<SearchOptions> {
-        let cross_nic = match self.cross_nic {
-            Some(v) => v,
-            None => cross_nic_from_env()?,
-        };
+    /// The search options of `env` (NCCL's environment, read once), with this command's flags on top.
+    pub fn options(&self, cluster: &Cluster, env: &NcclEnv) -> Result<SearchOptions> {
         let flag = nvls_flag(self.nvls);
-        let env = crate::model::NcclEnv::from_process();
-        let nvls = crate::model::ModelInput::nvls_request(cluster, &env, flag).supported();
-        Ok(SearchOptions {
-            nvls,
-            collnet: self.collnet,
-            cross_nic,
-        })
+        let nvls = crate::model::ModelInput::nvls_request(cluster, env, flag).supported();
+        let mut opts = pipeline::search_options(cluster, env, nvls)?;
+        opts.collnet = self.collnet || opts.collnet;
+        if let Some(v) = self.cross_nic {
+            opts.cross_nic = v;
+        }
+        Ok(opts)
     }
 }
 
@@ -59,18 +57,31 @@ pub fn run(source: &SourceArgs, graph: &GraphArgs, args: &ChannelsArgs) -> Resul
             cluster.n_ranks().saturating_sub(1)
         )));
     }
-    let (result, origin) =
-        pipeline::channels(&cluster, &args.options(&cluster)?, graph.graph.as_deref())?;
+    let env = &source.nccl_env;
+    let (result, origin) = pipeline::channels(
+        &cluster,
+        &args.options(&cluster, env)?,
+        graph.graph.as_deref(),
+    )?;
     if args.graph_xml {
         print!(
             "{}",
             search::graph_xml::write_graphs(&result.graphs, &cluster)?
         );
     } else if args.json {
-        println!(
-            "{}",
-            crate::report::channels::render_json(&cluster, &result, &origin)
-        );
+        let doc = crate::report::channels::ChannelsJson {
+            source: &cluster.node.source,
+            gpus_per_node: cluster.gpus_per_node(),
+            nodes: cluster.n_nodes,
+            ranks: cluster.n_ranks(),
+            graphs_from: &origin,
+            mnnvl: crate::topo::mnnvl::info(&cluster),
+            graphs: &result.graphs,
+            connection: &result.connection,
+        };
+        let text = serde_json::to_string_pretty(&WithNcclEnv::new(&doc, env))
+            .map_err(|e| Error::runtime(format!("cannot write JSON: {e}")))?;
+        println!("{text}");
     } else {
         print!(
             "{}",

@@ -4,7 +4,7 @@
 use super::source::{nvls_flag, GraphArgs, OnOff, SourceArgs};
 use crate::diff::{diff_runs, diff_versions, VersionDiffOptions};
 use crate::error::{Error, Result};
-use crate::model::{Coll, NcclEnv};
+use crate::model::Coll;
 use crate::pipeline;
 use crate::report::diff as out;
 use crate::units::parse_size_range;
@@ -109,7 +109,7 @@ pub fn run(source: &SourceArgs, graph: &GraphArgs, args: DiffArgs) -> Result<()>
                 graph_file: graph.graph.clone(),
                 colls: colls(&args.coll)?,
                 sizes: parse_size_range(&args.sweep)?,
-                env: NcclEnv::from_process(),
+                env: source.nccl_env.clone(),
                 nvls: nvls_flag(args.nvls),
             })?;
             if args.json {

@@ -6,7 +6,8 @@ use crate::audit::{self, log::NcclLog};
 use crate::calibrate;
 use crate::error::{Error, Result};
 use crate::model::select::Call;
-use crate::model::{Coll, NcclEnv};
+use crate::model::Coll;
+use crate::nccl_env::{NcclEnv, WithNcclEnv};
 use crate::pipeline;
 use crate::report::explain as out;
 use crate::units::{parse_size, parse_size_range};
@@ -69,6 +70,11 @@ fn write_json(value: &impl serde::Serialize) -> Result<()> {
     Ok(())
 }
 
+/// A JSON object with the `nccl_env` object (the NCCL_* variables applied) after its own fields.
+fn write_json_with_env(value: &impl serde::Serialize, env: &NcclEnv) -> Result<()> {
+    write_json(&WithNcclEnv::new(value, env))
+}
+
 /// NCCL's own formats stay NCCL's model: `--calibration` never changes them.
 fn refuse_calibrated_nccl_formats(args: &ExplainArgs) -> Result<()> {
     if args.calibration.is_none() {
@@ -89,6 +95,24 @@ fn refuse_calibrated_nccl_formats(args: &ExplainArgs) -> Result<()> {
 }
 
 pub fn run(source: &SourceArgs, graph: &GraphArgs, args: ExplainArgs) -> Result<()> {
+    // The NCCL_* lines and notes go to stderr once the command succeeded: a refused NCCL_ALGO / NCCL_PROTO is then
+    // one error line and nothing else.
+    let mut stderr_lines = Vec::new();
+    let result = run_explain(source, graph, args, &mut stderr_lines);
+    if result.is_ok() {
+        for line in stderr_lines {
+            eprintln!("{line}");
+        }
+    }
+    result
+}
+
+fn run_explain(
+    source: &SourceArgs,
+    graph: &GraphArgs,
+    args: ExplainArgs,
+    stderr_lines: &mut Vec<String>,
+) -> Result<()> {
     refuse_calibrated_nccl_formats(&args)?;
     if let Some(log) = &args.nccl_log {
         let audit_args = super::audit::AuditArgs {
@@ -105,13 +129,16 @@ pub fn run(source: &SourceArgs, graph: &GraphArgs, args: ExplainArgs) -> Result<
         Some(range) => Some(parse_size_range(range)?),
         None => None,
     };
-    let mut env = NcclEnv::from_process();
+    let mut env = source.nccl_env.clone();
     if let Some(a) = &args.algo {
         env.algo = Some(a.clone());
+        env.overridden("NCCL_ALGO");
     }
     if let Some(p) = &args.proto {
         env.proto = Some(p.clone());
+        env.overridden("NCCL_PROTO");
     }
+    let applied = env.clone();
     let log = match &args.from_log {
         Some(path) => Some(NcclLog::load(path)?),
         None => None,
@@ -149,6 +176,13 @@ pub fn run(source: &SourceArgs, graph: &GraphArgs, args: ExplainArgs) -> Result<
         }
     }
     let model = model;
+    stderr_lines.extend(applied.announce_lines());
+    for note in nvls_priced_as_pci(&model)
+        .into_iter()
+        .chain(fewer_channels_same_times(&model))
+    {
+        stderr_lines.push(format!("planner: note: {note}"));
+    }
     let small = out::SmallMessageContext::new(&model, &cluster);
     let n_ranks = model.input.n_ranks;
     let calibration = match &args.calibration {
@@ -160,7 +194,7 @@ pub fn run(source: &SourceArgs, graph: &GraphArgs, args: ExplainArgs) -> Result<
 
     if args.nccl_table {
         if args.json {
-            return write_json(&out::nccl_table_json(&model));
+            return write_json_with_env(&out::nccl_table_json(&model), &applied);
         }
         if n_ranks <= 1 {
             eprintln!("planner: NCCL prints no tuning table for a single rank (it only copies)");
@@ -214,7 +248,7 @@ pub fn run(source: &SourceArgs, graph: &GraphArgs, args: ExplainArgs) -> Result<
         if args.json {
             let mut json = out::sweep_json_calibrated(&model, &sweep, calibrated.as_ref());
             json.possible = possible;
-            return write_json(&json);
+            return write_json_with_env(&json, &applied);
         }
         print!("{}", out::sweep_text(&model, &sweep));
         // Before the calibrated map: the stock model's view stays a prefix of the calibrated output.
@@ -240,7 +274,7 @@ pub fn run(source: &SourceArgs, graph: &GraphArgs, args: ExplainArgs) -> Result<
             json.beyond_nccl = Some(out::beyond_json(&small, &call));
             json.possible = Some(out::possible(&small, &eval));
         }
-        return write_json(&json);
+        return write_json_with_env(&json, &applied);
     }
     print!(
         "{}",
@@ -282,4 +316,46 @@ fn possible_bands(
         points.push(out::possible(small, &model.evaluate(&call)?));
     }
     Ok(Some(out::possible_bands(points)))
+}
+
+/// With GPU-to-GPU P2P off (`NCCL_P2P_DISABLE=1`, `NCCL_P2P_LEVEL` below NVL) NCCL still runs NVLS: its setup asks
+/// only `NCCL_NVLS_ENABLE` and the multicast attribute (nvls.cc:248-279), and its NVLS search follows the GPU<->NVSwitch
+/// paths (search.cc:410-440), which P2P does not change (paths.cc:762-775 diverts GPU<->GPU paths only). But the search
+/// starts at the smallest GPU<->GPU path type (search.cc:1088-1091), now PHB, so the NVLS graph's typeIntra is PHB,
+/// NCCL prices it with its PCI latency row (tuning.cc:285), whose NVLS entry is 0 (tuning.cc:167), and the bandwidth
+/// from bwIntra as before (tuning.cc:307-324). The model keeps NCCL's numbers (they decide NCCL's pick) and says so.
+fn nvls_priced_as_pci(model: &crate::model::Model) -> Option<String> {
+    use crate::topo::PathType;
+    let input = &model.input;
+    let nvls = &input.nvls;
+    let p2p_off = model.env.p2p_level.is_some_and(|l| l < PathType::Nvl);
+    if !p2p_off
+        || !input.nvls_state.supported()
+        || input.n_nodes != 1
+        || nvls.type_intra == PathType::Nvl
+    {
+        return None;
+    }
+    Some(format!(
+        "NVLS runs without CUDA P2P (multicast over NVLink), and NCCL prices it at 0 µs latency: with P2P off its \
+         NVLS graph has typeIntra {} and NCCL reads its PCI latency row, whose NVLS entry is 0 (tuning.cc:167,285); \
+         the NVLS bandwidth is unchanged. planner shows NCCL's numbers, which decide NCCL's pick.",
+        nvls.type_intra.nccl_name()
+    ))
+}
+
+/// NCCL_MAX_NCHANNELS / NCCL_MAX_CTAS below the channels NCCL would build: NCCL runs fewer channels but prices
+/// every algorithm with its graph's search channels (tuning.cc:324 `busBw = graphs[a]->nChannels * bw`), so its
+/// times, and the model's, do not grow; only `nc` per call is capped (enqueue.cc).
+fn fewer_channels_same_times(model: &crate::model::Model) -> Option<String> {
+    let bounds = model.env.channel_bounds();
+    let built = 2 * model.input.ring.n_channels;
+    (bounds.max < built).then(|| {
+        format!(
+            "NCCL runs {} channels under NCCL_MAX_NCHANNELS/NCCL_MAX_CTAS, yet prices each algorithm with its \
+             graph's {} search channels (tuning.cc:324): its times do not grow with fewer channels, nor do these",
+            model.input.channels,
+            model.input.ring.n_channels
+        )
+    })
 }

@@ -60,7 +60,18 @@ pub enum Command {
     Diff(diff::DiffArgs),
 }
 
-pub fn run(cli: Cli) -> Result<()> {
+pub fn run(mut cli: Cli) -> Result<()> {
+    // NCCL's environment is read here, once, and handed on as data. `audit` uses the log's instead, `explain`
+    // announces it after its --algo/--proto flags; the internal commands take theirs from the parent.
+    match &cli.command {
+        Command::Fixtures(_) | Command::NcclChild | Command::RendezvousCheck(_) => {}
+        command => {
+            cli.source.nccl_env = crate::nccl_env::NcclEnv::from_process()?;
+            if !matches!(command, Command::Audit(_) | Command::Explain(_)) {
+                cli.source.nccl_env.announce();
+            }
+        }
+    }
     match cli.command {
         Command::Topo(args) => topo::run_topo(&cli.source, &args),
         Command::Fixtures(args) => topo::run_fixtures(&args),

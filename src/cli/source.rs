@@ -27,6 +27,9 @@ pub struct SourceArgs {
     /// Multi-node NVLink across the nodes (NCCL_MNNVL_ENABLE=1/0); default: NCCL's rule
     #[arg(long, global = true, value_name = "on|off")]
     pub mnnvl: Option<OnOff>,
+    /// NCCL's environment, read once by `cli::run` (not a flag).
+    #[arg(skip)]
+    pub nccl_env: crate::nccl_env::NcclEnv,
 }
 
 impl SourceArgs {
@@ -42,6 +45,7 @@ impl SourceArgs {
                 OnOff::On => crate::topo::mnnvl::MnnvlEnable::On,
                 OnOff::Off => crate::topo::mnnvl::MnnvlEnable::Off,
             }),
+            nccl_env: self.nccl_env.clone(),
         }
     }
 }

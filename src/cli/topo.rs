@@ -38,7 +38,12 @@ pub fn run_topo(source: &SourceArgs, args: &TopoArgs) -> Result<()> {
     } else {
         let report = view::report(&cluster);
         if args.json {
-            view::render_json(&report)
+            // view::render_json's text with the `nccl_env` object (the path knobs applied) after the report.
+            let doc = crate::nccl_env::WithNcclEnv::new(&report, &source.nccl_env);
+            let mut text = serde_json::to_string_pretty(&doc)
+                .map_err(|e| Error::runtime(format!("cannot write JSON: {e}")))?;
+            text.push('\n');
+            text
         } else {
             view::render_text(&report)
         }

@@ -253,7 +253,7 @@ impl ModelInput {
                     min_net_bw(cluster),
                 );
             }
-            count
+            nvls_channels_under(env, count)
         } else {
             0
         };
@@ -292,6 +292,15 @@ impl ModelInput {
             net_device_host: true,
         })
     }
+}
+
+/// `nvlsChannels` after the user's knobs (nvls.cc:222,234-235; v2.28.9-1 nvls.cc:198-199):
+/// `NCCL_NVLS_NCHANNELS` replaces the default, then NCCL clamps it to [`NCCL_MIN_CTAS`, `NCCL_MAX_CTAS`].
+/// `NCCL_MIN/MAX_NCHANNELS` do not bound it (they act on `comm->nChannels` only, connect.cc:503-505).
+pub fn nvls_channels_under(env: &NcclEnv, default: usize) -> usize {
+    let bounds = env.channel_bounds();
+    let wanted = env.nvls_nchannels.unwrap_or(default as i64);
+    wanted.clamp(bounds.min_ctas as i64, bounds.max_ctas as i64) as usize
 }
 
 /// NCCL's default `nvlsChannels` (`nvls.cc`): one count for sm90, two for

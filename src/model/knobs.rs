@@ -1,107 +1,15 @@
-//! The NCCL environment variables the cost model reads, and NCCL's list syntax
-//! for `NCCL_ALGO` / `NCCL_PROTO` (`parseList` in `src/graph/tuning.cc`).
+//! NCCL's list syntax for `NCCL_ALGO` / `NCCL_PROTO` (`parseList` in `src/graph/tuning.cc`).
 //!
-//! The model never reads the process environment itself: the CLI builds an
-//! `NcclEnv` with `from_process()`, the audit from the "set by environment"
+//! The model never reads the process environment itself: `crate::nccl_env`
+//! reads it once (the CLI), the audit builds it from the "set by environment"
 //! lines of a log, tests by hand.
 
 use super::{Algo, Coll, Proto};
 use crate::error::{Error, Result};
 use serde::Serialize;
 
-/// NCCL knobs that change the model. `None` = unset (NCCL's default).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct NcclEnv {
-    /// `NCCL_ALGO`.
-    pub algo: Option<String>,
-    /// `NCCL_PROTO`.
-    pub proto: Option<String>,
-    /// `NCCL_NTHREADS`.
-    pub nthreads: Option<i64>,
-    /// `NCCL_LL128_NTHREADS`.
-    pub ll128_nthreads: Option<i64>,
-    /// `NCCL_THREAD_THRESHOLDS` ("Tree LL LL128 Simple Ring LL LL128 Simple").
-    pub thread_thresholds: Option<String>,
-    /// `NCCL_NET_OVERHEAD` in ns.
-    pub net_overhead_ns: Option<i64>,
-    /// `NCCL_PAT_ENABLE` (0, 1, 2 = auto).
-    pub pat_enable: Option<i64>,
-    /// `NCCL_LL128_C2C` (default 1).
-    pub ll128_c2c: Option<i64>,
-    /// `NCCL_NVLS_ENABLE` (0, 1, 2 = use the multicast attribute).
-    pub nvls_enable: Option<i64>,
-    /// `NCCL_COLLNET_ENABLE` (default 0).
-    pub collnet_enable: Option<i64>,
-}
-
-/// The variables `NcclEnv` reads, by name.
-pub const VARIABLES: [&str; 10] = [
-    "NCCL_ALGO",
-    "NCCL_PROTO",
-    "NCCL_NTHREADS",
-    "NCCL_LL128_NTHREADS",
-    "NCCL_THREAD_THRESHOLDS",
-    "NCCL_NET_OVERHEAD",
-    "NCCL_PAT_ENABLE",
-    "NCCL_LL128_C2C",
-    "NCCL_NVLS_ENABLE",
-    "NCCL_COLLNET_ENABLE",
-];
-
-impl NcclEnv {
-    /// Read the variables from this process's environment.
-    pub fn from_process() -> NcclEnv {
-        NcclEnv::from_pairs(
-            VARIABLES
-                .iter()
-                .filter_map(|name| std::env::var(name).ok().map(|v| (name.to_string(), v))),
-        )
-    }
-
-    /// Build from (name, value) pairs; unknown names are ignored. Integer
-    /// values NCCL would reject (`strtoll` leaving characters) are dropped
-    /// with a warning, as NCCL falls back to its default.
-    pub fn from_pairs(pairs: impl IntoIterator<Item = (String, String)>) -> NcclEnv {
-        let mut env = NcclEnv::default();
-        for (name, value) in pairs {
-            env.set(&name, &value);
-        }
-        env
-    }
-
-    /// Set one variable by name; returns false when the name is not a model knob.
-    pub fn set(&mut self, name: &str, value: &str) -> bool {
-        let int = |v: &str| -> Option<i64> {
-            let parsed = parse_c_integer(v);
-            if parsed.is_none() {
-                eprintln!(
-                    "planner: warning: invalid value '{v}' for {name}, NCCL uses its default"
-                );
-            }
-            parsed
-        };
-        match name {
-            "NCCL_ALGO" => self.algo = Some(value.to_string()),
-            "NCCL_PROTO" => self.proto = Some(value.to_string()),
-            "NCCL_NTHREADS" => self.nthreads = int(value),
-            "NCCL_LL128_NTHREADS" => self.ll128_nthreads = int(value),
-            "NCCL_THREAD_THRESHOLDS" => self.thread_thresholds = Some(value.to_string()),
-            "NCCL_NET_OVERHEAD" => self.net_overhead_ns = int(value),
-            "NCCL_PAT_ENABLE" => self.pat_enable = int(value),
-            "NCCL_LL128_C2C" => self.ll128_c2c = int(value),
-            "NCCL_NVLS_ENABLE" => self.nvls_enable = int(value),
-            "NCCL_COLLNET_ENABLE" => self.collnet_enable = int(value),
-            _ => return false,
-        }
-        true
-    }
-
-    /// True when `NCCL_ALGO` or `NCCL_PROTO` is set (NCCL then calls an
-    /// empty table a usage error instead of an internal one).
-    pub fn user_lists_set(&self) -> bool {
-        self.algo.is_some() || self.proto.is_some()
-    }
-}
+/// The environment, read in one place (`crate::nccl_env`); the model reads the knobs from it.
+pub use crate::nccl_env::{NcclEnv, VARIABLES};
 
 /// `strtoll(s, &end, 0)` with NCCL's "whole string must parse" rule:
 /// decimal, `0x` hex, leading-`0` octal, optional sign and leading blanks.

@@ -315,16 +315,3 @@ pub struct ChannelsJson<'a> {
     pub connection: &'a Connection,
 }
 
-pub fn render_json(cluster: &Cluster, result: &SearchResult, origin: &str) -> String {
-    let doc = ChannelsJson {
-        source: &cluster.node.source,
-        gpus_per_node: cluster.gpus_per_node(),
-        nodes: cluster.n_nodes,
-        ranks: cluster.n_ranks(),
-        graphs_from: origin,
-        mnnvl: crate::topo::mnnvl::info(cluster),
-        graphs: &result.graphs,
-        connection: &result.connection,
-    };
-    serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
-}

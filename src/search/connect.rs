@@ -213,33 +213,40 @@ pub fn connect(cluster: &Cluster, graphs: &Graphs, opts: &SearchOptions) -> Resu
     // Runtime channel count: x2 (channel c + nch repeats ring c with tree 1) ...
     let mut n_channels = (2 * nch).min(MAX_CHANNELS);
     let mut ring_of: Vec<usize> = (0..n_channels).map(|c| c % nch).collect();
-    let mut copy_channels =
-        |n_channels: &mut usize, end: usize, trees: &mut Vec<Vec<TreeLinks>>| {
-            let start = *n_channels;
-            for c in start..end {
-                ring_of.push(ring_of[c - start]);
-                let copy = trees[c - start].clone();
-                trees.push(copy);
-            }
-            *n_channels = end.max(start);
-        };
+    // `copyChannels` (connect.cc:361-370): channel c >= start repeats channel c - start.
+    let copy_channels = |n_channels: &mut usize,
+                         end: usize,
+                         trees: &mut Vec<Vec<TreeLinks>>,
+                         ring_of: &mut Vec<usize>| {
+        let start = *n_channels;
+        for c in start..end {
+            ring_of.push(ring_of[c - start]);
+            let copy = trees[c - start].clone();
+            trees.push(copy);
+        }
+        *n_channels = end.max(start);
+    };
     // ... x1.5 for CollNet chain when it is faster inside the node than out ...
     if opts.collnet && n_nodes >= COLLNET_NODE_THRESHOLD {
         if let Some(chain) = &graphs.collnet_chain {
             if chain.n_channels > 0 && chain.bw_intra > chain.bw_inter && n_ranks > n_nodes {
                 let end = MAX_CHANNELS.min(n_channels + n_channels / 2);
-                copy_channels(&mut n_channels, end, &mut trees);
+                copy_channels(&mut n_channels, end, &mut trees, &mut ring_of);
             }
         }
     }
     // ... x2 on Hopper+ across nodes with fast NVLink rings and few channels.
     if cc_min >= 90 && n_nodes > 1 && ring.bw_intra > 45.0 && n_channels < 16 {
         let end = 2 * n_channels;
-        copy_channels(&mut n_channels, end, &mut trees);
+        copy_channels(&mut n_channels, end, &mut trees, &mut ring_of);
     }
-    // NCCL_MAX_NCHANNELS / maxCTAs (64) and NCCL_MIN_NCHANNELS / minCTAs (1) defaults.
-    n_channels = n_channels.min(MAX_CHANNELS);
+    // connect.cc:492-506: nChannels = min(ncclMaxNchannels(), nChannels, maxCTAs), then copied up to
+    // max(ncclMinNchannels(), minCTAs): "combining max, then min, to only use the first channels, then duplicate".
+    n_channels = n_channels.min(opts.max_channels).clamp(1, MAX_CHANNELS);
     trees.truncate(n_channels);
+    ring_of.truncate(n_channels);
+    let min_channels = opts.min_channels.min(MAX_CHANNELS);
+    copy_channels(&mut n_channels, min_channels, &mut trees, &mut ring_of);
 
     // Rings as rank sequences starting at rank 0 (`ncclBuildRings`).
     let mut built: Vec<Vec<i32>> = Vec::with_capacity(nch);

@@ -167,8 +167,12 @@ pub struct SearchOptions {
     pub nvls: bool,
     /// CollNet (SHARP) network present and enabled.
     pub collnet: bool,
-    /// `NCCL_CROSS_NIC` (0, 1, 2 = try without then with).
+    /// `NCCL_CROSS_NIC` (0, 1, 2 = try without then with; 3 = any other value, searched as 0).
     pub cross_nic: u32,
+    /// Runtime channels at most: `min(NCCL_MAX_NCHANNELS, NCCL_MAX_CTAS)` (connect.cc:503).
+    pub max_channels: usize,
+    /// Runtime channels at least, by copying: `max(NCCL_MIN_NCHANNELS, NCCL_MIN_CTAS)` (connect.cc:505).
+    pub min_channels: usize,
 }
 
 impl Default for SearchOptions {
@@ -177,6 +181,8 @@ impl Default for SearchOptions {
             nvls: false,
             collnet: false,
             cross_nic: 2,
+            max_channels: crate::limits::MAX_CHANNELS,
+            min_channels: 1,
         }
     }
 }

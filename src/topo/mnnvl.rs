@@ -106,18 +106,12 @@ pub enum MnnvlEnable {
 }
 
 impl MnnvlEnable {
-    /// `NCCL_MNNVL_ENABLE` from the environment (NCCL reads it as an integer; 0, 1, anything else = auto).
-    pub fn from_env() -> Result<MnnvlEnable> {
-        match std::env::var("NCCL_MNNVL_ENABLE") {
-            Ok(v) if !v.trim().is_empty() => match parse_int(v.trim()) {
-                Some(0) => Ok(MnnvlEnable::Off),
-                Some(1) => Ok(MnnvlEnable::On),
-                Some(_) => Ok(MnnvlEnable::Auto),
-                None => Err(Error::bad_input(format!(
-                    "NCCL_MNNVL_ENABLE={v}: expected 0, 1 or 2"
-                ))),
-            },
-            _ => Ok(MnnvlEnable::Auto),
+    /// `NCCL_MNNVL_ENABLE` as NCCL reads it (an integer: 0 off, 1 force, anything else auto).
+    pub fn from_value(value: Option<i64>) -> MnnvlEnable {
+        match value {
+            Some(0) => MnnvlEnable::Off,
+            Some(1) => MnnvlEnable::On,
+            _ => MnnvlEnable::Auto,
         }
     }
 }

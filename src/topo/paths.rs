@@ -80,6 +80,10 @@ pub struct PathOptions {
     pub gdr_level: Option<PathType>,
     /// `NCCL_NET_GDR_C2C` (default on).
     pub gdr_c2c: bool,
+    /// `NCCL_IB_DISABLE`: NCCL's IB plugin refuses to start (net_ib/init.cc:291) and NCCL falls back to its
+    /// socket transport, which takes host memory only (net_socket.cc:170 `ptrSupport = NCCL_PTR_HOST`): no NIC
+    /// keeps GPU Direct RDMA, so GPU<->NIC traffic goes through the CPU as paths.cc:845-852 sets it.
+    pub ib_disable: bool,
 }
 
 impl Default for PathOptions {
@@ -91,65 +95,41 @@ impl Default for PathOptions {
             pxn_c2c: true,
             gdr_level: None,
             gdr_c2c: true,
+            ib_disable: false,
         }
     }
 }
 
 impl PathOptions {
-    /// Read the NCCL environment variables that change paths.
-    pub fn from_env() -> Result<Self> {
-        let mut opts = PathOptions::default();
-        let get = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-        if get("NCCL_P2P_DISABLE").as_deref() == Some("1") {
-            opts.p2p_level = Some(PathType::Loc);
-        } else if let Some(v) = get("NCCL_P2P_LEVEL") {
-            opts.p2p_level = Some(parse_level("NCCL_P2P_LEVEL", &v)?);
+    /// The path knobs of `env` (read once in `crate::nccl_env`), as paths.cc uses them.
+    pub fn from_nccl_env(env: &crate::nccl_env::NcclEnv) -> Self {
+        PathOptions {
+            // paths.cc:288-291 ncclGetUserP2pLevel: NCCL_P2P_DISABLE=1 -> LOC, else NCCL_P2P_LEVEL.
+            p2p_level: env.p2p_level,
+            // paths.cc:80: any non-zero NCCL_NVB_DISABLE.
+            nvb_disable: env.nvb_disable.unwrap_or(0) != 0,
+            // paths.cc:672-687,819: only 1 disables PXN.
+            pxn_disable: env.pxn_disable == Some(1),
+            // paths.cc:828: non-zero = P2C.
+            pxn_c2c: env.pxn_c2c.unwrap_or(1) != 0,
+            // paths.cc:512-514.
+            gdr_level: env.net_gdr_level,
+            gdr_c2c: env.net_gdr_c2c.unwrap_or(1) != 0,
+            // net_ib/init.cc:291: any non-zero NCCL_IB_DISABLE fails the IB plugin's init.
+            ib_disable: env.ib_disable.unwrap_or(0) != 0,
         }
-        if let Some(v) = get("NCCL_NET_GDR_LEVEL") {
-            opts.gdr_level = Some(parse_level("NCCL_NET_GDR_LEVEL", &v)?);
-        }
-        let flag = |name: &str, default: bool| -> Result<bool> {
-            match get(name) {
-                None => Ok(default),
-                Some(v) => match v.trim() {
-                    "0" => Ok(false),
-                    "1" => Ok(true),
-                    other => Err(Error::bad_input(format!("{name}={other}: expected 0 or 1"))),
-                },
-            }
-        };
-        opts.nvb_disable = flag("NCCL_NVB_DISABLE", false)?;
-        opts.pxn_disable = flag("NCCL_PXN_DISABLE", false)?;
-        opts.pxn_c2c = flag("NCCL_PXN_C2C", true)?;
-        opts.gdr_c2c = flag("NCCL_NET_GDR_C2C", true)?;
-        Ok(opts)
     }
-}
-
-/// `ncclGetLevel`: a path type name (LOC, NVL, ..., SYS) or an old numeric level.
-pub fn parse_level(var: &str, value: &str) -> Result<PathType> {
-    let v = value.trim();
-    if let Some(t) = PathType::from_name(v).filter(|t| *t <= PathType::Sys) {
-        return Ok(t);
-    }
-    if let Ok(old) = v.parse::<usize>() {
-        const OLD_TO_NEW: [PathType; 6] = [
-            PathType::Loc,
-            PathType::Pix,
-            PathType::Pxb,
-            PathType::Phb,
-            PathType::Sys,
-            PathType::Sys,
-        ];
-        return Ok(OLD_TO_NEW[old.min(OLD_TO_NEW.len() - 1)]);
-    }
-    Err(Error::bad_input(format!(
-        "{var}={value}: expected one of LOC, NVL, NVB, C2C, PIX, PXB, P2C, PXN, PHB, SYS or a number 0-5"
-    )))
 }
 
 /// Fill `topo.paths` as NCCL does.
 pub fn compute(topo: &mut Topology, options: &PathOptions) -> Result<()> {
+    if options.ib_disable {
+        for &net in &topo.nodes(NodeKind::Net).to_vec() {
+            if let super::NodeData::Net(data) = &mut topo.graph[net].data {
+                data.gdr = false;
+            }
+        }
+    }
     let mut table = PathTable::new(topo);
     let mut column = Vec::new();
     for kind in PATH_KINDS {
@@ -744,12 +724,22 @@ mod tests {
     }
 
     #[test]
-    fn levels_parse_names_and_old_numbers() {
-        assert_eq!(parse_level("X", "NVL").unwrap(), PathType::Nvl);
-        assert_eq!(parse_level("X", "phb").unwrap(), PathType::Phb);
-        assert_eq!(parse_level("X", "2").unwrap(), PathType::Pxb);
-        assert_eq!(parse_level("X", "9").unwrap(), PathType::Sys);
-        assert!(parse_level("X", "FAST").is_err());
+    fn ib_disable_takes_gpu_direct_rdma_away() {
+        let parse = |opts: &PathOptions| {
+            build::from_xml_with(&xml::parse(PXN_EXAMPLE, "ex").unwrap(), "ex", opts).unwrap()
+        };
+        let t = parse(&PathOptions::default());
+        let (g0, net) = (t.nodes(NodeKind::Gpu)[0], t.nodes(NodeKind::Net)[0]);
+        assert!(t.path(g0, net).unwrap().ptype < PathType::Phb);
+        // NCCL's socket fallback takes host memory only: GPU0 -> NIC goes through the CPU (PHB), no PXN.
+        let t = parse(&PathOptions {
+            ib_disable: true,
+            ..Default::default()
+        });
+        assert!(!t.node(net).net().unwrap().gdr);
+        assert_eq!(t.path(g0, net).unwrap().ptype, PathType::Phb);
+        let g1 = t.nodes(NodeKind::Gpu)[1];
+        assert_eq!(t.path(g1, net).unwrap().ptype, PathType::Phb);
     }
 
     #[test]

@@ -701,15 +701,19 @@ impl ModelPredictor {
             None => table::newest_family(),
         };
         let table = table::builtin(family)?;
-        let mut env = NcclEnv::from_process();
+        let mut env = NcclEnv::from_process()?;
         env.algo = None;
         env.proto = None;
         env.nvls_enable = Some(0);
         let nvls = ModelInput::nvls_request(cluster, &env, NvlsFlag::Off);
+        // The NCCL children run under this environment: its search and channel knobs apply.
+        let bounds = env.channel_bounds();
         let opts = crate::search::SearchOptions {
             nvls: false,
             collnet: false,
-            cross_nic: 2,
+            cross_nic: env.cross_nic_param(),
+            max_channels: bounds.max,
+            min_channels: bounds.min,
         };
         let (result, graphs_from) = match crate::search::search(cluster, &opts) {
             Ok(r) => (r, "the planner's search"),

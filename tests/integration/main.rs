@@ -32,6 +32,7 @@ mod model_tree_correction;
 mod model_versions;
 mod model_worked_example;
 mod plots;
+mod nccl_env;
 mod probe_detect;
 mod probe_h200x2_result;
 mod robust;
