@@ -280,8 +280,17 @@ fn stream_key(prefix: &str) -> (String, String, Option<usize>) {
             }
             (key.join(" "), host_pid.to_string(), dev)
         }
-        // No NCCL prefix: nothing, or only a rank tag such as `[3] `.
-        None => (words.join(" "), String::new(), words.last().and_then(|w| bracket(w))),
+        // No `host:pid:tid`: nothing, or only a rank tag such as `[3] `; a TRACE line's
+        // `ms func:line` (from the first number with a decimal point on) is not part of it.
+        None => {
+            let tag: Vec<&str> = words
+                .iter()
+                .copied()
+                .take_while(|w| !(w.contains('.') && w.parse::<f64>().is_ok()))
+                .collect();
+            let dev = tag.last().and_then(|w| bracket(w));
+            (tag.join(" "), String::new(), dev)
+        }
     }
 }
 
@@ -616,19 +625,30 @@ impl NcclLog {
         }
     }
 
-    /// Whether the log has lines of more than one rank.
+    /// Whether the log has compared lines of more than one rank (ring and tree lines name
+    /// their rank; the others are told apart by their prefix).
     pub fn multi_rank(&self) -> bool {
-        let mut printing = self
+        fn several(mut v: impl Iterator<Item = i64>) -> bool {
+            match v.next() {
+                Some(first) => v.any(|x| x != first),
+                None => false,
+            }
+        }
+        let streams = self
             .graphs
             .iter()
             .map(|g| g.stream)
             .chain(self.channels.iter().map(|c| c.stream))
             .chain(self.thread_thresholds.iter().map(|t| t.stream))
-            .chain(self.calls.iter().map(|c| c.stream));
-        match printing.next() {
-            Some(first) => printing.any(|s| s != first),
-            None => false,
-        }
+            .chain(self.calls.iter().map(|c| c.stream))
+            .map(|s| s as i64);
+        let ranks = self
+            .ring_links
+            .iter()
+            .map(|l| l.rank)
+            .chain(self.trees.iter().map(|t| t.rank))
+            .map(i64::from);
+        several(streams) || several(ranks)
     }
 
     /// The graph lines of each rank, by rank (streams of unknown rank last, in log order).

@@ -459,48 +459,52 @@ fn compare_calls(
                 continue;
             }
         }
-        let (nccl, planner) = match call.format {
-            CallFormat::Named => {
-                let (lo, hi) = call.channels.unwrap_or((0, 0));
-                let planner =
-                    match Call::new(coll, n_bytes, n_ranks, 1).and_then(|k| model.plan(&k)) {
-                        Ok(plan) => match plan.tasks.first() {
-                            Some(t) => format!(
-                                "{} {{{}..{}}}",
-                                pair(t.algo, t.proto),
-                                t.channel_lo,
-                                t.channel_hi
-                            ),
-                            None => "no task".to_string(),
-                        },
-                        Err(e) => format!("error: {e}"),
-                    };
-                (
-                    format!("{} {{{lo}..{hi}}}", pair(call.algo, call.proto)),
-                    planner,
-                )
-            }
-            CallFormat::NamedTimed | CallFormat::Timed => {
-                // NCCL prints the model's time with `%f` of a float.
-                let planner = match Call::new(coll, n_bytes, n_ranks, 1)
-                    .and_then(|k| model.choose(coll, k.model_bytes, model.num_pipe_ops(1)))
-                {
-                    Ok(ch) => format!("{} time {:.6}", pair(ch.algo, ch.proto), ch.time_us as f64),
-                    Err(e) => format!("error: {e}"),
-                };
-                let time = call.time_us.as_deref().unwrap_or("?");
-                (
-                    format!("{} time {time}", pair(call.algo, call.proto)),
-                    planner,
-                )
-            }
-        };
+        // The pair, then the channel range (2.24+) or the model's time (older formats) as a
+        // value of its own, so that JSON carries the time as a number.
         let what = match (call.trace, multi) {
             (true, true) => format!("{}{label} (TRACE)", rank_prefix(log, multi, call.stream)),
             (true, false) => format!("{label} (TRACE)"),
             _ => label,
         };
-        c.check(call.line, what, nccl, planner);
+        let nccl_pair = pair(call.algo, call.proto);
+        match call.format {
+            CallFormat::Named => {
+                let (lo, hi) = call.channels.unwrap_or((0, 0));
+                let (planner_pair, planner_range) =
+                    match Call::new(coll, n_bytes, n_ranks, 1).and_then(|k| model.plan(&k)) {
+                        Ok(plan) => match plan.tasks.first() {
+                            Some(t) => (
+                                pair(t.algo, t.proto),
+                                format!("{}..{}", t.channel_lo, t.channel_hi),
+                            ),
+                            None => ("no task".to_string(), "-".to_string()),
+                        },
+                        Err(e) => (format!("error: {e}"), "-".to_string()),
+                    };
+                c.check(call.line, what.clone(), nccl_pair, planner_pair);
+                c.check(
+                    call.line,
+                    format!("{what} channels"),
+                    format!("{lo}..{hi}"),
+                    planner_range,
+                );
+            }
+            CallFormat::NamedTimed | CallFormat::Timed => {
+                // NCCL prints the model's time with `%f` of a float.
+                let (planner_pair, planner_time) = match Call::new(coll, n_bytes, n_ranks, 1)
+                    .and_then(|k| model.choose(coll, k.model_bytes, model.num_pipe_ops(1)))
+                {
+                    Ok(ch) => (
+                        pair(ch.algo, ch.proto),
+                        format!("{:.6}", ch.time_us as f64),
+                    ),
+                    Err(e) => (format!("error: {e}"), "-".to_string()),
+                };
+                let time = call.time_us.clone().unwrap_or_else(|| "?".to_string());
+                c.check(call.line, what.clone(), nccl_pair, planner_pair);
+                c.check(call.line, format!("{what} time_us"), time, planner_time);
+            }
+        }
     }
     c.rank = None;
     if unnamed > 0 {

@@ -82,8 +82,9 @@ fn issue1453_nccl_2_22_per_call_lines_and_times() {
     let model = issue1453_model("2.22");
     let report = audit::audit(&log, &model, None).unwrap();
     assert!(report.differences.is_empty(), "{:#?}", report.differences);
-    // 2 communicator values + 26 calls; the 11 ring lines need the planner's search.
-    assert_eq!(report.compared, 28);
+    // 2 communicator values + 26 calls x (pair, time); the 11 ring lines need the planner's
+    // search.
+    assert_eq!(report.compared, 2 + 26 * 2);
     assert_eq!(report.not_checked.len(), 1, "{:?}", report.not_checked);
     assert!(report.notices[0].contains("26 per-call line(s) name no collective"));
 
@@ -97,10 +98,11 @@ fn issue1453_nccl_2_22_per_call_lines_and_times() {
     )
     .unwrap();
     let report = audit::audit(&log, &balanced, None).unwrap();
+    // Same pair, other time: the time alone differs.
     let d = &report.differences[0];
     assert_eq!(
-        (d.line, d.nccl.as_str(), d.planner.as_str()),
-        (24, "TREE LL time 25.229528", "TREE LL time 25.225100")
+        (d.line, d.what.as_str(), d.nccl.as_str(), d.planner.as_str()),
+        (24, "AllReduce: 256 Bytes time_us", "25.229528", "25.225100")
     );
 }
 
@@ -503,9 +505,10 @@ fn capture_log_with_its_per_call_lines_has_no_difference() {
     assert_eq!(v["differences"].as_array().unwrap().len(), 0, "{v}");
     let calls = text.lines().filter(|l| l.contains("Bytes -> Algo")).count();
     // ranks, nodes, 2 graphs x 7, 2 channel counts, 21 max threads, 210 cells, 8 thresholds,
-    // 97 ring/tree values (1 + 24 rings + 24 ring links + 24 Trees + 24 Tree lines), calls.
+    // 97 ring/tree values (1 + 24 rings + 24 ring links + 24 Trees + 24 Tree lines), calls x
+    // (pair, channel range).
     assert_eq!(
         v["compared"].as_u64().unwrap() as usize,
-        2 + 14 + 2 + 21 + 210 + 8 + 97 + calls
+        2 + 14 + 2 + 21 + 210 + 8 + 97 + calls * 2
     );
 }
