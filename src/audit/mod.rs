@@ -190,10 +190,20 @@ pub fn audit(log: &NcclLog, model: &Model, search: Option<&SearchResult>) -> Res
     let input = &model.input;
     let multi = log.multi_rank();
     if let Some(n) = log.n_ranks {
-        c.check(log.shape_line, "ranks", n.to_string(), input.n_ranks.to_string());
+        c.check(
+            log.shape_line,
+            "ranks",
+            n.to_string(),
+            input.n_ranks.to_string(),
+        );
     }
     if let Some(n) = log.n_nodes {
-        c.check(log.shape_line, "nodes", n.to_string(), input.n_nodes.to_string());
+        c.check(
+            log.shape_line,
+            "nodes",
+            n.to_string(),
+            input.n_nodes.to_string(),
+        );
     }
     if search.is_some() && log.graphs.is_empty() {
         not_checked.push(
@@ -494,10 +504,7 @@ fn compare_calls(
                 let (planner_pair, planner_time) = match Call::new(coll, n_bytes, n_ranks, 1)
                     .and_then(|k| model.choose(coll, k.model_bytes, model.num_pipe_ops(1)))
                 {
-                    Ok(ch) => (
-                        pair(ch.algo, ch.proto),
-                        format!("{:.6}", ch.time_us as f64),
-                    ),
+                    Ok(ch) => (pair(ch.algo, ch.proto), format!("{:.6}", ch.time_us as f64)),
                     Err(e) => (format!("error: {e}"), "-".to_string()),
                 };
                 let time = call.time_us.clone().unwrap_or_else(|| "?".to_string());
@@ -578,7 +585,9 @@ fn compare_connection(
     }
     let multi = log.multi_rank();
     for l in &log.ring_links {
-        c.rank = multi.then_some(l.rank).and_then(|r| usize::try_from(r).ok());
+        c.rank = multi
+            .then_some(l.rank)
+            .and_then(|r| usize::try_from(r).ok());
         let planner = match conn.ring_neighbours(l.channel, l.rank) {
             Some((p, n)) => format!("{p} -> {} -> {n}", l.rank),
             None => format!("no ring {} for rank {}", l.channel, l.rank),
@@ -593,7 +602,9 @@ fn compare_connection(
     let tree_text =
         |up: i32, rank: i32, d: [i32; 3]| format!("{}/{}/{}->{rank}->{up}", d[0], d[1], d[2]);
     for t in &log.trees {
-        c.rank = multi.then_some(t.rank).and_then(|r| usize::try_from(r).ok());
+        c.rank = multi
+            .then_some(t.rank)
+            .and_then(|r| usize::try_from(r).ok());
         let planner = match conn
             .trees
             .get(t.channel)

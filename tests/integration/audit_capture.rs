@@ -27,7 +27,10 @@ fn the_log_reader_finds_everything_in_the_capture() {
     );
     assert_eq!(log.graphs[1].graph.bw_intra, 60.0);
     assert_eq!(
-        log.channels.iter().map(|c| (c.coll, c.nvls)).collect::<Vec<_>>(),
+        log.channels
+            .iter()
+            .map(|c| (c.coll, c.nvls))
+            .collect::<Vec<_>>(),
         [(24, 0)]
     );
     let table = log.table.as_ref().unwrap();

@@ -9,12 +9,17 @@ use planner::audit::log::NcclLog;
 use serde_json::{json, Value};
 
 fn data(name: &str) -> String {
-    format!("{}/tests/data/logs/audit/{name}", env!("CARGO_MANIFEST_DIR"))
+    format!(
+        "{}/tests/data/logs/audit/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
 }
 
 /// nccl-tests#307: 8x RTX 4090, `all_reduce_perf -g 8` (one process, one thread per GPU),
 /// NCCL 2.21.5; the excerpt has the graph lines of ranks 0-4 and nothing else to compare.
 const G8: &str = "nccl-2.21.5-rtx4090x8-g8-issue307.log";
+/// NVIDIA/nccl#1706: 2 GPUs, `all_reduce_perf -g 2`; each rank's thresholds and channel counts.
+const G2: &str = "nccl-2x-g2-issue1706.log";
 /// NVIDIA/nccl#2094: 8x H100 in one node, lines prefixed `[r]` only; comm and Trees lines.
 const RANK_PREFIX: &str = "nccl-h100x8-rank-prefix-issue2094.log";
 
@@ -120,7 +125,10 @@ fn g8_log_compares_each_ranks_graph_lines_on_their_own_line() {
     // Numbers as numbers.
     let d = &v["differences"];
     assert_eq!((&d[0]["nccl"], &d[0]["planner"]), (&json!(1), &json!(2)));
-    assert_eq!((&d[1]["nccl"], &d[1]["planner"]), (&json!(5.0), &json!(20.0)));
+    assert_eq!(
+        (&d[1]["nccl"], &d[1]["planner"]),
+        (&json!(5.0), &json!(20.0))
+    );
     // What the excerpt cut off is not a difference: ranks 1-3's ring lines came before it,
     // rank 4's tree line after it.
     let not_checked: Vec<&str> = v["not_checked"]
@@ -332,5 +340,45 @@ fn table_differences_name_the_row_not_the_block_header() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("│ 158      ┆ AllReduce Ring LL128 bandwidth"), "{text}");
+    assert!(
+        text.contains("│ 158      ┆ AllReduce Ring LL128 bandwidth"),
+        "{text}"
+    );
+}
+
+#[test]
+fn g2_log_compares_each_ranks_channel_counts_and_thresholds() {
+    // Every rank prints its own `threadThresholds` and channel-count lines: each is compared
+    // with the model and reported on its line. Stand-in topology (the log's machine is not
+    // public): the 2-GPU PCIe fixture, same thresholds, 2 channels where NCCL had 4.
+    let log = NcclLog::load(&data(G2)).unwrap();
+    let counts: Vec<(Option<usize>, usize, usize)> = log
+        .channels
+        .iter()
+        .map(|c| (log.streams[c.stream].rank, c.coll, c.line))
+        .collect();
+    assert_eq!(counts, [(Some(1), 4, 7), (Some(0), 4, 9)]);
+    let thresholds: Vec<(Option<usize>, usize)> = log
+        .thread_thresholds
+        .iter()
+        .map(|t| (log.streams[t.stream].rank, t.line))
+        .collect();
+    assert_eq!(thresholds, [(Some(1), 6), (Some(0), 8)]);
+    let out = planner()
+        .args(["--fixture", "pcie-rtx4000ada-2", "audit"])
+        .arg(data(G2))
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v = json_of(&out);
+    // 2 ranks x (2 channel counts + 8 thresholds).
+    assert_eq!(v["compared"], 2 * (2 + 8));
+    assert_eq!(
+        v["differences"],
+        json!([
+            {"line": 7, "rank": 1, "what": "rank 1 coll channels", "nccl": 4, "planner": 2},
+            {"line": 9, "rank": 0, "what": "rank 0 coll channels", "nccl": 4, "planner": 2}
+        ])
+    );
 }
