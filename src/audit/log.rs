@@ -21,6 +21,13 @@
 //!   v2.18.6-1 src/graph/rings.cc:35 and `dumpLine`; 128 characters from 2.23), `Ring cc : p ->
 //!   r -> n` (v2.18.6-1 src/init.cc:1042), `Trees [c] d0/d1/d2->r->up ...` (:1045) and, across
 //!   nodes, `Tree c : up -> r -> d0/d1/d2` (v2.18.6-1 src/graph/connect.cc:161).
+//!
+//! Every rank prints its own graph, channel-count and threshold lines (the ring lines and
+//! the init table only rank 0: v2.28.9-1 src/graph/rings.cc `if (rank == 0) dumpLine`,
+//! src/graph/tuning.cc:499). A log of several ranks (several processes, or nccl-tests `-g N`:
+//! one process, one thread per GPU) is split into streams by the line prefix without the
+//! thread id (`host:pid [dev]`, or a bare `[r]`); a stream's rank comes from its `comm ...
+//! rank R nRanks N` or `Init START/COMPLETE` line, else from `[dev]` in a log of one process.
 
 use crate::error::{Error, Result};
 use crate::model::{rules, Algo, Coll, Proto};

@@ -382,3 +382,30 @@ fn g2_log_compares_each_ranks_channel_counts_and_thresholds() {
         ])
     );
 }
+
+#[test]
+fn json_differences_carry_numbers_and_no_line_as_null() {
+    let number = planner::audit::Difference {
+        line: 158,
+        rank: None,
+        what: "AllReduce Ring LL128 bandwidth".into(),
+        nccl: "330.2".into(),
+        planner: "331.2".into(),
+    };
+    assert_eq!(
+        serde_json::to_value(&number).unwrap(),
+        json!({"line": 158, "what": "AllReduce Ring LL128 bandwidth", "nccl": 330.2, "planner": 331.2})
+    );
+    // A graph the planner searched and the log does not have: no line; text stays text.
+    let missing = planner::audit::Difference {
+        line: 0,
+        rank: Some(2),
+        what: "rank 2 NVLS graph".into(),
+        nccl: "not in the log".into(),
+        planner: "searched".into(),
+    };
+    assert_eq!(
+        serde_json::to_value(&missing).unwrap(),
+        json!({"line": null, "rank": 2, "what": "rank 2 NVLS graph", "nccl": "not in the log", "planner": "searched"})
+    );
+}
