@@ -21,6 +21,13 @@
 //!   v2.18.6-1 src/graph/rings.cc:35 and `dumpLine`; 128 characters from 2.23), `Ring cc : p ->
 //!   r -> n` (v2.18.6-1 src/init.cc:1042), `Trees [c] d0/d1/d2->r->up ...` (:1045) and, across
 //!   nodes, `Tree c : up -> r -> d0/d1/d2` (v2.18.6-1 src/graph/connect.cc:161).
+//!
+//! Every rank prints its own graph, channel-count and threshold lines (the ring lines and
+//! the init table only rank 0: v2.28.9-1 src/graph/rings.cc `if (rank == 0) dumpLine`,
+//! src/graph/tuning.cc:499). A log of several ranks (several processes, or nccl-tests `-g N`:
+//! one process, one thread per GPU) is split into streams by the line prefix without the
+//! thread id (`host:pid [dev]`, or a bare `[r]`); a stream's rank comes from its `comm ...
+//! rank R nRanks N` or `Init START/COMPLETE` line, else from `[dev]` in a log of one process.
 
 use crate::error::{Error, Result};
 use crate::model::{rules, Algo, Coll, Proto};
@@ -34,6 +41,8 @@ use serde::Serialize;
 pub struct LogGraph {
     pub graph: SearchGraph,
     pub line: usize,
+    /// Index into `NcclLog::streams`: the rank that printed it.
+    pub stream: usize,
 }
 
 /// One cell of the init table as printed: latency and bandwidth text.
@@ -41,6 +50,8 @@ pub struct LogGraph {
 pub struct LogCell {
     pub latency: String,
     pub bandwidth: String,
+    /// The line of the function's row.
+    pub line: usize,
 }
 
 /// The init tuning table.
@@ -48,6 +59,8 @@ pub struct LogCell {
 pub struct LogTable {
     /// `[algo][proto]`, None where the log had no block for the algorithm.
     pub max_threads: Vec<Vec<Option<i64>>>,
+    /// `[algo]`: the line of the block's `Max NThreads` row (0 where none).
+    pub max_threads_line: Vec<usize>,
     /// `[func][algo][proto]`.
     pub cells: Vec<Vec<Vec<Option<LogCell>>>>,
     /// The algorithms that have a block: 6 up to 2.22 (no PAT), 7 from 2.23.
@@ -89,6 +102,8 @@ pub struct LogCall {
     pub trace: bool,
     /// `host:pid` of the line's prefix ("" when the log has no prefix).
     pub process: String,
+    /// Index into `NcclLog::streams`.
+    pub stream: usize,
     pub line: usize,
 }
 
@@ -161,6 +176,41 @@ pub struct PluginDecision {
     pub line: usize,
 }
 
+/// One rank's lines: the lines of one prefix (`[tag] host:pid` and NCCL's `[dev]`, the
+/// thread id left out). A log of several processes, or of one process driving several
+/// GPUs (nccl-tests `-g N`), has one stream per rank.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LogStream {
+    /// The prefix without the thread id (`node031:1936469 [2]`, `[3]`, "" for no prefix).
+    pub key: String,
+    /// The rank: from the stream's `comm ... rank R nRanks N` or `... rank R nranks N cudaDev D
+    /// ... Init START/COMPLETE` line; else the `[dev]` of a log of one process (nccl-tests
+    /// `-g N`) or of a prefix that is only `[r]`.
+    pub rank: Option<usize>,
+    /// The stream's first NCCL line.
+    pub line: usize,
+    /// The stream's last NCCL line that is not a graph line (`Pattern ...` or its channel
+    /// lines ` 0 : GPU/0 ...`): a rank whose graph lines end the log may have been cut.
+    pub last_other_line: usize,
+}
+
+/// `N coll channels, .. M nvls channels` as one rank printed it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct LogChannels {
+    pub coll: usize,
+    pub nvls: usize,
+    pub line: usize,
+    pub stream: usize,
+}
+
+/// `threadThresholds a/b/c | d/e/f | g | h` as one rank printed it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct LogThresholds {
+    pub values: [i64; 8],
+    pub line: usize,
+    pub stream: usize,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NcclLog {
     pub source: String,
@@ -171,17 +221,21 @@ pub struct NcclLog {
     pub n_ranks: Option<usize>,
     pub n_nodes: Option<usize>,
     pub local_ranks: Option<usize>,
-    /// Graph lines in the order NCCL prints them: ring, tree, then collnet chain,
-    /// collnet direct, NVLS when searched.
+    /// The line of the first `comm ... nRanks` (or 2.18-2.19 `Init START`) line.
+    pub shape_line: usize,
+    /// The ranks that printed lines, in the order of their first line.
+    pub streams: Vec<LogStream>,
+    /// Graph lines of every rank's first communicator, in log order; per rank in the order
+    /// NCCL prints them: ring, tree, then collnet chain, collnet direct, NVLS when searched.
     pub graphs: Vec<LogGraph>,
-    /// `N coll channels, .. M nvls channels`: (coll, nvls, line).
-    pub channels: Option<(usize, usize, usize)>,
+    /// Each rank's first `N coll channels, .. M nvls channels` line, in log order.
+    pub channels: Vec<LogChannels>,
     pub rings: Vec<LogRing>,
     pub ring_links: Vec<LogRingLink>,
     pub trees: Vec<LogTreeLink>,
     pub table: Option<LogTable>,
-    /// `threadThresholds a/b/c | d/e/f | g | h` and its line.
-    pub thread_thresholds: Option<([i64; 8], usize)>,
+    /// Each rank's first `threadThresholds a/b/c | d/e/f | g | h` line, in log order.
+    pub thread_thresholds: Vec<LogThresholds>,
     pub calls: Vec<LogCall>,
     /// The plugin's `plan PATH applies: ...` line and its line number.
     pub plugin_plan: Option<(String, usize)>,
@@ -206,6 +260,69 @@ fn process_key(prefix: &str) -> String {
     match id.and_then(|w| w.rsplit_once(':')) {
         Some((host_pid, _tid)) => host_pid.to_string(),
         None => String::new(),
+    }
+}
+
+/// A line's prefix without the thread id (`[tag] host:pid [dev]`, the stream key), the
+/// process (`host:pid`, "" when none) and NCCL's `[dev]`.
+fn stream_key(prefix: &str) -> (String, String, Option<usize>) {
+    let words: Vec<&str> = prefix.split_whitespace().collect();
+    let bracket = |w: &str| {
+        w.strip_prefix('[')
+            .and_then(|w| w.strip_suffix(']'))
+            .and_then(|n| n.parse::<usize>().ok())
+    };
+    // `host:pid:tid` is the last word with two colons (TRACE adds `ms func:line` after `[dev]`).
+    match words
+        .iter()
+        .rposition(|w| w.matches(':').count() >= 2 && !w.starts_with('['))
+    {
+        Some(i) => {
+            let host_pid = words[i].rsplit_once(':').map_or(words[i], |(hp, _)| hp);
+            let dev = words.get(i + 1).and_then(|w| bracket(w));
+            let mut key: Vec<&str> = words[..i].to_vec();
+            key.push(host_pid);
+            if let Some(w) = words.get(i + 1).filter(|w| bracket(w).is_some()) {
+                key.push(w);
+            }
+            (key.join(" "), host_pid.to_string(), dev)
+        }
+        // No `host:pid:tid`: nothing, or only a rank tag such as `[3] `; a TRACE line's
+        // `ms func:line` (from the first number with a decimal point on) is not part of it.
+        None => {
+            let tag: Vec<&str> = words
+                .iter()
+                .copied()
+                .take_while(|w| !(w.contains('.') && w.parse::<f64>().is_ok()))
+                .collect();
+            let dev = tag.last().and_then(|w| bracket(w));
+            (tag.join(" "), String::new(), dev)
+        }
+    }
+}
+
+/// `... rank R nRanks N ...` (the `comm` line) or `... rank R nranks N ... Init START` /
+/// `Init COMPLETE`: the rank of the line's stream (not `Destroy COMPLETE`, which another
+/// thread may print).
+fn rank_of_line(msg: &str) -> Option<usize> {
+    let init = msg.ends_with("Init START") || msg.ends_with("Init COMPLETE");
+    let comm = msg.starts_with("comm ") && msg.contains(" nRanks ");
+    if !(init && msg.contains(" nranks ") || comm) {
+        return None;
+    }
+    word_after(msg, "rank").and_then(|w| w.parse().ok())
+}
+
+/// ` 0 : NET/0 GPU/0 GPU/1 NET/0`: a graph's channel, printed after its `Pattern` line.
+fn graph_channel_line(msg: &str) -> bool {
+    match msg.split_once(" : ") {
+        Some((c, rest)) => {
+            c.parse::<usize>().is_ok()
+                && rest
+                    .split_whitespace()
+                    .all(|w| w.contains('/') || w == "...")
+        }
+        None => false,
     }
 }
 
@@ -255,13 +372,15 @@ impl NcclLog {
             n_ranks: None,
             n_nodes: None,
             local_ranks: None,
+            shape_line: 0,
+            streams: Vec::new(),
             graphs: Vec::new(),
-            channels: None,
+            channels: Vec::new(),
             rings: Vec::new(),
             ring_links: Vec::new(),
             trees: Vec::new(),
             table: None,
-            thread_thresholds: None,
+            thread_thresholds: Vec::new(),
             calls: Vec::new(),
             plugin_plan: None,
             plugin_decisions: Vec::new(),
@@ -269,9 +388,12 @@ impl NcclLog {
         let bad = |line: usize, what: &str| Error::bad_input(format!("{source}:{line}: {what}"));
         let mut table = TableBuilder::default();
         let mut nccl_lines = 0usize;
-        // The process whose graph lines are kept.
-        let mut graph_process: Option<String> = None;
-        // The last `Func: opCount ...` line per process: (collective, line).
+        // Per stream: its `[dev]`, its process, and whether its first communicator's graph
+        // lines are complete (a second ring graph starts another communicator).
+        let mut stream_dev: Vec<Option<usize>> = Vec::new();
+        let mut stream_process: Vec<String> = Vec::new();
+        let mut graphs_done: Vec<bool> = Vec::new();
+        // The last `Func: opCount ...` line per stream: (collective, line).
         let mut last_coll: Vec<(String, Option<Coll>, usize)> = Vec::new();
         for (i, raw) in text.lines().enumerate() {
             let line_no = i + 1;
@@ -288,18 +410,41 @@ impl NcclLog {
             };
             nccl_lines += 1;
             let process = process_key(&raw[..pos]);
+            let (key, key_process, dev) = stream_key(&raw[..pos]);
+            let stream = match log.streams.iter().position(|s| s.key == key) {
+                Some(k) => k,
+                None => {
+                    log.streams.push(LogStream {
+                        key: key.clone(),
+                        rank: None,
+                        line: line_no,
+                        last_other_line: 0,
+                    });
+                    stream_dev.push(dev);
+                    stream_process.push(key_process);
+                    graphs_done.push(false);
+                    log.streams.len() - 1
+                }
+            };
             let msg = &raw[pos + marker.len()..];
             let trimmed = msg.trim();
+            if !trimmed.starts_with("Pattern ") && !graph_channel_line(trimmed) {
+                log.streams[stream].last_other_line = line_no;
+            }
             if trace {
                 // Only TRACE's per-call line is read (NCCL_COLL, `ENABLE_TRACE` builds).
                 if trimmed.contains(" Bytes -> Algo ") && trimmed.contains(" time ") {
                     let mut call = call_line(trimmed, line_no).map_err(|e| bad(line_no, &e))?;
                     call.trace = true;
                     call.process = process;
-                    fill_coll(&mut call, &last_coll);
+                    call.stream = stream;
+                    fill_coll(&mut call, &last_coll, &key);
                     log.calls.push(call);
                 }
                 continue;
+            }
+            if let Some(rank) = rank_of_line(trimmed) {
+                log.streams[stream].rank.get_or_insert(rank);
             }
             if table.open() && !table.accepts(msg) {
                 table.finish(source, line_no)?;
@@ -318,24 +463,44 @@ impl NcclLog {
                             .map_err(|_| bad(line_no, &format!("'{key} {w}' is not a count"))),
                     }
                 };
-                log.n_ranks = field("nRanks")?;
-                log.n_nodes = field("nNodes")?;
-                log.local_ranks = field("localRanks")?;
+                let (n_ranks, n_nodes, local_ranks) =
+                    (field("nRanks")?, field("nNodes")?, field("localRanks")?);
+                // Every rank prints one; the first stands for the log (a 2.18-2.19 init line
+                // may have given the rank count before).
+                if log.shape_line == 0 || log.n_nodes.is_none() {
+                    (log.n_ranks, log.n_nodes, log.local_ranks) = (n_ranks, n_nodes, local_ranks);
+                    log.shape_line = line_no;
+                }
             } else if trimmed.contains(" nranks ") && trimmed.ends_with("Init START") {
                 // 2.18-2.19 have no `comm ... nRanks` line; the init line has the rank count.
                 if log.n_ranks.is_none() {
                     log.n_ranks = word_after(trimmed, "nranks").and_then(|w| w.parse().ok());
+                    log.shape_line = line_no;
                 }
             } else if trimmed.starts_with("Pattern ") {
                 let mut g = graph_line(trimmed).map_err(|e| bad(line_no, &e))?;
                 g.line = line_no;
-                // Every rank prints its graphs; a log of several processes keeps the first one's.
-                if *graph_process.get_or_insert_with(|| process.clone()) == process {
+                g.stream = stream;
+                // Every rank prints its graphs; the ring graph opens a communicator's set, and
+                // only each rank's first set is kept.
+                let has_graphs = log.graphs.iter().any(|x| x.stream == stream);
+                if has_graphs && g.graph.pattern == Pattern::Ring {
+                    graphs_done[stream] = true;
+                }
+                if !graphs_done[stream] {
                     log.graphs.push(g);
                 }
             } else if trimmed.contains(" coll channels,") {
-                log.channels =
-                    Some(channel_counts(trimmed, line_no).map_err(|e| bad(line_no, &e))?);
+                let (coll, nvls, line) =
+                    channel_counts(trimmed, line_no).map_err(|e| bad(line_no, &e))?;
+                if !log.channels.iter().any(|c| c.stream == stream) {
+                    log.channels.push(LogChannels {
+                        coll,
+                        nvls,
+                        line,
+                        stream,
+                    });
+                }
             } else if let Some(rest) = trimmed.strip_prefix("threadThresholds ") {
                 let nums: Vec<i64> = rest
                     .split(['/', '|'])
@@ -350,7 +515,13 @@ impl NcclLog {
                         &format!("threadThresholds needs 8 values: '{rest}'"),
                     )
                 })?;
-                log.thread_thresholds = Some((arr, line_no));
+                if !log.thread_thresholds.iter().any(|t| t.stream == stream) {
+                    log.thread_thresholds.push(LogThresholds {
+                        values: arr,
+                        line: line_no,
+                        stream,
+                    });
+                }
             } else if msg.starts_with("  Algorithm   |") {
                 table.header(msg, line_no).map_err(|e| bad(line_no, &e))?;
             } else if table.open() && table.accepts(msg) {
@@ -358,12 +529,13 @@ impl NcclLog {
             } else if trimmed.contains(" Bytes -> Algo ") {
                 let mut call = call_line(trimmed, line_no).map_err(|e| bad(line_no, &e))?;
                 call.process = process;
-                fill_coll(&mut call, &last_coll);
+                call.stream = stream;
+                fill_coll(&mut call, &last_coll, &key);
                 log.calls.push(call);
             } else if let Some((coll, _)) = coll_op_line(trimmed) {
-                match last_coll.iter_mut().find(|(p, _, _)| *p == process) {
-                    Some(slot) => *slot = (process, coll, line_no),
-                    None => last_coll.push((process, coll, line_no)),
+                match last_coll.iter_mut().find(|(k, _, _)| *k == key) {
+                    Some(slot) => *slot = (key, coll, line_no),
+                    None => last_coll.push((key, coll, line_no)),
                 }
             } else if let Some(rest) = trimmed.strip_prefix("planner-tuner: ") {
                 if rest.contains(" bytes nRanks ") {
@@ -424,21 +596,99 @@ impl NcclLog {
                 "{source}: no 'NCCL INFO' line: not an NCCL_DEBUG=INFO log"
             )));
         }
-        if log.table.is_none() && log.calls.is_empty() {
+        if log.table.is_none()
+            && log.calls.is_empty()
+            && log.graphs.is_empty()
+            && log.channels.is_empty()
+            && log.thread_thresholds.is_empty()
+            && log.rings.is_empty()
+            && log.ring_links.is_empty()
+            && log.trees.is_empty()
+        {
             return Err(Error::bad_input(format!(
-                "{source}: no tuning table and no per-call line; run NCCL with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH,TUNING"
+                "{source}: nothing to compare: no tuning table, per-call, graph, channel, ring or tree line; run NCCL with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH,TUNING"
             )));
         }
+        log.resolve_ranks(&stream_dev, &stream_process);
         Ok(log)
+    }
+
+    /// Ranks of the streams that no `comm`/`Init` line named: in a log of one process
+    /// (nccl-tests `-g N`, one thread per GPU) or with a rank-only prefix (`[3] NCCL INFO`),
+    /// NCCL's `[dev]`; a log of one stream is rank 0's.
+    fn resolve_ranks(&mut self, dev: &[Option<usize>], process: &[String]) {
+        let one_process = process.iter().all(|p| *p == process[0]);
+        let single = self.streams.len() == 1;
+        for (k, s) in self.streams.iter_mut().enumerate() {
+            if s.rank.is_none() {
+                s.rank = if single && dev[k].is_none() {
+                    Some(0)
+                } else if one_process {
+                    dev[k]
+                } else {
+                    None
+                };
+            }
+        }
+    }
+
+    /// Whether the log has compared lines of more than one rank (ring and tree lines name
+    /// their rank; the others are told apart by their prefix).
+    pub fn multi_rank(&self) -> bool {
+        fn several(mut v: impl Iterator<Item = i64>) -> bool {
+            match v.next() {
+                Some(first) => v.any(|x| x != first),
+                None => false,
+            }
+        }
+        let streams = self
+            .graphs
+            .iter()
+            .map(|g| g.stream)
+            .chain(self.channels.iter().map(|c| c.stream))
+            .chain(self.thread_thresholds.iter().map(|t| t.stream))
+            .chain(self.calls.iter().map(|c| c.stream))
+            .map(|s| s as i64);
+        let ranks = self
+            .ring_links
+            .iter()
+            .map(|l| l.rank)
+            .chain(self.trees.iter().map(|t| t.rank))
+            .map(i64::from);
+        several(streams) || several(ranks)
+    }
+
+    /// The graph lines of each rank, by rank (streams of unknown rank last, in log order).
+    pub fn graph_sets(&self) -> Vec<(usize, Vec<&LogGraph>)> {
+        let mut streams: Vec<usize> = Vec::new();
+        for g in &self.graphs {
+            if !streams.contains(&g.stream) {
+                streams.push(g.stream);
+            }
+        }
+        streams.sort_by_key(|&s| (self.streams[s].rank.is_none(), self.streams[s].rank));
+        streams
+            .into_iter()
+            .map(|s| (s, self.graphs.iter().filter(|g| g.stream == s).collect()))
+            .collect()
+    }
+
+    /// How a rank is named in a difference: `rank 3`, else the line prefix.
+    pub fn stream_label(&self, stream: usize) -> String {
+        match self.streams.get(stream) {
+            Some(LogStream { rank: Some(r), .. }) => format!("rank {r}"),
+            Some(s) if !s.key.is_empty() => format!("'{}'", s.key),
+            _ => "rank ?".to_string(),
+        }
     }
 }
 
-/// A `Timed` call takes its collective from the last `Func: opCount` line of its process.
-fn fill_coll(call: &mut LogCall, last_coll: &[(String, Option<Coll>, usize)]) {
+/// A `Timed` call takes its collective from the last `Func: opCount` line of its stream.
+fn fill_coll(call: &mut LogCall, last_coll: &[(String, Option<Coll>, usize)], stream: &str) {
     if call.coll.is_some() {
         return;
     }
-    if let Some((_, coll, line)) = last_coll.iter().find(|(p, _, _)| *p == call.process) {
+    if let Some((_, coll, line)) = last_coll.iter().find(|(k, _, _)| k == stream) {
         call.coll = *coll;
         call.coll_line = Some(*line);
     }
@@ -536,7 +786,11 @@ fn graph_line(msg: &str) -> std::result::Result<LogGraph, String> {
     graph.type_intra = path(ti)?;
     graph.type_inter = path(te)?;
     graph.same_channels = int("sameChannels ")? != 0;
-    Ok(LogGraph { graph, line: 0 })
+    Ok(LogGraph {
+        graph,
+        line: 0,
+        stream: 0,
+    })
 }
 
 /// A per-call line in any of its formats (see `CallFormat`).
@@ -622,6 +876,7 @@ fn call_line(msg: &str, line: usize) -> std::result::Result<LogCall, String> {
         time_us,
         trace: false,
         process: String::new(),
+        stream: 0,
         line,
     })
 }
@@ -848,6 +1103,7 @@ impl TableBuilder {
         if self.table.is_none() {
             self.table = Some(LogTable {
                 max_threads: vec![vec![None; 3]; 7],
+                max_threads_line: vec![0; 7],
                 cells: vec![vec![vec![None; 3]; 7]; 5],
                 algorithms: Vec::new(),
                 line,
@@ -857,7 +1113,7 @@ impl TableBuilder {
         Ok(())
     }
 
-    fn row(&mut self, msg: &str, _line: usize) -> std::result::Result<(), String> {
+    fn row(&mut self, msg: &str, line: usize) -> std::result::Result<(), String> {
         let Some((algos, rows, proto_seen, threads_seen, _)) = self.block.as_mut() else {
             return Ok(());
         };
@@ -889,6 +1145,7 @@ impl TableBuilder {
                         .parse::<i64>()
                         .map_err(|_| format!("Max NThreads value '{cell}' is not a number"))?;
                     table.max_threads[algos[k / 3] as usize][k % 3] = Some(v);
+                    table.max_threads_line[algos[k / 3] as usize] = line;
                 }
                 *threads_seen = true;
             }
@@ -915,6 +1172,7 @@ impl TableBuilder {
                     table.cells[coll as usize][algos[k / 3] as usize][k % 3] = Some(LogCell {
                         latency: lat.to_string(),
                         bandwidth: bw.to_string(),
+                        line,
                     });
                 }
                 *rows += 1;

@@ -18,14 +18,59 @@ use serde::Serialize;
 use std::path::Path;
 
 /// One disagreement between the log and the planner.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Difference {
-    /// Log line it came from.
+    /// The log line that holds the differing value (0: the log has no such line, e.g. a
+    /// graph the planner searched and NCCL did not print).
     pub line: usize,
+    /// The rank whose line it is, in a log of several ranks.
+    pub rank: Option<usize>,
     /// What is compared (`AllReduce Ring LL latency`).
     pub what: String,
+    /// The values as printed (NCCL's format).
     pub nccl: String,
     pub planner: String,
+}
+
+/// A value that is a number goes to JSON as a number (`19.5`, `8`), anything else as text.
+struct JsonValue<'a>(&'a str);
+
+impl Serialize for JsonValue<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let text = self.0;
+        let numeric = !text.is_empty()
+            && text
+                .chars()
+                .all(|c| c.is_ascii_digit() || matches!(c, '-' | '+' | '.' | 'e' | 'E'))
+            && text.starts_with(|c: char| c.is_ascii_digit() || c == '-');
+        if numeric {
+            if let Ok(i) = text.parse::<i64>() {
+                return s.serialize_i64(i);
+            }
+            if let Ok(f) = text.parse::<f64>() {
+                if f.is_finite() {
+                    return s.serialize_f64(f);
+                }
+            }
+        }
+        s.serialize_str(text)
+    }
+}
+
+impl Serialize for Difference {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut m = s.serialize_struct("Difference", 5)?;
+        m.serialize_field("line", &(self.line > 0).then_some(self.line))?;
+        match self.rank {
+            Some(r) => m.serialize_field("rank", &r)?,
+            None => m.skip_field("rank")?,
+        }
+        m.serialize_field("what", &self.what)?;
+        m.serialize_field("nccl", &JsonValue(&self.nccl))?;
+        m.serialize_field("planner", &JsonValue(&self.planner))?;
+        m.end()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -78,6 +123,8 @@ pub fn cell(v: f32) -> String {
 struct Collector {
     compared: usize,
     differences: Vec<Difference>,
+    /// The rank the next checks belong to (set only for a log of several ranks).
+    rank: Option<usize>,
 }
 
 impl Collector {
@@ -86,12 +133,29 @@ impl Collector {
         if nccl != planner {
             self.differences.push(Difference {
                 line,
+                rank: self.rank,
                 what: what.into(),
                 nccl,
                 planner,
             });
         }
     }
+}
+
+/// What a rank's lines are called in a log of several ranks (`rank 3 `), else "".
+fn rank_prefix(log: &NcclLog, multi: bool, stream: usize) -> String {
+    if multi {
+        format!("{} ", log.stream_label(stream))
+    } else {
+        String::new()
+    }
+}
+
+/// The rank of a stream, in a log of several ranks.
+fn rank_of(log: &NcclLog, multi: bool, stream: usize) -> Option<usize> {
+    multi
+        .then(|| log.streams.get(stream).and_then(|s| s.rank))
+        .flatten()
 }
 
 fn graph_name(index: usize, pattern: Pattern) -> &'static str {
@@ -124,25 +188,66 @@ pub fn audit(log: &NcclLog, model: &Model, search: Option<&SearchResult>) -> Res
     let mut c = Collector {
         compared: 0,
         differences: Vec::new(),
+        rank: None,
     };
     let mut notices = Vec::new();
     let mut not_checked = Vec::new();
     let input = &model.input;
+    let multi = log.multi_rank();
     if let Some(n) = log.n_ranks {
-        c.check(0, "ranks", n.to_string(), input.n_ranks.to_string());
+        c.check(
+            log.shape_line,
+            "ranks",
+            n.to_string(),
+            input.n_ranks.to_string(),
+        );
     }
     if let Some(n) = log.n_nodes {
-        c.check(0, "nodes", n.to_string(), input.n_nodes.to_string());
+        c.check(
+            log.shape_line,
+            "nodes",
+            n.to_string(),
+            input.n_nodes.to_string(),
+        );
     }
     if search.is_some() && log.graphs.is_empty() {
         not_checked.push(
             "graphs: the log has no 'Pattern ...' lines (NCCL_DEBUG_SUBSYS without GRAPH)".into(),
         );
     }
-    if let Some(search) = search.filter(|_| !log.graphs.is_empty()) {
+    // Every rank prints its own graphs: each rank's lines against the planner's graphs
+    // (one search serves every rank: the nodes are alike), by position within the rank.
+    let graph_sets = if search.is_some() {
+        log.graph_sets()
+    } else {
+        Vec::new()
+    };
+    for (stream, graphs) in graph_sets {
+        let Some(search) = search else { break };
         let ours = planner_graphs(&search.graphs);
-        for (i, lg) in log.graphs.iter().enumerate() {
-            let name = graph_name(i, lg.graph.pattern);
+        let prefix = rank_prefix(log, multi, stream);
+        c.rank = rank_of(log, multi, stream);
+        let who = if multi {
+            log.stream_label(stream)
+        } else {
+            "the log".to_string()
+        };
+        // NCCL prints the ring graph (always pattern RING) first: a rank whose first graph
+        // line is another one was cut off before it (a log excerpt), so its lines start at
+        // the tree graph.
+        let first = graphs.first().map_or(0, |g| g.line);
+        let skip = match graphs.first() {
+            Some(g) if g.graph.pattern != Pattern::Ring => {
+                not_checked.push(format!(
+                    "{who}: ring graph: no 'Pattern 4' line before line {first} (the log starts after it)"
+                ));
+                1
+            }
+            _ => 0,
+        };
+        for (k, lg) in graphs.iter().enumerate() {
+            let i = k + skip;
+            let name = format!("{prefix}{}", graph_name(i, lg.graph.pattern));
             let Some(pg) = ours.get(i) else {
                 c.check(
                     lg.line,
@@ -196,36 +301,50 @@ pub fn audit(log: &NcclLog, model: &Model, search: Option<&SearchResult>) -> Res
                 (pg.same_channels as u8).to_string(),
             );
         }
-        for (i, pg) in ours.iter().enumerate().skip(log.graphs.len()) {
+        // A graph NCCL did not print after its last one is a difference, unless the rank
+        // printed nothing else after its graph lines (the log ends within them).
+        let last = graphs.last().map_or(0, |g| g.line);
+        let cut = log.streams[stream].last_other_line < last;
+        for (i, pg) in ours.iter().enumerate().skip(graphs.len() + skip) {
+            let name = graph_name(i, pg.pattern);
+            if cut {
+                not_checked.push(format!(
+                    "{who}: {name}: the log ends within the graph lines (last one at line {last})"
+                ));
+                continue;
+            }
             c.check(
                 0,
-                graph_name(i, pg.pattern).to_string(),
+                format!("{prefix}{name}"),
                 "not in the log".to_string(),
                 "searched".to_string(),
             );
         }
     }
-    if let Some((coll, nvls, line)) = log.channels {
+    for counts in &log.channels {
+        let prefix = rank_prefix(log, multi, counts.stream);
+        c.rank = rank_of(log, multi, counts.stream);
         c.check(
-            line,
-            "coll channels",
-            coll.to_string(),
+            counts.line,
+            format!("{prefix}coll channels"),
+            counts.coll.to_string(),
             input.channels.to_string(),
         );
         c.check(
-            line,
-            "nvls channels",
-            nvls.to_string(),
+            counts.line,
+            format!("{prefix}nvls channels"),
+            counts.nvls.to_string(),
             input.nvls_channels.to_string(),
         );
     }
+    c.rank = None;
     let tuned = &model.tuned;
     if let Some(table) = &log.table {
         for a in Algo::ALL {
             for p in Proto::ALL {
                 if let Some(v) = table.max_threads[a as usize][p as usize] {
                     c.check(
-                        table.line,
+                        table.max_threads_line[a as usize],
                         format!("{} {} max threads", a.nccl_name(), p.nccl_name()),
                         v.to_string(),
                         tuned.max_threads[a as usize][p as usize].to_string(),
@@ -242,13 +361,13 @@ pub fn audit(log: &NcclLog, model: &Model, search: Option<&SearchResult>) -> Res
                     let what = format!("{} {} {}", coll.nccl_name(), a.nccl_name(), p.nccl_name());
                     let (ci, ai, pi) = (coll as usize, a as usize, p as usize);
                     c.check(
-                        table.line,
+                        cellv.line,
                         format!("{what} latency"),
                         cellv.latency.clone(),
                         cell(tuned.latency[ci][ai][pi]),
                     );
                     c.check(
-                        table.line,
+                        cellv.line,
                         format!("{what} bandwidth"),
                         cellv.bandwidth.clone(),
                         cell(tuned.bandwidth[ci][ai][pi]),
@@ -257,7 +376,10 @@ pub fn audit(log: &NcclLog, model: &Model, search: Option<&SearchResult>) -> Res
             }
         }
     }
-    if let Some((values, line)) = log.thread_thresholds {
+    for thresholds in &log.thread_thresholds {
+        let (values, line) = (thresholds.values, thresholds.line);
+        let prefix = rank_prefix(log, multi, thresholds.stream);
+        c.rank = rank_of(log, multi, thresholds.stream);
         let t = &tuned.thread_thresholds;
         let ours = [
             t[0][0], t[0][1], t[0][2], t[1][0], t[1][1], t[1][2], t[2][2], t[3][2],
@@ -275,14 +397,16 @@ pub fn audit(log: &NcclLog, model: &Model, search: Option<&SearchResult>) -> Res
         for k in 0..8 {
             c.check(
                 line,
-                format!("thread threshold {}", names[k]),
+                format!("{prefix}thread threshold {}", names[k]),
                 values[k].to_string(),
                 ours[k].to_string(),
             );
         }
     }
+    c.rank = None;
     let plugin = compare_calls(&mut c, log, model, &mut notices);
     compare_connection(&mut c, log, search, &mut not_checked);
+    c.rank = None;
     Ok(AuditReport {
         log: log.source.clone(),
         nccl_version: log.version.clone(),
@@ -309,7 +433,9 @@ fn compare_calls(
     let mut used = vec![false; log.plugin_decisions.len()];
     let mut followed = 0usize;
     let mut unnamed = 0usize;
+    let multi = log.multi_rank();
     for call in &log.calls {
+        c.rank = rank_of(log, multi, call.stream);
         let coll = call.coll.unwrap_or_else(|| {
             unnamed += 1;
             Coll::AllReduce
@@ -350,49 +476,51 @@ fn compare_calls(
                 continue;
             }
         }
-        let (nccl, planner) = match call.format {
+        // The pair, then the channel range (2.24+) or the model's time (older formats) as a
+        // value of its own, so that JSON carries the time as a number.
+        let what = match (call.trace, multi) {
+            (true, true) => format!("{}{label} (TRACE)", rank_prefix(log, multi, call.stream)),
+            (true, false) => format!("{label} (TRACE)"),
+            _ => label,
+        };
+        let nccl_pair = pair(call.algo, call.proto);
+        match call.format {
             CallFormat::Named => {
                 let (lo, hi) = call.channels.unwrap_or((0, 0));
-                let planner =
+                let (planner_pair, planner_range) =
                     match Call::new(coll, n_bytes, n_ranks, 1).and_then(|k| model.plan(&k)) {
                         Ok(plan) => match plan.tasks.first() {
-                            Some(t) => format!(
-                                "{} {{{}..{}}}",
+                            Some(t) => (
                                 pair(t.algo, t.proto),
-                                t.channel_lo,
-                                t.channel_hi
+                                format!("{}..{}", t.channel_lo, t.channel_hi),
                             ),
-                            None => "no task".to_string(),
+                            None => ("no task".to_string(), "-".to_string()),
                         },
-                        Err(e) => format!("error: {e}"),
+                        Err(e) => (format!("error: {e}"), "-".to_string()),
                     };
-                (
-                    format!("{} {{{lo}..{hi}}}", pair(call.algo, call.proto)),
-                    planner,
-                )
+                c.check(call.line, what.clone(), nccl_pair, planner_pair);
+                c.check(
+                    call.line,
+                    format!("{what} channels"),
+                    format!("{lo}..{hi}"),
+                    planner_range,
+                );
             }
             CallFormat::NamedTimed | CallFormat::Timed => {
                 // NCCL prints the model's time with `%f` of a float.
-                let planner = match Call::new(coll, n_bytes, n_ranks, 1)
+                let (planner_pair, planner_time) = match Call::new(coll, n_bytes, n_ranks, 1)
                     .and_then(|k| model.choose(coll, k.model_bytes, model.num_pipe_ops(1)))
                 {
-                    Ok(ch) => format!("{} time {:.6}", pair(ch.algo, ch.proto), ch.time_us as f64),
-                    Err(e) => format!("error: {e}"),
+                    Ok(ch) => (pair(ch.algo, ch.proto), format!("{:.6}", ch.time_us as f64)),
+                    Err(e) => (format!("error: {e}"), "-".to_string()),
                 };
-                let time = call.time_us.as_deref().unwrap_or("?");
-                (
-                    format!("{} time {time}", pair(call.algo, call.proto)),
-                    planner,
-                )
+                let time = call.time_us.clone().unwrap_or_else(|| "?".to_string());
+                c.check(call.line, what.clone(), nccl_pair, planner_pair);
+                c.check(call.line, format!("{what} time_us"), time, planner_time);
             }
-        };
-        let what = if call.trace {
-            format!("{label} (TRACE)")
-        } else {
-            label
-        };
-        c.check(call.line, what, nccl, planner);
+        }
     }
+    c.rank = None;
     if unnamed > 0 {
         notices.push(format!(
             "{unnamed} per-call line(s) name no collective and follow no NCCL_COLL 'Func: opCount' line: compared as AllReduce"
@@ -462,7 +590,11 @@ fn compare_connection(
             planner,
         );
     }
+    let multi = log.multi_rank();
     for l in &log.ring_links {
+        c.rank = multi
+            .then_some(l.rank)
+            .and_then(|r| usize::try_from(r).ok());
         let planner = match conn.ring_neighbours(l.channel, l.rank) {
             Some((p, n)) => format!("{p} -> {} -> {n}", l.rank),
             None => format!("no ring {} for rank {}", l.channel, l.rank),
@@ -477,6 +609,9 @@ fn compare_connection(
     let tree_text =
         |up: i32, rank: i32, d: [i32; 3]| format!("{}/{}/{}->{rank}->{up}", d[0], d[1], d[2]);
     for t in &log.trees {
+        c.rank = multi
+            .then_some(t.rank)
+            .and_then(|r| usize::try_from(r).ok());
         let planner = match conn
             .trees
             .get(t.channel)
@@ -611,8 +746,11 @@ pub fn table_for_log(version: &str) -> Result<(TuningTable, Option<String>)> {
 
 /// The log's graph lines and its runtime channel count.
 fn graphs_from_log(log: &NcclLog) -> Result<(Graphs, usize)> {
+    // Rank 0's graphs (the first rank's when no line names rank 0).
+    let sets = log.graph_sets();
+    let first: Vec<&log::LogGraph> = sets.into_iter().next().map(|(_, g)| g).unwrap_or_default();
     let graph = |i: usize, id: u32| -> Option<SearchGraph> {
-        let mut g = log.graphs.get(i)?.graph.clone();
+        let mut g = first.get(i)?.graph.clone();
         g.id = id;
         Some(g)
     };
@@ -627,14 +765,18 @@ fn graphs_from_log(log: &NcclLog) -> Result<(Graphs, usize)> {
     let mut collnet_chain = None;
     let mut collnet_direct = None;
     let mut nvls = None;
-    for i in 2..log.graphs.len() {
-        match log.graphs[i].graph.pattern {
+    for (i, lg) in first.iter().enumerate().skip(2) {
+        match lg.graph.pattern {
             Pattern::CollNetDirect => collnet_direct = graph(i, 4),
             Pattern::Nvls => nvls = graph(i, 3),
             _ => collnet_chain = graph(i, 2),
         }
     }
-    let (channels, _, _) = log.channels.ok_or_else(|| missing("'N coll channels'"))?;
+    let channels = log
+        .channels
+        .first()
+        .map(|c| c.coll)
+        .ok_or_else(|| missing("'N coll channels'"))?;
     Ok((
         Graphs {
             ring,

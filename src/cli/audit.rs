@@ -39,5 +39,12 @@ pub fn run(source: &SourceArgs, graph: &GraphArgs, args: AuditArgs) -> Result<()
     } else {
         print!("{}", crate::report::audit::audit_text(&report));
     }
-    Ok(())
+    // Differences are a finding, not bad input: exit 1 (bad input exits 2).
+    match report.differences.len() {
+        0 => Ok(()),
+        n => Err(Error::runtime(format!(
+            "{}: {n} difference(s) between the log and the model",
+            report.log
+        ))),
+    }
 }

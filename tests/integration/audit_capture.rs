@@ -26,7 +26,13 @@ fn the_log_reader_finds_everything_in_the_capture() {
         (4, 12)
     );
     assert_eq!(log.graphs[1].graph.bw_intra, 60.0);
-    assert_eq!(log.channels.map(|c| (c.0, c.1)), Some((24, 0)));
+    assert_eq!(
+        log.channels
+            .iter()
+            .map(|c| (c.coll, c.nvls))
+            .collect::<Vec<_>>(),
+        [(24, 0)]
+    );
     let table = log.table.as_ref().unwrap();
     let cell = table.cells[Coll::AllReduce as usize][Algo::Tree as usize][Proto::Ll as usize]
         .as_ref()
@@ -37,8 +43,11 @@ fn the_log_reader_finds_everything_in_the_capture() {
     );
     assert_eq!(table.max_threads[Algo::Pat as usize][2], Some(0));
     assert_eq!(
-        log.thread_thresholds.map(|t| t.0),
-        Some([8, 8, 64, 16, 8, 64, 512, 512])
+        log.thread_thresholds
+            .iter()
+            .map(|t| t.values)
+            .collect::<Vec<_>>(),
+        [[8, 8, 64, 16, 8, 64, 512, 512]]
     );
 }
 

@@ -82,8 +82,9 @@ fn issue1453_nccl_2_22_per_call_lines_and_times() {
     let model = issue1453_model("2.22");
     let report = audit::audit(&log, &model, None).unwrap();
     assert!(report.differences.is_empty(), "{:#?}", report.differences);
-    // 2 communicator values + 26 calls; the 11 ring lines need the planner's search.
-    assert_eq!(report.compared, 28);
+    // 2 communicator values + 26 calls x (pair, time); the 11 ring lines need the planner's
+    // search.
+    assert_eq!(report.compared, 2 + 26 * 2);
     assert_eq!(report.not_checked.len(), 1, "{:?}", report.not_checked);
     assert!(report.notices[0].contains("26 per-call line(s) name no collective"));
 
@@ -97,10 +98,11 @@ fn issue1453_nccl_2_22_per_call_lines_and_times() {
     )
     .unwrap();
     let report = audit::audit(&log, &balanced, None).unwrap();
+    // Same pair, other time: the time alone differs.
     let d = &report.differences[0];
     assert_eq!(
-        (d.line, d.nccl.as_str(), d.planner.as_str()),
-        (24, "TREE LL time 25.229528", "TREE LL time 25.225100")
+        (d.line, d.what.as_str(), d.nccl.as_str(), d.planner.as_str()),
+        (24, "AllReduce: 256 Bytes time_us", "25.229528", "25.225100")
     );
 }
 
@@ -114,8 +116,10 @@ fn issue1453_through_the_cli_compares_rings_with_the_fixture() {
         .args(["--nccl-version", "2.22", "--json"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
+    // Differences found: exit 1 (it exited 0 before issue 14), the report still on stdout.
+    assert_eq!(
+        out.status.code(),
+        Some(1),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -209,11 +213,17 @@ h:1:1 [0] NCCL INFO 1024 Bytes -> Algo 1 proto 0 time 8.000000
     assert_eq!(log.family(), Some((2, 20)));
     assert_eq!(log.n_ranks, Some(16));
     // 2.18-2.19 print no collnet count: the counts are read by label.
-    assert_eq!(log.channels, Some((16, 0, 3)));
+    assert_eq!(
+        log.channels
+            .iter()
+            .map(|c| (c.coll, c.nvls, c.line))
+            .collect::<Vec<_>>(),
+        [(16, 0, 3)]
+    );
 }
 
 #[test]
-fn a_log_of_several_processes_keeps_one_set_of_graphs() {
+fn a_log_of_several_processes_keeps_each_ranks_graphs() {
     // Every rank prints its graph lines; ring and tree lines name their rank.
     let text = "a:1:1 [0] NCCL INFO Pattern 4, crossNic 0, nChannels 2, bw 20.000000/20.000000, type NVL/PIX, sameChannels 1
 b:2:2 [1] NCCL INFO Pattern 4, crossNic 0, nChannels 2, bw 20.000000/20.000000, type NVL/PIX, sameChannels 1
@@ -225,8 +235,19 @@ b:2:2 [1] NCCL INFO Trees [0] -1/-1/-1->1->0 [1] -1/-1/-1->1->0
 a:1:1 [0] NCCL INFO AllReduce: 8 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}
 ";
     let log = NcclLog::parse(text, "ranks.log").unwrap();
-    assert_eq!(log.graphs.len(), 2);
-    assert_eq!(log.graphs[1].line, 3);
+    // Each rank's graphs are kept and grouped by rank (issue 14: rank 1's lines were
+    // compared with rank 0's model by position). Two processes and no `comm` line: the
+    // ranks are not known, the streams still are.
+    let sets = log.graph_sets();
+    assert_eq!(sets.len(), 2);
+    assert_eq!(
+        sets.iter()
+            .map(|(_, g)| g.iter().map(|g| g.line).collect::<Vec<_>>())
+            .collect::<Vec<_>>(),
+        [[1, 3], [2, 4]]
+    );
+    assert_eq!(log.streams[0].key, "a:1 [0]");
+    assert_eq!(log.streams[0].rank, None);
     assert_eq!(
         log.ring_links.iter().map(|l| l.rank).collect::<Vec<_>>(),
         [0, 1]
@@ -484,9 +505,10 @@ fn capture_log_with_its_per_call_lines_has_no_difference() {
     assert_eq!(v["differences"].as_array().unwrap().len(), 0, "{v}");
     let calls = text.lines().filter(|l| l.contains("Bytes -> Algo")).count();
     // ranks, nodes, 2 graphs x 7, 2 channel counts, 21 max threads, 210 cells, 8 thresholds,
-    // 97 ring/tree values (1 + 24 rings + 24 ring links + 24 Trees + 24 Tree lines), calls.
+    // 97 ring/tree values (1 + 24 rings + 24 ring links + 24 Trees + 24 Tree lines), calls x
+    // (pair, channel range).
     assert_eq!(
         v["compared"].as_u64().unwrap() as usize,
-        2 + 14 + 2 + 21 + 210 + 8 + 97 + calls
+        2 + 14 + 2 + 21 + 210 + 8 + 97 + calls * 2
     );
 }

@@ -5,6 +5,7 @@ mod common;
 mod verify_data;
 
 mod audit_capture;
+mod audit_logs;
 mod audit_versions;
 mod blackwell;
 mod calibrate;
