@@ -211,6 +211,7 @@ pub fn search_options(
         nvls: nvls_supported,
         collnet: env.collnet_enable == Some(1) && coll_nic,
         cross_nic: cross_nic_from_env()?,
+        family: search::rules::NEWEST,
     })
 }
 
@@ -236,8 +237,12 @@ pub fn build_model(
     nvls: NvlsFlag,
 ) -> Result<Model> {
     let nvls_state = ModelInput::nvls_request(cluster, &env, nvls);
-    let (graphs, n_channels) = graphs_for(cluster, &env, nvls_state.supported(), graph_file)?;
-    model_from_graphs(cluster, &graphs, n_channels, table, env, nvls)
+    // The table's family also picks the search's rules (`search::rules`).
+    let mut opts = search_options(cluster, &env, nvls_state.supported())?;
+    opts.family = table.version;
+    let (result, _origin) = channels(cluster, &opts, graph_file)?;
+    let n_channels = result.connection.n_channels;
+    model_from_graphs(cluster, &result.graphs, n_channels, table, env, nvls)
 }
 
 /// NCCL's model on given graphs (e.g. a log's own).

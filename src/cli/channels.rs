@@ -30,6 +30,9 @@ pub struct ChannelsArgs {
     /// 2 = try without then with [default: $NCCL_CROSS_NIC or 2]
     #[arg(long, value_name = "0|1|2", value_parser = clap::value_parser!(u32).range(0..=2))]
     pub cross_nic: Option<u32>,
+    /// Follow the search of this NCCL version (2.18 to 2.30, or a full version such as 2.19.3) [default: the newest]
+    #[arg(long, value_name = "VERSION")]
+    pub nccl_version: Option<String>,
 }
 
 impl ChannelsArgs {
@@ -41,11 +44,28 @@ impl ChannelsArgs {
         let flag = nvls_flag(self.nvls);
         let env = crate::model::NcclEnv::from_process();
         let nvls = crate::model::ModelInput::nvls_request(cluster, &env, flag).supported();
+        let family = match &self.nccl_version {
+            Some(v) => search_family(v)?,
+            None => search::rules::NEWEST,
+        };
         Ok(SearchOptions {
             nvls,
             collnet: self.collnet,
             cross_nic,
+            family,
         })
+    }
+}
+
+/// `--nccl-version` as the `(major, minor)` family whose search rules apply.
+fn search_family(version: &str) -> Result<search::rules::Family> {
+    let family = crate::model::table::family_of(version)?;
+    let mut parts = family.split('.').filter_map(|p| p.parse::<u32>().ok());
+    match (parts.next(), parts.next()) {
+        (Some(major), Some(minor)) => Ok((major, minor)),
+        _ => Err(Error::bad_input(format!(
+            "invalid --nccl-version '{version}': expected MAJOR.MINOR such as 2.19 or 2.28.9"
+        ))),
     }
 }
 

@@ -710,6 +710,7 @@ impl ModelPredictor {
             nvls: false,
             collnet: false,
             cross_nic: 2,
+            family: table.version,
         };
         let (result, graphs_from) = match crate::search::search(cluster, &opts) {
             Ok(r) => (r, "the planner's search"),

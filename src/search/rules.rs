@@ -1,0 +1,185 @@
+//! Changes of NCCL's search and connection between release families that alter graphs or channel counts, each
+//! with the first family that has it (as `model::rules` does for the cost model). The search models the newest
+//! behaviour; a rule whose `first` is newer than the requested family is switched off. Sources are `tag file:line`
+//! of the first tag with the code. `modelled: false` rules are recorded only: planner keeps the newest behaviour for
+//! them in every family.
+
+use serde::Serialize;
+
+/// `(major, minor)` of an NCCL release family.
+pub type Family = (u32, u32);
+
+/// The newest family whose search planner follows (the default when no version is asked for).
+pub const NEWEST: Family = (2, 30);
+
+/// A rule of NCCL's search that exists in some families only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum SearchRule {
+    /// `MAXCHANNELS` is 64 (before: 32): the ring search may find 32 channels and the runtime count reaches 64.
+    MaxChannels64,
+    /// One GPU alone: `totalBw = LOC_BW` (before: 0).
+    OneGpuTotalBwLoc,
+    /// With NVSwitches the next GPU is tried among the ring/tree neighbours first (2.19) and only them (2.21).
+    NvsNeighboursFirst,
+    NvsNeighboursOnly,
+    /// Channels are duplicated before pass 2, and pass 2 raises the ring's bandwidth too.
+    DupBeforePass2,
+    /// AMD CPUs: channels stay the same (no `sameChannels = 0` retry) when the path is SYS.
+    AmdSysSameChannels,
+    /// Two NVLink islands: the ring search needs at least 2 channels.
+    SplitNvlinkTwoChannels,
+    /// sm100 (Blackwell) has its own speed ladders (before: the sm90 ones).
+    Sm100Ladders,
+    /// The sm90 one-node ladder has 50 GB/s (2.19) and 11 GB/s (2.21) rungs.
+    Sm90IntraLadder50,
+    Sm90IntraLadder11,
+}
+
+/// One rule: first family, what it does, where it was read, whether planner switches it by version.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct SearchRuleInfo {
+    pub rule: SearchRule,
+    pub name: &'static str,
+    pub first: Family,
+    pub what: &'static str,
+    pub source: &'static str,
+    pub modelled: bool,
+}
+
+const fn info(
+    rule: SearchRule,
+    name: &'static str,
+    first: Family,
+    modelled: bool,
+    what: &'static str,
+    source: &'static str,
+) -> SearchRuleInfo {
+    SearchRuleInfo {
+        rule,
+        name,
+        first,
+        what,
+        source,
+        modelled,
+    }
+}
+
+/// Every search rule, oldest first.
+pub const RULES: &[SearchRuleInfo] = &[
+    info(
+        SearchRule::NvsNeighboursFirst,
+        "nvs_neighbours_first",
+        (2, 19),
+        false,
+        "NVSwitch: the ring/tree neighbours (index +-1) are tried first (before: every GPU in score order)",
+        "v2.19.3-1 src/graph/search.cc:264",
+    ),
+    info(
+        SearchRule::DupBeforePass2,
+        "dup_before_pass2",
+        (2, 19),
+        false,
+        "ncclTopoDupChannels runs before pass 2 (before: at the end) and pass 2 raises a ring's bandwidth too",
+        "v2.19.3-1 src/graph/search.cc:993",
+    ),
+    info(
+        SearchRule::AmdSysSameChannels,
+        "amd_sys_same_channels",
+        (2, 19),
+        false,
+        "x86 AMD CPUs with SYS paths inside the node keep sameChannels=1; no fixture has AMD CPUs and a SYS ring \
+         (the AMD fixtures are NVLink machines), so no fixture shows it",
+        "v2.19.1-1 src/graph/search.cc:900",
+    ),
+    info(
+        SearchRule::Sm90IntraLadder50,
+        "sm90_intra_ladder_50",
+        (2, 19),
+        false,
+        "sm90 one-node ladder gains a 50 GB/s rung",
+        "v2.19.1-1 src/graph/search.cc:802",
+    ),
+    info(
+        SearchRule::NvsNeighboursOnly,
+        "nvs_neighbours_only",
+        (2, 21),
+        false,
+        "NVSwitch: only the neighbours are tried (firstGpuRealCount)",
+        "v2.21.5-1 src/graph/search.cc:293",
+    ),
+    info(
+        SearchRule::OneGpuTotalBwLoc,
+        "one_gpu_total_bw_loc",
+        (2, 21),
+        false,
+        "one GPU alone: totalBw = LOC_BW (before 0, and 0 x 1/0 = NaN let the ladder start at its top); the \
+         graph is the same: 16 or 32 channels at the first rung",
+        "v2.21.5-1 src/graph/search.cc:43",
+    ),
+    info(
+        SearchRule::MaxChannels64,
+        "max_channels_64",
+        (2, 25),
+        true,
+        "MAXCHANNELS 64 (before 32): the ring search allows MAXCHANNELS/2 = 32 channels (before 16) and the \
+         runtime count is capped at 64 (before 32); shows with one GPU (16 -> 32 search channels)",
+        "v2.25.1-1 src/include/device.h:62",
+    ),
+    info(
+        SearchRule::Sm100Ladders,
+        "sm100_ladders",
+        (2, 25),
+        false,
+        "sm100+ ladders (before: the sm90 ones)",
+        "v2.25.1-1 src/graph/search.cc:940",
+    ),
+    info(
+        SearchRule::SplitNvlinkTwoChannels,
+        "split_nvlink_two_channels",
+        (2, 26),
+        false,
+        "two NVLink islands: the ring needs minChannels 2; no fixture has two NVLink islands, so no fixture shows it",
+        "v2.26.2-1 src/graph/search.cc:985",
+    ),
+];
+
+/// The rule's record.
+pub fn info_of(rule: SearchRule) -> &'static SearchRuleInfo {
+    RULES.iter().find(|r| r.rule == rule).unwrap_or(&RULES[0])
+}
+
+/// Whether `family`'s search has `rule` (modelled rules only; recorded ones always follow the newest).
+pub fn has(family: Family, rule: SearchRule) -> bool {
+    let r = info_of(rule);
+    !r.modelled || family >= r.first
+}
+
+/// NCCL's `MAXCHANNELS` in `family`.
+pub fn max_channels(family: Family) -> usize {
+    if has(family, SearchRule::MaxChannels64) {
+        crate::limits::MAX_CHANNELS
+    } else {
+        32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_rule_has_one_record() {
+        for r in RULES {
+            assert_eq!(info_of(r.rule).name, r.name);
+        }
+        assert!(RULES.windows(2).all(|w| w[0].first <= w[1].first));
+    }
+
+    #[test]
+    fn max_channels_by_family() {
+        assert_eq!(max_channels((2, 19)), 32);
+        assert_eq!(max_channels((2, 24)), 32);
+        assert_eq!(max_channels((2, 25)), 64);
+        assert_eq!(max_channels(NEWEST), 64);
+    }
+}
