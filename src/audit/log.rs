@@ -424,7 +424,8 @@ impl NcclLog {
                 "{source}: no 'NCCL INFO' line: not an NCCL_DEBUG=INFO log"
             )));
         }
-        if log.table.is_none() && log.calls.is_empty() {
+        // A one-rank communicator prints graphs but no table and no per-call line (NCCL only copies).
+        if log.table.is_none() && log.calls.is_empty() && log.graphs.is_empty() {
             return Err(Error::bad_input(format!(
                 "{source}: no tuning table and no per-call line; run NCCL with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH,TUNING"
             )));
