@@ -281,6 +281,7 @@ pub fn search_graphs(
             min_channels: min,
             max_channels: max,
             cross_nic_param: opts.cross_nic,
+            dup_before_pass2: rules::has(opts.family, rules::SearchRule::DupBeforePass2),
         };
         engine::compute(sys, &mut st, req, preset(id))
     };

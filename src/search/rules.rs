@@ -22,7 +22,7 @@ pub enum SearchRule {
     /// With NVSwitches the next GPU is tried among the ring/tree neighbours first (2.19) and only them (2.21).
     NvsNeighboursFirst,
     NvsNeighboursOnly,
-    /// Channels are duplicated before pass 2, and pass 2 raises the ring's bandwidth too.
+    /// Channels are duplicated before pass 2, and pass 2 raises the ring's bandwidth and NVLS's bwInter too.
     DupBeforePass2,
     /// AMD CPUs: channels stay the same (no `sameChannels = 0` retry) when the path is SYS.
     AmdSysSameChannels,
@@ -78,8 +78,10 @@ pub const RULES: &[SearchRuleInfo] = &[
         SearchRule::DupBeforePass2,
         "dup_before_pass2",
         (2, 19),
-        false,
-        "ncclTopoDupChannels runs before pass 2 (before: at the end) and pass 2 raises a ring's bandwidth too",
+        true,
+        "ncclTopoDupChannels runs before pass 2 (before: at the end of ncclTopoCompute) and pass 2 raises a \
+         ring's bandwidth and an NVLS graph's bwInter (before: only a non-ring graph's bwIntra); shows on the sm90 \
+         NVSwitch fixtures' NVLS graph: 8 x 40/40 in 2.18, 8 x 40/60 from 2.19",
         "v2.19.3-1 src/graph/search.cc:993",
     ),
     info(

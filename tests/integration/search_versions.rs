@@ -41,7 +41,46 @@ fn every_rule_names_its_first_tag() {
         .filter(|r| r.modelled)
         .map(|r| r.name)
         .collect();
-    assert_eq!(modelled, ["max_channels_64"]);
+    assert_eq!(modelled, ["dup_before_pass2", "max_channels_64"]);
+}
+
+/// DupBeforePass2 (v2.19.3-1 search.cc:993-1017) on hgx-h100-8's NVLS graph. By hand: one node forces NVLS to
+/// min = max = 8 channels (one head per GPU); every channel charges bwIntra on each GPU's NVLink to the NVSwitch
+/// in both directions, twice on its head's, so a GPU carries 9 x bwIntra over 8 channels: 40 fits 370.8 GB/s
+/// (360), 50 does not (450). Pass 1: 8 x 40/40. 2.19+: pass 2's NVLS branch raises bwInter (unused inside one
+/// node) while it is below 2 x bwIntra: 50, then 60, the top of the sm90 ladder -> 40/60. 2.18: pass 2 only
+/// tries bwIntra 50 for a non-ring graph, which fails -> 40/40. Ring and tree are the same in both (ring 6 x 60
+/// is perfect and duplicated to 12 x 30 before or after pass 2; 12 x 40 would need 480 > 370.8).
+#[test]
+fn dup_before_pass2_shows_on_the_nvls_graph() {
+    let cluster = Source {
+        fixture: Some("hgx-h100-8".into()),
+        nodes: 1,
+        ..Default::default()
+    }
+    .load()
+    .unwrap();
+    let run = |family| {
+        let opts = SearchOptions {
+            nvls: true,
+            ..at(family)
+        };
+        search::search(&cluster, &opts).unwrap()
+    };
+    let (old, new) = (run((2, 18)), run((2, 19)));
+    let nvls = |r: &search::SearchResult| {
+        let g = r.graphs.nvls.as_ref().unwrap();
+        (g.n_channels, g.bw_intra, g.bw_inter)
+    };
+    assert_eq!(nvls(&old), (8, 40.0, 40.0));
+    assert_eq!(nvls(&new), (8, 40.0, 60.0));
+    assert_eq!(nvls(&run(rules::NEWEST)), (8, 40.0, 60.0));
+    assert_eq!(old.graphs.ring, new.graphs.ring);
+    assert_eq!(old.graphs.tree, new.graphs.tree);
+    assert_eq!(
+        (new.graphs.ring.n_channels, new.graphs.ring.bw_intra),
+        (12, 30.0)
+    );
 }
 
 /// MaxChannels64 (v2.25.1-1 device.h:62, MAXCHANNELS 32 -> 64) on the one-GPU T600 of nccl-tests#329: the ring
