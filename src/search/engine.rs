@@ -1408,6 +1408,7 @@ mod tests {
                     min_channels: min,
                     max_channels: max,
                     cross_nic_param: 2,
+                    dup_before_pass2: true,
                 };
                 let fast = compute_with(&sys, &mut st_fast, req, None, true);
                 let slow = compute_with(&sys, &mut st_slow, req, None, false);

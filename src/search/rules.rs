@@ -33,6 +33,20 @@ pub enum SearchRule {
     /// The sm90 one-node ladder has 50 GB/s (2.19) and 11 GB/s (2.21) rungs.
     Sm90IntraLadder50,
     Sm90IntraLadder11,
+    /// The sm90 several-node ladder has a 22 GB/s rung.
+    Sm90InterLadder22,
+    /// CollNetDirect searches at most one head per GPU (2.22), at most 8 (2.25).
+    CollnetDirectHeads,
+    /// `NCCL_CROSS_NIC=2` retries with crossNic 2, for Ring and BalancedTree only (before: crossNic 1, any pattern).
+    CrossNicRetryRingTreeOnly,
+    /// The path-type relaxation starts and stops at the machine's own best/worst GPU paths (before: NVL/PIX..SYS).
+    PathTypeRangeFromPaths,
+    /// NVLS searches at most `NCCL_MAX_NVLS_ARITY` (32) heads (before: one per GPU).
+    NvlsArityCap,
+    /// sm100 ladders gain rungs: 18 (2.27.3), 96 and 45.1 (2.27.7), 45 (2.29), 86 and 80 (2.30).
+    Sm100LadderRungs,
+    /// Before sm90 the NET path type may relax up to SYS; the fallback graph names NETs.
+    PreHopperInterSysAndFallbackNets,
 }
 
 /// One rule: first family, what it does, where it was read, whether planner switches it by version.
@@ -102,6 +116,14 @@ pub const RULES: &[SearchRuleInfo] = &[
         "v2.19.1-1 src/graph/search.cc:802",
     ),
     info(
+        SearchRule::Sm90InterLadder22,
+        "sm90_inter_ladder_22",
+        (2, 19),
+        false,
+        "sm90 several-node ladder gains a 22 GB/s rung (2.19.3)",
+        "v2.19.3-1 src/graph/search.cc:844",
+    ),
+    info(
         SearchRule::NvsNeighboursOnly,
         "nvs_neighbours_only",
         (2, 21),
@@ -110,13 +132,38 @@ pub const RULES: &[SearchRuleInfo] = &[
         "v2.21.5-1 src/graph/search.cc:293",
     ),
     info(
+        SearchRule::Sm90IntraLadder11,
+        "sm90_intra_ladder_11",
+        (2, 21),
+        false,
+        "sm90 one-node ladder gains an 11 GB/s rung",
+        "v2.21.5-1 src/graph/search.cc:855",
+    ),
+    info(
         SearchRule::OneGpuTotalBwLoc,
         "one_gpu_total_bw_loc",
         (2, 21),
         false,
         "one GPU alone: totalBw = LOC_BW (before 0, and 0 x 1/0 = NaN let the ladder start at its top); the \
-         graph is the same: 16 or 32 channels at the first rung",
+         graph is the same: 16 or 32 channels at the first rung (also search.cc:921, ngpus > 1 guard)",
         "v2.21.5-1 src/graph/search.cc:43",
+    ),
+    info(
+        SearchRule::CollnetDirectHeads,
+        "collnet_direct_heads",
+        (2, 22),
+        false,
+        "CollNetDirect maxChannels = GPUs per node (2.22), min(8, GPUs) (2.25); CollNet graphs only",
+        "v2.22.3-1 src/graph/search.cc:954",
+    ),
+    info(
+        SearchRule::CrossNicRetryRingTreeOnly,
+        "cross_nic_retry_ring_tree_only",
+        (2, 23),
+        false,
+        "NCCL_CROSS_NIC=2: the retry uses crossNic 2 and only for Ring/BalancedTree (before: crossNic 1, any \
+         pattern with 2+ NETs); several nodes with 2+ NICs only",
+        "v2.23.4-1 src/graph/search.cc:1067",
     ),
     info(
         SearchRule::MaxChannels64,
@@ -136,12 +183,46 @@ pub const RULES: &[SearchRuleInfo] = &[
         "v2.25.1-1 src/graph/search.cc:940",
     ),
     info(
+        SearchRule::PathTypeRangeFromPaths,
+        "path_type_range_from_paths",
+        (2, 25),
+        false,
+        "the relaxation of typeIntra/typeInter starts at the machine's best GPU-GPU/GPU-NET path type and stops at \
+         its worst (before: NVL (LOC for one GPU) / PIX up to SYS); fewer empty passes, so a different budget",
+        "v2.25.1-1 src/graph/search.cc:957",
+    ),
+    info(
+        SearchRule::NvlsArityCap,
+        "nvls_arity_cap",
+        (2, 25),
+        false,
+        "NVLS maxChannels = min(32, GPUs per node); only nodes of 33+ GPUs differ",
+        "v2.25.1-1 src/graph/search.cc:992",
+    ),
+    info(
         SearchRule::SplitNvlinkTwoChannels,
         "split_nvlink_two_channels",
         (2, 26),
         false,
         "two NVLink islands: the ring needs minChannels 2; no fixture has two NVLink islands, so no fixture shows it",
         "v2.26.2-1 src/graph/search.cc:985",
+    ),
+    info(
+        SearchRule::Sm100LadderRungs,
+        "sm100_ladder_rungs",
+        (2, 27),
+        false,
+        "sm100 ladders gain rungs: intra 18 (2.27.3), inter 96/45.1 (2.27.7), intra 45 (2.29), inter 86/80 (2.30)",
+        "v2.27.3-1 src/graph/search.cc:912",
+    ),
+    info(
+        SearchRule::PreHopperInterSysAndFallbackNets,
+        "pre_hopper_inter_sys",
+        (2, 29),
+        false,
+        "before sm90 the NET path type may relax up to SYS whatever the paths say, and the fallback graph \
+         (nothing found) enters and leaves by the NETs nearest its first and last GPU",
+        "v2.29.2-1 src/graph/search.cc:1038",
     ),
 ];
 
@@ -171,6 +252,30 @@ mod tests {
 
     #[test]
     fn every_rule_has_one_record() {
+        use SearchRule::*;
+        let all = [
+            MaxChannels64,
+            OneGpuTotalBwLoc,
+            NvsNeighboursFirst,
+            NvsNeighboursOnly,
+            DupBeforePass2,
+            AmdSysSameChannels,
+            SplitNvlinkTwoChannels,
+            Sm100Ladders,
+            Sm90IntraLadder50,
+            Sm90IntraLadder11,
+            Sm90InterLadder22,
+            CollnetDirectHeads,
+            CrossNicRetryRingTreeOnly,
+            PathTypeRangeFromPaths,
+            NvlsArityCap,
+            Sm100LadderRungs,
+            PreHopperInterSysAndFallbackNets,
+        ];
+        assert_eq!(all.len(), RULES.len());
+        for rule in all {
+            assert_eq!(info_of(rule).rule, rule);
+        }
         for r in RULES {
             assert_eq!(info_of(r.rule).name, r.name);
         }
