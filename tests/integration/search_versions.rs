@@ -49,7 +49,8 @@ fn every_rule_names_its_first_tag() {
 /// in both directions, twice on its head's, so a GPU carries 9 x bwIntra over 8 channels: 40 fits 370.8 GB/s
 /// (360), 50 does not (450). Pass 1: 8 x 40/40. 2.19+: pass 2's NVLS branch raises bwInter (unused inside one
 /// node) while it is below 2 x bwIntra: 50, then 60, the top of the sm90 ladder -> 40/60. 2.18: pass 2 only
-/// tries bwIntra 50 for a non-ring graph, which fails -> 40/40. Ring and tree are the same in both (ring 6 x 60
+/// raises a non-ring graph's bwIntra one rung (50 on the ladder planner uses; 60 on 2.18's own, which lacks 50),
+/// which fails (9 x 50 = 450 > 370.8) -> 40/40. Ring and tree are the same in both (ring 6 x 60
 /// is perfect and duplicated to 12 x 30 before or after pass 2; 12 x 40 would need 480 > 370.8).
 #[test]
 fn dup_before_pass2_shows_on_the_nvls_graph() {
