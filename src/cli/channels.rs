@@ -79,8 +79,8 @@ pub fn run(source: &SourceArgs, graph: &GraphArgs, args: &ChannelsArgs) -> Resul
             cluster.n_ranks().saturating_sub(1)
         )));
     }
-    let (result, origin) =
-        pipeline::channels(&cluster, &args.options(&cluster)?, graph.graph.as_deref())?;
+    let options = args.options(&cluster)?;
+    let (result, origin) = pipeline::channels(&cluster, &options, graph.graph.as_deref())?;
     if args.graph_xml {
         print!(
             "{}",
@@ -94,7 +94,13 @@ pub fn run(source: &SourceArgs, graph: &GraphArgs, args: &ChannelsArgs) -> Resul
     } else {
         print!(
             "{}",
-            crate::report::channels::render_text(&cluster, &result, args.rank as i32, &origin)
+            crate::report::channels::render_text(
+                &cluster,
+                &result,
+                args.rank as i32,
+                &origin,
+                options.family
+            )
         );
     }
     Ok(())

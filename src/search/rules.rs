@@ -47,6 +47,10 @@ pub enum SearchRule {
     Sm100LadderRungs,
     /// Before sm90 the NET path type may relax up to SYS; the fallback graph names NETs.
     PreHopperInterSysAndFallbackNets,
+    /// Log format: `Channel` lines pad ranks to the width of the largest (before: ` %3d`, at most 20 ranks).
+    ChannelLineWidth,
+    /// Log format: graph channels name GPUs and NETs by topology id `GPU/0-d8000` (before: `GPU/<rank>`).
+    GraphLineTopoIds,
 }
 
 /// One rule: first family, what it does, where it was read, whether planner switches it by version.
@@ -166,6 +170,14 @@ pub const RULES: &[SearchRuleInfo] = &[
         "v2.23.4-1 src/graph/search.cc:1067",
     ),
     info(
+        SearchRule::ChannelLineWidth,
+        "channel_line_width",
+        (2, 23),
+        true,
+        "log format only: `Channel 00/32 : 0` (before: `Channel 00/32 :    0`, ranks as %3d, at most 20)",
+        "v2.23.4-1 src/graph/rings.cc:12",
+    ),
+    info(
         SearchRule::MaxChannels64,
         "max_channels_64",
         (2, 25),
@@ -214,6 +226,14 @@ pub const RULES: &[SearchRuleInfo] = &[
         false,
         "sm100 ladders gain rungs: intra 18 (2.27.3), inter 96/45.1 (2.27.7), intra 45 (2.29), inter 86/80 (2.30)",
         "v2.27.3-1 src/graph/search.cc:912",
+    ),
+    info(
+        SearchRule::GraphLineTopoIds,
+        "graph_line_topo_ids",
+        (2, 28),
+        true,
+        "log format only: graph channels print `GPU/0-d8000` (before: `GPU/0`, the rank)",
+        "v2.28.3-1 src/graph/search.cc:1192",
     ),
     info(
         SearchRule::PreHopperInterSysAndFallbackNets,
@@ -271,6 +291,8 @@ mod tests {
             NvlsArityCap,
             Sm100LadderRungs,
             PreHopperInterSysAndFallbackNets,
+            ChannelLineWidth,
+            GraphLineTopoIds,
         ];
         assert_eq!(all.len(), RULES.len());
         for rule in all {

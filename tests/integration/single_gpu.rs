@@ -101,16 +101,23 @@ fn t600_issue329_graphs_are_nccl_2_19s() {
     assert!(result.connection.rings.iter().all(|r| r == &[0]));
 }
 
-/// `planner channels --nccl-version 2.19.3` prints the log's own Pattern lines.
+/// `planner channels --nccl-version 2.19.3` prints rank 0's graph, tree, channel and ring lines exactly as the
+/// log has them (131 lines: both graphs with their 16 `GPU/0` channels, 32 `Tree`, 32 `Channel 00/32 :    0`, 32
+/// `Ring`, the `Trees` line), in 2.19's formats (`search::rules` ChannelLineWidth, GraphLineTopoIds).
 #[test]
-fn t600_issue329_pattern_lines_from_the_cli() {
+fn t600_issue329_log_lines_from_the_cli() {
     let text = std::fs::read_to_string(path(T600_LOG)).unwrap();
     let logged: Vec<&str> = text
         .lines()
-        .filter_map(|l| l.split_once("NCCL INFO ").map(|(_, rest)| rest))
-        .filter(|l| l.starts_with("Pattern "))
+        .filter_map(|l| l.strip_prefix("6a9ab017bb44:454:461 [0] NCCL INFO "))
+        .filter(|l| {
+            ["Pattern ", "Tree ", "Channel ", "Ring ", "Trees "]
+                .iter()
+                .any(|p| l.starts_with(p))
+                || l.ends_with(" : GPU/0")
+        })
         .collect();
-    assert_eq!(logged.len(), 2);
+    assert_eq!(logged.len(), 131);
     let out = planner()
         .args([
             "--topo",
@@ -125,10 +132,20 @@ fn t600_issue329_pattern_lines_from_the_cli() {
         .stdout
         .clone();
     let out = String::from_utf8(out).unwrap();
-    for line in logged {
-        assert!(out.lines().any(|l| l == line), "missing {line:?}");
-    }
     assert!(out.contains("runtime channels: 32 (16 search channels x 2)"));
+    let ours: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("NCCL log lines as rank 0"))
+        .skip(1)
+        .collect();
+    assert_eq!(ours, logged);
+    // The newest format names the GPU by topology id and pads ranks to their own width.
+    planner()
+        .args(["--topo", &path(T600_TOPO), "channels"])
+        .assert()
+        .success()
+        .stdout(contains(" 0 : GPU/0-d8000"))
+        .stdout(contains("Channel 00/64 : 0"));
 }
 
 /// `planner audit` reads the one-rank log (graphs, no table: NCCL prints none for one rank) and finds no
