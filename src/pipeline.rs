@@ -298,6 +298,7 @@ pub fn search_options(
         cross_nic: env.cross_nic_param(),
         max_channels: bounds.max,
         min_channels: bounds.min,
+        family: search::rules::NEWEST,
     })
 }
 
@@ -323,8 +324,12 @@ pub fn build_model(
     nvls: NvlsFlag,
 ) -> Result<Model> {
     let nvls_state = ModelInput::nvls_request(cluster, &env, nvls);
-    let (graphs, n_channels) = graphs_for(cluster, &env, nvls_state.supported(), graph_file)?;
-    model_from_graphs(cluster, &graphs, n_channels, table, env, nvls)
+    // The table's family also picks the search's rules (`search::rules`).
+    let mut opts = search_options(cluster, &env, nvls_state.supported())?;
+    opts.family = table.version;
+    let (result, _origin) = channels(cluster, &opts, graph_file)?;
+    let n_channels = result.connection.n_channels;
+    model_from_graphs(cluster, &result.graphs, n_channels, table, env, nvls)
 }
 
 /// NCCL's model on given graphs (e.g. a log's own).

@@ -596,6 +596,7 @@ impl NcclLog {
                 "{source}: no 'NCCL INFO' line: not an NCCL_DEBUG=INFO log"
             )));
         }
+        // A one-rank communicator prints graphs but no table and no per-call line (NCCL only copies).
         if log.table.is_none()
             && log.calls.is_empty()
             && log.graphs.is_empty()

@@ -681,7 +681,8 @@ pub fn audit_log(opts: &AuditOptions) -> Result<AuditReport> {
         let (g, c) = graphs_from_log(&log)?;
         (g, c, None)
     } else {
-        let opts_search = pipeline::search_options(&cluster, &env, nvls_state.supported())?;
+        let mut opts_search = pipeline::search_options(&cluster, &env, nvls_state.supported())?;
+        opts_search.family = table.version;
         let (result, _) = pipeline::channels(&cluster, &opts_search, opts.graph_file.as_deref())
             .map_err(|e| {
                 Error::runtime(format!(

@@ -31,6 +31,9 @@ pub struct ChannelsArgs {
     /// 2 = try without then with [default: $NCCL_CROSS_NIC or 2]
     #[arg(long, value_name = "0|1|2", value_parser = clap::value_parser!(u32).range(0..=2))]
     pub cross_nic: Option<u32>,
+    /// Follow the search of this NCCL version (2.18 to 2.30, or a full version such as 2.19.3) [default: the newest]
+    #[arg(long, value_name = "VERSION")]
+    pub nccl_version: Option<String>,
 }
 
 impl ChannelsArgs {
@@ -43,7 +46,22 @@ impl ChannelsArgs {
         if let Some(v) = self.cross_nic {
             opts.cross_nic = v;
         }
+        if let Some(v) = &self.nccl_version {
+            opts.family = search_family(v)?;
+        }
         Ok(opts)
+    }
+}
+
+/// `--nccl-version` as the `(major, minor)` family whose search rules apply.
+fn search_family(version: &str) -> Result<search::rules::Family> {
+    let family = crate::model::table::family_of(version)?;
+    let mut parts = family.split('.').filter_map(|p| p.parse::<u32>().ok());
+    match (parts.next(), parts.next()) {
+        (Some(major), Some(minor)) => Ok((major, minor)),
+        _ => Err(Error::bad_input(format!(
+            "invalid --nccl-version '{version}': expected MAJOR.MINOR such as 2.19 or 2.28.9"
+        ))),
     }
 }
 
@@ -58,11 +76,8 @@ pub fn run(source: &SourceArgs, graph: &GraphArgs, args: &ChannelsArgs) -> Resul
         )));
     }
     let env = &source.nccl_env;
-    let (result, origin) = pipeline::channels(
-        &cluster,
-        &args.options(&cluster, env)?,
-        graph.graph.as_deref(),
-    )?;
+    let options = args.options(&cluster, env)?;
+    let (result, origin) = pipeline::channels(&cluster, &options, graph.graph.as_deref())?;
     if args.graph_xml {
         print!(
             "{}",
@@ -85,7 +100,13 @@ pub fn run(source: &SourceArgs, graph: &GraphArgs, args: &ChannelsArgs) -> Resul
     } else {
         print!(
             "{}",
-            crate::report::channels::render_text(&cluster, &result, args.rank as i32, &origin)
+            crate::report::channels::render_text(
+                &cluster,
+                &result,
+                args.rank as i32,
+                &origin,
+                options.family
+            )
         );
     }
     Ok(())

@@ -2,6 +2,7 @@
 //! for people, as NCCL's own log lines (so they diff against an
 //! `NCCL_DEBUG_SUBSYS=INIT,GRAPH` log), and as JSON.
 
+use crate::search::rules::{self, Family, SearchRule};
 use crate::search::{Connection, Graphs, Pattern, SearchGraph, SearchResult};
 use crate::topo::{Cluster, NodeKind, Topology};
 use comfy_table::{presets, ContentArrangement, Table};
@@ -142,22 +143,62 @@ pub fn nccl_trees_line(conn: &Connection, rank: i32) -> String {
     format!("Trees{body}")
 }
 
-/// Every NCCL log line the search and connection produce for `rank`, in NCCL's order.
+/// Every NCCL log line the search and connection produce for `rank`, in NCCL's order (the newest NCCL's format).
 pub fn nccl_log_lines(topo: &Topology, result: &SearchResult, rank: i32) -> Vec<String> {
+    nccl_log_lines_of(topo, result, rank, rules::NEWEST)
+}
+
+/// `nccl_log_lines` in the format of NCCL `family`: before 2.28 a graph channel names GPUs by rank (`GPU/0`,
+/// v2.27.7-1 search.cc ncclTopoPrintGraph) and before 2.23 NETs by plain id; before 2.23 a `Channel` line is
+/// `Channel %02d/%02d : ` then ` %3d` per rank, at most 20 (v2.22.3-1 rings.cc:18,35).
+pub fn nccl_log_lines_of(
+    topo: &Topology,
+    result: &SearchResult,
+    rank: i32,
+    family: Family,
+) -> Vec<String> {
     let g = &result.graphs;
     let mut out = Vec::new();
-    out.extend(nccl_graph_lines(topo, &g.ring));
-    out.extend(nccl_graph_lines(topo, &g.tree));
+    let graph_lines = |x: &SearchGraph| {
+        let mut lines = nccl_graph_lines(topo, x);
+        if !rules::has(family, SearchRule::GraphLineTopoIds) {
+            for (line, ch) in lines.iter_mut().skip(1).zip(&x.channels) {
+                let mut text = line[..4].to_string();
+                let net = |id: i64| format!(" NET/{:x}", id & 0x00ff_ffff_ffff_ffff);
+                if let Some(n) = ch.net_in {
+                    text.push_str(&net(n));
+                }
+                for r in &ch.ranks {
+                    text.push_str(&format!(" GPU/{r}"));
+                }
+                if let Some(n) = ch.net_out {
+                    text.push_str(&net(n));
+                }
+                *line = text;
+            }
+        }
+        lines
+    };
+    out.extend(graph_lines(&g.ring));
+    out.extend(graph_lines(&g.tree));
     for x in [&g.collnet_chain, &g.collnet_direct, &g.nvls]
         .into_iter()
         .flatten()
     {
-        out.extend(nccl_graph_lines(topo, x));
+        out.extend(graph_lines(x));
     }
     let conn = &result.connection;
     out.extend(nccl_tree_lines(conn, rank));
     if rank == 0 {
-        out.extend(nccl_channel_lines(conn));
+        if rules::has(family, SearchRule::ChannelLineWidth) {
+            out.extend(nccl_channel_lines(conn));
+        } else {
+            let n = conn.rings.len();
+            out.extend(conn.rings.iter().enumerate().map(|(c, ring)| {
+                let ranks: String = ring.iter().take(20).map(|r| format!(" {r:>3}")).collect();
+                format!("Channel {c:02}/{n:02} : {ranks}")
+            }));
+        }
     }
     out.extend(nccl_ring_lines(conn, rank));
     out.push(nccl_trees_line(conn, rank));
@@ -236,7 +277,14 @@ pub fn graphs_table(graphs: &Graphs) -> String {
 }
 
 /// The human summary: header, table, runtime channels, NCCL's log lines for `rank`.
-pub fn render_text(cluster: &Cluster, result: &SearchResult, rank: i32, origin: &str) -> String {
+/// `family`: the NCCL version whose log format the lines follow.
+pub fn render_text(
+    cluster: &Cluster,
+    result: &SearchResult,
+    rank: i32,
+    origin: &str,
+    family: Family,
+) -> String {
     let conn = &result.connection;
     let mut out = String::new();
     out.push_str(&format!(
@@ -284,7 +332,7 @@ pub fn render_text(cluster: &Cluster, result: &SearchResult, rank: i32, origin: 
         .map(|x| nccl_graph_lines(&cluster.node, x).len())
         .sum::<usize>()
     };
-    for (i, line) in nccl_log_lines(&cluster.node, result, rank)
+    for (i, line) in nccl_log_lines_of(&cluster.node, result, rank, family)
         .into_iter()
         .enumerate()
     {

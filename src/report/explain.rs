@@ -263,6 +263,39 @@ pub struct ExplainJson {
     /// NCCL's pick, NCCL's symmetric pick, the fastest of all.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub possible: Option<PossibleJson>,
+    /// One rank: what NCCL runs instead of an algorithm (absent with 2+ ranks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub one_rank: Option<OneRankJson>,
+}
+
+/// NCCL with one rank (`enqueue.cc` taskAppend -> `ncclLaunchOneRank`, `device/onerank.cu`, v2.28.9): no
+/// algorithm, protocol, channel or collective kernel; the Ring/Simple entry is updateCollCostTable's placeholder (0).
+#[derive(Debug, Clone, Serialize)]
+pub struct OneRankJson {
+    /// sum/prod/min/max (and bitwise ops): one `cudaMemcpyAsync` of the buffer, none when in place.
+    pub copy: &'static str,
+    /// ncclAvg on floats, or a ncclRedOpCreatePreMulSum op: one scaling kernel.
+    pub scaling_kernel: &'static str,
+    /// Bytes the copy moves (the call's receive buffer).
+    pub copy_bytes: u64,
+}
+
+/// `OneRankJson` for a call of `bytes` on a one-rank communicator.
+pub fn one_rank_json(bytes: u64) -> OneRankJson {
+    OneRankJson {
+        copy:
+            "cudaMemcpyAsync(recvbuff, sendbuff) on the stream; nothing when sendbuff == recvbuff",
+        scaling_kernel: "oneRankReduce: min(32, ceil(bytes / 16 KiB)) blocks x 512 threads",
+        copy_bytes: bytes,
+    }
+}
+
+/// What NCCL does with one rank, for people (after the ranked table).
+pub fn one_rank_text() -> &'static str {
+    "One rank: NCCL runs no algorithm, protocol or channel. ncclEnqueueCheck's taskAppend calls ncclLaunchOneRank \
+     (enqueue.cc, device/onerank.cu): sum, prod, min and max are one cudaMemcpyAsync from the send to the receive \
+     buffer (nothing when in place); an average or a PreMulSum op runs one oneRankReduce kernel (min(32, bytes / \
+     16 KiB) blocks x 512 threads). The Ring/Simple row is NCCL's cost-table placeholder (time 0), never launched.\n"
 }
 
 /// Calibrated busbw from a calibrated time, with the same bytes and bus
@@ -407,6 +440,7 @@ pub fn explain_json_calibrated(
         symmetric: None,
         beyond_nccl: None,
         possible: None,
+        one_rank: (model.input.n_ranks == 1).then(|| one_rank_json(eval.call.size)),
     }
 }
 
@@ -549,6 +583,10 @@ pub fn explain_text_calibrated(
     }
     out.push_str(&table.to_string());
     out.push('\n');
+    if model.input.n_ranks == 1 {
+        out.push_str(one_rank_text());
+        return out;
+    }
     let w = eval.winner();
     out.push_str(&format!(
         "NCCL picks {}/{} on {} channels x {} threads: {} µs",
@@ -699,6 +737,9 @@ pub fn sweep_text(model: &Model, sweep: &Sweep) -> String {
                 .join(", ")
         ));
     }
+    if model.input.n_ranks == 1 {
+        out.push_str(one_rank_text());
+    }
     out
 }
 
@@ -763,6 +804,9 @@ pub struct SweepJson<'a> {
     /// Per band: NCCL's pick, NCCL's symmetric pick, the fastest of all.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub possible: Option<Vec<PossibleBandJson>>,
+    /// One rank: NCCL copies instead of running an algorithm (absent with 2+ ranks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub one_rank_note: Option<&'static str>,
 }
 
 pub fn sweep_json<'a>(model: &Model, sweep: &'a Sweep) -> SweepJson<'a> {
@@ -782,6 +826,7 @@ pub fn sweep_json_calibrated<'a>(
         sweep,
         calibrated,
         possible: None,
+        one_rank_note: (model.input.n_ranks == 1).then(|| one_rank_text().trim_end()),
     }
 }
 

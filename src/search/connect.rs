@@ -11,7 +11,7 @@ use super::{Connection, Graphs, Pattern, SearchGraph, SearchOptions, TreeLinks};
 use crate::error::{Error, Result};
 use crate::topo::Cluster;
 
-use crate::limits::{MAX_CHANNELS, MAX_TREE_ARITY};
+use crate::limits::MAX_TREE_ARITY;
 /// `NCCL_COLLNET_NODE_THRESHOLD` default.
 const COLLNET_NODE_THRESHOLD: usize = 2;
 
@@ -89,7 +89,9 @@ pub fn connect(cluster: &Cluster, graphs: &Graphs, opts: &SearchOptions) -> Resu
     let tree = &graphs.tree;
     check_channels(ring, gpn, "ring")?;
     check_channels(tree, gpn, "tree")?;
-    let nch = ring.n_channels.min(tree.n_channels).min(MAX_CHANNELS / 2);
+    // NCCL's MAXCHANNELS of the asked family (32 before 2.25).
+    let max_channels = super::rules::max_channels(opts.family);
+    let nch = ring.n_channels.min(tree.n_channels).min(max_channels / 2);
     if nch == 0 || gpn == 0 {
         return Err(Error::bad_input(
             "the ring and tree graphs need at least one channel each".to_string(),
@@ -211,7 +213,7 @@ pub fn connect(cluster: &Cluster, graphs: &Graphs, opts: &SearchOptions) -> Resu
     }
 
     // Runtime channel count: x2 (channel c + nch repeats ring c with tree 1) ...
-    let mut n_channels = (2 * nch).min(MAX_CHANNELS);
+    let mut n_channels = (2 * nch).min(max_channels);
     let mut ring_of: Vec<usize> = (0..n_channels).map(|c| c % nch).collect();
     // `copyChannels` (connect.cc:361-370): channel c >= start repeats channel c - start.
     let copy_channels = |n_channels: &mut usize,
@@ -230,7 +232,7 @@ pub fn connect(cluster: &Cluster, graphs: &Graphs, opts: &SearchOptions) -> Resu
     if opts.collnet && n_nodes >= COLLNET_NODE_THRESHOLD {
         if let Some(chain) = &graphs.collnet_chain {
             if chain.n_channels > 0 && chain.bw_intra > chain.bw_inter && n_ranks > n_nodes {
-                let end = MAX_CHANNELS.min(n_channels + n_channels / 2);
+                let end = max_channels.min(n_channels + n_channels / 2);
                 copy_channels(&mut n_channels, end, &mut trees, &mut ring_of);
             }
         }
@@ -242,10 +244,11 @@ pub fn connect(cluster: &Cluster, graphs: &Graphs, opts: &SearchOptions) -> Resu
     }
     // connect.cc:492-506: nChannels = min(ncclMaxNchannels(), nChannels, maxCTAs), then copied up to
     // max(ncclMinNchannels(), minCTAs): "combining max, then min, to only use the first channels, then duplicate".
-    n_channels = n_channels.min(opts.max_channels).clamp(1, MAX_CHANNELS);
+    // `max_channels` is the family's MAXCHANNELS (32 before 2.25, 64 from it).
+    n_channels = n_channels.min(opts.max_channels).clamp(1, max_channels);
     trees.truncate(n_channels);
     ring_of.truncate(n_channels);
-    let min_channels = opts.min_channels.min(MAX_CHANNELS);
+    let min_channels = opts.min_channels.min(max_channels);
     copy_channels(&mut n_channels, min_channels, &mut trees, &mut ring_of);
 
     // Rings as rank sequences starting at rank 0 (`ncclBuildRings`).

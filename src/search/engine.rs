@@ -1028,6 +1028,9 @@ pub struct GraphRequest {
     pub max_channels: usize,
     /// `NCCL_CROSS_NIC`.
     pub cross_nic_param: u32,
+    /// Before 2.19 (`SearchRule::DupBeforePass2` off): channels are duplicated after pass 2, and pass 2 raises
+    /// only a tree's bwIntra (v2.18.3-1 search.cc:947-969).
+    pub dup_before_pass2: bool,
 }
 
 /// `ncclTopoDupChannels`.
@@ -1281,7 +1284,9 @@ pub(crate) fn compute_with(
         // done:
         if pass == 1 {
             time = -1;
-            dup_channels(&mut graph, cc_min, ngpus);
+            if req.dup_before_pass2 {
+                dup_channels(&mut graph, cc_min, ngpus);
+            }
             tmp = graph.clone();
             speed_index = 0;
             while speeds[speed_index] > graph.bw_inter && speed_index < nspeeds - 1 {
@@ -1293,7 +1298,17 @@ pub(crate) fn compute_with(
             pass = 2;
         }
         // pass 2: try to raise the bandwidth of the solution.
-        if time != 0 && speed_index > 0 {
+        if time != 0 && speed_index > 0 && !req.dup_before_pass2 {
+            // 2.18: only a tree's bwIntra goes up.
+            if graph.pattern != Pattern::Ring
+                && tmp.bw_intra == graph.bw_intra
+                && tmp.bw_intra < tmp.bw_inter * 2.0
+            {
+                speed_index -= 1;
+                tmp.bw_intra = speeds[speed_index];
+                continue;
+            }
+        } else if time != 0 && speed_index > 0 {
             if graph.pattern == Pattern::Ring {
                 speed_index -= 1;
                 tmp.bw_intra = speeds[speed_index];
@@ -1330,6 +1345,9 @@ pub(crate) fn compute_with(
         graph.type_inter = PathType::Sys;
         graph.n_channels = 1;
     }
+    if !req.dup_before_pass2 {
+        dup_channels(&mut graph, cc_min, ngpus);
+    }
     graph
 }
 
@@ -1355,6 +1373,7 @@ mod tests {
             min_channels: 1,
             max_channels: 32,
             cross_nic_param: 2,
+            dup_before_pass2: true,
         };
         let g = compute(&sys, &mut st, req, None);
         assert_eq!(g.n_channels, 1);
@@ -1389,6 +1408,7 @@ mod tests {
                     min_channels: min,
                     max_channels: max,
                     cross_nic_param: 2,
+                    dup_before_pass2: true,
                 };
                 let fast = compute_with(&sys, &mut st_fast, req, None, true);
                 let slow = compute_with(&sys, &mut st_slow, req, None, false);

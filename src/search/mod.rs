@@ -7,10 +7,11 @@ pub mod connect;
 pub mod engine;
 pub mod graph_xml;
 pub mod ladder;
+pub mod rules;
 pub mod system;
 pub mod trees;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::topo::{Cluster, PathType};
 use serde::Serialize;
 
@@ -173,6 +174,8 @@ pub struct SearchOptions {
     pub max_channels: usize,
     /// Runtime channels at least, by copying: `max(NCCL_MIN_NCHANNELS, NCCL_MIN_CTAS)` (connect.cc:505).
     pub min_channels: usize,
+    /// The NCCL release family whose search rules apply (`rules::SearchRule`); the newest by default.
+    pub family: rules::Family,
 }
 
 impl Default for SearchOptions {
@@ -183,6 +186,7 @@ impl Default for SearchOptions {
             cross_nic: 2,
             max_channels: crate::limits::MAX_CHANNELS,
             min_channels: 1,
+            family: rules::NEWEST,
         }
     }
 }
@@ -256,12 +260,8 @@ fn search_on(
     opts: &SearchOptions,
     presets: &[engine::Graph],
 ) -> Result<SearchResult> {
-    if sys.ngpus == 1 && cluster.n_nodes == 1 {
-        return Err(Error::bad_input(format!(
-            "{}: a single GPU on a single node has nothing to connect; give a topology with 2+ GPUs or --nodes 2+",
-            cluster.node.source
-        )));
-    }
+    // One GPU on one node is searched like any other (NCCL logs its graphs: a ring and a tree of 16 one-GPU
+    // channels, `search.cc` ncclTopoSearchInit's LOC_BW case); its collectives never use them (a local copy).
     let graphs = search_graphs(sys, opts, presets);
     let connection = connect::connect(cluster, &graphs, opts)?;
     Ok(SearchResult { graphs, connection })
@@ -287,22 +287,25 @@ pub fn search_graphs(
             min_channels: min,
             max_channels: max,
             cross_nic_param: opts.cross_nic,
+            dup_before_pass2: rules::has(opts.family, rules::SearchRule::DupBeforePass2),
         };
         engine::compute(sys, &mut st, req, preset(id))
     };
-    let ring = run(0, Pattern::Ring, false, 1, system::MAX_CHANNELS / 2);
+    // init.cc: ringGraph->maxChannels = MAXCHANNELS/2, MAXCHANNELS of the family (rules::SearchRule::MaxChannels64).
+    let max_channels = rules::max_channels(opts.family);
+    let ring = run(0, Pattern::Ring, false, 1, max_channels / 2);
     let n = ring.n_channels;
     let tree = run(1, Pattern::BalancedTree, false, n, n);
     let (collnet_chain, collnet_direct) = if opts.collnet {
         let chain = run(2, Pattern::Tree, true, n, n);
-        let direct = run(4, Pattern::CollNetDirect, true, 1, system::MAX_CHANNELS);
+        let direct = run(4, Pattern::CollNetDirect, true, 1, max_channels);
         (Some(chain), Some(direct))
     } else {
         (None, None)
     };
     let nvls = opts
         .nvls
-        .then(|| run(3, Pattern::Nvls, false, 1, system::MAX_CHANNELS));
+        .then(|| run(3, Pattern::Nvls, false, 1, max_channels));
     let public = |g: &engine::Graph| to_public(sys, g);
     Graphs {
         ring: public(&ring),

@@ -714,6 +714,7 @@ impl ModelPredictor {
             cross_nic: env.cross_nic_param(),
             max_channels: bounds.max,
             min_channels: bounds.min,
+            family: table.version,
         };
         let (result, graphs_from) = match crate::search::search(cluster, &opts) {
             Ok(r) => (r, "the planner's search"),

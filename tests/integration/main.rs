@@ -42,6 +42,8 @@ mod search_bad_input;
 mod search_capture;
 mod search_connect;
 mod search_fixtures;
+mod search_versions;
+mod single_gpu;
 mod topo_cli;
 mod topo_fixtures;
 mod tune;

@@ -23,16 +23,7 @@ fn one_gpu_topology() -> String {
     format!("{}{}", &body[..start], &body[end..])
 }
 
-#[test]
-fn single_gpu_on_one_node() {
-    let topo = write_temp("one-gpu.xml", &one_gpu_topology());
-    planner()
-        .args(["--topo", topo.to_str().unwrap(), "channels"])
-        .assert()
-        .code(2)
-        .stderr(contains("single GPU"))
-        .stderr(contains("one-gpu.xml"));
-}
+// One GPU on one node is no bad input: NCCL searches it (tests/integration/single_gpu.rs).
 
 #[test]
 fn single_gpu_per_node_across_nodes_is_fine() {
