@@ -1,5 +1,6 @@
 //! Command-line front end. Handlers stay thin: parse flags, call the stages,
-//! hand the result to `report`.
+//! hand the result to `report`. Each command takes only the flags it acts on
+//! (the topology flags are flattened into the commands that read a topology).
 
 pub mod audit;
 pub mod calibrate;
@@ -12,7 +13,7 @@ pub mod topo;
 pub mod tune;
 pub mod verify;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
@@ -22,10 +23,6 @@ use clap::{Parser, Subcommand};
     about = "Which collective algorithm and protocol should this machine run, why, and is that true"
 )]
 pub struct Cli {
-    #[command(flatten)]
-    pub source: source::SourceArgs,
-    #[command(flatten)]
-    pub graph: source::GraphArgs,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -37,7 +34,7 @@ pub enum Command {
     /// List the built-in topologies
     Fixtures(topo::FixturesArgs),
     /// NCCL's algorithm/protocol choice for a size, ranked with reasons; sweeps, plots, NCCL's own tables
-    Explain(explain::ExplainArgs),
+    Explain(Box<explain::ExplainArgs>),
     /// Compare an NCCL_DEBUG=INFO log with the planner's model, cell by cell
     Audit(audit::AuditArgs),
     /// Fit the cost model to measurements of this machine (verify results, nccl-tests, NCCL Inspector); --cv checks it
@@ -62,17 +59,85 @@ pub enum Command {
 
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Topo(args) => topo::run_topo(&cli.source, &args),
+        Command::Topo(args) => topo::run_topo(&args),
         Command::Fixtures(args) => topo::run_fixtures(&args),
-        Command::Explain(args) => explain::run(&cli.source, &cli.graph, args),
-        Command::Audit(args) => audit::run(&cli.source, &cli.graph, args),
-        Command::Calibrate(args) => calibrate::run(args, &cli.source),
-        Command::Channels(args) => channels::run(&cli.source, &cli.graph, &args),
-        Command::Verify(args) => verify::run(*args, &cli.source),
+        Command::Explain(args) => explain::run(*args),
+        Command::Audit(args) => audit::run(args),
+        Command::Calibrate(args) => calibrate::run(args),
+        Command::Channels(args) => channels::run(&args),
+        Command::Verify(args) => verify::run(*args),
         Command::NcclChild => verify::nccl_child(),
         Command::RendezvousCheck(args) => verify::rendezvous_check(args),
-        Command::Run(args) => run::run(args, &cli.source),
-        Command::Tune(args) => tune::run(args, &cli.source),
-        Command::Diff(args) => diff::run(&cli.source, &cli.graph, args),
+        Command::Run(args) => run::run(args),
+        Command::Tune(args) => tune::run(args),
+        Command::Diff(args) => diff::run(args),
+    }
+}
+
+/// The one message `run` and `verify` give on a machine without a usable CUDA driver.
+pub fn require_gpu(command: &str) -> Result<()> {
+    crate::gpu::libs::require_driver().map_err(|e| {
+        Error::runtime(format!(
+            "no GPU: {}; `planner {command}` needs one (`planner explain` models without one, `planner verify --load FILE` reads saved results)",
+            e.message()
+        ))
+    })
+}
+
+/// A command-line error as one line: clap's first line (the error itself, naming the flags), without its usage
+/// block; the hint says where the flags are listed.
+pub fn one_line_usage_error(err: &clap::Error, args: &[String]) -> String {
+    let rendered = err.render().to_string();
+    // The first paragraph is the error (a conflict lists the other flags on lines of their own).
+    let paragraph: Vec<&str> = rendered
+        .lines()
+        .map(str::trim)
+        .skip_while(|l| l.is_empty())
+        .take_while(|l| !l.is_empty())
+        .collect();
+    let joined = paragraph.join(" ");
+    let first = joined.strip_prefix("error: ").unwrap_or(&joined);
+    let first = if first.is_empty() {
+        "invalid command line"
+    } else {
+        first
+    };
+    // clap's "to pass '--x' as a value, use '-- --x'" misleads where a command does not take the flag.
+    let tips: Vec<&str> = rendered
+        .lines()
+        .map(str::trim)
+        .filter_map(|l| l.strip_prefix("tip: "))
+        .filter(|t| !t.starts_with("to pass"))
+        .collect();
+    let first = if tips.is_empty() {
+        first.to_string()
+    } else {
+        format!("{first}; {}", tips.join("; "))
+    };
+    let command = args
+        .iter()
+        .skip(1)
+        .find(|a| !a.starts_with('-'))
+        .filter(|a| Cli::command_names().contains(&a.as_str()));
+    match command {
+        Some(c) => format!("{first} (see `planner {c} --help`)"),
+        None => format!("{first} (see `planner --help`)"),
+    }
+}
+
+impl Cli {
+    fn command_names() -> Vec<&'static str> {
+        vec![
+            "topo",
+            "fixtures",
+            "explain",
+            "audit",
+            "calibrate",
+            "channels",
+            "verify",
+            "run",
+            "tune",
+            "diff",
+        ]
     }
 }

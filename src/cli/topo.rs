@@ -8,7 +8,9 @@ use crate::xml;
 
 #[derive(Debug, clap::Args)]
 pub struct TopoArgs {
-    /// Machine-readable output (link matrix, NCCL paths, NICs)
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Machine-readable output (link matrix, NCCL paths, NICs; docs/json.md)
     #[arg(long, conflicts_with_all = ["xml", "dot"])]
     pub json: bool,
     /// Write the topology as NCCL topology XML (loadable with NCCL_TOPO_FILE)
@@ -18,19 +20,19 @@ pub struct TopoArgs {
     #[arg(long)]
     pub dot: bool,
     /// Write the output to FILE instead of stdout
-    #[arg(short = 'o', long, value_name = "FILE")]
-    pub output: Option<String>,
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    pub out: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
 pub struct FixturesArgs {
-    /// Machine-readable output
+    /// Machine-readable output (docs/json.md)
     #[arg(long)]
     pub json: bool,
 }
 
-pub fn run_topo(source: &SourceArgs, args: &TopoArgs) -> Result<()> {
-    let cluster = source.source().load()?;
+pub fn run_topo(args: &TopoArgs) -> Result<()> {
+    let cluster = args.source.source().load()?;
     let text = if args.xml {
         xml::write(&cluster.node.xml)
     } else if args.dot {
@@ -40,10 +42,10 @@ pub fn run_topo(source: &SourceArgs, args: &TopoArgs) -> Result<()> {
         if args.json {
             view::render_json(&report)
         } else {
-            view::render_text(&report)
+            crate::report::text(&view::render_text(&report)).into_owned()
         }
     };
-    emit(&text, args.output.as_deref())
+    emit(&text, args.out.as_deref())
 }
 
 pub fn run_fixtures(args: &FixturesArgs) -> Result<()> {

@@ -290,5 +290,5 @@ pub fn render_json(cluster: &Cluster, result: &SearchResult, origin: &str) -> St
         graphs: &result.graphs,
         connection: &result.connection,
     };
-    serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    super::json::render(&doc, "").unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
 }

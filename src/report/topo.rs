@@ -754,7 +754,7 @@ fn plural(n: usize) -> &'static str {
 /// `--json`: the report as pretty JSON.
 pub fn render_json(report: &TopoReport) -> String {
     // Serializing plain structs of strings and numbers cannot fail.
-    let mut s = serde_json::to_string_pretty(report).unwrap_or_default();
+    let mut s = super::json::render(report, "").unwrap_or_default();
     s.push('\n');
     s
 }
@@ -851,7 +851,7 @@ pub fn render_fixtures_json(list: &[Fixture], default: &str) -> String {
             default: f.name == default,
         })
         .collect();
-    let mut s = serde_json::to_string_pretty(&entries).unwrap_or_default();
+    let mut s = super::json::render(&entries, "fixtures").unwrap_or_default();
     s.push('\n');
     s
 }

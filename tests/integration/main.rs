@@ -45,3 +45,4 @@ mod verify_rendezvous;
 mod verify_results;
 mod verify_score;
 mod verify_tuned;
+mod vocab;
