@@ -606,7 +606,8 @@ pub fn render_nccl_view(report: &TopoReport) -> String {
     let mut out = String::new();
     out.push_str("NCCL paths, GPU to GPU (path type, bottleneck GB/s):\n");
     let mut t = table();
-    let mut header = vec![String::new()];
+    // Rows are the sources: the corner says so (no unlabelled column).
+    let mut header = vec!["from".to_string()];
     header.extend(report.gpus.iter().map(|g| g.name.clone()));
     t.set_header(header);
     let n_gpus = report.gpus.len();
@@ -633,7 +634,7 @@ pub fn render_nccl_view(report: &TopoReport) -> String {
     }
     out.push_str("\nNCCL paths, GPU to NIC (path type, bottleneck GB/s):\n");
     let mut t = table();
-    let mut header = vec![String::new()];
+    let mut header = vec!["from".to_string()];
     header.extend(report.nets.iter().map(|n| n.name.clone()));
     t.set_header(header);
     for (i, g) in report.gpus.iter().enumerate() {

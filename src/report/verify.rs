@@ -398,7 +398,7 @@ pub fn render_text_compared(run: &VerifyRun, scored: &Scored, stock: Option<&Sco
     ));
 
     // Picks.
-    let mut header = vec![
+    let header = vec![
         "backend",
         "pick = best",
         "worst regret",
@@ -408,13 +408,10 @@ pub fn render_text_compared(run: &VerifyRun, scored: &Scored, stock: Option<&Sco
         "ok/n.a./failed",
         "#wrong",
     ];
-    if stock.is_some() {
-        header.extend(["stock = best", "stock worst"]);
-    }
     let mut regret_lines = Vec::new();
     let mut t = table(header);
     for s in &scored.summaries {
-        let mut cells = vec![
+        let cells = vec![
             s.backend.to_string(),
             hit_rate_cell(s),
             worst_regret_cell(s),
@@ -439,12 +436,20 @@ pub fn render_text_compared(run: &VerifyRun, scored: &Scored, stock: Option<&Sco
             s.wrong.to_string(),
         ];
         regret_lines.extend(worst_regret_pairs(s, "the model"));
-        if let Some(stock) = stock {
-            let ss = stock.summaries.iter().find(|x| x.backend == s.backend);
-            cells.push(ss.map(hit_rate_cell).unwrap_or_else(|| "-".into()));
-            cells.push(ss.map(worst_regret_cell).unwrap_or_else(|| "-".into()));
-        }
         t.add_row(cells);
+        // The stock model's picks on a row of their own (columns would pass 120).
+        if let Some(ss) = stock.and_then(|st| st.summaries.iter().find(|x| x.backend == s.backend))
+        {
+            let mut row = vec![
+                format!("{} stock", s.backend),
+                hit_rate_cell(ss),
+                worst_regret_cell(ss),
+            ];
+            row.extend(std::iter::repeat_n("-".to_string(), 5));
+            t.add_row(row);
+            regret_lines
+                .extend(worst_regret_pairs(ss, "the stock model").map(|l| format!("stock: {l}")));
+        }
     }
     out.push_str(&format!(
         "\npicks: pick = the model's pick was the measured best; NCCL = NCCL's own choice; regret = measured time of the pick / measured best - 1; n.a. = unavailable\n{t}\n"

@@ -465,27 +465,30 @@ fn piped_tables_are_ascii_and_labelled() {
     let text = run_ok(&["explain", "--fixture", "hgx-h200-8", "--size", "16M"]);
     let header = text.lines().find(|l| l.contains("algorithm")).unwrap();
     assert!(header.starts_with("| pick |"), "{header}");
-    // The picks table of verify fits 120 columns.
-    let out = planner()
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["verify", "--load", VERIFY_RUN])
-        .output()
-        .unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
-    let picks: Vec<&str> = text
-        .lines()
-        .skip_while(|l| !l.starts_with("picks:"))
-        .skip(1)
-        .take_while(|l| l.starts_with('+') || l.starts_with('|'))
-        .collect();
-    assert!(picks.len() >= 5, "{text}");
-    for line in picks {
-        assert!(
-            line.chars().count() <= 120,
-            "{} columns: {line}",
-            line.chars().count()
-        );
-        assert!(!line.contains("|  |"), "an unlabelled column: {line}");
+    // The picks table of verify fits 120 columns, with the stock model's rows too.
+    for extra in [&[][..], &["--calibration", CALIBRATION][..]] {
+        let out = planner()
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["verify", "--load", VERIFY_RUN])
+            .args(extra)
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let picks: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.starts_with("picks:"))
+            .skip(1)
+            .take_while(|l| l.starts_with('+') || l.starts_with('|'))
+            .collect();
+        assert!(picks.len() >= 5, "{text}");
+        for line in picks {
+            assert!(
+                line.chars().count() <= 120,
+                "{} columns: {line}",
+                line.chars().count()
+            );
+            assert!(!line.contains("|  |"), "an unlabelled column: {line}");
+        }
     }
 }
 
