@@ -74,14 +74,20 @@ pub fn run(cli: Cli) -> Result<()> {
     }
 }
 
-/// The one message `run` and `verify` give on a machine without a usable CUDA driver.
+/// The one message `run` and `verify` give on a machine without a GPU: no usable CUDA driver, or a driver that
+/// shows no device.
 pub fn require_gpu(command: &str) -> Result<()> {
-    crate::gpu::libs::require_driver().map_err(|e| {
+    let no_gpu = |why: &str| {
         Error::runtime(format!(
-            "no GPU: {}; `planner {command}` needs one (`planner explain` models without one, `planner verify --load FILE` reads saved results)",
-            e.message()
+            "no GPU: {why}; `planner {command}` needs one (`planner explain` models without one, `planner verify --load FILE` reads saved results)"
         ))
-    })
+    };
+    crate::gpu::libs::require_driver().map_err(|e| no_gpu(e.message()))?;
+    match cudarc::driver::CudaContext::device_count() {
+        Ok(0) => Err(no_gpu("the CUDA driver reports 0 devices")),
+        Ok(_) => Ok(()),
+        Err(e) => Err(no_gpu(&format!("cuDeviceGetCount failed: {e:?}"))),
+    }
 }
 
 /// A command-line error as one line: clap's first line (the error itself, naming the flags), without its usage
