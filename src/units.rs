@@ -1,15 +1,23 @@
-//! Sizes as nccl-tests reads them: binary units (16M = 16 MiB), plain byte
-//! counts, fractions (1.5M), and sweep ranges `8..4G` that double each step.
+//! Sizes as nccl-tests reads them: binary units (16M = 16 MiB, also spelled
+//! 16Mi or 16MiB), plain byte counts, fractions (1.5M), and sweep ranges
+//! `8..4G` that double each step. Decimal spellings (16MB, 16mb) are refused:
+//! they would be read as MiB without a word.
 
 use crate::error::{Error, Result};
 
 /// Largest size any command accepts (2^40 bytes = 1 TiB).
 pub const MAX_SIZE: u64 = 1 << 40;
 
-/// Parse one size: `16M`, `1G`, `256K`, `4096`, `1.5M`, `16MiB`.
+/// Parse one size: `16M`, `1G`, `256K`, `4096`, `1.5M`, `16Mi`, `16MiB`.
 pub fn parse_size(text: &str) -> Result<u64> {
     let trimmed = text.trim();
     check_size_digits(text, trimmed)?;
+    check_binary_unit(text, trimmed)?;
+    if trimmed.starts_with('-') {
+        return Err(Error::bad_input(format!(
+            "invalid size '{text}': a size is a positive number of bytes"
+        )));
+    }
     let value = parse_size::Config::new()
         .with_binary()
         .parse_size(trimmed)
@@ -51,6 +59,40 @@ pub fn parse_size_range(text: &str) -> Result<Vec<u64>> {
     Ok(sizes)
 }
 
+/// Parse a sweep `LO..HI` (both inclusive, step x2); one size is `--size`.
+pub fn parse_sweep(text: &str) -> Result<Vec<u64>> {
+    if !text.contains("..") {
+        return Err(Error::bad_input(format!(
+            "invalid range '{text}': give LO..HI (e.g. 8..4G); for one size use --size"
+        )));
+    }
+    parse_size_range(text)
+}
+
+/// Refuse decimal unit spellings (`16MB`, `16kb`): every size here is binary, as in nccl-tests, and reading
+/// `MB` as MiB without a word would hide a 5 % difference.
+fn check_binary_unit(text: &str, trimmed: &str) -> Result<()> {
+    let unit: String = trimmed
+        .trim_end()
+        .chars()
+        .rev()
+        .take_while(|c| c.is_ascii_alphabetic())
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    let lower = unit.to_ascii_lowercase();
+    if lower.len() == 2 && lower.ends_with('b') && "kmgtpe".contains(&lower[..1]) {
+        let prefix = unit[..1].to_ascii_uppercase();
+        let number = &trimmed[..trimmed.len() - unit.len()];
+        return Err(Error::bad_input(format!(
+            "invalid size '{text}': units are binary; write {number}{prefix} or {number}{prefix}iB ({prefix}iB = 2^{} bytes), or a number of bytes",
+            10 * (1 + "KMGTPE".find(&prefix).unwrap_or(0))
+        )));
+    }
+    Ok(())
+}
+
 /// Human form of a byte count in binary units: `16 MiB`, `1.5 KiB`, `8 B`.
 pub fn format_size(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -65,16 +107,6 @@ pub fn format_size(bytes: u64) -> String {
     } else {
         format!("{:.1} {}", value, UNITS[unit])
     }
-}
-
-/// clap value parser for `--size`.
-pub fn clap_size(text: &str) -> std::result::Result<u64, String> {
-    parse_size(text).map_err(|e| e.to_string())
-}
-
-/// clap value parser for `--sizes` / `--sweep`.
-pub fn clap_size_range(text: &str) -> std::result::Result<Vec<u64>, String> {
-    parse_size_range(text).map_err(|e| e.to_string())
 }
 
 /// Longest size text accepted (digit grouping and a unit included).
@@ -237,6 +269,27 @@ mod tests {
         assert_eq!(parse_size("4096").unwrap(), 4096);
         assert_eq!(parse_size("1.5M").unwrap(), 1_572_864);
         assert_eq!(parse_size("16MiB").unwrap(), 16 * 1024 * 1024);
+        assert_eq!(parse_size("16Mi").unwrap(), 16 * 1024 * 1024);
+        assert_eq!(parse_size("16m").unwrap(), 16 * 1024 * 1024);
+    }
+
+    #[test]
+    fn decimal_units_are_refused_with_the_binary_spelling() {
+        for (bad, hint) in [
+            ("16MB", "16M or 16MiB"),
+            ("16mb", "16M or 16MiB"),
+            ("4kB", "4K or 4KiB"),
+        ] {
+            let err = parse_size(bad).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{bad}");
+            assert!(err.to_string().contains(hint), "{err}");
+            assert!(err.to_string().contains("binary"), "{err}");
+        }
+        assert!(parse_sweep("1M")
+            .unwrap_err()
+            .to_string()
+            .contains("--size"));
+        assert_eq!(parse_sweep("8..16").unwrap(), vec![8, 16]);
     }
 
     #[test]

@@ -14,7 +14,7 @@
 #   live.txt           planner topo, channels, explain on the live probe (stderr included)
 #   calls.txt          planner explain --nccl-calls 4..4G (the model's per-call choices on the live probe)
 #   run.txt            planner run, every Ring/Tree x LL/LL128/Simple pair on the search's plan, + virtual ranks
-#   verify.json/.txt   planner verify --backend both --sizes 8..4G on the live probe with the planner's search
+#   verify.json/.txt   planner verify --backend both --sweep 8..4G on the live probe with the planner's search
 #   small.tar.gz       NCCL at 8 B..64 KiB (PROC_SIZES): one process (eager, CUDA graphs) vs 2 processes under launcher
 #                      variables (eager): result files and their text output
 # PARTS selects what runs (default: all of live run verify small).
@@ -55,14 +55,14 @@ if want run; then
 {
   for pair in Ring/LL Ring/LL128 Ring/Simple Tree/LL Tree/LL128 Tree/Simple; do
     echo "== run $pair 8..1G (search plan, CUDA graph, in place)"
-    timeout 60 "$PLANNER" run --pair "$pair" --size 8..1G --cuda-graph --in-place --iters 5 --warmup 2 --timeout 10
+    timeout 60 "$PLANNER" run --pair "$pair" --sweep 8..1G --cuda-graph --in-place --iters 5 --warmup 2 --timeout 10
     echo "exit $?"
   done
   # Virtual ranks: n ranks as n buffers on GPU 0; 8 channels keep n x 8 CTAs co-resident (132 SMs).
   for n in 2 4 8; do
     for pair in Ring/LL Ring/LL128 Ring/Simple Tree/LL Tree/LL128 Tree/Simple; do
       echo "== run $pair --virtual-ranks $n --channels 8 8..64M"
-      timeout 60 "$PLANNER" run --pair "$pair" --virtual-ranks "$n" --channels 8 --size 8..64M --iters 3 --warmup 1 --timeout 10
+      timeout 60 "$PLANNER" run --pair "$pair" --virtual-ranks "$n" --channels 8 --sweep 8..64M --iters 3 --warmup 1 --timeout 10
       echo "exit $?"
     done
   done
@@ -72,20 +72,20 @@ grep -c "exit 0" "$OUT/run.txt"; grep "exit [1-9]" "$OUT/run.txt" | head
 fi
 
 if want verify; then
-timeout 300 "$PLANNER" verify --backend both --sizes 8..4G --timeout 30 --out "$OUT/verify.json" \
+timeout 300 "$PLANNER" verify --backend both --sweep 8..4G --timeout 30 --out "$OUT/verify.json" \
   > "$OUT/verify.txt" 2>&1
 echo "verify exit $?" >> "$OUT/verify.txt"
 echo "verify done at $(elapsed) s"
 fi
 if want small; then
 SMALL=/tmp/small; mkdir -p $SMALL
-timeout 100 "$PLANNER" verify --backend nccl --sizes "${PROC_SIZES:-8..64K}" --timeout 30 --out $SMALL/nccl-eager-1proc.json \
+timeout 100 "$PLANNER" verify --backend nccl --sweep "${PROC_SIZES:-8..64K}" --timeout 30 --out $SMALL/nccl-eager-1proc.json \
   > $SMALL/nccl-eager-1proc.txt 2>&1
-timeout 100 "$PLANNER" verify --backend nccl --cuda-graph --sizes "${PROC_SIZES:-8..64K}" --timeout 30 \
+timeout 100 "$PLANNER" verify --backend nccl --cuda-graph --sweep "${PROC_SIZES:-8..64K}" --timeout 30 \
   --out $SMALL/nccl-graph-1proc.json > $SMALL/nccl-graph-1proc.txt 2>&1
 for r in 0 1; do
   RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29541 \
-    timeout 100 "$PLANNER" verify --backend nccl --sizes "${PROC_SIZES:-8..64K}" --timeout 30 \
+    timeout 100 "$PLANNER" verify --backend nccl --sweep "${PROC_SIZES:-8..64K}" --timeout 30 \
     --out $SMALL/nccl-eager-2proc.json > $SMALL/nccl-eager-2proc-rank$r.txt 2>&1 &
 done
 wait

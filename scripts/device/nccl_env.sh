@@ -34,7 +34,7 @@ run_case() {
     echo "case: $name: $*"
     env "$@" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH,ENV,TUNING NCCL_DEBUG_FILE="$dir/nccl.%h.%p.log" \
       NCCL_TOPO_DUMP_FILE="$dir/topo.xml" \
-      timeout 240 "$PLANNER" verify --backend nccl --pairs Ring/Simple --sizes 1M..4M --iters 5 --warmup 2 \
+      timeout 240 "$PLANNER" verify --backend nccl --pair Ring/Simple --sweep 1M..4M --iters 5 --warmup 2 \
       --repeats 1 >"$dir/verify.txt" 2>&1
     echo "verify exit $?"
     # Rank 0's init log: the one that prints "rank 0 nRanks".

@@ -17,10 +17,10 @@
 #   machine.txt            date, GPUs, libnccl, environment, how the plan was made, each step's exit code and time,
 #                          and the summary lines of every run (also printed at the end)
 #   plan.json              the plan the tuned run used
-#   tuned.json / .txt      verify --backend nccl --tuner plan.json --sizes 8..1G (eager): 6 pinned pairs, `auto`,
+#   tuned.json / .txt      verify --backend nccl --tuner plan.json --sweep 8..1G (eager): 6 pinned pairs, `auto`,
 #                          `tuned`; the text ends with "tuned / auto" per size, the geomean over all sizes and over
 #                          1-16 MiB, the worst and best size
-#   symm-eager.json / .txt verify --backend nccl,nccl-symm --pairs Ring/LL,Ring/Simple --sizes 8..1G (eager): the
+#   symm-eager.json / .txt verify --backend nccl,nccl-symm --pair Ring/LL,Ring/Simple --sweep 8..1G (eager): the
 #                          `symm` row (kernel NCCL ran, model's kernel and time) beside `auto`, "symm / auto" per size
 #   symm-graph.json / .txt the same with --cuda-graph (issue 13's table was measured with CUDA graphs)
 # The symm runs also carry `auto` and two pinned pairs (SYMM_BACKEND=nccl-symm SYMM_PAIRS=all runs the symm row alone).
@@ -80,9 +80,9 @@ step() { # name, time limit (s), verify arguments...
   say "$name: exit $rc in $(( $(elapsed) - start )) s: planner verify $*"
 }
 
-step tuned 170 --backend nccl --tuner "$OUT/plan.json" --tuner-plugin "$PLUGIN" --sizes "$SIZES"
-step symm-eager 120 --backend "$SYMM_BACKEND" --pairs "$SYMM_PAIRS" --sizes "$SIZES"
-step symm-graph 120 --backend "$SYMM_BACKEND" --pairs "$SYMM_PAIRS" --sizes "$SIZES" --cuda-graph
+step tuned 170 --backend nccl --tuner "$OUT/plan.json" --tuner-plugin "$PLUGIN" --sweep "$SIZES"
+step symm-eager 120 --backend "$SYMM_BACKEND" --pair "$SYMM_PAIRS" --sweep "$SIZES"
+step symm-graph 120 --backend "$SYMM_BACKEND" --pair "$SYMM_PAIRS" --sweep "$SIZES" --cuda-graph
 
 # The lines that say how it went.
 for name in tuned symm-eager symm-graph; do

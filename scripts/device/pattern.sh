@@ -45,7 +45,7 @@ nccl() {
   RUNS=$((RUNS + 1))
   local json="$OUT/nccl-$RUNS.json"
   echo "== verify $label: $*" >> "$OUT/nccl.txt"
-  timeout 300 "$PLANNER" verify --backend nccl --sizes "$SIZES" --iters 2 --warmup 1 --repeats 1 \
+  timeout 300 "$PLANNER" verify --backend nccl --sweep "$SIZES" --iters 2 --warmup 1 --repeats 1 \
     --timeout 30 --out "$json" "$@" >> "$OUT/nccl.txt" 2>&1
   local rc=$?
   local w
@@ -99,7 +99,7 @@ if want nccl; then
   RUNS=$((RUNS + 1))
   for r in 0 1; do
     RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29543 \
-      timeout 300 "$PLANNER" verify --backend nccl --coll reduce-scatter --dtype f16 --sizes 8..1M \
+      timeout 300 "$PLANNER" verify --backend nccl --coll reduce-scatter --dtype f16 --sweep 8..1M \
       --iters 2 --warmup 1 --repeats 1 --timeout 30 --out "$OUT/nccl-2proc-rank$r.json" >> "$OUT/nccl.txt" 2>&1 &
   done
   wait

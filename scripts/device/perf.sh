@@ -58,14 +58,14 @@ echo "# $(date -u +%FT%TZ) perf.sh sizes=$SIZES" | tee -a "$SUMMARY"
 
 # 1. Correctness with the new build: every pair, 8 B .. 4 GiB, out-of-place, every element checked.
 for p in $PAIRS; do
-  run "correct-${p/\//-}" "$HERE/planner" "" "$HERE/kernels" --pair "$p" --size 8..4G --iters 1 --warmup 0 --timeout 8
+  run "correct-${p/\//-}" "$HERE/planner" "" "$HERE/kernels" --pair "$p" --sweep 8..4G --iters 1 --warmup 0 --timeout 8
 done
-run "correct-virtual4-Ring-Simple" "$HERE/planner" "" "$HERE/kernels" --virtual-ranks 4 --channels 4 --pair Ring/Simple --size 8..16M --iters 1 --warmup 0 --timeout 8
-run "correct-virtual8-Ring-LL128" "$HERE/planner" "" "$HERE/kernels" --virtual-ranks 8 --channels 8 --pair Ring/LL128 --size 8..16M --iters 1 --warmup 0 --timeout 8
+run "correct-virtual4-Ring-Simple" "$HERE/planner" "" "$HERE/kernels" --virtual-ranks 4 --channels 4 --pair Ring/Simple --sweep 8..16M --iters 1 --warmup 0 --timeout 8
+run "correct-virtual8-Ring-LL128" "$HERE/planner" "" "$HERE/kernels" --virtual-ranks 8 --channels 8 --pair Ring/LL128 --sweep 8..16M --iters 1 --warmup 0 --timeout 8
 for k in "$HERE"/kernels_*; do
   [ -d "$k" ] || continue
   for p in Ring/LL128 Ring/Simple; do
-    run "correct-$(basename "$k")-${p/\//-}" "$HERE/planner" "" "$k" --pair "$p" --size 8..4G --iters 1 --warmup 0 --timeout 8
+    run "correct-$(basename "$k")-${p/\//-}" "$HERE/planner" "" "$k" --pair "$p" --sweep 8..4G --iters 1 --warmup 0 --timeout 8
   done
 done
 
@@ -100,7 +100,7 @@ for p in Ring/Simple Ring/LL128; do
 done
 
 # 4. Ring/LL latency at small sizes, ours (new build) then NCCL.
-run "small-new-Ring-LL" "$HERE/planner" --cuda-graph "$HERE/kernels" --pair Ring/LL --size 8..64K --in-place --iters 200 --warmup 20 --timeout 10
+run "small-new-Ring-LL" "$HERE/planner" --cuda-graph "$HERE/kernels" --pair Ring/LL --sweep 8..64K --in-place --iters 200 --warmup 20 --timeout 10
 if in_time nccl-small-Ring-LL; then
   t0=$(date +%s)
   timeout -k 5 90 python3 "$HERE/nccl_ref.py" --pair Ring/LL --sizes 8..64K --iters-small 200 --warmup 5 \

@@ -33,7 +33,7 @@ VARS=$(cd "$HERE" && ls -d kernels_* | grep -v kernels_old)
 # 1. Correctness of the variants (out-of-place, every element checked).
 for k in $VARS; do
   for p in Ring/LL128 Tree/LL128; do
-    run "correct-$k-${p/\//-}" "$HERE/$k" --pair "$p" --size 8..4G --iters 1 --warmup 0 --timeout 8
+    run "correct-$k-${p/\//-}" "$HERE/$k" --pair "$p" --sweep 8..4G --iters 1 --warmup 0 --timeout 8
   done
 done
 # 2. A/B interleaved: in-place, CUDA graph of 10 iterations.
@@ -49,7 +49,7 @@ if in_time nccl; then
 fi
 # 4. Small sizes, time per call.
 for k in kernels_old $VARS; do
-  run "small-$k" "$HERE/$k" --pair Ring/LL128 --size 8..64K --in-place --iters 200 --warmup 20 --timeout 10 --cuda-graph
+  run "small-$k" "$HERE/$k" --pair Ring/LL128 --sweep 8..64K --in-place --iters 200 --warmup 20 --timeout 10 --cuda-graph
 done
 python3 - "$RES" <<'PY' | tee -a "$SUMMARY"
 import glob, json, os, sys

@@ -71,25 +71,25 @@ fi
 if has correct; then
   # Every pair, 8 B .. 4 GiB, out-of-place f32, every element checked; a short timing.
   for p in $PAIRS; do
-    run "correct-${p/\//-}" 150 --pair "$p" --size 8..4G --iters 2 --warmup 1 --timeout 8
+    run "correct-${p/\//-}" 150 --pair "$p" --sweep 8..4G --iters 2 --warmup 1 --timeout 8
   done
 fi
 
 if has dtypes; then
   # bf16 / f16 from 3 elements up (ragged at the small end), and ragged sizes on odd channel counts.
   for p in $PAIRS; do
-    run "bf16-${p/\//-}" 90 --pair "$p" --size 6..256M --dtype bf16 --iters 1 --warmup 0 --timeout 8
+    run "bf16-${p/\//-}" 90 --pair "$p" --sweep 6..256M --dtype bf16 --iters 1 --warmup 0 --timeout 8
     run "ragged-${p/\//-}" 30 --pair "$p" --size 1000012 --channels 7 --iters 1 --warmup 0 --timeout 8
   done
   for p in Ring/LL Ring/LL128 Ring/Simple Tree/Simple; do
-    run "f16-${p/\//-}" 90 --pair "$p" --size 6..256M --dtype f16 --iters 1 --warmup 0 --timeout 8
+    run "f16-${p/\//-}" 90 --pair "$p" --sweep 6..256M --dtype f16 --iters 1 --warmup 0 --timeout 8
   done
 fi
 
 if has colls; then
   for c in all_gather reduce_scatter broadcast; do
-    run "coll-$c" 90 --coll "$c" --pair Ring/Simple --size 8..1G --iters 1 --warmup 0 --timeout 8 --root 1
-    run "coll-$c-inplace" 90 --coll "$c" --pair Ring/Simple --size 8..1G --iters 1 --warmup 0 --timeout 8 --in-place --root 1
+    run "coll-$c" 90 --coll "$c" --pair Ring/Simple --sweep 8..1G --iters 1 --warmup 0 --timeout 8 --root 1
+    run "coll-$c-inplace" 90 --coll "$c" --pair Ring/Simple --sweep 8..1G --iters 1 --warmup 0 --timeout 8 --in-place --root 1
   done
 fi
 
@@ -97,24 +97,24 @@ if has virtual; then
   # N ranks as N buffers on GPU 0; rings alternate 0..n-1 / reversed, trees chain / binary.
   for v in 2 4 8; do
     for p in $PAIRS; do
-      run "virtual$v-${p/\//-}" 60 --virtual-ranks "$v" --channels 8 --pair "$p" --size 8..16M --iters 1 --warmup 0 --timeout 8
+      run "virtual$v-${p/\//-}" 60 --virtual-ranks "$v" --channels 8 --pair "$p" --sweep 8..16M --iters 1 --warmup 0 --timeout 8
     done
   done
   for c in all_gather reduce_scatter broadcast; do
-    run "virtual4-$c" 60 --virtual-ranks 4 --channels 8 --coll "$c" --root 1 --size 8..16M --iters 1 --warmup 0 --timeout 8
+    run "virtual4-$c" 60 --virtual-ranks 4 --channels 8 --coll "$c" --root 1 --sweep 8..16M --iters 1 --warmup 0 --timeout 8
   done
 fi
 
 if has perf; then
   # Benchmark, nccl-tests style: in-place, CUDA graph, NCCL's channel/thread rule per size.
   for p in ${PERF_PAIRS:-$PAIRS}; do
-    run "perf-small-${p/\//-}" 60 --pair "$p" --size 8..64K --in-place --cuda-graph --iters 200 --warmup 20 --timeout 10
-    run "perf-large-${p/\//-}" 120 --pair "$p" --size 128K..4G --in-place --cuda-graph --iters 10 --warmup 5 --timeout 20
+    run "perf-small-${p/\//-}" 60 --pair "$p" --sweep 8..64K --in-place --cuda-graph --iters 200 --warmup 20 --timeout 10
+    run "perf-large-${p/\//-}" 120 --pair "$p" --sweep 128K..4G --in-place --cuda-graph --iters 10 --warmup 5 --timeout 20
   done
   # A/B: the first kernel version (kernels_v1 next to this script), same binary.
   if [ -d "$HERE/kernels_v1" ]; then
     for p in ${AB_PAIRS:-}; do
-      PLANNER_KERNEL_DIR="$HERE/kernels_v1" run "perf-v1-large-${p/\//-}" 120 --pair "$p" --size 64M..4G --in-place --cuda-graph --iters 10 --warmup 5 --timeout 20
+      PLANNER_KERNEL_DIR="$HERE/kernels_v1" run "perf-v1-large-${p/\//-}" 120 --pair "$p" --sweep 64M..4G --in-place --cuda-graph --iters 10 --warmup 5 --timeout 20
     done
   fi
 fi

@@ -2,7 +2,7 @@
 # planner verify on a lent GPU machine (kind nvidia-h200-x2), in one command:
 #   1. smoke run (small sizes, both backends, CUDA graphs): decides whether the
 #      native executor takes part (every native row ok with #wrong 0) or not;
-#   2. the goal run: `verify --backend both --sizes 8..4G` (eager loops, as nccl-tests);
+#   2. the goal run: `verify --backend both --sweep 8..4G` (eager loops, as nccl-tests);
 #   3. the same in CUDA-graph mode (launch overhead out, as nccl-tests -G);
 #   4. the NCCL sweep in CUDA-graph mode as 2 processes under torchrun-style
 #      variables (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT).
@@ -37,7 +37,7 @@ elapsed() { echo $(( $(date +%s) - T0 )); }
 } > "$OUT/machine.txt" 2>&1
 
 echo "== smoke (both backends, CUDA graphs, 8 B..4 MiB) at $(elapsed) s"
-timeout 120 "$PLANNER" verify --backend both --cuda-graph --sizes 8..4M --iters 5 --warmup 2 --repeats 3 \
+timeout 120 "$PLANNER" verify --backend both --cuda-graph --sweep 8..4M --iters 5 --warmup 2 --repeats 3 \
   --timeout 15 --out "$OUT/smoke.json" > "$OUT/smoke.txt" 2>&1
 echo "smoke exit $?" >> "$OUT/smoke.txt"
 BACKEND=nccl
@@ -56,14 +56,14 @@ echo "native rows all ok: backend $BACKEND"
 grep -A6 "^picks" "$OUT/smoke.txt" | head -6
 rm -f "$OUT/smoke.json"
 
-echo "== goal run: --backend $BACKEND --sizes $SIZES (eager) at $(elapsed) s"
-timeout 200 "$PLANNER" verify --backend "$BACKEND" --sizes "$SIZES" --timeout 30 \
+echo "== goal run: --backend $BACKEND --sweep $SIZES (eager) at $(elapsed) s"
+timeout 200 "$PLANNER" verify --backend "$BACKEND" --sweep "$SIZES" --timeout 30 \
   --out "$OUT/eager-1proc.json" > "$OUT/eager-1proc.txt" 2>&1
 echo "exit $? at $(elapsed) s"
 sed -n '/^prediction error/,$p' "$OUT/eager-1proc.txt" | grep -v "^$" | head -30
 
 echo "== CUDA graphs, one process at $(elapsed) s"
-timeout 150 "$PLANNER" verify --backend "$BACKEND" --cuda-graph --sizes "$SIZES" --timeout 30 \
+timeout 150 "$PLANNER" verify --backend "$BACKEND" --cuda-graph --sweep "$SIZES" --timeout 30 \
   --out "$OUT/graph-1proc.json" > "$OUT/graph-1proc.txt" 2>&1
 echo "exit $? at $(elapsed) s"
 sed -n '/^picks/,$p' "$OUT/graph-1proc.txt" | grep -v "^$" | head -8
@@ -71,7 +71,7 @@ sed -n '/^picks/,$p' "$OUT/graph-1proc.txt" | grep -v "^$" | head -8
 echo "== CUDA graphs, NCCL, 2 processes (RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT) at $(elapsed) s"
 for r in 0 1; do
   RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29533 \
-    timeout 120 "$PLANNER" verify --backend nccl --cuda-graph --sizes "$SIZES" --timeout 30 \
+    timeout 120 "$PLANNER" verify --backend nccl --cuda-graph --sweep "$SIZES" --timeout 30 \
     --out "$OUT/graph-2proc.json" > "$OUT/graph-2proc-rank$r.txt" 2>&1 &
 done
 wait

@@ -8,6 +8,9 @@ use crate::model::Coll;
 
 #[derive(Debug, clap::Args)]
 pub struct CalibrateArgs {
+    /// The topology the calibration is bound to (default: the one the inputs record)
+    #[command(flatten)]
+    pub source: SourceArgs,
     /// Measurements: planner verify result files, nccl-tests output (text or -J JSON), NCCL Inspector JSONL
     #[arg(value_name = "FILE", required = true)]
     pub files: Vec<String>,
@@ -35,7 +38,7 @@ pub struct CalibrateArgs {
     /// Fit inputs of different machines together, or bind to a --topo/--fixture that differs from theirs
     #[arg(long)]
     pub force: bool,
-    /// Machine-readable output on stdout: {"calibration": ..., "cross_validation_report": ...}
+    /// Machine-readable output on stdout: {"calibration": ..., "cross_validation_report": ...} (docs/json.md)
     #[arg(long)]
     pub json: bool,
 }
@@ -81,13 +84,16 @@ fn request_from(args: &CalibrateArgs, source: &SourceArgs) -> Result<CalibrateRe
     })
 }
 
-pub fn run(args: CalibrateArgs, source: &SourceArgs) -> Result<()> {
-    let request = request_from(&args, source)?;
+pub fn run(args: CalibrateArgs) -> Result<()> {
+    let request = request_from(&args, &args.source)?;
     let outcome = calibrate::calibrate(&request, &mut |line| eprintln!("planner: {line}"))?;
     if args.json {
-        println!("{}", outcome.to_json()?);
+        println!(
+            "{}",
+            crate::report::json::render_text(&outcome.to_json()?, "")?
+        );
     } else {
-        print!("{}", outcome.render_text());
+        print!("{}", crate::report::text(&outcome.render_text()));
     }
     Ok(())
 }

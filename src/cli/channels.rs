@@ -2,7 +2,7 @@
 //! their connection across nodes, and the graph XML; plus the global
 //! `--graph FILE` option that makes every stage use a given graph.
 
-use super::source::{nvls_flag, GraphArgs, OnOff, SourceArgs};
+use super::source::{GraphArgs, NvlsArgs, SourceArgs};
 use crate::error::{Error, Result};
 use crate::nccl_env::{NcclEnv, WithNcclEnv};
 use crate::pipeline;
@@ -11,7 +11,11 @@ use crate::topo::Cluster;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct ChannelsArgs {
-    /// Machine-readable output (graphs and per-rank connection)
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[command(flatten)]
+    pub graph: GraphArgs,
+    /// Machine-readable output (graphs and per-rank connection; docs/json.md)
     #[arg(long, conflicts_with = "graph_xml")]
     pub json: bool,
     /// Print the graphs as NCCL's graph XML (what NCCL_GRAPH_DUMP_FILE writes)
@@ -20,10 +24,8 @@ pub struct ChannelsArgs {
     /// Show NCCL's log lines as this rank prints them
     #[arg(long, value_name = "RANK", default_value_t = 0)]
     pub rank: usize,
-    /// NVLink SHARP graph: on/off overrides NCCL_NVLS_ENABLE; by default it is searched
-    /// where NCCL would (an NVSwitch, sm90+, NCCL_NVLS_ENABLE not 0), as `explain` does
-    #[arg(long, value_name = "on|off")]
-    pub nvls: Option<OnOff>,
+    #[command(flatten)]
+    pub nvls: NvlsArgs,
     /// Also search the CollNet graphs (a SHARP-capable network)
     #[arg(long)]
     pub collnet: bool,
@@ -39,7 +41,7 @@ pub struct ChannelsArgs {
 impl ChannelsArgs {
     /// The search options of `env` (NCCL's environment, read once), with this command's flags on top.
     pub fn options(&self, cluster: &Cluster, env: &NcclEnv) -> Result<SearchOptions> {
-        let flag = nvls_flag(self.nvls);
+        let flag = self.nvls.flag();
         let nvls = crate::model::ModelInput::nvls_request(cluster, env, flag).supported();
         let mut opts = pipeline::search_options(cluster, env, nvls)?;
         opts.collnet = self.collnet || opts.collnet;
@@ -65,7 +67,8 @@ fn search_family(version: &str) -> Result<search::rules::Family> {
     }
 }
 
-pub fn run(source: &SourceArgs, graph: &GraphArgs, args: &ChannelsArgs) -> Result<()> {
+pub fn run(args: &ChannelsArgs) -> Result<()> {
+    let (source, graph) = (&args.source, &args.graph);
     let cluster = source.source().load()?;
     if args.rank >= cluster.n_ranks() {
         return Err(Error::bad_input(format!(
@@ -94,19 +97,20 @@ pub fn run(source: &SourceArgs, graph: &GraphArgs, args: &ChannelsArgs) -> Resul
             graphs: &result.graphs,
             connection: &result.connection,
         };
-        let text = serde_json::to_string_pretty(&WithNcclEnv::new(&doc, env))
-            .map_err(|e| Error::runtime(format!("cannot write JSON: {e}")))?;
-        println!("{text}");
+        println!(
+            "{}",
+            crate::report::json::render(&WithNcclEnv::new(&doc, env), "")?
+        );
     } else {
         print!(
             "{}",
-            crate::report::channels::render_text(
+            crate::report::text(&crate::report::channels::render_text(
                 &cluster,
                 &result,
                 args.rank as i32,
                 &origin,
                 options.family
-            )
+            ))
         );
     }
     Ok(())

@@ -1,19 +1,26 @@
 //! `planner diff`: two NCCL versions on one machine (`--nccl-version A --against B`), or two
 //! verify result files (`RUN_A.json RUN_B.json`). Thin: flags -> `diff` -> `report`.
 
-use super::source::{nvls_flag, GraphArgs, OnOff, SourceArgs};
+use super::source::{GraphArgs, NvlsArgs, SizeArgs, SourceArgs};
 use crate::diff::{diff_runs, diff_versions, VersionDiffOptions};
 use crate::error::{Error, Result};
 use crate::model::Coll;
 use crate::pipeline;
 use crate::report::diff as out;
-use crate::units::parse_size_range;
 use crate::verify::VerifyRun;
 
 #[derive(Debug, clap::Args)]
 pub struct DiffArgs {
-    /// Two `planner verify` result files, A then B (e.g. before and after a driver or NCCL change)
-    #[arg(value_name = "RUN.json")]
+    /// With --against: the topology both versions model
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[command(flatten)]
+    pub graph: GraphArgs,
+    /// Two `planner verify` result files, A then B (e.g. before and after a driver or NCCL change); they are compared
+    /// as measured, so none of the model's flags apply
+    #[arg(value_name = "RUN.json", conflicts_with_all = [
+        "nccl_version", "against", "size", "sweep", "coll", "nvls", "fixture", "topo", "nodes", "net_latency", "graph"
+    ])]
     pub runs: Vec<String>,
     /// NCCL version or family A (default: the libnccl on this machine, else the newest)
     #[arg(long, value_name = "VERSION")]
@@ -21,27 +28,24 @@ pub struct DiffArgs {
     /// NCCL version or family B to compare A with (2.18 .. 2.30)
     #[arg(long, value_name = "VERSION")]
     pub against: Option<String>,
-    /// Sizes to compare, doubling (binary units)
-    #[arg(long, value_name = "LO..HI", default_value = "8..4G")]
-    pub sweep: String,
+    /// Sizes to compare: --size S (one) or --sweep LO..HI (doubling); default 8..4G
+    #[command(flatten)]
+    pub sizes: SizeArgs,
     /// Collectives: all, or a comma list of all-reduce, all-gather, reduce-scatter, broadcast, reduce
     #[arg(long, default_value = "all")]
     pub coll: String,
-    /// NVLink SHARP: on/off overrides NCCL_NVLS_ENABLE
-    #[arg(long, value_enum)]
-    pub nvls: Option<OnOff>,
+    #[command(flatten)]
+    pub nvls: NvlsArgs,
     /// Draw the ratio B/A per pair against size (two result files only)
-    #[arg(long, value_name = "FILE.svg")]
+    #[arg(long, value_name = "FILE.svg", conflicts_with = "against")]
     pub plot: Option<String>,
-    /// Machine-readable output
+    /// Machine-readable output (docs/json.md)
     #[arg(long)]
     pub json: bool,
 }
 
 fn write_json(value: &impl serde::Serialize) -> Result<()> {
-    let text = serde_json::to_string_pretty(value)
-        .map_err(|e| Error::runtime(format!("cannot write JSON: {e}")))?;
-    println!("{text}");
+    println!("{}", crate::report::json::render(value, "")?);
     Ok(())
 }
 
@@ -70,7 +74,8 @@ fn colls(text: &str) -> Result<Vec<Coll>> {
     Ok(out)
 }
 
-pub fn run(source: &SourceArgs, graph: &GraphArgs, args: DiffArgs) -> Result<()> {
+pub fn run(args: DiffArgs) -> Result<()> {
+    let (source, graph) = (&args.source, &args.graph);
     match (args.runs.as_slice(), &args.against) {
         ([a, b], None) => {
             if args.nccl_version.is_some() {
@@ -89,7 +94,7 @@ pub fn run(source: &SourceArgs, graph: &GraphArgs, args: DiffArgs) -> Result<()>
             if args.json {
                 return write_json(&d);
             }
-            print!("{}", out::runs_text(&d));
+            print!("{}", crate::report::text(&out::runs_text(&d)));
             Ok(())
         }
         ([], Some(against)) => {
@@ -108,14 +113,14 @@ pub fn run(source: &SourceArgs, graph: &GraphArgs, args: DiffArgs) -> Result<()>
                 source: source.source(),
                 graph_file: graph.graph.clone(),
                 colls: colls(&args.coll)?,
-                sizes: parse_size_range(&args.sweep)?,
+                sizes: args.sizes.sizes("8..4G")?,
                 env: source.nccl_env.clone(),
-                nvls: nvls_flag(args.nvls),
+                nvls: args.nvls.flag(),
             })?;
             if args.json {
                 return write_json(&d);
             }
-            print!("{}", out::versions_text(&d));
+            print!("{}", crate::report::text(&out::versions_text(&d)));
             Ok(())
         }
         (runs, against) => Err(Error::bad_input(format!(

@@ -1,7 +1,7 @@
 //! `planner explain`: NCCL's choice for one size or a sweep, why, and NCCL's
 //! own table and per-call formats. Thin: build the model, hand to `report`.
 
-use super::source::{nvls_flag, GraphArgs, ModelArgs, OnOff, SourceArgs};
+use super::source::{GraphArgs, ModelArgs, NvlsArgs, SizeArgs, SourceArgs};
 use crate::audit::{self, log::NcclLog};
 use crate::calibrate;
 use crate::error::{Error, Result};
@@ -10,27 +10,29 @@ use crate::model::Coll;
 use crate::nccl_env::{NcclEnv, WithNcclEnv};
 use crate::pipeline;
 use crate::report::explain as out;
-use crate::units::{parse_size, parse_size_range};
+use crate::units::parse_size_range;
 
 #[derive(Debug, clap::Args)]
 pub struct ExplainArgs {
-    /// Message size (binary units: 16M = 16 MiB; the whole buffer for all-gather/reduce-scatter, as nccl-tests)
-    #[arg(long, default_value = "16M")]
-    pub size: String,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[command(flatten)]
+    pub graph: GraphArgs,
+    /// The message size (--size, default 16M: the whole buffer for all-gather/reduce-scatter, as nccl-tests), or
+    /// --sweep LO..HI: the crossover bands of a range
+    #[command(flatten)]
+    pub sizes: SizeArgs,
     /// Collective: all-reduce, all-gather, reduce-scatter, broadcast, reduce
     #[arg(long, default_value = "all-reduce")]
     pub coll: String,
-    /// Sweep a size range, doubling (8..4G): prints the crossover bands
-    #[arg(long, value_name = "LO..HI")]
-    pub sweep: Option<String>,
     /// Draw predicted time per algorithm/protocol against size (log-log SVG); uses --sweep or 8..4G
-    #[arg(long, value_name = "FILE.svg")]
+    #[arg(long, value_name = "FILE.svg", conflicts_with = "size")]
     pub plot: Option<String>,
-    /// Print NCCL's init tuning table exactly as NCCL_DEBUG=INFO does
-    #[arg(long)]
+    /// Print NCCL's init tuning table exactly as NCCL_DEBUG=INFO does (every collective and size)
+    #[arg(long, conflicts_with_all = ["size", "sweep", "coll", "ops", "plot", "nccl_calls"])]
     pub nccl_table: bool,
     /// Print NCCL's per-call lines ("AllReduce: N Bytes -> Algo RING proto LL channel{Lo..Hi}={0..23}") for --size or --sweep
-    #[arg(long)]
+    #[arg(long, conflicts_with = "plot")]
     pub nccl_calls: bool,
     /// Algorithms allowed, NCCL_ALGO syntax (e.g. "ring,tree", "^nvls", "allreduce:tree"); overrides NCCL_ALGO
     #[arg(long, value_name = "LIST")]
@@ -41,11 +43,13 @@ pub struct ExplainArgs {
     /// Identical ops in one group (NCCL aggregates them)
     #[arg(long, default_value_t = 1)]
     pub ops: usize,
-    /// NVLink SHARP: on/off overrides NCCL_NVLS_ENABLE
-    #[arg(long, value_enum)]
-    pub nvls: Option<OnOff>,
+    #[command(flatten)]
+    pub nvls: NvlsArgs,
     /// Audit an NCCL_DEBUG=INFO log against the model (same as `planner audit FILE`)
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with_all = [
+        "size", "sweep", "coll", "ops", "plot", "nccl_table", "nccl_calls", "algo", "proto", "nvls", "calibration",
+        "nodes"
+    ])]
     pub nccl_log: Option<String>,
     /// Use the TUNING table an NCCL_DEBUG=INFO log printed (latency, bandwidth) as the model's cells
     #[arg(long, value_name = "LOG", conflicts_with_all = ["nccl_version", "tuning_table", "nccl_log"])]
@@ -58,21 +62,26 @@ pub struct ExplainArgs {
     /// Apply --calibration to a topology or GPU count other than the one it was measured on
     #[arg(long, requires = "calibration")]
     pub force: bool,
-    /// Machine-readable output
+    /// Machine-readable output (docs/json.md)
     #[arg(long)]
     pub json: bool,
 }
 
-fn write_json(value: &impl serde::Serialize) -> Result<()> {
-    let text = serde_json::to_string_pretty(value)
-        .map_err(|e| Error::runtime(format!("cannot write JSON: {e}")))?;
-    println!("{text}");
+fn write_json(value: &impl serde::Serialize, list_key: &str) -> Result<()> {
+    println!("{}", crate::report::json::render(value, list_key)?);
     Ok(())
 }
 
 /// A JSON object with the `nccl_env` object (the NCCL_* variables applied) after its own fields.
-fn write_json_with_env(value: &impl serde::Serialize, env: &NcclEnv) -> Result<()> {
-    write_json(&WithNcclEnv::new(value, env))
+/// A list is first wrapped as `{list_key: [...]}` so the object can carry `nccl_env`.
+fn write_json_with_env(value: &impl serde::Serialize, env: &NcclEnv, list_key: &str) -> Result<()> {
+    let value = serde_json::to_value(value)
+        .map_err(|e| Error::runtime(format!("cannot write JSON: {e}")))?;
+    let value = match value {
+        serde_json::Value::Array(items) => serde_json::json!({ list_key: items }),
+        other => other,
+    };
+    write_json(&WithNcclEnv::new(&value, env), list_key)
 }
 
 /// NCCL's own formats stay NCCL's model: `--calibration` never changes them.
@@ -94,11 +103,11 @@ fn refuse_calibrated_nccl_formats(args: &ExplainArgs) -> Result<()> {
     Ok(())
 }
 
-pub fn run(source: &SourceArgs, graph: &GraphArgs, args: ExplainArgs) -> Result<()> {
+pub fn run(args: ExplainArgs) -> Result<()> {
     // The NCCL_* lines and notes go to stderr once the command succeeded: a refused NCCL_ALGO / NCCL_PROTO is then
     // one error line and nothing else.
     let mut stderr_lines = Vec::new();
-    let result = run_explain(source, graph, args, &mut stderr_lines);
+    let result = run_explain(args, &mut stderr_lines);
     if result.is_ok() {
         for line in stderr_lines {
             eprintln!("{line}");
@@ -107,26 +116,28 @@ pub fn run(source: &SourceArgs, graph: &GraphArgs, args: ExplainArgs) -> Result<
     result
 }
 
-fn run_explain(
-    source: &SourceArgs,
-    graph: &GraphArgs,
-    args: ExplainArgs,
-    stderr_lines: &mut Vec<String>,
-) -> Result<()> {
+fn run_explain(args: ExplainArgs, stderr_lines: &mut Vec<String>) -> Result<()> {
+    let (source, graph) = (&args.source, &args.graph);
     refuse_calibrated_nccl_formats(&args)?;
     if let Some(log) = &args.nccl_log {
         let audit_args = super::audit::AuditArgs {
+            source: super::source::AuditSourceArgs {
+                fixture: source.fixture.clone(),
+                topo: source.topo.clone(),
+                net_latency: source.net_latency,
+            },
+            graph: graph.clone(),
             log: log.clone(),
             log_graphs: false,
             model: args.model.clone(),
             json: args.json,
         };
-        return super::audit::run(source, graph, audit_args);
+        return super::audit::run(audit_args);
     }
     let coll = Coll::parse(&args.coll)?;
-    let size = parse_size(&args.size)?;
-    let sweep_sizes = match &args.sweep {
-        Some(range) => Some(parse_size_range(range)?),
+    let size = args.sizes.sizes("16M")?[0];
+    let sweep_sizes = match &args.sizes.sweep {
+        Some(_) => Some(args.sizes.sizes("")?),
         None => None,
     };
     let mut env = source.nccl_env.clone();
@@ -159,7 +170,7 @@ fn run_explain(
         graph.graph.as_deref(),
         table,
         env,
-        nvls_flag(args.nvls),
+        args.nvls.flag(),
     )?;
     if let Some(log) = &log {
         let cells = audit::table_from_log(log)?;
@@ -194,7 +205,7 @@ fn run_explain(
 
     if args.nccl_table {
         if args.json {
-            return write_json_with_env(&out::nccl_table_json(&model), &applied);
+            return write_json_with_env(&out::nccl_table_json(&model), &applied, "entries");
         }
         if n_ranks <= 1 {
             eprintln!("planner: NCCL prints no tuning table for a single rank (it only copies)");
@@ -213,7 +224,7 @@ fn run_explain(
             plans.push(model.plan(&call)?);
         }
         if args.json {
-            return write_json(&plans);
+            return write_json(&plans, "calls");
         }
         for line in out::nccl_call_lines(&plans) {
             println!("{line}");
@@ -248,16 +259,16 @@ fn run_explain(
         if args.json {
             let mut json = out::sweep_json_calibrated(&model, &sweep, calibrated.as_ref());
             json.possible = possible;
-            return write_json_with_env(&json, &applied);
+            return write_json_with_env(&json, &applied, "");
         }
-        print!("{}", out::sweep_text(&model, &sweep));
+        print!("{}", crate::report::text(&out::sweep_text(&model, &sweep)));
         // Before the calibrated map: the stock model's view stays a prefix of the calibrated output.
         match &possible {
-            Some(bands) => print!("{}", out::possible_text(bands)),
+            Some(bands) => print!("{}", crate::report::text(&out::possible_text(bands))),
             None => println!("{ONE_OP_ONLY}"),
         }
         if let Some(c) = &calibrated {
-            print!("{}", out::calibrated_sweep_text(c));
+            print!("{}", crate::report::text(&out::calibrated_sweep_text(c)));
         }
         return Ok(());
     }
@@ -274,20 +285,30 @@ fn run_explain(
             json.beyond_nccl = Some(out::beyond_json(&small, &call));
             json.possible = Some(out::possible(&small, &eval));
         }
-        return write_json_with_env(&json, &applied);
+        return write_json_with_env(&json, &applied, "");
     }
     print!(
         "{}",
-        out::explain_text_calibrated(&model, &eval, calibrated.as_ref())
+        crate::report::text(&out::explain_text_calibrated(
+            &model,
+            &eval,
+            calibrated.as_ref()
+        ))
     );
     if !single_op {
         println!("{ONE_OP_ONLY}");
         return Ok(());
     }
-    print!("{}", out::symmetric_text(&small, &call));
-    print!("{}", out::beyond_text(&small, &call));
+    print!(
+        "{}",
+        crate::report::text(&out::symmetric_text(&small, &call))
+    );
+    print!("{}", crate::report::text(&out::beyond_text(&small, &call)));
     let p = out::possible(&small, &eval);
-    print!("{}", out::possible_text(&out::possible_bands(vec![p])));
+    print!(
+        "{}",
+        crate::report::text(&out::possible_text(&out::possible_bands(vec![p])))
+    );
     Ok(())
 }
 

@@ -1,28 +1,23 @@
 //! `planner run`: run one plan (or a size sweep of it) with our own kernels on
 //! the local GPUs, check every element, and print time, algbw, busbw, #wrong.
 
-use crate::cli::source::SourceArgs;
+use crate::cli::source::{SizeArgs, SourceArgs};
 use crate::error::{Error, Result};
 use crate::exec::plan::{parse_collective, parse_pair};
 use crate::exec::runtime::{Fault, RunOptions};
 use crate::exec::session::{run_sizes, wrong_elements, RunRequest};
 use crate::measure::Dtype;
-use crate::units::clap_size_range;
 use std::time::Duration;
-
-/// `--size`: one size or a sweep (a newtype so clap takes one value).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Sizes(pub Vec<u64>);
-
-fn parse_sizes(text: &str) -> std::result::Result<Sizes, String> {
-    clap_size_range(text).map(Sizes)
-}
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
-    /// Bytes per rank (all-reduce buffer; total for all-gather / reduce-scatter), or a sweep LO..HI (x2 steps)
-    #[arg(long, value_parser = parse_sizes, default_value = "16M")]
-    pub size: Sizes,
+    /// The topology the channel search uses (default: the probe of this machine)
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// --size: bytes per rank (the all-reduce buffer; the total for all-gather / reduce-scatter), default 16M;
+    /// or --sweep LO..HI (x2 steps)
+    #[command(flatten)]
+    pub sizes: SizeArgs,
     /// Algorithm/protocol: Ring|Tree / LL|LL128|Simple, or beyond NCCL's menu OneShot/LL, TwoShot/Simple (all-reduce)
     #[arg(long, default_value = "Ring/Simple")]
     pub pair: String,
@@ -65,7 +60,7 @@ pub struct RunArgs {
     /// Seed of the input pattern
     #[arg(long, default_value_t = 1)]
     pub seed: u32,
-    /// Machine-readable output
+    /// Machine-readable output (docs/json.md)
     #[arg(long)]
     pub json: bool,
     /// Testing only (README, "Testing"): inject wrong-element, hang or oom
@@ -73,7 +68,9 @@ pub struct RunArgs {
     pub inject_fault: Option<String>,
 }
 
-pub fn run(args: RunArgs, source: &SourceArgs) -> Result<()> {
+pub fn run(args: RunArgs) -> Result<()> {
+    let source = &args.source;
+    let sizes = args.sizes.sizes("16M")?;
     let pair = parse_pair(&args.pair)?;
     let collective = parse_collective(&args.coll)?;
     let dtype = Dtype::parse(&args.dtype)?;
@@ -96,7 +93,7 @@ pub fn run(args: RunArgs, source: &SourceArgs) -> Result<()> {
     }
     let fault = args.inject_fault.as_deref().map(Fault::parse).transpose()?;
     let request = RunRequest {
-        sizes: args.size.0.clone(),
+        sizes,
         pair,
         collective,
         channels: args.channels,
@@ -121,6 +118,7 @@ pub fn run(args: RunArgs, source: &SourceArgs) -> Result<()> {
         Ok(None) => Err("no GPU found by the probe".to_string()),
         Err(e) => Err(e.to_string()),
     };
+    super::require_gpu("run")?;
     let json = args.json;
     let report = run_sizes(&request, machine, &mut |plan, r| {
         if !json {
@@ -136,9 +134,12 @@ pub fn run(args: RunArgs, source: &SourceArgs) -> Result<()> {
         }
     })?;
     if json {
-        println!("{}", crate::report::run::json(&report));
+        println!("{}", crate::report::run::json(&report)?);
     } else {
-        print!("{}", crate::report::run::table(&report));
+        print!(
+            "{}",
+            crate::report::text(&crate::report::run::table(&report))
+        );
     }
     match wrong_elements(&report) {
         Some(e) => Err(e),

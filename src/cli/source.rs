@@ -1,31 +1,33 @@
-//! The global flags that say where the topology comes from (`pipeline::Source`), and `--graph FILE`.
+//! The flags that say where the topology comes from (`pipeline::Source`), and `--graph FILE`, flattened into
+//! the commands that use them (a command that would ignore one does not take it).
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::TuningTable;
 use crate::pipeline::{self, Source};
 
-#[derive(Debug, Clone, clap::Args)]
+/// Where the topology comes from: on the commands that build one (not `fixtures`, not `audit`'s `--nodes`).
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct SourceArgs {
     /// Use a built-in topology instead of probing (see `planner fixtures`)
-    #[arg(long, global = true, value_name = "NAME", conflicts_with = "topo")]
+    #[arg(long, value_name = "NAME", conflicts_with = "topo")]
     pub fixture: Option<String>,
     /// Use an NCCL topology XML file (NCCL_TOPO_FILE / NCCL_TOPO_DUMP_FILE format)
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, value_name = "FILE")]
     pub topo: Option<String>,
     /// Fill a partial --topo file (a vendor file with no <gpu>) with this GPU model when no GPU is probed: a100-sxm, a100-pcie, h100-sxm, h100-pcie, h200-sxm, b200-sxm
-    #[arg(long, global = true, value_name = "MODEL")]
+    #[arg(long, value_name = "MODEL", requires = "topo")]
     pub gpu: Option<String>,
     /// With --gpu: speed in Gb/s of the NICs filled into the file (default: from the NIC's PCI id, else the GPU model's reference NIC)
-    #[arg(long, global = true, value_name = "GBITS")]
+    #[arg(long, value_name = "GBITS", requires = "topo")]
     pub nic_speed: Option<f64>,
-    /// Replicate the node N times, joined through its NICs
-    #[arg(long, global = true, value_name = "N", default_value_t = 1)]
-    pub nodes: usize,
-    /// Network latency in µs added to every NIC (NCCL's built-in IB plugin reports 0)
-    #[arg(long, global = true, value_name = "US", default_value_t = 0.0)]
-    pub net_latency: f64,
+    /// Replicate the node N times, joined through its NICs [default: 1]
+    #[arg(long, value_name = "N")]
+    pub nodes: Option<usize>,
+    /// Network latency in us added to every NIC (NCCL's built-in IB plugin reports 0) [default: 0]
+    #[arg(long, value_name = "US", allow_negative_numbers = true)]
+    pub net_latency: Option<f64>,
     /// Multi-node NVLink across the nodes (NCCL_MNNVL_ENABLE=1/0); default: NCCL's rule
-    #[arg(long, global = true, value_name = "on|off")]
+    #[arg(long, value_name = "on|off")]
     pub mnnvl: Option<OnOff>,
     /// NCCL's environment, read once by `cli::run` (not a flag).
     #[arg(skip)]
@@ -39,8 +41,8 @@ impl SourceArgs {
             topo: self.topo.clone(),
             gpu: self.gpu.clone(),
             nic_speed_gbits: self.nic_speed,
-            nodes: self.nodes,
-            net_latency_us: self.net_latency,
+            nodes: self.nodes.unwrap_or(1),
+            net_latency_us: self.net_latency.unwrap_or(0.0),
             mnnvl: self.mnnvl.map(|m| match m {
                 OnOff::On => crate::topo::mnnvl::MnnvlEnable::On,
                 OnOff::Off => crate::topo::mnnvl::MnnvlEnable::Off,
@@ -48,18 +50,70 @@ impl SourceArgs {
             nccl_env: self.nccl_env.clone(),
         }
     }
+
+    /// The source flags given on the command line, as typed.
+    pub fn given(&self) -> Vec<&'static str> {
+        [
+            (self.fixture.is_some(), "--fixture"),
+            (self.topo.is_some(), "--topo"),
+            (self.gpu.is_some(), "--gpu"),
+            (self.nic_speed.is_some(), "--nic-speed"),
+            (self.nodes.is_some(), "--nodes"),
+            (self.net_latency.is_some(), "--net-latency"),
+            (self.mnnvl.is_some(), "--mnnvl"),
+        ]
+        .into_iter()
+        .filter_map(|(set, flag)| set.then_some(flag))
+        .collect()
+    }
+
+    /// Refuse the source flags where `mode` (e.g. "--load FILE") reads no topology.
+    pub fn refuse_with(&self, mode: &str, why: &str) -> Result<()> {
+        match self.given().first() {
+            Some(flag) => Err(Error::bad_input(format!(
+                "{flag} cannot be used with {mode}: {why}"
+            ))),
+            None => Ok(()),
+        }
+    }
 }
 
-/// `--graph FILE`, shared by every command that needs channels.
+/// `audit`'s topology flags: the log says how many nodes the job had.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct AuditSourceArgs {
+    /// Use a built-in topology instead of the log's NCCL_TOPO_DUMP_FILE
+    #[arg(long, value_name = "NAME", conflicts_with = "topo")]
+    pub fixture: Option<String>,
+    /// Use an NCCL topology XML file instead of the log's NCCL_TOPO_DUMP_FILE
+    #[arg(long, value_name = "FILE")]
+    pub topo: Option<String>,
+    /// Network latency in us added to every NIC (NCCL's built-in IB plugin reports 0) [default: 0]
+    #[arg(long, value_name = "US", allow_negative_numbers = true)]
+    pub net_latency: Option<f64>,
+}
+
+impl AuditSourceArgs {
+    pub fn source(&self) -> Source {
+        Source {
+            fixture: self.fixture.clone(),
+            topo: self.topo.clone(),
+            nodes: 1,
+            net_latency_us: self.net_latency.unwrap_or(0.0),
+            ..Default::default()
+        }
+    }
+}
+
+/// `--graph FILE`, on every command that needs channels.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct GraphArgs {
     /// Use the graphs in an NCCL graph XML (NCCL_GRAPH_FILE / NCCL_GRAPH_DUMP_FILE format)
     /// instead of searching; graphs the file lacks are searched
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, value_name = "FILE")]
     pub graph: Option<String>,
 }
 
-/// `--nvls on|off`.
+/// `--nvls on|off` (the same flag on every command that has it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum OnOff {
     On,
@@ -95,5 +149,60 @@ impl ModelArgs {
             self.nccl_version.as_deref(),
             log_version,
         )
+    }
+}
+
+/// `--nvls on|off`, spelled and explained the same on every command that has it.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct NvlsArgs {
+    /// NVLink SHARP: on/off overrides NCCL_NVLS_ENABLE; by default NCCL's rule (an NVSwitch, sm90+,
+    /// NCCL_NVLS_ENABLE not 0)
+    #[arg(long, value_enum, value_name = "on|off")]
+    pub nvls: Option<OnOff>,
+}
+
+impl NvlsArgs {
+    pub fn flag(&self) -> crate::model::input::NvlsFlag {
+        nvls_flag(self.nvls)
+    }
+}
+
+/// `--size S` (one size) or `--sweep LO..HI` (doubling), the same on every command that takes sizes.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SizeArgs {
+    /// One message size in bytes; units are binary (16K, 16M = 16 MiB, 1G; also 16KiB, 16Mi)
+    #[arg(
+        long,
+        value_name = "SIZE",
+        allow_hyphen_values = true,
+        conflicts_with = "sweep"
+    )]
+    pub size: Option<String>,
+    /// A range of sizes LO..HI, both included, doubling each step (e.g. 8..4G)
+    #[arg(long, value_name = "LO..HI", allow_hyphen_values = true)]
+    pub sweep: Option<String>,
+}
+
+impl SizeArgs {
+    /// The sizes asked for, or `default` (a size or a range) when neither flag is given.
+    pub fn sizes(&self, default: &str) -> Result<Vec<u64>> {
+        match (&self.size, &self.sweep) {
+            (Some(size), _) => Ok(vec![crate::units::parse_size(size)
+                .map_err(|e| Error::bad_input(format!("--size: {e}")))?]),
+            (None, Some(range)) => crate::units::parse_sweep(range)
+                .map_err(|e| Error::bad_input(format!("--sweep: {e}"))),
+            (None, None) => crate::units::parse_size_range(default),
+        }
+    }
+
+    /// The flag given, for messages naming it.
+    pub fn given(&self) -> Option<&'static str> {
+        if self.size.is_some() {
+            Some("--size")
+        } else if self.sweep.is_some() {
+            Some("--sweep")
+        } else {
+            None
+        }
     }
 }

@@ -8,7 +8,9 @@ use crate::xml;
 
 #[derive(Debug, clap::Args)]
 pub struct TopoArgs {
-    /// Machine-readable output (link matrix, NCCL paths, NICs)
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Machine-readable output (link matrix, NCCL paths, NICs; docs/json.md)
     #[arg(long, conflicts_with_all = ["xml", "dot"])]
     pub json: bool,
     /// Write the topology as NCCL topology XML (loadable with NCCL_TOPO_FILE)
@@ -18,19 +20,19 @@ pub struct TopoArgs {
     #[arg(long)]
     pub dot: bool,
     /// Write the output to FILE instead of stdout
-    #[arg(short = 'o', long, value_name = "FILE")]
-    pub output: Option<String>,
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    pub out: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
 pub struct FixturesArgs {
-    /// Machine-readable output
+    /// Machine-readable output (docs/json.md)
     #[arg(long)]
     pub json: bool,
 }
 
-pub fn run_topo(source: &SourceArgs, args: &TopoArgs) -> Result<()> {
-    let cluster = source.source().load()?;
+pub fn run_topo(args: &TopoArgs) -> Result<()> {
+    let cluster = args.source.source().load()?;
     let text = if args.xml {
         xml::write(&cluster.node.xml)
     } else if args.dot {
@@ -39,16 +41,15 @@ pub fn run_topo(source: &SourceArgs, args: &TopoArgs) -> Result<()> {
         let report = view::report(&cluster);
         if args.json {
             // view::render_json's text with the `nccl_env` object (the path knobs applied) after the report.
-            let doc = crate::nccl_env::WithNcclEnv::new(&report, &source.nccl_env);
-            let mut text = serde_json::to_string_pretty(&doc)
-                .map_err(|e| Error::runtime(format!("cannot write JSON: {e}")))?;
+            let doc = crate::nccl_env::WithNcclEnv::new(&report, &args.source.nccl_env);
+            let mut text = crate::report::json::render(&doc, "")?;
             text.push('\n');
             text
         } else {
-            view::render_text(&report)
+            crate::report::text(&view::render_text(&report)).into_owned()
         }
     };
-    emit(&text, args.output.as_deref())
+    emit(&text, args.out.as_deref())
 }
 
 pub fn run_fixtures(args: &FixturesArgs) -> Result<()> {

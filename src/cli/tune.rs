@@ -16,6 +16,9 @@ pub enum PlanFormat {
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("input").required(true).args(["from", "calibration", "show"])))]
 pub struct TuneArgs {
+    /// With --calibration: the topology for the stock model's pick (default: the calibration's verify files)
+    #[command(flatten)]
+    pub source: SourceArgs,
     /// Make the plan from a `planner verify` result file: per size the fastest pair NCCL ran (NCCL backend rows)
     #[arg(long, value_name = "RESULTS.json")]
     pub from: Option<String>,
@@ -44,18 +47,20 @@ pub struct TuneArgs {
     /// Ranks of the communicator, where the input does not say
     #[arg(long, value_name = "N", conflicts_with = "show")]
     pub ranks: Option<u32>,
-    /// Machine-readable output on stdout
+    /// Machine-readable output on stdout (docs/json.md)
     #[arg(long)]
     pub json: bool,
 }
 
-pub fn run(args: TuneArgs, source: &SourceArgs) -> Result<()> {
+pub fn run(args: TuneArgs) -> Result<()> {
+    let source = &args.source;
     if let Some(path) = &args.show {
+        source.refuse_with("--show", "a plan file carries its own bands")?;
         let plan = tune::load_plan(path)?;
         if args.json {
-            println!("{}", pretty(&render::plan_json(&plan))?);
+            println!("{}", pretty(render::plan_json(&plan))?);
         } else {
-            print!("{}", render::plan_table(&plan));
+            print!("{}", crate::report::text(&render::plan_table(&plan)));
         }
         return Ok(());
     }
@@ -86,16 +91,18 @@ pub fn run(args: TuneArgs, source: &SourceArgs) -> Result<()> {
     std::fs::write(out, text)
         .map_err(|e| Error::runtime(format!("{out}: cannot write the plan: {e}")))?;
     if args.json {
-        println!("{}", pretty(&render::tuned_json(&tuned))?);
+        println!("{}", pretty(render::tuned_json(&tuned))?);
     } else {
-        print!("{}", render::decisions_table(&tuned.decisions, every_size));
-        print!("{}", render::plan_table(&tuned.plan));
+        print!(
+            "{}",
+            crate::report::text(&render::decisions_table(&tuned.decisions, every_size))
+        );
+        print!("{}", crate::report::text(&render::plan_table(&tuned.plan)));
     }
     eprintln!("planner: wrote {out} ({} rules)", tuned.plan.rules.len());
     Ok(())
 }
 
-fn pretty(value: &serde_json::Value) -> Result<String> {
-    serde_json::to_string_pretty(value)
-        .map_err(|e| Error::runtime(format!("cannot serialise the output: {e}")))
+fn pretty(value: serde_json::Value) -> Result<String> {
+    crate::report::json::render_value(value, "")
 }

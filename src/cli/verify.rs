@@ -1,11 +1,11 @@
 //! `planner verify`: flags, and the thin glue between the stages and the report.
 
-use super::source::SourceArgs;
+use super::source::{SizeArgs, SourceArgs};
 use crate::error::{Error, Result};
 use crate::model::Coll;
 use crate::nccl;
 use crate::report::verify as report;
-use crate::units::{parse_size, parse_size_range};
+use crate::units::parse_size;
 use crate::verify::rendezvous::{LauncherEnv, Rendezvous};
 use crate::verify::run::{Progress, VerifyRequest};
 use crate::verify::score::{self, Predictor};
@@ -16,15 +16,18 @@ use std::time::Duration;
 
 #[derive(Debug, clap::Args)]
 pub struct VerifyArgs {
-    /// Sizes to measure: one size or a range LO..HI doubling each step
-    #[arg(long, default_value = "8..4G", value_name = "RANGE")]
-    pub sizes: String,
-    /// Coll: all-reduce, all-gather, reduce-scatter, broadcast, reduce
+    /// The topology for the model's predictions (default: the probe of this machine)
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Sizes to measure: --size S (one) or --sweep LO..HI (doubling each step); default 8..4G
+    #[command(flatten)]
+    pub sizes: SizeArgs,
+    /// Collective: all-reduce, all-gather, reduce-scatter, broadcast, reduce
     #[arg(long, default_value = "all-reduce", value_name = "NAME")]
     pub coll: String,
     /// Pairs: all (Ring and Tree with LL, LL128, Simple), winner (the model's pick per size), or a list such as Ring/LL,Tree/Simple
     #[arg(long, default_value = "all", value_name = "LIST")]
-    pub pairs: String,
+    pub pair: String,
     /// Executor: native (our kernels), nccl (libnccl, each pair pinned, and its free choice), nccl-symm (libnccl's free choice on symmetric windows), both (native and nccl), or a list such as nccl,nccl-symm
     #[arg(long, default_value = "both", value_name = "WHICH")]
     pub backend: String,
@@ -59,10 +62,13 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "N")]
     pub gpus: Option<usize>,
     /// Write the result file here (default planner-verify-<time>.json)
-    #[arg(long, value_name = "FILE")]
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
     pub out: Option<String>,
-    /// Re-render and re-score a saved result file (no GPU needed)
-    #[arg(long, value_name = "FILE")]
+    /// Re-render and re-score a saved result file (no GPU needed; takes none of the measuring flags)
+    #[arg(long, value_name = "FILE", conflicts_with_all = [
+        "size", "sweep", "coll", "pair", "backend", "tuner", "tuner_plugin", "iters", "warmup", "repeats", "loop_cap",
+        "cuda_graph", "dtype", "timeout", "gpus", "out", "fixture", "topo", "nodes", "net_latency"
+    ])]
     pub load: Option<String>,
     /// With --load: re-score with a calibrated model (from `planner calibrate`), the stock model next to it
     #[arg(long, value_name = "CAL.json", requires = "load")]
@@ -70,7 +76,7 @@ pub struct VerifyArgs {
     /// Apply --calibration to a result file of another topology or GPU count
     #[arg(long, requires = "calibration")]
     pub force: bool,
-    /// Machine-readable output on stdout
+    /// Machine-readable output on stdout (docs/json.md)
     #[arg(long)]
     pub json: bool,
     /// Also write every row as CSV
@@ -106,10 +112,9 @@ fn request_from(args: &VerifyArgs) -> Result<VerifyRequest> {
     Ok(VerifyRequest {
         collective: Coll::parse(&args.coll)?,
         dtype: Dtype::parse(&args.dtype)?,
-        sizes: parse_size_range(&args.sizes)
-            .map_err(|e| Error::bad_input(format!("--sizes: {e}")))?,
-        pairs: PairSelection::parse(&args.pairs)?,
-        pairs_text: args.pairs.clone(),
+        sizes: args.sizes.sizes("8..4G")?,
+        pairs: PairSelection::parse(&args.pair)?,
+        pairs_text: args.pair.clone(),
         tuner: tuner_from(args, &backends)?,
         backends,
         plan,
@@ -196,12 +201,16 @@ fn output(
     if args.json {
         println!("{}", report::render_json_compared(run, &scored, stock)?);
     } else {
-        print!("{}", report::render_text_compared(run, &scored, stock));
+        print!(
+            "{}",
+            crate::report::text(&report::render_text_compared(run, &scored, stock))
+        );
     }
     Ok(())
 }
 
-pub fn run(args: VerifyArgs, source: &SourceArgs) -> Result<()> {
+pub fn run(args: VerifyArgs) -> Result<()> {
+    let source = &args.source;
     if let Some(path) = &args.load {
         let run = VerifyRun::load(path)?;
         if let Some(line) = crate::verify::keep::incomplete_line(&run) {
@@ -220,6 +229,7 @@ pub fn run(args: VerifyArgs, source: &SourceArgs) -> Result<()> {
         return output(&run, predictor.as_ref(), None, &args);
     }
     let request = request_from(&args)?;
+    super::require_gpu("verify")?;
     let bar = Bar::new();
     let Some((run, path)) =
         session::measure(&request, &source.source(), args.out.as_deref(), &bar)?

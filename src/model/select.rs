@@ -71,13 +71,15 @@ impl Call {
             (floats * FLOAT_BYTES, floats * FLOAT_BYTES)
         };
         if log_bytes == 0 {
+            // Both rules in the message: why 3 is refused while 1001 runs (as 1000).
             let why = if coll.is_ag_rs() {
                 format!(
-                    "{} on {n} ranks gives each rank size/{n} rounded down to 16 bytes",
-                    coll.nccl_name()
+                    "{} on {n} ranks gives each rank size/{n} rounded down to 16 bytes, so give at least {} B",
+                    coll.nccl_name(),
+                    16 * n
                 )
             } else {
-                "the planner models float32 elements (4 bytes)".to_string()
+                "sizes are counts of float32 elements (4 bytes), rounded down as nccl-tests does (1001 B runs as 1000 B), so give at least 4 B".to_string()
             };
             return Err(Error::bad_input(format!(
                 "size {} is too small: {why}",

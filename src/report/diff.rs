@@ -163,7 +163,7 @@ pub fn runs_text(d: &RunDiff) -> String {
     let mut out = format!("A: {}\nB: {}\ncollective: {}\n", d.a, d.b, d.collective);
     out.push_str("\nMachine and versions:\n");
     let mut t = table();
-    t.set_header(vec!["", "A", "B", ""]);
+    t.set_header(vec!["what", "A", "B", "same?"]);
     for f in &d.machine {
         let status = if f.same {
             "same".to_string()

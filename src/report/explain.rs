@@ -126,11 +126,11 @@ pub fn nccl_table_lines(model: &Model) -> Vec<String> {
 /// One entry of the init table in `--nccl-table --json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct TableEntryJson {
-    pub function: &'static str,
+    pub collective: &'static str,
     pub algorithm: &'static str,
     pub protocol: &'static str,
     pub latency_us: f32,
-    pub bandwidth_gbps: f32,
+    pub bandwidth_gbs: f32,
     pub max_threads: i64,
     pub thread_threshold: i64,
     pub masked_by: Vec<String>,
@@ -155,11 +155,11 @@ pub fn nccl_table_json(model: &Model) -> NcclTableJson {
             for p in Proto::ALL {
                 let (ci, ai, pi) = (c as usize, a as usize, p as usize);
                 entries.push(TableEntryJson {
-                    function: c.nccl_name(),
+                    collective: c.nccl_name(),
                     algorithm: a.nccl_name(),
                     protocol: p.nccl_name(),
                     latency_us: t.latency[ci][ai][pi],
-                    bandwidth_gbps: t.bandwidth[ci][ai][pi],
+                    bandwidth_gbs: t.bandwidth[ci][ai][pi],
                     max_threads: t.max_threads[ai][pi],
                     thread_threshold: t.thread_thresholds[ai][pi],
                     masked_by: t
@@ -200,9 +200,12 @@ pub struct PairJson {
     pub latency_us: f64,
     pub bandwidth_term_us: f64,
     pub time_us: Option<f64>,
-    pub algbw_gbps: Option<f64>,
-    pub busbw_gbps: Option<f64>,
-    pub bus_factor: f64,
+    pub algbw_gbs: Option<f64>,
+    /// algbw x the collective's nccl-tests factor (2(n-1)/n for all-reduce), as `verify` and nccl-tests.
+    pub busbw_gbs: Option<f64>,
+    /// The algorithm's own factor in NCCL's model (bus to algorithm bandwidth: Tree all-reduce 2, rings
+    /// 2(n-1)/n); not the busbw factor.
+    pub model_bus_factor: f64,
     pub margin_us: Option<f64>,
     pub masked_by: Vec<String>,
     /// With `--calibration`: the calibrated time (null where the pair is
@@ -210,7 +213,7 @@ pub struct PairJson {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calibrated_time_us: Option<Option<f64>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub calibrated_busbw_gbps: Option<Option<f64>>,
+    pub calibrated_busbw_gbs: Option<Option<f64>>,
 }
 
 /// The calibrated pick in `--json` (with `--calibration`).
@@ -298,12 +301,12 @@ pub fn one_rank_text() -> &'static str {
      16 KiB) blocks x 512 threads). The Ring/Simple row is NCCL's cost-table placeholder (time 0), never launched.\n"
 }
 
-/// Calibrated busbw from a calibrated time, with the same bytes and bus
-/// factor as NCCL's columns.
-fn calibrated_busbw(model: &Model, eval: &Evaluation, index: usize, time_us: f64) -> Option<f64> {
-    let c = &eval.candidates[index];
+/// Calibrated busbw from a calibrated time, with the same bytes and nccl-tests
+/// factor as the stock columns.
+fn calibrated_busbw(model: &Model, eval: &Evaluation, time_us: f64) -> Option<f64> {
     (time_us > 0.0).then(|| {
-        eval.group_bytes as f64 / (time_us * 1000.0) * model.bus_factor(eval.call.coll, c.algo)
+        eval.group_bytes as f64 / (time_us * 1000.0)
+            * eval.call.coll.nccl_tests_bus_factor(model.input.n_ranks)
     })
 }
 
@@ -317,7 +320,7 @@ fn pair_json(
     if let Some(cal) = cal {
         let t = cal.times_us[index];
         p.calibrated_time_us = Some(t);
-        p.calibrated_busbw_gbps = Some(t.and_then(|t| calibrated_busbw(model, eval, index, t)));
+        p.calibrated_busbw_gbs = Some(t.and_then(|t| calibrated_busbw(model, eval, t)));
     }
     p
 }
@@ -358,7 +361,7 @@ fn stock_pair_json(model: &Model, eval: &Evaluation, index: usize) -> PairJson {
     let c = &eval.candidates[index];
     let usable = c.usable();
     let winner_time = eval.winner().time_us as f64;
-    let factor = model.bus_factor(eval.call.coll, c.algo);
+    let factor = eval.call.coll.nccl_tests_bus_factor(model.input.n_ranks);
     let time = usable.then_some(c.time_us as f64);
     let algbw = time
         .filter(|t| *t > 0.0)
@@ -372,9 +375,9 @@ fn stock_pair_json(model: &Model, eval: &Evaluation, index: usize) -> PairJson {
         latency_us: c.latency_us as f64,
         bandwidth_term_us: c.bandwidth_term_us as f64,
         time_us: time,
-        algbw_gbps: algbw,
-        busbw_gbps: algbw.map(|b| b * factor),
-        bus_factor: factor,
+        algbw_gbs: algbw,
+        busbw_gbs: algbw.map(|b| b * factor),
+        model_bus_factor: model.bus_factor(eval.call.coll, c.algo),
         margin_us: time.map(|t| t - winner_time),
         masked_by: c
             .masks
@@ -382,7 +385,7 @@ fn stock_pair_json(model: &Model, eval: &Evaluation, index: usize) -> PairJson {
             .map(|m| m.text(eval.call.coll, c.algo, c.proto))
             .collect(),
         calibrated_time_us: None,
-        calibrated_busbw_gbps: None,
+        calibrated_busbw_gbs: None,
     }
 }
 
@@ -498,7 +501,7 @@ pub fn explain_text_calibrated(
     ));
     let (usable, masked) = ranked(eval);
     let mut header = vec![
-        "",
+        "pick",
         "algorithm",
         "protocol",
         "channels",
@@ -546,15 +549,15 @@ pub fn explain_text_calibrated(
             us(p.latency_us),
             us(p.bandwidth_term_us),
             p.time_us.map(us).unwrap_or_default(),
-            p.algbw_gbps.map(|b| format!("{b:.2}")).unwrap_or_default(),
-            p.busbw_gbps.map(|b| format!("{b:.2}")).unwrap_or_default(),
+            p.algbw_gbs.map(|b| format!("{b:.2}")).unwrap_or_default(),
+            p.busbw_gbs.map(|b| format!("{b:.2}")).unwrap_or_default(),
             margin,
         ];
         if let Some(cal) = cal {
             let t = cal.times_us[i];
             cells.push(t.map(us).unwrap_or_else(|| "-".into()));
             cells.push(
-                p.calibrated_busbw_gbps
+                p.calibrated_busbw_gbs
                     .flatten()
                     .map(|b| format!("{b:.2}"))
                     .unwrap_or_else(|| "-".into()),
@@ -603,7 +606,11 @@ pub fn explain_text_calibrated(
             eval.num_pipe_ops
         ));
     }
-    out.push_str(". busbw uses each algorithm's own bus factor.\n");
+    out.push_str(&format!(
+        ". busbw = algbw x {:.3}, the {} factor of nccl-tests.\n",
+        call.coll.nccl_tests_bus_factor(model.input.n_ranks),
+        call.coll.nccl_name()
+    ));
     if let Some(cal) = cal {
         out.push_str(&calibrated_line(eval, cal));
     }
@@ -1329,7 +1336,7 @@ pub fn symmetric_text(ctx: &SmallMessageContext, call: &Call) -> String {
         .load_style(presets::UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Disabled)
         .set_header(vec![
-            "",
+            "pick",
             "kernel",
             "blocks",
             "time µs",

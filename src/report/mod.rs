@@ -4,6 +4,66 @@ pub mod audit;
 pub mod channels;
 pub mod diff;
 pub mod explain;
+pub mod json;
 pub mod run;
 pub mod topo;
 pub mod verify;
+
+/// Text for stdout: as rendered on a terminal; piped or redirected, plain ASCII (box borders as `+-|`, `µs` as
+/// `us`, the pick marker `▶` as `>`), so logs, `grep` and old terminals read it. Each table character maps to one
+/// ASCII character: columns stay aligned.
+pub fn text(rendered: &str) -> std::borrow::Cow<'_, str> {
+    use std::io::IsTerminal;
+    if std::io::stdout().is_terminal() {
+        std::borrow::Cow::Borrowed(rendered)
+    } else {
+        std::borrow::Cow::Owned(ascii(rendered))
+    }
+}
+
+/// `rendered` in ASCII (see `text`).
+pub fn ascii(rendered: &str) -> String {
+    let mut out = String::with_capacity(rendered.len());
+    // " · " separates the facts of a header line: a comma there.
+    for c in rendered.replace(" · ", ", ").chars() {
+        match c {
+            '┌' | '┐' | '└' | '┘' | '┬' | '┴' | '├' | '┤' | '┼' | '╞' | '╪' | '╡' | '╭' | '╮'
+            | '╰' | '╯' => out.push('+'),
+            '─' | '╌' | '┄' => out.push('-'),
+            '═' => out.push('='),
+            '│' | '┆' | '┊' => out.push('|'),
+            'µ' | 'μ' => out.push('u'),
+            '▶' | '►' => out.push('>'),
+            '×' => out.push('x'),
+            '–' | '—' | '−' => out.push('-'),
+            '≈' | '~' => out.push('~'),
+            '…' => out.push_str("..."),
+            '→' => out.push_str("->"),
+            '←' => out.push_str("<-"),
+            '≤' => out.push_str("<="),
+            '≥' => out.push_str(">="),
+            '±' => out.push_str("+/-"),
+            '✓' | '✔' => out.push_str("ok"),
+            '✗' | '✘' => out.push('x'),
+            '’' | '‘' => out.push('\''),
+            '“' | '”' => out.push('"'),
+            '·' | '•' => out.push('*'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ascii_keeps_table_columns() {
+        let t = "┌───┬──┐\n│ ▶ ┆ 5 µs │\n╞═══╪══╡\n";
+        let a = super::ascii(t);
+        assert_eq!(a, "+---+--+\n| > | 5 us |\n+===+==+\n");
+        assert!(a.is_ascii());
+        for (x, y) in t.lines().zip(a.lines()) {
+            assert_eq!(x.chars().count(), y.chars().count());
+        }
+    }
+}

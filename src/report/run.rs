@@ -82,7 +82,7 @@ pub fn table(report: &RunReport) -> String {
     out
 }
 
-/// The report as JSON (stable field names: those of `RunReport` and its parts).
-pub fn json(report: &RunReport) -> String {
-    serde_json::to_string_pretty(report).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+/// The report as JSON (docs/json.md: the field names of `RunReport` and its parts, in the schema's spelling).
+pub fn json(report: &RunReport) -> crate::error::Result<String> {
+    super::json::render(report, "")
 }

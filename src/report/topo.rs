@@ -615,7 +615,8 @@ pub fn render_nccl_view(report: &TopoReport) -> String {
     let mut out = String::new();
     out.push_str("NCCL paths, GPU to GPU (path type, bottleneck GB/s):\n");
     let mut t = table();
-    let mut header = vec![String::new()];
+    // Rows are the sources: the corner says so (no unlabelled column).
+    let mut header = vec!["from".to_string()];
     header.extend(report.gpus.iter().map(|g| g.name.clone()));
     t.set_header(header);
     let n_gpus = report.gpus.len();
@@ -642,7 +643,7 @@ pub fn render_nccl_view(report: &TopoReport) -> String {
     }
     out.push_str("\nNCCL paths, GPU to NIC (path type, bottleneck GB/s):\n");
     let mut t = table();
-    let mut header = vec![String::new()];
+    let mut header = vec!["from".to_string()];
     header.extend(report.nets.iter().map(|n| n.name.clone()));
     t.set_header(header);
     for (i, g) in report.gpus.iter().enumerate() {
@@ -767,7 +768,7 @@ fn plural(n: usize) -> &'static str {
 /// `--json`: the report as pretty JSON.
 pub fn render_json(report: &TopoReport) -> String {
     // Serializing plain structs of strings and numbers cannot fail.
-    let mut s = serde_json::to_string_pretty(report).unwrap_or_default();
+    let mut s = super::json::render(report, "").unwrap_or_default();
     s.push('\n');
     s
 }
@@ -864,7 +865,7 @@ pub fn render_fixtures_json(list: &[Fixture], default: &str) -> String {
             default: f.name == default,
         })
         .collect();
-    let mut s = serde_json::to_string_pretty(&entries).unwrap_or_default();
+    let mut s = super::json::render(&entries, "fixtures").unwrap_or_default();
     s.push('\n');
     s
 }

@@ -148,22 +148,31 @@ fn hit_rate_cell(s: &BackendSummary) -> String {
     }
 }
 
+/// The worst regret and its size (the pairs follow the table, `worst_regret_pairs`, to keep it in 120 columns).
 fn worst_regret_cell(s: &BackendSummary) -> String {
+    match (s.worst_regret, s.worst_regret_bytes) {
+        (Some(g), Some(b)) if g > 1.0 => {
+            format!("{} at {}", pct((g - 1.0) * 100.0), format_size(b))
+        }
+        (Some(_), _) => "none".into(),
+        _ => "-".into(),
+    }
+}
+
+/// "native worst regret at 1 MiB: the model picked Ring/LL, the best was Ring/LL128", or None without a regret.
+fn worst_regret_pairs(s: &BackendSummary, whose: &str) -> Option<String> {
     match (
         s.worst_regret,
         s.worst_regret_bytes,
         s.worst_regret_pick,
         s.worst_regret_best,
     ) {
-        (Some(g), Some(b), Some(p), Some(best)) if g > 1.0 => {
-            format!(
-                "{} at {} ({p} vs {best})",
-                pct((g - 1.0) * 100.0),
-                format_size(b)
-            )
-        }
-        (Some(_), _, _, _) => "none".into(),
-        _ => "-".into(),
+        (Some(g), Some(b), Some(p), Some(best)) if g > 1.0 => Some(format!(
+            "{} worst regret at {}: {whose} picked {p}, the best was {best}",
+            s.backend,
+            format_size(b)
+        )),
+        _ => None,
     }
 }
 
@@ -275,7 +284,7 @@ pub fn render_text_compared(run: &VerifyRun, scored: &Scored, stock: Option<&Sco
             "algbw GB/s",
             "busbw GB/s",
             "#wrong",
-            "",
+            "marks",
         ];
         if stock.is_some() {
             header.extend(["stock µs", "stock error"]);
@@ -389,22 +398,20 @@ pub fn render_text_compared(run: &VerifyRun, scored: &Scored, stock: Option<&Sco
     ));
 
     // Picks.
-    let mut header = vec![
+    let header = vec![
         "backend",
-        "model's pick = best",
+        "pick = best",
         "worst regret",
-        "NCCL's choice = best",
-        "NCCL worst regret",
-        "model = NCCL's choice",
-        "ok / unavailable / failed",
+        "NCCL = best",
+        "NCCL worst",
+        "pick = NCCL",
+        "ok/n.a./failed",
         "#wrong",
     ];
-    if stock.is_some() {
-        header.extend(["stock pick = best", "stock worst regret"]);
-    }
+    let mut regret_lines = Vec::new();
     let mut t = table(header);
     for s in &scored.summaries {
-        let mut cells = vec![
+        let cells = vec![
             s.backend.to_string(),
             hit_rate_cell(s),
             worst_regret_cell(s),
@@ -425,19 +432,31 @@ pub fn render_text_compared(run: &VerifyRun, scored: &Scored, stock: Option<&Sco
             } else {
                 "-".into()
             },
-            format!("{} / {} / {}", s.rows_ok, s.rows_unavailable, s.rows_failed),
+            format!("{}/{}/{}", s.rows_ok, s.rows_unavailable, s.rows_failed),
             s.wrong.to_string(),
         ];
-        if let Some(stock) = stock {
-            let ss = stock.summaries.iter().find(|x| x.backend == s.backend);
-            cells.push(ss.map(hit_rate_cell).unwrap_or_else(|| "-".into()));
-            cells.push(ss.map(worst_regret_cell).unwrap_or_else(|| "-".into()));
-        }
+        regret_lines.extend(worst_regret_pairs(s, "the model"));
         t.add_row(cells);
+        // The stock model's picks on a row of their own (columns would pass 120).
+        if let Some(ss) = stock.and_then(|st| st.summaries.iter().find(|x| x.backend == s.backend))
+        {
+            let mut row = vec![
+                format!("{} stock", s.backend),
+                hit_rate_cell(ss),
+                worst_regret_cell(ss),
+            ];
+            row.extend(std::iter::repeat_n("-".to_string(), 5));
+            t.add_row(row);
+            regret_lines
+                .extend(worst_regret_pairs(ss, "the stock model").map(|l| format!("stock: {l}")));
+        }
     }
     out.push_str(&format!(
-        "\npicks (regret = measured time of the pick / measured best - 1)\n{t}\n"
+        "\npicks: pick = the model's pick was the measured best; NCCL = NCCL's own choice; regret = measured time of the pick / measured best - 1; n.a. = unavailable\n{t}\n"
     ));
+    for line in regret_lines {
+        out.push_str(&format!("  {line}\n"));
+    }
 
     for c in &scored.comparisons {
         out.push_str(&render_comparison(c));
@@ -529,27 +548,29 @@ pub fn render_json_compared(
     scored: &Scored,
     stock: Option<&Scored>,
 ) -> Result<String> {
-    serde_json::to_string_pretty(&JsonReport {
-        machine: &run.machine,
-        options: &run.options,
-        complete: run.complete,
-        stopped: run.stopped.as_ref(),
-        scored,
-        stock: stock.map(|s| StockJson {
-            predictor: &s.predictor,
-            summaries: &s.summaries,
-            rows: s
-                .rows
-                .iter()
-                .map(|r| StockRowJson {
-                    predicted_us: r.predicted_us,
-                    error_pct: r.error_pct,
-                    model_pick: r.model_pick,
-                })
-                .collect(),
-        }),
-    })
-    .map_err(|e| Error::runtime(format!("cannot serialise the report: {e}")))
+    super::json::render(
+        &JsonReport {
+            machine: &run.machine,
+            options: &run.options,
+            complete: run.complete,
+            stopped: run.stopped.as_ref(),
+            scored,
+            stock: stock.map(|s| StockJson {
+                predictor: &s.predictor,
+                summaries: &s.summaries,
+                rows: s
+                    .rows
+                    .iter()
+                    .map(|r| StockRowJson {
+                        predicted_us: r.predicted_us,
+                        error_pct: r.error_pct,
+                        model_pick: r.model_pick,
+                    })
+                    .collect(),
+            }),
+        },
+        "",
+    )
 }
 
 fn csv_field(text: &str) -> String {

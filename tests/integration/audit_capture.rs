@@ -93,9 +93,9 @@ fn audit_cli_on_the_capture_log_reports_no_differences() {
     // Same through explain --nccl-log, as JSON.
     let out = planner()
         .args([
+            "audit",
             "--topo",
             &golden("topo.xml"),
-            "audit",
             &golden("nccl-init-rank0.log"),
         ])
         .args(["--log-graphs", "--json"])

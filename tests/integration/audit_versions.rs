@@ -111,7 +111,8 @@ fn issue1453_through_the_cli_compares_rings_with_the_fixture() {
     // The fixture's search is not IBM's machine: the ring lines that differ say so, and
     // the per-call times differ by the tree pattern (the fixture finds a balanced tree).
     let out = planner()
-        .args(["--fixture", "hgx-h100-8", "--nodes", "3", "audit"])
+        // The node count (3) is the log's own.
+        .args(["audit", "--fixture", "hgx-h100-8"])
         .arg(data("nccl-2.22.3-h100x24-ibm-issue1453.log"))
         .args(["--nccl-version", "2.22", "--json"])
         .output()
@@ -401,7 +402,7 @@ fn a_log_newer_than_the_newest_model_uses_the_newest_with_one_line() {
     let path = dir.join("new.log");
     std::fs::write(&path, text).unwrap();
     let out = planner()
-        .args(["--topo", &golden("topo.xml"), "audit"])
+        .args(["audit", "--topo", &golden("topo.xml")])
         .arg(&path)
         .output()
         .unwrap();
@@ -491,7 +492,7 @@ fn capture_log_with_its_per_call_lines_has_no_difference() {
     let path = dir.join("with-calls.log");
     std::fs::write(&path, &text).unwrap();
     let out = planner()
-        .args(["--topo", &golden("topo.xml"), "audit"])
+        .args(["audit", "--topo", &golden("topo.xml")])
         .arg(&path)
         .arg("--json")
         .output()

@@ -112,7 +112,7 @@ fn calibration_of_a_verify_file_applies_to_the_captured_topology() {
         text.starts_with("calibration of the nccl backend: 2 GPU(s)"),
         "{text}"
     );
-    assert_eq!(text.matches("│ AllReduce  ┆").count(), 6, "{text}");
+    assert_eq!(text.matches("| AllReduce  |").count(), 6, "{text}");
 
     // The verify files were taken on the live probe of the VM (their own
     // topology_hash, FNV of the raw XML, differs from boot to boot); the
@@ -174,11 +174,11 @@ fn explain_shows_calibrated_time_busbw_and_pick_next_to_nccls() {
             Some(e) => {
                 calibrated += 1;
                 let got = p["calibrated_time_us"].as_f64().unwrap();
-                assert!((got - e).abs() < 1e-9 * e, "{}: {got} vs {e}", pair_of(p));
-                // busbw from that time with the pair's own bus factor
-                let busbw = p["calibrated_busbw_gbps"].as_f64().unwrap();
-                let want = (2u64 << 20) as f64 / (e * 1000.0) * p["bus_factor"].as_f64().unwrap();
-                assert!((busbw - want).abs() < 1e-9 * want, "{}", pair_of(p));
+                assert!((got - e).abs() < 1e-6 * e, "{}: {got} vs {e}", pair_of(p));
+                // busbw from that time with nccl-tests' factor: 2(n-1)/n = 1 on the capture's 2 ranks
+                let busbw = p["calibrated_busbw_gbs"].as_f64().unwrap();
+                let want = (2u64 << 20) as f64 / (e * 1000.0);
+                assert!((busbw - want).abs() < 1e-6 * want, "{}", pair_of(p));
             }
             None => {
                 assert!(p["calibrated_time_us"].is_null(), "{}", pair_of(p));
@@ -202,23 +202,24 @@ fn explain_shows_calibrated_time_busbw_and_pick_next_to_nccls() {
     let ring_simple = cal
         .predict_us(Coll::AllReduce, Algo::Ring, Proto::Simple, 2 << 20)
         .unwrap();
-    // equal up to the last bit of the JSON round trip of the parameters
-    let same = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b.abs();
+    // equal up to the 7 significant digits `--json` prints (docs/json.md)
+    let same = |a: f64, b: f64| (a - b).abs() <= 1e-6 * b.abs();
     assert!(
         same(pick_us, ring_ll) && same(nccl_us, ring_simple),
         "{pick_us} {nccl_us} vs {ring_ll} {ring_simple}"
     );
     let margin = c["margin_us"].as_f64().unwrap();
-    assert!((margin - (ring_simple - ring_ll)).abs() < 1e-9);
+    assert!((margin - (ring_simple - ring_ll)).abs() < 1e-6 * ring_simple);
     assert!(margin > 0.2 * ring_ll, "{margin} {ring_ll}");
-    assert!((c["margin_pct"].as_f64().unwrap() - 100.0 * margin / ring_ll).abs() < 1e-9);
+    let pct = 100.0 * margin / ring_ll;
+    assert!((c["margin_pct"].as_f64().unwrap() - pct).abs() < 1e-6 * pct);
 
     // The table: three more columns and the line on the two picks.
     let args = with(&[]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let text = stdout(&ok(&args));
     for col in [
-        "calibrated µs",
+        "calibrated us",
         "calibrated busbw GB/s",
         "calibrated margin",
     ] {
@@ -227,7 +228,7 @@ fn explain_shows_calibrated_time_busbw_and_pick_next_to_nccls() {
     assert!(text.contains("calibrated pick"), "{text}");
     assert!(
         text.contains(&format!(
-            "Calibrated model ({cal_path}, nccl backend): picks Ring/LL, {ring_ll:.2} µs; NCCL's pick Ring/Simple takes {ring_simple:.2} µs there"
+            "Calibrated model ({cal_path}, nccl backend): picks Ring/LL, {ring_ll:.2} us; NCCL's pick Ring/Simple takes {ring_simple:.2} us there"
         )),
         "{text}"
     );
@@ -275,30 +276,33 @@ fn explain_sweep_prints_both_crossover_maps() {
     assert_eq!(v["calibrated"]["backend"], "nccl");
     let bands = v["calibrated"]["bands"].as_array().unwrap();
     // contiguous, covering 8 B .. 4 GiB
-    assert_eq!(bands[0]["from"], 8);
-    assert_eq!(bands.last().unwrap()["to"], 4u64 << 30);
+    assert_eq!(bands[0]["from_bytes"], 8);
+    assert_eq!(bands.last().unwrap()["to_bytes"], 4u64 << 30);
     let band_at = |bytes: u64| {
         bands
             .iter()
-            .find(|b| b["from"].as_u64().unwrap() <= bytes && bytes <= b["to"].as_u64().unwrap())
+            .find(|b| {
+                b["from_bytes"].as_u64().unwrap() <= bytes
+                    && bytes <= b["to_bytes"].as_u64().unwrap()
+            })
             .unwrap()
     };
     // The calibrated pick keeps Ring/LL at 2 MiB and moves to LL128 between 2 and 4 MiB,
     // where the measurements put the crossover (NCCL's model: Simple from 1.6 MiB).
     let b2 = band_at(2 << 20);
     assert_eq!(
-        (b2["algo"].as_str(), b2["proto"].as_str()),
+        (b2["algorithm"].as_str(), b2["protocol"].as_str()),
         (Some("Ring"), Some("LL"))
     );
     let next = bands
         .iter()
-        .find(|b| b["from"].as_u64().unwrap() > b2["to"].as_u64().unwrap())
+        .find(|b| b["from_bytes"].as_u64().unwrap() > b2["to_bytes"].as_u64().unwrap())
         .unwrap();
     assert_eq!(
-        (next["algo"].as_str(), next["proto"].as_str()),
+        (next["algorithm"].as_str(), next["protocol"].as_str()),
         (Some("Ring"), Some("LL128"))
     );
-    let x = next["starts_at"].as_u64().unwrap();
+    let x = next["starts_at_bytes"].as_u64().unwrap();
     assert!(x > 2 << 20 && x <= 4 << 20, "{x}");
     // exact: at x the calibrated Ring/LL128 is faster than every other pair,
     // one byte less it is not
@@ -357,7 +361,7 @@ fn calibration_refuses_another_machine_unless_forced() {
         &cal_path,
         "--force",
     ]);
-    assert!(stdout(&out).contains("calibrated µs"));
+    assert!(stdout(&out).contains("calibrated us"));
     // the same node twice: 4 GPUs
     let err = refused(&[
         "explain",
@@ -421,11 +425,13 @@ fn calibration_never_changes_nccls_own_formats() {
         let mut args = vec!["explain", "--topo", &t, "--calibration", &cal_path];
         args.extend(extra.iter().copied());
         let err = refused(&args);
+        // --nccl-log takes none of explain's model flags: refused as a conflict naming both.
         assert!(
             err.contains(&format!(
                 "--calibration cannot be combined with {}",
                 extra[0]
-            )),
+            )) || (err.contains("'--calibration <CAL.json>' cannot be used with")
+                && err.contains(extra[0])),
             "{err}"
         );
     }
@@ -487,7 +493,7 @@ fn verify_load_rescores_another_run_with_the_calibration() {
             )
             .unwrap();
         assert!(
-            (r["predicted_us"].as_f64().unwrap() - want).abs() < 1e-9 * want,
+            (r["predicted_us"].as_f64().unwrap() - want).abs() < 1e-6 * want,
             "{label}"
         );
     }
@@ -534,10 +540,10 @@ fn verify_load_rescores_another_run_with_the_calibration() {
     );
     assert!(text.contains("compared with: stock model"), "{text}");
     for col in [
-        "stock µs",
+        "stock us",
         "stock error",
         "stock median |error|",
-        "stock pick = best",
+        "nccl stock",
     ] {
         assert!(text.contains(col), "{col}");
     }
@@ -774,7 +780,11 @@ fn calibrate_cv_prints_the_report_and_plots_small_multiples() {
         .map(|f| calibrate::read_file(&repo(f), &Default::default()).unwrap())
         .collect();
     let lib = calibrate::cross_validate(&inputs, &Default::default()).unwrap();
+    // ... as `--json` prints it (docs/json.md: rounded, schema spellings)
     let lib: Value = serde_json::from_str(&lib.to_json().unwrap()).unwrap();
+    let mut lib: Value =
+        serde_json::from_str(&planner::report::json::render_value(lib, "").unwrap()).unwrap();
+    lib.as_object_mut().unwrap().remove("schema_version");
     assert_eq!(v["cross_validation_report"], lib);
     // issue 11's targets on fit-on-final / test-on-1proc (bench/results/calibration-cv-2026-12-01)
     let target = |name: &str| {

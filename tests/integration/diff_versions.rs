@@ -16,8 +16,8 @@ fn diff_json(args: &[&str]) -> Value {
 fn pair(v: &Value) -> String {
     format!(
         "{}/{}",
-        v["algo"].as_str().unwrap(),
-        v["proto"].as_str().unwrap()
+        v["algorithm"].as_str().unwrap(),
+        v["protocol"].as_str().unwrap()
     )
 }
 
@@ -33,9 +33,9 @@ fn whats(band: &Value) -> Vec<String> {
 #[test]
 fn nccl_2_22_vs_2_28_on_hgx_h100_8() {
     let d = diff_json(&[
+        "diff",
         "--fixture",
         "hgx-h100-8",
-        "diff",
         "--nccl-version",
         "2.22",
         "--against",
@@ -53,7 +53,7 @@ fn nccl_2_22_vs_2_28_on_hgx_h100_8() {
         "2.22 -> 2.23 -> ... -> 2.28"
     );
     let ar = &d["collectives"][0];
-    assert_eq!(ar["coll"], "AllReduce");
+    assert_eq!(ar["collective"], "AllReduce");
     let bands = ar["bands"].as_array().unwrap();
     assert_eq!(bands.len(), 3);
     // By hand, one node of 8 H100, AllReduce:
@@ -127,7 +127,7 @@ fn nccl_2_22_vs_2_28_on_hgx_h100_8() {
 #[test]
 fn text_output_names_the_change_and_its_effect() {
     let out = planner()
-        .args(["--fixture", "hgx-h100-8", "diff", "--nccl-version", "2.22"])
+        .args(["diff", "--fixture", "hgx-h100-8", "--nccl-version", "2.22"])
         .args([
             "--against",
             "2.28",
@@ -152,9 +152,9 @@ fn text_output_names_the_change_and_its_effect() {
 fn going_back_reverses_the_chain() {
     // 2.28 -> 2.22: the same band, picks swapped, the same causes.
     let d = diff_json(&[
+        "diff",
         "--fixture",
         "hgx-h100-8",
-        "diff",
         "--nccl-version",
         "2.28",
         "--against",
@@ -195,8 +195,8 @@ fn bad_requests_exit_2_with_one_line() {
         vec!["diff", "--against", "2.28", "--coll", "all-to-all"],
     ] {
         let out = planner()
-            .args(["--fixture", "hgx-h100-8"])
             .args(&args)
+            .args(["--fixture", "hgx-h100-8"])
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");

@@ -32,7 +32,7 @@ fn nccl_vocabulary_is_unchanged_and_refuses_the_new_algorithms() {
         assert!(Algo::parse(name).is_err(), "{name}");
     }
     assert_eq!(Algo::parse("ring").unwrap(), Algo::Ring);
-    // `--pairs all` is still Ring/Tree x protocols.
+    // `--pair all` is still Ring/Tree x protocols.
     assert!(Pair::ring_tree_all().iter().all(|p| !p.is_beyond_nccl()));
     assert_eq!(Pair::ring_tree_all().len(), 6);
 }
@@ -50,7 +50,7 @@ fn pairs_beyond_nccl_parse_with_their_one_protocol() {
     let err = Pair::parse("OneShot/Simple").unwrap_err().to_string();
     assert!(err.contains("OneShot/LL"), "{err}");
     assert!(Pair::parse("TwoShot/LL128").is_err());
-    // The executor's --pair and verify's --pairs take them.
+    // The executor's --pair and verify's --pair take them.
     assert_eq!(parse_pair("OneShot/LL").unwrap(), one);
     let sel = planner::verify::PairSelection::parse("OneShot/LL,TwoShot/Simple").unwrap();
     assert_eq!(sel, planner::verify::PairSelection::List(vec![one, two]));
@@ -325,6 +325,6 @@ fn result_files_with_rows_beyond_nccl_load_and_rescore() {
         .arg("--json")
         .assert()
         .success()
-        .stdout(predicate::str::contains(r#""algo": "OneShot""#));
+        .stdout(predicate::str::contains(r#""algorithm": "OneShot""#));
     let _ = std::fs::remove_file(&file);
 }

@@ -4,7 +4,7 @@
 use crate::common::golden;
 use assert_cmd::Command;
 
-/// `planner --topo topo.xml explain --graph graph.xml ...` with a clean NCCL environment.
+/// `planner explain --topo topo.xml --graph graph.xml ...` with a clean NCCL environment.
 fn explain(args: &[&str]) -> Command {
     let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("planner"));
     for var in planner::model::knobs::VARIABLES {
@@ -12,9 +12,9 @@ fn explain(args: &[&str]) -> Command {
     }
     cmd.env_remove("NCCL_CROSS_NIC");
     cmd.args([
+        "explain",
         "--topo",
         &golden("topo.xml"),
-        "explain",
         "--graph",
         &golden("graph.xml"),
     ]);
@@ -78,13 +78,13 @@ fn nccl_calls_match_the_capture_choices() {
 fn explain_ranks_pairs_and_explains_masks() {
     let out = stdout(&mut explain(&["--size", "1M", "--nccl-version", "2.28"]));
     // Winner first and marked: Ring/LL 7.8 + 1048576/141000 = 15.24 µs.
-    let first = out.lines().find(|l| l.contains('▶')).unwrap();
+    let first = out.lines().find(|l| l.starts_with("| >")).unwrap();
     assert!(
         first.contains("Ring") && first.contains("LL") && first.contains("15.24"),
         "{first}"
     );
     assert!(
-        out.contains("NCCL picks Ring/LL on 24 channels x 512 threads: 15.24 µs"),
+        out.contains("NCCL picks Ring/LL on 24 channels x 512 threads: 15.24 us"),
         "{out}"
     );
     assert!(
@@ -239,10 +239,12 @@ fn nccl_table_json_lists_every_entry_with_nccl_names() {
     assert_eq!(entries.len(), 5 * 7 * 3);
     let ring_ll = entries
         .iter()
-        .find(|e| e["function"] == "AllReduce" && e["algorithm"] == "Ring" && e["protocol"] == "LL")
+        .find(|e| {
+            e["collective"] == "AllReduce" && e["algorithm"] == "Ring" && e["protocol"] == "LL"
+        })
         .unwrap();
     // min(llMaxBw 141, 12*30*0.5 = 180) * 2/2 = 141; latency 6.6 + 2*0.6 = 7.8
-    assert_eq!(ring_ll["bandwidth_gbps"], 141.0);
+    assert_eq!(ring_ll["bandwidth_gbs"], 141.0);
     assert!((ring_ll["latency_us"].as_f64().unwrap() - 7.8).abs() < 1e-5);
     assert_eq!(ring_ll["thread_threshold"], 16);
     assert_eq!(ring_ll["masked_by"].as_array().unwrap().len(), 0);
@@ -257,9 +259,9 @@ fn nccl_table_json_lists_every_entry_with_nccl_names() {
         "2.28",
     ]));
     let v: serde_json::Value = serde_json::from_str(&calls).unwrap();
-    assert_eq!(v[0]["choice"]["algo"], "Ring");
-    assert_eq!(v[0]["choice"]["proto"], "Simple");
-    assert_eq!(v[0]["tasks"][0]["channel_hi"], 23);
+    assert_eq!(v["calls"][0]["choice"]["algorithm"], "Ring");
+    assert_eq!(v["calls"][0]["choice"]["protocol"], "Simple");
+    assert_eq!(v["calls"][0]["tasks"][0]["channel_hi"], 23);
 }
 
 #[test]
@@ -320,9 +322,9 @@ fn the_planners_own_search_reproduces_the_capture_table_and_choices() {
     }
     cmd.env("NCCL_NVLS_ENABLE", "0");
     cmd.args([
+        "explain",
         "--topo",
         &golden("topo.xml"),
-        "explain",
         "--nccl-version",
         "2.28",
         "--nccl-table",
@@ -343,9 +345,9 @@ fn the_planners_own_search_reproduces_the_capture_table_and_choices() {
     }
     cmd.env("NCCL_NVLS_ENABLE", "0");
     cmd.args([
+        "explain",
         "--topo",
         &golden("topo.xml"),
-        "explain",
         "--nccl-version",
         "2.28",
     ]);

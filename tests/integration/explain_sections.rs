@@ -48,7 +48,7 @@ fn refs(args: &[String]) -> Vec<&str> {
 /// The line of a text table whose kernel column is `kernel`.
 fn kernel_row<'a>(text: &'a str, kernel: &str) -> &'a str {
     text.lines()
-        .find(|l| l.split('┆').nth(1).map(str::trim) == Some(kernel))
+        .find(|l| l.split('|').nth(2).map(str::trim) == Some(kernel))
         .unwrap_or_else(|| panic!("no row {kernel} in\n{text}"))
 }
 
@@ -64,7 +64,7 @@ fn symmetric_picks_on_the_2x_h200_match_nccl_2_28() {
         let text = run_ok(&refs(&h200x2(&["--size", size])));
         assert!(text.contains("NCCL symmetric kernels (needs registered windows):"));
         assert!(
-            kernel_row(&text, kernel).starts_with("│ ▶"),
+            kernel_row(&text, kernel).starts_with("| >"),
             "{size}: {kernel} not marked in\n{text}"
         );
         assert!(text.contains(&format!("NCCL's symmetric pick: {kernel} (")));
@@ -200,9 +200,9 @@ fn from_log_reproduces_the_stock_2_28_picks_on_the_capture() {
     let topo = golden("topo.xml");
     let log = golden("nccl-init-rank0.log");
     let base = [
+        "explain",
         "--topo",
         topo.as_str(),
-        "explain",
         "--sweep",
         "8..4G",
         "--nvls",

@@ -54,3 +54,4 @@ mod verify_rendezvous;
 mod verify_results;
 mod verify_score;
 mod verify_tuned;
+mod vocab;

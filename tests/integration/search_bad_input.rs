@@ -30,7 +30,7 @@ fn single_gpu_per_node_across_nodes_is_fine() {
     // One GPU per node over 2 nodes: a 2-rank ring through the NICs.
     let topo = write_temp("one-gpu-2n.xml", &one_gpu_topology());
     planner()
-        .args(["--topo", topo.to_str().unwrap(), "--nodes", "2", "channels"])
+        .args(["channels", "--topo", topo.to_str().unwrap(), "--nodes", "2"])
         .assert()
         .success()
         .stdout(contains("Channel 00/02 : 0 1"));
@@ -54,7 +54,7 @@ fn gpus_that_cannot_reach_each_other() {
     text = text.replacen("  </cpu>\n", &other_host, 1);
     let topo = write_temp("unreachable.xml", &text);
     planner()
-        .args(["--topo", topo.to_str().unwrap(), "channels"])
+        .args(["channels", "--topo", topo.to_str().unwrap()])
         .assert()
         .code(2)
         .stderr(contains("unreachable.xml"))
@@ -64,7 +64,7 @@ fn gpus_that_cannot_reach_each_other() {
 #[test]
 fn several_nodes_without_a_nic() {
     planner()
-        .args(["--fixture", "pcie-rtx4000ada-2", "--nodes", "2", "channels"])
+        .args(["channels", "--fixture", "pcie-rtx4000ada-2", "--nodes", "2"])
         .assert()
         .code(2)
         .stderr(contains("NIC"));
@@ -73,7 +73,7 @@ fn several_nodes_without_a_nic() {
 #[test]
 fn rank_out_of_range() {
     planner()
-        .args(["--fixture", "h200x2-nvswitch-vm", "channels", "--rank", "2"])
+        .args(["channels", "--fixture", "h200x2-nvswitch-vm", "--rank", "2"])
         .assert()
         .code(2)
         .stderr(contains("--rank 2"));
@@ -83,11 +83,11 @@ fn graph_file_fails(name: &str, text: &str, expect: &str) {
     let path = write_temp(name, text);
     planner()
         .args([
+            "channels",
             "--fixture",
             "h200x2-nvswitch-vm",
             "--graph",
             path.to_str().unwrap(),
-            "channels",
         ])
         .assert()
         .code(2)
@@ -137,11 +137,11 @@ fn graph_xml_that_is_not_xml_or_missing() {
     );
     planner()
         .args([
+            "channels",
             "--fixture",
             "h200x2-nvswitch-vm",
             "--graph",
             "/nonexistent/g.xml",
-            "channels",
         ])
         .assert()
         .code(2)
@@ -156,11 +156,11 @@ fn graph_file_round_trip_through_the_cli() {
     let out = planner()
         .env("NCCL_NVLS_ENABLE", "0")
         .args([
+            "channels",
             "--fixture",
             "h200x2-nvswitch-vm",
             "--graph",
             path.to_str().unwrap(),
-            "channels",
             "--graph-xml",
         ])
         .assert()
@@ -182,7 +182,7 @@ fn channels_searches_nvls_where_nccl_would() {
         if let Some(v) = env {
             cmd.env("NCCL_NVLS_ENABLE", v);
         }
-        let mut args = vec!["--fixture", "h200x2-nvswitch-vm", "channels", "--graph-xml"];
+        let mut args = vec!["channels", "--fixture", "h200x2-nvswitch-vm", "--graph-xml"];
         args.extend_from_slice(extra);
         let out = cmd
             .args(args)

@@ -17,9 +17,9 @@ fn text(out: &std::process::Output) -> String {
 #[test]
 fn bad_flags_exit_2() {
     let cases: [(&[&str], &str); 7] = [
-        (&["--sizes", "16Q"], "16Q"),
+        (&["--size", "16Q"], "16Q"),
         (&["--coll", "alltoall"], "unknown collective 'alltoall'"),
-        (&["--pairs", "Ring/LL64"], "invalid pair 'Ring/LL64'"),
+        (&["--pair", "Ring/LL64"], "invalid pair 'Ring/LL64'"),
         (&["--backend", "mpi"], "unknown backend 'mpi'"),
         (&["--dtype", "f8"], "unknown data type 'f8'"),
         (&["--iters", "0"], "--iters 0"),
@@ -42,7 +42,7 @@ fn no_gpu_is_a_clear_runtime_error() {
     let out = planner()
         .args([
             "verify",
-            "--sizes",
+            "--sweep",
             "8..64",
             "--fixture",
             "h200x2-nvswitch-vm",
@@ -50,7 +50,11 @@ fn no_gpu_is_a_clear_runtime_error() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(text(&out).contains("no CUDA driver"), "{}", text(&out));
+    assert!(
+        text(&out).contains("no usable CUDA driver"),
+        "{}",
+        text(&out)
+    );
     assert!(text(&out).contains("--load"), "{}", text(&out));
 }
 
@@ -82,8 +86,9 @@ fn load_re_renders_a_recorded_file() {
     assert!(t.contains("auto = Ring/Simple [0..23]"), "{t}");
     assert!(t.contains("model pick (+33.3% slower)"), "{t}");
     assert!(t.contains("2/3 (67%)"), "{t}");
+    assert!(t.contains("+33.3% at 1 MiB"), "{t}");
     assert!(
-        t.contains("+33.3% at 1 MiB (Ring/LL vs Ring/Simple)"),
+        t.contains("worst regret at 1 MiB: the model picked Ring/LL, the best was Ring/Simple"),
         "{t}"
     );
     assert!(t.contains("NCCL refuses it: ncclInvalidUsage"), "{t}");

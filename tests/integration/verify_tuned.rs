@@ -175,7 +175,7 @@ fn load_renders_the_tuned_and_symm_rows() {
         "model: AllReduce_AGxLL_R",
         "symm 64 KiB",
         "tuned / auto: NCCL steered by the tuner plugin against NCCL alone (below 1: tuned is faster)",
-        "worst 1.060 at 64 MiB · best 0.694 at 2 MiB",
+        "worst 1.060 at 64 MiB, best 0.694 at 2 MiB",
         "1-16 MiB 0.822 over 3 sizes",
         "symm / auto: NCCL on symmetric windows against NCCL's default",
     ] {
@@ -319,7 +319,7 @@ fn bad_tuner_inputs_exit_2_before_any_gpu_work() {
     ];
     for (args, expected) in cases {
         let out = planner()
-            .args(["verify", "--sizes", "8..64"])
+            .args(["verify", "--sweep", "8..64"])
             .args(args)
             .output()
             .unwrap();
@@ -332,12 +332,16 @@ fn bad_tuner_inputs_exit_2_before_any_gpu_work() {
     // SAFETY: is_culib_present only probes with dlopen.
     if !unsafe { cudarc::driver::sys::is_culib_present() } {
         let out = planner()
-            .args(["verify", "--sizes", "8..64", "--backend", "nccl,nccl-symm"])
+            .args(["verify", "--sweep", "8..64", "--backend", "nccl,nccl-symm"])
             .args(["--tuner", plan, "--tuner-plugin", plugin])
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-        assert!(text(&out).contains("no CUDA driver"), "{}", text(&out));
+        assert!(
+            text(&out).contains("no usable CUDA driver"),
+            "{}",
+            text(&out)
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
