@@ -612,11 +612,13 @@ fn compare_connection(
         c.rank = multi
             .then_some(t.rank)
             .and_then(|r| usize::try_from(r).ok());
-        let planner = match conn
-            .trees
-            .get(t.channel)
-            .and_then(|v| v.get(t.rank as usize))
-        {
+        // `Tree c :` lines come from connectTrees, before the runtime channel cut; `Trees [c]` from init.
+        let trees = if t.across_nodes {
+            &conn.preset_trees
+        } else {
+            &conn.trees
+        };
+        let planner = match trees.get(t.channel).and_then(|v| v.get(t.rank as usize)) {
             Some(p) if t.rank >= 0 => tree_text(p.up, t.rank, p.down),
             _ => format!("no tree {} for rank {}", t.channel, t.rank),
         };

@@ -212,6 +212,7 @@ pub fn connect(cluster: &Cluster, graphs: &Graphs, opts: &SearchOptions) -> Resu
         }
     }
 
+    let preset_trees = trees.clone();
     // Runtime channel count: x2 (channel c + nch repeats ring c with tree 1) ...
     let mut n_channels = (2 * nch).min(max_channels);
     let mut ring_of: Vec<usize> = (0..n_channels).map(|c| c % nch).collect();
@@ -283,6 +284,7 @@ pub fn connect(cluster: &Cluster, graphs: &Graphs, opts: &SearchOptions) -> Resu
         n_channels,
         rings,
         trees,
+        preset_trees,
         search_channels: nch,
         n_nodes,
         gpus_per_node: gpn,

@@ -130,6 +130,10 @@ pub struct Connection {
     pub rings: Vec<Vec<i32>>,
     /// Per runtime channel, per rank: tree parent and children.
     pub trees: Vec<Vec<TreeLinks>>,
+    /// The 2 x search-channel trees `connectTrees` builds and logs (`Tree c : ...`, connect.cc:168-169), before
+    /// NCCL_MAX_NCHANNELS / NCCL_MAX_CTAS cut the runtime channels; the audit compares those lines with these.
+    #[serde(skip)]
+    pub preset_trees: Vec<Vec<TreeLinks>>,
     /// Search channels connected (`min(ring, tree)`), before the runtime multipliers.
     pub search_channels: usize,
     pub n_nodes: usize,

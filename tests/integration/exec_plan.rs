@@ -52,6 +52,7 @@ fn capture_search() -> SearchResult {
             n_channels: 24,
             rings,
             trees,
+            preset_trees: Vec::new(),
             search_channels: 12,
             n_nodes: 1,
             gpus_per_node: 2,

@@ -5,6 +5,7 @@ mod common;
 mod verify_data;
 
 mod audit_capture;
+mod audit_env_logs;
 mod audit_logs;
 mod audit_versions;
 mod blackwell;
@@ -32,8 +33,8 @@ mod model_ties;
 mod model_tree_correction;
 mod model_versions;
 mod model_worked_example;
-mod plots;
 mod nccl_env;
+mod plots;
 mod probe_detect;
 mod probe_h200x2_result;
 mod robust;
