@@ -362,4 +362,3 @@ pub struct ChannelsJson<'a> {
     pub graphs: &'a Graphs,
     pub connection: &'a Connection,
 }
-
