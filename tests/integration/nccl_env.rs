@@ -152,7 +152,11 @@ fn p2p_disable_routes_gpu_pairs_through_the_cpu_but_nvls_keeps_nvlink() {
     // smallest GPU<->GPU type (search.cc:1088-1091), now PHB: 8 heads at bwIntra 40, typeIntra PHB.
     let nvls = &json["graphs"]["nvls"];
     assert_eq!(
-        (&nvls["type_intra"], &nvls["n_channels"], &nvls["bw_intra_gbs"]),
+        (
+            &nvls["type_intra"],
+            &nvls["n_channels"],
+            &nvls["bw_intra_gbs"]
+        ),
         (&Value::from("PHB"), &Value::from(8), &Value::from(40.0))
     );
     assert_eq!(nccl_env(&json), pairs(&[("NCCL_P2P_DISABLE", "1")]));
