@@ -47,7 +47,7 @@ run_case() {
     local topo=$dir/topo.xml
     [ -f "$topo" ] || topo=$(ls "$dir"/*.xml 2>/dev/null | head -1)
     local audit
-    audit=$("$PLANNER" --topo "$topo" audit "$log" 2>&1)
+    audit=$("$PLANNER" audit --topo "$topo" "$log" 2>&1)
     echo "$audit" | tail -15
     if echo "$audit" | grep -qiE "no difference|0 difference"; then echo "audit: no differences"; fi
   } >"$OUT/$name.txt" 2>&1
