@@ -38,7 +38,7 @@ snap explain --algo ring,tree --proto ^LL128 --size 1M
 snap explain --size 16M
 snap audit "$PWD/$golden/nccl-init-rank0.log" --topo "$PWD/$golden/topo.xml"
 snap audit "$PWD/$golden/nccl-init-rank0.log" --topo "$PWD/$golden/topo.xml" --json
-snap audit "$PWD/$golden/nccl-init-rank0.log" --topo "$PWD/$golden/topo.xml" --graph "$PWD/$golden/graph.xml" --nvls off
+snap audit "$PWD/$golden/nccl-init-rank0.log" --topo "$PWD/$golden/topo.xml" --graph "$PWD/$golden/graph.xml"
 snap fixtures
 snap fixtures --json
 for f in $(git ls-files 'bench/results/*.json'); do

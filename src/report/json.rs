@@ -97,8 +97,8 @@ fn string_value(key: &str, parent: Option<&str>, text: String) -> Value {
         // Path and link types as NCCL prints them (NVL, PIX, PHB, SYS, NET).
         "type" | "type_intra" | "type_inter" => Value::from(text.to_ascii_uppercase()),
         // Audit compares values as text; a number stays a number.
-        "nccl" | "planner" if parent == Some("differences") => match text.trim().parse::<f64>() {
-            Ok(v) if v.is_finite() => number(v),
+        _ if is_audit_value(key, parent) => match text.trim().parse::<f64>() {
+            Ok(v) if v.is_finite() => Number::from_f64(v).map_or(Value::from(text), Value::Number),
             _ => Value::from(text),
         },
         _ => Value::from(text),
@@ -127,6 +127,11 @@ fn number(v: f64) -> Value {
         .unwrap_or(Value::Null)
 }
 
+/// A compared value of an audit difference (`differences[].nccl` / `.planner`).
+fn is_audit_value(key: &str, parent: Option<&str>) -> bool {
+    matches!(key, "nccl" | "planner") && parent == Some("differences")
+}
+
 fn normalize(value: Value, parent: Option<&str>) -> Value {
     match value {
         Value::Object(map) => {
@@ -135,6 +140,9 @@ fn normalize(value: Value, parent: Option<&str>) -> Value {
                 let key = key_name(&k, parent);
                 let v = match v {
                     Value::String(s) => string_value(&key, parent, s),
+                    // Audit's values carry the digits the log or the model printed: rounding
+                    // would change NCCL's 25.229528 into 25.22953.
+                    Value::Number(n) if is_audit_value(&key, parent) => Value::Number(n),
                     other => normalize(other, Some(&key)),
                 };
                 out.insert(key, v);
@@ -197,6 +205,17 @@ mod tests {
             })
         );
         assert!(text.starts_with("{\n  \"schema_version\": 1,"), "{text}");
+    }
+
+    #[test]
+    fn audit_values_keep_the_digits_printed() {
+        // NCCL printed 25.229528 (issue 1453's log); 7 significant digits would make it 25.22953.
+        let v =
+            json!({"differences": [{"nccl": 25.229528, "planner": "25.229528"}], "t": 25.229528});
+        let back: Value = serde_json::from_str(&render_value(v, "x").unwrap()).unwrap();
+        assert_eq!(back["differences"][0]["nccl"], 25.229528);
+        assert_eq!(back["differences"][0]["planner"], 25.229528);
+        assert_eq!(back["t"], 25.22953);
     }
 
     #[test]

@@ -20,12 +20,12 @@ fn run_json(env: &[(&str, &str)], args: &[&str]) -> (Value, String) {
 fn channels(env: &[(&str, &str)], fixture: &str, nodes: &str) -> (Value, String) {
     run_json(
         env,
-        &["--fixture", fixture, "--nodes", nodes, "channels", "--json"],
+        &["channels", "--fixture", fixture, "--nodes", nodes, "--json"],
     )
 }
 
 fn explain(env: &[(&str, &str)]) -> (Value, String) {
-    run_json(env, &["--fixture", "hgx-h200-8", "explain", "--json"])
+    run_json(env, &["explain", "--fixture", "hgx-h200-8", "--json"])
 }
 
 /// The explain row of one algorithm/protocol pair.
@@ -145,15 +145,19 @@ fn p2p_disable_routes_gpu_pairs_through_the_cpu_but_nvls_keeps_nvlink() {
     let ring = &json["graphs"]["ring"];
     assert_eq!(
         (&ring["type_intra"], &ring["n_channels"]),
-        (&Value::from("Sys"), &Value::from(1))
+        (&Value::from("SYS"), &Value::from(1))
     );
     assert_eq!(json["connection"]["n_channels"], 2);
     // The NVLS search follows GPU<->NVSwitch paths, which P2P does not touch (search.cc:410-440), but starts at the
     // smallest GPU<->GPU type (search.cc:1088-1091), now PHB: 8 heads at bwIntra 40, typeIntra PHB.
     let nvls = &json["graphs"]["nvls"];
     assert_eq!(
-        (&nvls["type_intra"], &nvls["n_channels"], &nvls["bw_intra"]),
-        (&Value::from("Phb"), &Value::from(8), &Value::from(40.0))
+        (
+            &nvls["type_intra"],
+            &nvls["n_channels"],
+            &nvls["bw_intra_gbs"]
+        ),
+        (&Value::from("PHB"), &Value::from(8), &Value::from(40.0))
     );
     assert_eq!(nccl_env(&json), pairs(&[("NCCL_P2P_DISABLE", "1")]));
     assert!(stderr.contains("NCCL_* applied: NCCL_P2P_DISABLE=1"));
@@ -188,18 +192,18 @@ fn p2p_level_is_read_as_nccl_get_level_reads_it() {
         let (json, stderr) = channels(env, "hgx-h200-8", "1");
         (json["graphs"]["ring"]["type_intra"].clone(), stderr)
     };
-    assert_eq!(ring_type(&[("NCCL_P2P_LEVEL", "LOC")]).0, "Sys");
-    assert_eq!(ring_type(&[("NCCL_P2P_LEVEL", "0")]).0, "Sys");
+    assert_eq!(ring_type(&[("NCCL_P2P_LEVEL", "LOC")]).0, "SYS");
+    assert_eq!(ring_type(&[("NCCL_P2P_LEVEL", "0")]).0, "SYS");
     let (t, stderr) = ring_type(&[("NCCL_P2P_LEVEL", "loc")]);
-    assert_eq!(t, "Nvl");
+    assert_eq!(t, "NVL");
     assert!(stderr.contains("NCCL_P2P_LEVEL=loc"), "{stderr}");
     assert!(!stderr.contains("NCCL_* applied"), "{stderr}");
     // NCCL_P2P_DISABLE=1 comes first: NCCL_P2P_LEVEL is not read (paths.cc:247-255).
     let (t, stderr) = ring_type(&[("NCCL_P2P_DISABLE", "1"), ("NCCL_P2P_LEVEL", "NVL")]);
-    assert_eq!(t, "Sys");
+    assert_eq!(t, "SYS");
     assert!(stderr.contains("NCCL_P2P_LEVEL=NVL: not read"), "{stderr}");
     // Only 1 disables (paths.cc:251): 0 leaves NVLink on.
-    assert_eq!(ring_type(&[("NCCL_P2P_DISABLE", "0")]).0, "Nvl");
+    assert_eq!(ring_type(&[("NCCL_P2P_DISABLE", "0")]).0, "NVL");
 }
 
 #[test]
@@ -207,9 +211,9 @@ fn net_gdr_level_below_the_nic_distance_goes_through_the_cpu() {
     // hgx-h200-8 x 2 nodes: each GPU reaches its NIC through a PCIe switch (PIX). NCCL_NET_GDR_LEVEL=LOC: distance
     // PIX > LOC, no GPU Direct RDMA (paths.cc:528), so paths.cc:845-852 routes GPU<->NIC through the CPU: PHB.
     let (base, _) = channels(&[], "hgx-h200-8", "2");
-    assert_eq!(base["graphs"]["ring"]["type_inter"], "Pix");
+    assert_eq!(base["graphs"]["ring"]["type_inter"], "PIX");
     let (json, _) = channels(&[("NCCL_NET_GDR_LEVEL", "LOC")], "hgx-h200-8", "2");
-    assert_eq!(json["graphs"]["ring"]["type_inter"], "Phb");
+    assert_eq!(json["graphs"]["ring"]["type_inter"], "PHB");
     assert_eq!(nccl_env(&json), pairs(&[("NCCL_NET_GDR_LEVEL", "LOC")]));
     // PIX allows it: unchanged.
     let (json, _) = channels(&[("NCCL_NET_GDR_LEVEL", "PIX")], "hgx-h200-8", "2");
@@ -222,7 +226,7 @@ fn ib_disable_leaves_the_nics_without_gpu_direct_rdma() {
     // (net_socket.cc:170), so no NIC has GDR: the same paths as NCCL_NET_GDR_LEVEL=LOC above.
     let (json, _) = channels(&[("NCCL_IB_DISABLE", "1")], "hgx-h200-8", "2");
     let (gdr_off, _) = channels(&[("NCCL_NET_GDR_LEVEL", "LOC")], "hgx-h200-8", "2");
-    assert_eq!(json["graphs"]["ring"]["type_inter"], "Phb");
+    assert_eq!(json["graphs"]["ring"]["type_inter"], "PHB");
     assert_eq!(json["graphs"], gdr_off["graphs"]);
     assert_eq!(nccl_env(&json), pairs(&[("NCCL_IB_DISABLE", "1")]));
     // One node uses no NIC: nothing changes.
@@ -241,19 +245,19 @@ fn cross_nic_values_as_the_search_reads_them() {
         (
             (
                 r["cross_nic"].clone(),
-                r["bw_inter"].clone(),
+                r["bw_inter_gbs"].clone(),
                 r["type_inter"].clone(),
             ),
             stderr,
         )
     };
     let v = |c: i64, bw: f64, t: &str| (Value::from(c), Value::from(bw), Value::from(t));
-    assert_eq!(ring("2").0, v(2, 48.0, "Pix"));
-    assert_eq!(ring("0").0, v(0, 45.0, "Pxn"));
+    assert_eq!(ring("2").0, v(2, 48.0, "PIX"));
+    assert_eq!(ring("0").0, v(0, 45.0, "PXN"));
     let (five, stderr) = ring("5");
-    assert_eq!(five, v(0, 45.0, "Pxn"));
+    assert_eq!(five, v(0, 45.0, "PXN"));
     assert!(stderr.contains("NCCL_CROSS_NIC=5"), "{stderr}");
-    assert_eq!(ring("1").0, v(1, 48.0, "Pix"));
+    assert_eq!(ring("1").0, v(1, 48.0, "PIX"));
 }
 
 #[test]
@@ -294,7 +298,7 @@ fn buffsize_is_named_but_not_applied() {
 fn topo_json_shows_the_path_knobs() {
     let (json, _) = run_json(
         &[("NCCL_P2P_LEVEL", "PIX"), ("NCCL_ALGO", "ring")],
-        &["--fixture", "hgx-h200-8", "topo", "--json"],
+        &["topo", "--fixture", "hgx-h200-8", "--json"],
     );
     // Both are applied and shown; the JSON object lists names in order.
     assert_eq!(

@@ -159,9 +159,9 @@ fn max_channels_64_does_not_change_multi_gpu_fixtures() {
 fn channels_takes_an_nccl_version() {
     planner()
         .args([
+            "channels",
             "--fixture",
             "a100-sxm-2",
-            "channels",
             "--nccl-version",
             "2.19.3",
         ])
@@ -169,9 +169,9 @@ fn channels_takes_an_nccl_version() {
         .success();
     planner()
         .args([
+            "channels",
             "--fixture",
             "a100-sxm-2",
-            "channels",
             "--nccl-version",
             "two",
         ])

@@ -120,9 +120,9 @@ fn t600_issue329_log_lines_from_the_cli() {
     assert_eq!(logged.len(), 131);
     let out = planner()
         .args([
+            "channels",
             "--topo",
             &path(T600_TOPO),
-            "channels",
             "--nccl-version",
             "2.19.3",
         ])
@@ -141,7 +141,7 @@ fn t600_issue329_log_lines_from_the_cli() {
     assert_eq!(ours, logged);
     // The newest format names the GPU by topology id and pads ranks to their own width.
     planner()
-        .args(["--topo", &path(T600_TOPO), "channels"])
+        .args(["channels", "--topo", &path(T600_TOPO)])
         .assert()
         .success()
         .stdout(contains(" 0 : GPU/0-d8000"))
@@ -182,8 +182,8 @@ fn t600_issue329_audit() {
         // audit exits 1 when it finds differences
         .code(1)
         .stdout(contains("4 difference(s)"))
-        .stdout(contains("ring graph channels ┆ 16   ┆ 32"))
-        .stdout(contains("coll channels       ┆ 32   ┆ 64"));
+        .stdout(contains("ring graph channels | 16   | 32"))
+        .stdout(contains("coll channels       | 32   | 64"));
 }
 
 /// NCCL 2.25+ on the same GPU: MAXCHANNELS 64, so the ring allows 32 channels (all fit: 32 x 40 = 1280 <= 5000)
@@ -222,12 +222,12 @@ fn one_h200_end_to_end() {
     let topo = one_h200_file();
     let topo = topo.to_str().unwrap();
     planner()
-        .args(["--topo", topo, "topo"])
+        .args(["topo", "--topo", topo])
         .assert()
         .success()
         .stdout(contains("Per node: 1 GPU (sm 90)"));
     planner()
-        .args(["--topo", topo, "channels"])
+        .args(["channels", "--topo", topo])
         .assert()
         .success()
         .stdout(contains("1 GPU(s) x 1 node(s) = 1 ranks"))
@@ -239,7 +239,7 @@ fn one_h200_end_to_end() {
         ))
         .stdout(contains("Channel 63/64 : 0"));
     planner()
-        .args(["--topo", topo, "explain", "--size", "16M"])
+        .args(["explain", "--topo", topo, "--size", "16M"])
         .assert()
         .success()
         .stdout(contains(
@@ -248,7 +248,7 @@ fn one_h200_end_to_end() {
         .stdout(contains("cudaMemcpyAsync"))
         .stdout(contains("NCCL picks").not());
     let out = planner()
-        .args(["--topo", topo, "explain", "--size", "16M", "--json"])
+        .args(["explain", "--topo", topo, "--size", "16M", "--json"])
         .assert()
         .success()
         .get_output()
@@ -258,7 +258,7 @@ fn one_h200_end_to_end() {
     assert_eq!(json["one_rank"]["copy_bytes"], 16u64 << 20);
     assert_eq!(json["ranks"], 1);
     let out = planner()
-        .args(["--topo", topo, "explain", "--sweep", "8..1G", "--json"])
+        .args(["explain", "--topo", topo, "--sweep", "8..1G", "--json"])
         .assert()
         .success()
         .get_output()
@@ -276,9 +276,9 @@ fn one_h200_end_to_end() {
 fn two_ranks_have_no_one_rank_note() {
     planner()
         .args([
+            "explain",
             "--fixture",
             "h200x2-nvswitch-vm",
-            "explain",
             "--size",
             "16M",
         ])
