@@ -848,14 +848,14 @@ fn calibrate_cv_prints_the_report_and_plots_small_multiples() {
 }
 
 #[test]
-fn calibrating_and_applying_are_fast() {
+fn calibrating_and_applying_work_on_a_full_file() {
+    // How fast they are (fit < 1 s, a calibrated prediction < 1 µs) is measured in benches/calibrate.rs, not here:
+    // a timed test fails on a loaded machine.
     use planner::model::select::Call;
-    // fit on a full verify file: < 1 s (issue 11)
     let input = calibrate::read_file(&repo(FINAL), &Default::default()).unwrap();
-    let start = std::time::Instant::now();
-    calibrate::fit(std::slice::from_ref(&input), &Default::default()).unwrap();
-    assert!(start.elapsed().as_secs_f64() < 1.0, "{:?}", start.elapsed());
-    // explain --calibration: load, check, evaluate every pair < 1 ms (median of 21)
+    let cal = calibrate::fit(std::slice::from_ref(&input), &Default::default()).unwrap();
+    assert_eq!(cal.pairs.len(), 6, "NCCL's six ring/tree pairs are fitted");
+    // explain --calibration: load, check against the cluster, evaluate every pair.
     let dir = scratch("fast");
     let cal_path = calibrate_to(&dir, "cal.json", &[FINAL]);
     let source = planner::pipeline::Source {
@@ -876,16 +876,8 @@ fn calibrating_and_applying_are_fast() {
     let eval = model
         .evaluate(&Call::new(Coll::AllReduce, 2 << 20, 2, 1).unwrap())
         .unwrap();
-    let mut times: Vec<f64> = (0..21)
-        .map(|_| {
-            let start = std::time::Instant::now();
-            let cal = calibrate::load_for_cluster(&cal_path, &cluster, Coll::AllReduce, 1, false)
-                .unwrap();
-            let c = calibrate::calibrate_call(&cal, &eval);
-            assert!(c.pick.is_some());
-            start.elapsed().as_secs_f64()
-        })
-        .collect();
-    times.sort_by(f64::total_cmp);
-    assert!(times[10] < 1e-3, "median {} s", times[10]);
+    let loaded =
+        calibrate::load_for_cluster(&cal_path, &cluster, Coll::AllReduce, 1, false).unwrap();
+    let c = calibrate::calibrate_call(&loaded, &eval);
+    assert!(c.pick.is_some());
 }
