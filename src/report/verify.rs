@@ -589,6 +589,10 @@ pub fn render_csv(scored: &Scored) -> String {
     out
 }
 
+/// Times a plot's log axis shows, µs: a picosecond to about 11.6 days.
+const PLOT_MIN_US: f64 = 1e-6;
+const PLOT_MAX_US: f64 = 1e12;
+
 /// Measured (solid, one line per backend) and predicted (dashed) time
 /// against size, log-log, one colour per pair.
 pub fn render_svg(run: &VerifyRun, scored: &Scored) -> Result<String> {
@@ -598,14 +602,25 @@ pub fn render_svg(run: &VerifyRun, scored: &Scored) -> Result<String> {
         scored.rows.iter().filter_map(|r| r.row.pair).collect();
     pairs.sort();
     pairs.dedup();
+    // Log axes: a row of 0 bytes, or a time that is not a positive number a plot can hold (a file may say
+    // 1e308), is left out of the plot (the text and CSV still show it); plotters' log axis loops without end on
+    // such a range.
+    let plottable_size = |bytes: u64| bytes > 0;
+    let plottable_time = |t: f64| t.is_finite() && (PLOT_MIN_US..=PLOT_MAX_US).contains(&t);
     let values: Vec<f64> = scored
         .rows
         .iter()
+        .filter(|r| plottable_size(r.row.bytes))
         .flat_map(|r| [r.row.median_us, r.predicted_us])
         .flatten()
-        .filter(|v| *v > 0.0)
+        .filter(|v| plottable_time(*v))
         .collect();
-    let sizes: Vec<u64> = scored.rows.iter().map(|r| r.row.bytes).collect();
+    let sizes: Vec<u64> = scored
+        .rows
+        .iter()
+        .map(|r| r.row.bytes)
+        .filter(|b| plottable_size(*b))
+        .collect();
     let (xmin, xmax) = (
         *sizes.iter().min().unwrap_or(&8) as f64,
         *sizes.iter().max().unwrap_or(&(1 << 30)) as f64,
@@ -656,7 +671,9 @@ pub fn render_svg(run: &VerifyRun, scored: &Scored) -> Result<String> {
                             && r.row.backend == backend
                             && r.row.status == RowStatus::Ok
                     })
-                    .filter_map(|r| Some((r.row.bytes as f64, r.row.median_us?)))
+                    .filter_map(|r| Some((r.row.bytes, r.row.median_us?)))
+                    .filter(|&(b, t)| plottable_size(b) && plottable_time(t))
+                    .map(|(b, t)| (b as f64, t))
                     .collect();
                 if points.is_empty() {
                     continue;
@@ -679,7 +696,9 @@ pub fn render_svg(run: &VerifyRun, scored: &Scored) -> Result<String> {
                 .rows
                 .iter()
                 .filter(|r| r.row.pair == Some(*pair))
-                .filter_map(|r| Some((r.row.bytes as f64, r.predicted_us?)))
+                .filter_map(|r| Some((r.row.bytes, r.predicted_us?)))
+                .filter(|&(b, t)| plottable_size(b) && plottable_time(t))
+                .map(|(b, t)| (b as f64, t))
                 .collect();
             predicted.sort_by(|a, b| a.0.total_cmp(&b.0));
             predicted.dedup_by(|a, b| a.0 == b.0);

@@ -460,3 +460,243 @@ fn untrusted_numbers_in_topology_files_do_not_overflow() {
     let (code, err, _) = run(&["explain", "--topo", f.to_str().unwrap(), "--size", "1M"]);
     assert!(code == 0 || code == 2, "exit {code}: {err}");
 }
+
+#[test]
+fn a_bad_graph_file_under_audit_is_bad_input() {
+    // Every bad --graph file under `audit` exited 1 (wrapped as a search failure); `channels --graph` gave 2.
+    let log = golden("nccl-init-rank0.log");
+    let topo = golden("topo.xml");
+    let not_xml = scratch("audit-graph-not-xml.xml", b"<graphs version=\"1\"><graph");
+    let no_id = scratch(
+        "audit-graph-no-id.xml",
+        b"<graphs version=\"1\">\n<graph/>\n</graphs>\n",
+    );
+    refused(
+        &[
+            "audit",
+            &log,
+            "--topo",
+            &topo,
+            "--graph",
+            not_xml.to_str().unwrap(),
+        ],
+        &["audit-graph-not-xml.xml"],
+    );
+    refused(
+        &[
+            "audit",
+            &log,
+            "--topo",
+            &topo,
+            "--graph",
+            no_id.to_str().unwrap(),
+        ],
+        &["audit-graph-no-id.xml:2:", "'id'"],
+    );
+    refused(
+        &["audit", &log, "--topo", &topo, "--graph", "/dev/zero"],
+        &["/dev/zero", "64 MiB input file limit"],
+    );
+    // The committed graph dump still audits.
+    let graph = golden("graph.xml");
+    let (code, err, _) = run(&["audit", &log, "--topo", &topo, "--graph", &graph]);
+    assert_eq!(code, 0, "{err}");
+}
+
+/// The committed verify result with `edit` applied to its first row.
+fn result_file_with(name: &str, edit: impl Fn(&mut serde_json::Value)) -> PathBuf {
+    let path = format!(
+        "{}/bench/results/verify-h200x2-both-eager.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut run_file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    edit(&mut run_file["rows"][0]);
+    scratch(name, run_file.to_string().as_bytes())
+}
+
+#[test]
+fn verify_output_paths_that_cannot_be_written_are_bad_input() {
+    // Exit 1 before; `topo -o` and `explain --plot` already gave 2.
+    let run_file = result_file_with("verify-ok.json", |_| {});
+    let load = run_file.to_str().unwrap();
+    for flag in ["--csv", "--plot"] {
+        refused(
+            &["verify", "--load", load, flag, "/nonexistent-dir/out"],
+            &["/nonexistent-dir/out", "cannot write"],
+        );
+    }
+}
+
+#[test]
+fn verify_plots_skip_rows_a_log_axis_cannot_hold() {
+    // The plotting library's log axis looped without end on a row of 0 bytes or a time near 1e308.
+    let svg = std::env::temp_dir().join(format!("planner-robust-{}-plot.svg", std::process::id()));
+    let cases: [(&str, fn(&mut serde_json::Value)); 3] = [
+        ("plot-zero-bytes.json", |row| row["bytes"] = 0.into()),
+        ("plot-huge-time.json", |row| {
+            let n = row["times_us"].as_array().unwrap().len();
+            row["times_us"] = serde_json::json!(vec![1e308; n]);
+        }),
+        ("plot-tiny-time.json", |row| {
+            let n = row["times_us"].as_array().unwrap().len();
+            row["times_us"] = serde_json::json!(vec![1e-300; n]);
+        }),
+    ];
+    for (name, edit) in cases {
+        let f = result_file_with(name, edit);
+        let _ = std::fs::remove_file(&svg);
+        let (code, err, took) = run(&[
+            "verify",
+            "--load",
+            f.to_str().unwrap(),
+            "--plot",
+            svg.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{name}: {err}");
+        assert!(took < Duration::from_secs(20), "{name} took {took:?}");
+        let text = std::fs::read_to_string(&svg).unwrap();
+        assert!(text.contains("<svg") && text.contains("polyline"), "{name}");
+    }
+}
+
+#[test]
+fn tuner_plans_are_read_with_the_input_file_cap() {
+    // `verify --tuner` and `tune --from` read their files whole, uncapped: /dev/zero read forever.
+    refused(
+        &[
+            "verify",
+            "--tuner",
+            "/dev/zero",
+            "--tuner-plugin",
+            "/dev/null",
+        ],
+        &["--tuner /dev/zero", "64 MiB input file limit"],
+    );
+    refused(
+        &[
+            "tune",
+            "--from",
+            "/dev/zero",
+            "--out",
+            "/nonexistent-dir/plan.json",
+        ],
+        &["/dev/zero", "64 MiB input file limit"],
+    );
+    refused(
+        &["tune", "--show", "/dev/zero"],
+        &["/dev/zero", "64 MiB input file limit"],
+    );
+}
+
+#[test]
+fn huge_thread_thresholds_and_nthreads_saturate() {
+    // NCCL_THREAD_THRESHOLDS is a list of C longs: channels x threads x threshold overflowed an i64 (a panic in
+    // debug builds; in release the product wrapped and the channel count did not drop). Saturated, a threshold of
+    // i64::MAX means the fewest channels, as any threshold above the message size does.
+    use planner::model::input::NvlsFlag;
+    use planner::model::{Algo, NcclEnv, Proto};
+    let cluster =
+        planner::topo::Cluster::single(planner::pipeline::load_fixture("hgx-h200-8").unwrap());
+    let max = i64::MAX.to_string();
+    let model_with = |vars: &[(&str, &str)]| {
+        let env = NcclEnv::from_pairs(vars.iter().map(|(n, v)| (n.to_string(), v.to_string())));
+        let table = planner::model::table::builtin(planner::model::table::newest_family()).unwrap();
+        planner::pipeline::build_model(&cluster, None, table, env, NvlsFlag::Auto).unwrap()
+    };
+    let stock = model_with(&[]);
+    let thresholds = vec![max.as_str(); 6].join(" ");
+    let huge = model_with(&[
+        ("NCCL_THREAD_THRESHOLDS", &thresholds),
+        ("NCCL_NTHREADS", &max),
+        ("NCCL_LL128_NTHREADS", &max),
+    ]);
+    for algo in [Algo::Ring, Algo::Tree] {
+        for proto in Proto::ALL {
+            let (stock_channels, _) = stock.channels_threads(algo, proto, 1 << 30);
+            assert!(stock_channels > 1, "{algo:?}/{proto:?}");
+            let (channels, threads) = huge.channels_threads(algo, proto, 1 << 30);
+            assert_eq!(channels, 1, "{algo:?}/{proto:?}");
+            // NCCL_NTHREADS above the maximum falls back to the maximum (getNthreads), within NCCL's 640.
+            assert!(
+                (96..=640).contains(&threads),
+                "{algo:?}/{proto:?}: {threads}"
+            );
+        }
+    }
+    // Through the binary, the same environment explains normally.
+    let (code, err, _) = {
+        let start = Instant::now();
+        let out = planner()
+            .args(["explain", "--fixture", "hgx-h200-8", "--size", "1G"])
+            .env("NCCL_THREAD_THRESHOLDS", &thresholds)
+            .env("NCCL_NTHREADS", &max)
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            start.elapsed(),
+        )
+    };
+    assert_eq!(code, 0, "{err}");
+}
+
+/// Run planner with `args` and return (exit code, peak resident memory in bytes, wall time) from the kernel's
+/// accounting of that one child (`wait4`'s rusage), so tests running beside it do not count.
+fn peak_rss(args: &[&str]) -> (i32, u64, Duration) {
+    let start = Instant::now();
+    let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin!("planner"));
+    for (var, _) in std::env::vars_os() {
+        if var.to_string_lossy().starts_with("NCCL_") {
+            command.env_remove(var);
+        }
+    }
+    let child = command
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let mut status: libc::c_int = 0;
+    // SAFETY: rusage is plain old data that wait4 fills in; `status` and `usage` are valid for writes for the
+    // call, and `pid` is our own child, which nothing else waits for (`child` is dropped without a wait).
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid, "wait4 failed");
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    // Linux reports ru_maxrss in KiB.
+    (code, usage.ru_maxrss as u64 * 1024, start.elapsed())
+}
+
+#[test]
+fn a_576_gpu_cluster_fits_in_100_mb() {
+    // 72 nodes of 8 H100 (576 GPUs, NVL72-sized): topo and explain stay under the 100 MB.
+    for args in [
+        ["topo", "--fixture", "hgx-h100-8", "--nodes", "72"].as_slice(),
+        [
+            "explain",
+            "--fixture",
+            "hgx-h100-8",
+            "--nodes",
+            "72",
+            "--size",
+            "16M",
+        ]
+        .as_slice(),
+    ] {
+        let (code, rss, took) = peak_rss(args);
+        assert_eq!(code, 0, "{args:?}");
+        assert!(
+            rss < 100_000_000,
+            "{args:?}: peak RSS {} MB",
+            rss / 1_000_000
+        );
+        assert!(took < Duration::from_secs(30), "{args:?} took {took:?}");
+    }
+}
