@@ -700,3 +700,44 @@ fn a_576_gpu_cluster_fits_in_100_mb() {
         assert!(took < Duration::from_secs(30), "{args:?} took {took:?}");
     }
 }
+
+/// Inputs the fuzz campaign (bench/results/fuzz-campaign-2026-12-01) crashed on, each after its fix. The
+/// generated ones are bytes for `robust_gen::generated_topology` (the `topo_gen` target's generator).
+#[test]
+fn fuzz_campaign_findings_stay_fixed() {
+    use planner::search::{self, SearchOptions};
+    // topo_gen: a huge link width made the search's bandwidth x 1000 beyond i64, and NCCL's roundf
+    // (`round_half_away`) added 1 to i64::MAX (debug: overflow panic; release: a wrong, negative bandwidth).
+    let round_overflow: [u8; 65] = [
+        43, 4, 28, 170, 194, 222, 177, 28, 154, 228, 128, 15, 220, 197, 7, 237, 205, 116, 139, 8,
+        234, 7, 7, 232, 212, 35, 251, 127, 0, 89, 192, 161, 29, 73, 231, 238, 105, 59, 186, 11,
+        182, 143, 200, 134, 23, 36, 227, 82, 117, 164, 80, 28, 188, 214, 115, 214, 87, 190, 75, 88,
+        245, 242, 239, 239, 87,
+    ];
+    for bytes in [&round_overflow[..]] {
+        let xml = planner::xml::write(&crate::robust_gen::generated_topology(bytes));
+        let topo = match planner::topo::build::from_bytes(xml.as_bytes(), "gen.xml") {
+            Ok(topo) => topo,
+            Err(e) => {
+                assert_eq!(e.exit_code(), 2, "{e}");
+                continue;
+            }
+        };
+        for nodes in [1, 2] {
+            let mut cluster = planner::topo::Cluster::single(topo.clone());
+            cluster.n_nodes = nodes;
+            match search::search(&cluster, &SearchOptions::default()) {
+                Err(e) => assert_eq!(e.exit_code(), 2, "{e}"),
+                Ok(result) => {
+                    let g = &result.graphs;
+                    for graph in [&g.ring, &g.tree] {
+                        assert!(graph.bw_intra >= 0.0 && graph.bw_inter >= 0.0, "{graph:?}");
+                    }
+                }
+            }
+        }
+        let f = scratch("round-overflow.xml", xml.as_bytes());
+        let (code, err, _) = run(&["channels", "--topo", f.to_str().unwrap()]);
+        assert!(code == 0 || code == 2, "exit {code}: {err}");
+    }
+}
