@@ -1006,7 +1006,7 @@ fn sub_round(a: f32, b: f32) -> f32 {
 /// can make) `x` is already its own rounding, and `x as i64 + 1` would overflow.
 #[inline]
 fn round_half_away(x: f32) -> f32 {
-    if !(x.abs() < 8_388_608.0) {
+    if x.is_nan() || x.abs() >= 8_388_608.0 {
         return x;
     }
     let whole = x as i64;

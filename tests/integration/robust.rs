@@ -532,7 +532,8 @@ fn verify_output_paths_that_cannot_be_written_are_bad_input() {
 fn verify_plots_skip_rows_a_log_axis_cannot_hold() {
     // The plotting library's log axis looped without end on a row of 0 bytes or a time near 1e308.
     let svg = std::env::temp_dir().join(format!("planner-robust-{}-plot.svg", std::process::id()));
-    let cases: [(&str, fn(&mut serde_json::Value)); 3] = [
+    type Edit = fn(&mut serde_json::Value);
+    let cases: [(&str, Edit); 3] = [
         ("plot-zero-bytes.json", |row| row["bytes"] = 0.into()),
         ("plot-huge-time.json", |row| {
             let n = row["times_us"].as_array().unwrap().len();
@@ -605,7 +606,7 @@ fn huge_thread_thresholds_and_nthreads_saturate() {
         planner::pipeline::build_model(&cluster, None, table, env, NvlsFlag::Auto).unwrap()
     };
     let stock = model_with(&[]);
-    let thresholds = vec![max.as_str(); 6].join(" ");
+    let thresholds = [max.as_str(); 6].join(" ");
     let huge = model_with(&[
         ("NCCL_THREAD_THRESHOLDS", &thresholds),
         ("NCCL_NTHREADS", &max),
@@ -644,6 +645,8 @@ fn huge_thread_thresholds_and_nthreads_saturate() {
 
 /// Run planner with `args` and return (exit code, peak resident memory in bytes, wall time) from the kernel's
 /// accounting of that one child (`wait4`'s rusage), so tests running beside it do not count.
+// The child is waited for with wait4 (for its rusage), not Child::wait.
+#[allow(clippy::zombie_processes)]
 fn peak_rss(args: &[&str]) -> (i32, u64, Duration) {
     let start = Instant::now();
     let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin!("planner"));
