@@ -717,6 +717,16 @@ fn fuzz_campaign_findings_stay_fixed() {
         182, 143, 200, 134, 23, 36, 227, 82, 117, 164, 80, 28, 188, 214, 115, 214, 87, 190, 75, 88,
         245, 242, 239, 239, 87,
     ];
+    // nccl_tests: `# nThread 5 nGpus 013967760026245616980` multiplied two untrusted counts (debug: overflow
+    // panic; release: a wrapped GPU count). The product is now held to the rank limit, naming the line.
+    let text = "# nccl-tests version\nimef\n# nThread 5 nGpus  013967760026245616980\n#";
+    let e = planner::calibrate::read_text(text, "ngpus.txt", &Default::default()).unwrap_err();
+    assert_eq!(e.exit_code(), 2, "{e}");
+    assert!(e.to_string().contains("ngpus.txt:3:"), "{e}");
+    let text = "# nccl-tests version\n# nThread 4294967296 nGpus 4294967296\n";
+    let e = planner::calibrate::read_text(text, "ngpus.txt", &Default::default()).unwrap_err();
+    assert!(e.to_string().contains("65536 ranks"), "{e}");
+
     for bytes in [&round_overflow[..]] {
         let xml = planner::xml::write(&crate::robust_gen::generated_topology(bytes));
         let topo = match planner::topo::build::from_bytes(xml.as_bytes(), "gen.xml") {
