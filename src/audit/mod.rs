@@ -687,6 +687,10 @@ pub fn audit_log(opts: &AuditOptions) -> Result<AuditReport> {
         opts_search.family = table.version;
         let (result, _) = pipeline::channels(&cluster, &opts_search, opts.graph_file.as_deref())
             .map_err(|e| {
+                // A bad --graph file stays bad input (exit 2); a search that fails gets the hint.
+                if opts.graph_file.is_some() && e.exit_code() == 2 {
+                    return e;
+                }
                 Error::runtime(format!(
                     "{} (use --log-graphs to audit the cost model with the log's own graphs)",
                     e.message()

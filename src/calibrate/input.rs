@@ -527,7 +527,16 @@ fn read_nccl_tests_text(text: &str, source: &str, options: &ReadOptions) -> Resu
                         .and_then(|v| v.parse::<usize>().ok())
                 };
                 if let (Some(t), Some(g)) = (get("nThread"), get("nGpus")) {
-                    per_process_gpus = Some(t * g);
+                    // Untrusted counts: their product is checked against the rank limit, not overflowed.
+                    let max = crate::limits::MAX_RANKS;
+                    match t.checked_mul(g).filter(|n| *n <= max) {
+                        Some(n) => per_process_gpus = Some(n),
+                        None => {
+                            return Err(Error::bad_input(format!(
+                                "{source}:{number}: nThread {t} x nGpus {g} is more than planner's limit of {max} ranks"
+                            )))
+                        }
+                    }
                 }
             } else if comment.starts_with("Rank") {
                 // `#  Rank  0 Group  0 Pid   1412 on         vm device  0 [0000:00:06] NVIDIA H200`

@@ -361,14 +361,17 @@ impl Model {
         best
     }
 
-    /// Channels and threads NCCL launches for `algo`/`proto` at `n_bytes`.
+    /// Channels and threads NCCL launches for `algo`/`proto` at `n_bytes`. The per-thread thresholds come from
+    /// `NCCL_THREAD_THRESHOLDS` (any `long`): their products saturate (NCCL's int64 arithmetic would overflow),
+    /// so a huge threshold means "fewest channels and threads", in debug and release alike.
     pub fn channels_threads(&self, algo: Algo, proto: Proto, n_bytes: u64) -> (usize, usize) {
         let input = &self.input;
         let (a, p) = (algo as usize, proto as usize);
         let mut nc = input.channels as i64;
         let mut nt = self.tuned.max_threads[a][p];
         let mut threshold = self.tuned.thread_thresholds[a][p];
-        let bytes = n_bytes as i64;
+        let bytes = i64::try_from(n_bytes).unwrap_or(i64::MAX);
+        let work = |factors: &[i64]| factors.iter().fold(1i64, |p, f| p.saturating_mul(*f));
         match algo {
             Algo::CollNetDirect => {
                 let heads = input.collnet_heads as i64;
@@ -376,7 +379,7 @@ impl Model {
                 let mut more = true;
                 while switch >= 1 && more {
                     loop {
-                        more = bytes < nc * nt * heads * threshold;
+                        more = bytes < work(&[nc, nt, heads, threshold]);
                         if !(more && nc > switch) {
                             break;
                         }
@@ -399,13 +402,13 @@ impl Model {
                 };
             }
             _ => {
-                while bytes < nc * nt * threshold && nc >= 2 {
+                while bytes < work(&[nc, nt, threshold]) && nc >= 2 {
                     nc -= 1;
                 }
             }
         }
         if !matches!(algo, Algo::Nvls | Algo::NvlsTree | Algo::CollNetDirect) {
-            while bytes < nc * nt * threshold && nt % 128 == 0 && nt > 0 {
+            while bytes < work(&[nc, nt, threshold]) && nt % 128 == 0 && nt > 0 {
                 nt /= 2;
             }
         }

@@ -914,7 +914,8 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
             table.thread_thresholds.simple,
         ];
     }
-    thread_thresholds[Algo::Ring as usize][Proto::Ll as usize] *= n_ranks as i64;
+    let ring_ll = &mut thread_thresholds[Algo::Ring as usize][Proto::Ll as usize];
+    *ring_ll = ring_ll.saturating_mul(n_ranks as i64);
     thread_thresholds[Algo::CollNetDirect as usize][Proto::Simple as usize] =
         table.thread_thresholds.collnet_simple;
     thread_thresholds[Algo::CollNetChain as usize][Proto::Simple as usize] =

@@ -71,11 +71,60 @@ fn temp_path(what: &str) -> PathBuf {
     std::env::temp_dir().join(format!("planner-nccl-{what}-{}-{n}", std::process::id()))
 }
 
+/// Most bytes kept of one dump file or of the child's stderr (`limits::MAX_INPUT_FILE_BYTES`, as for any input
+/// file); the rest is drained and dropped, so a child that writes without end cannot exhaust memory.
+const MAX_CHILD_OUTPUT_BYTES: u64 = crate::limits::MAX_INPUT_FILE_BYTES;
+/// Longest report line read from the child's stdout; a longer one is cut there (and is no report line).
+const MAX_CHILD_LINE_BYTES: u64 = 1 << 20;
+
+/// Read at most `MAX_CHILD_OUTPUT_BYTES` of `reader`, then drain the rest.
+fn read_capped(mut reader: impl Read) -> String {
+    let mut buf = Vec::new();
+    let _ = (&mut reader)
+        .take(MAX_CHILD_OUTPUT_BYTES)
+        .read_to_end(&mut buf);
+    let _ = std::io::copy(&mut reader, &mut std::io::sink());
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
 fn take_file(path: &Option<PathBuf>) -> Option<String> {
     let path = path.as_ref()?;
-    let text = std::fs::read_to_string(path).ok();
+    let text = std::fs::File::open(path).ok().map(read_capped);
     let _ = std::fs::remove_file(path);
     text.filter(|t| !t.trim().is_empty())
+}
+
+/// The next line of `reader` without its newline, at most `MAX_CHILD_LINE_BYTES` long (the rest of a longer line
+/// is skipped); None at the end or on a read error.
+fn next_line(reader: &mut impl BufRead) -> Option<String> {
+    let mut buf = Vec::new();
+    let n = reader
+        .take(MAX_CHILD_LINE_BYTES)
+        .read_until(b'\n', &mut buf)
+        .ok()?;
+    if n == 0 {
+        return None;
+    }
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+    } else if n as u64 == MAX_CHILD_LINE_BYTES {
+        let mut rest = Vec::new();
+        loop {
+            rest.clear();
+            match reader
+                .take(MAX_CHILD_LINE_BYTES)
+                .read_until(b'\n', &mut rest)
+            {
+                Ok(0) | Err(_) => break,
+                Ok(_) if rest.last() == Some(&b'\n') => break,
+                Ok(_) => {}
+            }
+        }
+    }
+    if buf.last() == Some(&b'\r') {
+        buf.pop();
+    }
+    Some(String::from_utf8_lossy(&buf).into_owned())
 }
 
 /// Run `spec` in a child of `exe`. `timeout` bounds the wait for each report
@@ -129,29 +178,17 @@ pub fn run_child(
     let stdout = child.stdout.take();
     let out_thread = std::thread::spawn(move || {
         if let Some(out) = stdout {
-            for line in BufReader::new(out).lines() {
-                match line {
-                    Ok(l) => {
-                        if tx.send(Line::Out(l)).is_err() {
-                            return;
-                        }
-                    }
-                    Err(_) => break,
+            let mut reader = BufReader::new(out);
+            while let Some(line) = next_line(&mut reader) {
+                if tx.send(Line::Out(line)).is_err() {
+                    return;
                 }
             }
         }
         let _ = tx.send(Line::End);
     });
     let stderr = child.stderr.take();
-    let err_thread = std::thread::spawn(move || {
-        let mut text = String::new();
-        if let Some(mut err) = stderr {
-            let mut buf = Vec::new();
-            let _ = err.read_to_end(&mut buf);
-            text = String::from_utf8_lossy(&buf).into_owned();
-        }
-        text
-    });
+    let err_thread = std::thread::spawn(move || stderr.map(read_capped).unwrap_or_default());
 
     let mut outcome = ChildOutcome::default();
     let mut other = String::new();
@@ -369,6 +406,24 @@ pub fn rows_from_outcome(
 mod tests {
     use super::*;
     use crate::model::{Algo, Proto};
+
+    #[test]
+    fn child_output_is_read_with_caps() {
+        // An endless stream (a child writing without end) stops at the cap, and is drained.
+        let endless = std::io::repeat(b'x').take(MAX_CHILD_OUTPUT_BYTES + 4096);
+        assert_eq!(read_capped(endless).len() as u64, MAX_CHILD_OUTPUT_BYTES);
+        // Lines: CRLF and LF end a line; one longer than the cap is cut there and the rest of it skipped.
+        let long = "y".repeat(MAX_CHILD_LINE_BYTES as usize + 10);
+        let text = format!("first\r\n{long}\nlast");
+        let mut reader = std::io::BufReader::new(text.as_bytes());
+        assert_eq!(next_line(&mut reader).as_deref(), Some("first"));
+        assert_eq!(
+            next_line(&mut reader).map(|l| l.len() as u64),
+            Some(MAX_CHILD_LINE_BYTES)
+        );
+        assert_eq!(next_line(&mut reader).as_deref(), Some("last"));
+        assert_eq!(next_line(&mut reader), None);
+    }
 
     fn size_event(bytes: u64) -> ChildEvent {
         ChildEvent::Size {

@@ -1001,11 +1001,14 @@ fn sub_round(a: f32, b: f32) -> f32 {
     round_half_away((a - b) * 1000.0) / 1000.0
 }
 
-/// C's `roundf` without the libm call: exact for every finite `f32` whose
-/// integer part fits an `i64` (bandwidths x 1000 are far below that). Below
-/// 2^23 the fraction `x - trunc(x)` is exact; at or above it `x` is already integral.
+/// C's `roundf` without the libm call. Below 2^23 the fraction `x - trunc(x)`
+/// is exact; at or above it (and for inf/NaN, which a file's huge link width
+/// can make) `x` is already its own rounding, and `x as i64 + 1` would overflow.
 #[inline]
 fn round_half_away(x: f32) -> f32 {
+    if x.is_nan() || x.abs() >= 8_388_608.0 {
+        return x;
+    }
     let whole = x as i64;
     let frac = x - whole as f32;
     let rounded = if frac >= 0.5 {
@@ -1438,8 +1441,13 @@ mod tests {
             8_388_608.0,
             3.0e9,
             -3.0e9,
+            1.0e30,
+            f32::MAX,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
         ] {
             assert_eq!(round_half_away(x), x.round(), "{x}");
         }
+        assert!(round_half_away(f32::NAN).is_nan());
     }
 }

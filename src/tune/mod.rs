@@ -142,8 +142,9 @@ pub fn load_plan(path: &str) -> Result<Plan> {
     Plan::from_json(&text).map_err(|e| Error::bad_input(format!("{path}: invalid plan: {e}")))
 }
 
+/// A named input file, capped at `limits::MAX_INPUT_FILE_BYTES` like every other.
 fn read_bytes(path: &str) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| Error::bad_input(format!("{path}: cannot read: {e}")))
+    crate::units::read_input_bytes(path)
 }
 
 fn utf8(bytes: Vec<u8>, path: &str) -> Result<String> {
@@ -373,7 +374,7 @@ fn stock_from_sources(
     notes: &mut Vec<String>,
 ) -> Option<(ModelPredictor, usize)> {
     for source in cal.sources.iter().filter(|s| s.format == "planner-verify") {
-        let Ok(bytes) = std::fs::read(&source.path) else {
+        let Ok(bytes) = crate::units::read_input_bytes(&source.path) else {
             continue;
         };
         if fnv1a64_hex(&bytes) != source.fnv1a64 {

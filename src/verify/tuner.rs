@@ -48,8 +48,15 @@ impl TunerSetup {
     /// binary). Bad input (exit 2, one line naming the file) when the plan
     /// cannot be read or is not a valid plan, or the plugin is not there.
     pub fn resolve(plan: &str, plugin: Option<&str>, exe: &Path) -> Result<TunerSetup> {
-        let text = std::fs::read_to_string(plan)
-            .map_err(|e| Error::bad_input(format!("--tuner {plan}: cannot read the plan: {e}")))?;
+        // Capped like every input file (limits::MAX_INPUT_FILE_BYTES); the message names the flag too.
+        let text = crate::units::read_input_file(plan).map_err(|e| {
+            let why = e.message();
+            let why = why
+                .strip_prefix(plan)
+                .and_then(|w| w.strip_prefix(": "))
+                .unwrap_or(why);
+            Error::bad_input(format!("--tuner {plan}: cannot read the plan: {why}"))
+        })?;
         let parsed = Plan::from_json(&text).map_err(|e| {
             Error::bad_input(format!("--tuner {plan}: not a valid tuner plan: {e}"))
         })?;

@@ -38,6 +38,7 @@ mod plots;
 mod probe_detect;
 mod probe_h200x2_result;
 mod robust;
+mod robust_gen;
 mod robust_props;
 mod search_bad_input;
 mod search_capture;

@@ -460,3 +460,303 @@ fn untrusted_numbers_in_topology_files_do_not_overflow() {
     let (code, err, _) = run(&["explain", "--topo", f.to_str().unwrap(), "--size", "1M"]);
     assert!(code == 0 || code == 2, "exit {code}: {err}");
 }
+
+#[test]
+fn a_bad_graph_file_under_audit_is_bad_input() {
+    // Every bad --graph file under `audit` exited 1 (wrapped as a search failure); `channels --graph` gave 2.
+    let log = golden("nccl-init-rank0.log");
+    let topo = golden("topo.xml");
+    let not_xml = scratch("audit-graph-not-xml.xml", b"<graphs version=\"1\"><graph");
+    let no_id = scratch(
+        "audit-graph-no-id.xml",
+        b"<graphs version=\"1\">\n<graph/>\n</graphs>\n",
+    );
+    refused(
+        &[
+            "audit",
+            &log,
+            "--topo",
+            &topo,
+            "--graph",
+            not_xml.to_str().unwrap(),
+        ],
+        &["audit-graph-not-xml.xml"],
+    );
+    refused(
+        &[
+            "audit",
+            &log,
+            "--topo",
+            &topo,
+            "--graph",
+            no_id.to_str().unwrap(),
+        ],
+        &["audit-graph-no-id.xml:2:", "'id'"],
+    );
+    refused(
+        &["audit", &log, "--topo", &topo, "--graph", "/dev/zero"],
+        &["/dev/zero", "64 MiB input file limit"],
+    );
+    // The committed graph dump still audits.
+    let graph = golden("graph.xml");
+    let (code, err, _) = run(&["audit", &log, "--topo", &topo, "--graph", &graph]);
+    assert_eq!(code, 0, "{err}");
+}
+
+/// The committed verify result with `edit` applied to its first row.
+fn result_file_with(name: &str, edit: impl Fn(&mut serde_json::Value)) -> PathBuf {
+    let path = format!(
+        "{}/bench/results/verify-h200x2-both-eager.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut run_file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    edit(&mut run_file["rows"][0]);
+    scratch(name, run_file.to_string().as_bytes())
+}
+
+#[test]
+fn verify_output_paths_that_cannot_be_written_are_bad_input() {
+    // Exit 1 before; `topo -o` and `explain --plot` already gave 2.
+    let run_file = result_file_with("verify-ok.json", |_| {});
+    let load = run_file.to_str().unwrap();
+    for flag in ["--csv", "--plot"] {
+        refused(
+            &["verify", "--load", load, flag, "/nonexistent-dir/out"],
+            &["/nonexistent-dir/out", "cannot write"],
+        );
+    }
+}
+
+#[test]
+fn verify_plots_skip_rows_a_log_axis_cannot_hold() {
+    // The plotting library's log axis looped without end on a row of 0 bytes or a time near 1e308.
+    let svg = std::env::temp_dir().join(format!("planner-robust-{}-plot.svg", std::process::id()));
+    type Edit = fn(&mut serde_json::Value);
+    let cases: [(&str, Edit); 3] = [
+        ("plot-zero-bytes.json", |row| row["bytes"] = 0.into()),
+        ("plot-huge-time.json", |row| {
+            let n = row["times_us"].as_array().unwrap().len();
+            row["times_us"] = serde_json::json!(vec![1e308; n]);
+        }),
+        ("plot-tiny-time.json", |row| {
+            let n = row["times_us"].as_array().unwrap().len();
+            row["times_us"] = serde_json::json!(vec![1e-300; n]);
+        }),
+    ];
+    for (name, edit) in cases {
+        let f = result_file_with(name, edit);
+        let _ = std::fs::remove_file(&svg);
+        let (code, err, took) = run(&[
+            "verify",
+            "--load",
+            f.to_str().unwrap(),
+            "--plot",
+            svg.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{name}: {err}");
+        assert!(took < Duration::from_secs(20), "{name} took {took:?}");
+        let text = std::fs::read_to_string(&svg).unwrap();
+        assert!(text.contains("<svg") && text.contains("polyline"), "{name}");
+    }
+}
+
+#[test]
+fn tuner_plans_are_read_with_the_input_file_cap() {
+    // `verify --tuner` and `tune --from` read their files whole, uncapped: /dev/zero read forever.
+    refused(
+        &[
+            "verify",
+            "--tuner",
+            "/dev/zero",
+            "--tuner-plugin",
+            "/dev/null",
+        ],
+        &["--tuner /dev/zero", "64 MiB input file limit"],
+    );
+    refused(
+        &[
+            "tune",
+            "--from",
+            "/dev/zero",
+            "--out",
+            "/nonexistent-dir/plan.json",
+        ],
+        &["/dev/zero", "64 MiB input file limit"],
+    );
+    refused(
+        &["tune", "--show", "/dev/zero"],
+        &["/dev/zero", "64 MiB input file limit"],
+    );
+}
+
+#[test]
+fn huge_thread_thresholds_and_nthreads_saturate() {
+    // NCCL_THREAD_THRESHOLDS is a list of C longs: channels x threads x threshold overflowed an i64 (a panic in
+    // debug builds; in release the product wrapped and the channel count did not drop). Saturated, a threshold of
+    // i64::MAX means the fewest channels, as any threshold above the message size does.
+    use planner::model::input::NvlsFlag;
+    use planner::model::{Algo, NcclEnv, Proto};
+    let cluster =
+        planner::topo::Cluster::single(planner::pipeline::load_fixture("hgx-h200-8").unwrap());
+    let max = i64::MAX.to_string();
+    let model_with = |vars: &[(&str, &str)]| {
+        let env = NcclEnv::from_pairs(vars.iter().map(|(n, v)| (n.to_string(), v.to_string())));
+        let table = planner::model::table::builtin(planner::model::table::newest_family()).unwrap();
+        planner::pipeline::build_model(&cluster, None, table, env, NvlsFlag::Auto).unwrap()
+    };
+    let stock = model_with(&[]);
+    let thresholds = [max.as_str(); 6].join(" ");
+    let huge = model_with(&[
+        ("NCCL_THREAD_THRESHOLDS", &thresholds),
+        ("NCCL_NTHREADS", &max),
+        ("NCCL_LL128_NTHREADS", &max),
+    ]);
+    for algo in [Algo::Ring, Algo::Tree] {
+        for proto in Proto::ALL {
+            let (stock_channels, _) = stock.channels_threads(algo, proto, 1 << 30);
+            assert!(stock_channels > 1, "{algo:?}/{proto:?}");
+            let (channels, threads) = huge.channels_threads(algo, proto, 1 << 30);
+            assert_eq!(channels, 1, "{algo:?}/{proto:?}");
+            // NCCL_NTHREADS above the maximum falls back to the maximum (getNthreads), within NCCL's 640.
+            assert!(
+                (96..=640).contains(&threads),
+                "{algo:?}/{proto:?}: {threads}"
+            );
+        }
+    }
+    // Through the binary, the same environment explains normally.
+    let (code, err, _) = {
+        let start = Instant::now();
+        let out = planner()
+            .args(["explain", "--fixture", "hgx-h200-8", "--size", "1G"])
+            .env("NCCL_THREAD_THRESHOLDS", &thresholds)
+            .env("NCCL_NTHREADS", &max)
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            start.elapsed(),
+        )
+    };
+    assert_eq!(code, 0, "{err}");
+}
+
+/// Run planner with `args` under GNU time (`/usr/bin/time -f %M`): (exit code, peak resident memory in bytes,
+/// wall time). None when /usr/bin/time is missing. (The kernel's rusage of a child spawned straight from this
+/// test process would count the test process's own pages, copied at fork, as the child's peak.)
+fn peak_rss(args: &[&str]) -> Option<(i32, u64, Duration)> {
+    let time = std::path::Path::new("/usr/bin/time");
+    if !time.exists() {
+        return None;
+    }
+    let report = std::env::temp_dir().join(format!(
+        "planner-robust-{}-rss-{}",
+        std::process::id(),
+        args.len()
+    ));
+    let start = Instant::now();
+    let out = std::process::Command::new(time)
+        .arg("-f")
+        .arg("%M")
+        .arg("-o")
+        .arg(&report)
+        .arg(assert_cmd::cargo::cargo_bin!("planner"))
+        .args(args)
+        .env_remove("NCCL_TOPO_FILE")
+        .output()
+        .unwrap();
+    let took = start.elapsed();
+    let kib: u64 = std::fs::read_to_string(&report)
+        .unwrap()
+        .lines()
+        .last()
+        .and_then(|l| l.trim().parse().ok())
+        .expect("GNU time's %M");
+    let _ = std::fs::remove_file(&report);
+    Some((out.status.code().unwrap_or(-1), kib * 1024, took))
+}
+
+#[test]
+fn a_576_gpu_cluster_fits_in_100_mb() {
+    // 72 nodes of 8 H100 (576 GPUs, NVL72-sized): topo and explain stay under the 100 MB.
+    for args in [
+        ["topo", "--fixture", "hgx-h100-8", "--nodes", "72"].as_slice(),
+        [
+            "explain",
+            "--fixture",
+            "hgx-h100-8",
+            "--nodes",
+            "72",
+            "--size",
+            "16M",
+        ]
+        .as_slice(),
+    ] {
+        let Some((code, rss, took)) = peak_rss(args) else {
+            eprintln!("no /usr/bin/time: peak memory not measured");
+            let (code, err, _) = run(args);
+            assert_eq!(code, 0, "{args:?}: {err}");
+            continue;
+        };
+        assert_eq!(code, 0, "{args:?}");
+        assert!(
+            rss < 100_000_000,
+            "{args:?}: peak RSS {} MB",
+            rss / 1_000_000
+        );
+        assert!(took < Duration::from_secs(30), "{args:?} took {took:?}");
+    }
+}
+
+/// Inputs the fuzz campaign (bench/results/fuzz-campaign-2026-12-01) crashed on, each after its fix. The
+/// generated ones are bytes for `robust_gen::generated_topology` (the `topo_gen` target's generator).
+#[test]
+fn fuzz_campaign_findings_stay_fixed() {
+    use planner::search::{self, SearchOptions};
+    // topo_gen: a huge link width made the search's bandwidth x 1000 beyond i64, and NCCL's roundf
+    // (`round_half_away`) added 1 to i64::MAX (debug: overflow panic; release: a wrong, negative bandwidth).
+    let round_overflow: [u8; 65] = [
+        43, 4, 28, 170, 194, 222, 177, 28, 154, 228, 128, 15, 220, 197, 7, 237, 205, 116, 139, 8,
+        234, 7, 7, 232, 212, 35, 251, 127, 0, 89, 192, 161, 29, 73, 231, 238, 105, 59, 186, 11,
+        182, 143, 200, 134, 23, 36, 227, 82, 117, 164, 80, 28, 188, 214, 115, 214, 87, 190, 75, 88,
+        245, 242, 239, 239, 87,
+    ];
+    // nccl_tests: `# nThread 5 nGpus 013967760026245616980` multiplied two untrusted counts (debug: overflow
+    // panic; release: a wrapped GPU count). The product is now held to the rank limit, naming the line.
+    let text = "# nccl-tests version\nimef\n# nThread 5 nGpus  013967760026245616980\n#";
+    let e = planner::calibrate::read_text(text, "ngpus.txt", &Default::default()).unwrap_err();
+    assert_eq!(e.exit_code(), 2, "{e}");
+    assert!(e.to_string().contains("ngpus.txt:3:"), "{e}");
+    let text = "# nccl-tests version\n# nThread 4294967296 nGpus 4294967296\n";
+    let e = planner::calibrate::read_text(text, "ngpus.txt", &Default::default()).unwrap_err();
+    assert!(e.to_string().contains("65536 ranks"), "{e}");
+
+    for bytes in [&round_overflow[..]] {
+        let xml = planner::xml::write(&crate::robust_gen::generated_topology(bytes));
+        let topo = match planner::topo::build::from_bytes(xml.as_bytes(), "gen.xml") {
+            Ok(topo) => topo,
+            Err(e) => {
+                assert_eq!(e.exit_code(), 2, "{e}");
+                continue;
+            }
+        };
+        for nodes in [1, 2] {
+            let mut cluster = planner::topo::Cluster::single(topo.clone());
+            cluster.n_nodes = nodes;
+            match search::search(&cluster, &SearchOptions::default()) {
+                Err(e) => assert_eq!(e.exit_code(), 2, "{e}"),
+                Ok(result) => {
+                    let g = &result.graphs;
+                    for graph in [&g.ring, &g.tree] {
+                        assert!(graph.bw_intra >= 0.0 && graph.bw_inter >= 0.0, "{graph:?}");
+                    }
+                }
+            }
+        }
+        let f = scratch("round-overflow.xml", xml.as_bytes());
+        let (code, err, _) = run(&["channels", "--topo", f.to_str().unwrap()]);
+        assert!(code == 0 || code == 2, "exit {code}: {err}");
+    }
+}
