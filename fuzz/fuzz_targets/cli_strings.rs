@@ -104,10 +104,11 @@ fuzz_target!(|data: &[u8]| {
             let _ = units::c_strtol(text);
         }
         _ => {
-            if let Ok(v) = units::clap_size(text) {
+            // `--size` and `--sweep` as the command line reads them (cli::source::SizeArgs).
+            if let Ok(v) = units::parse_size(text) {
                 assert!((1..=MAX_SIZE).contains(&v));
             }
-            let _ = units::clap_size_range(text);
+            common::bad_input(units::parse_sweep(text));
         }
     }
 });
