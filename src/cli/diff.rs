@@ -118,7 +118,8 @@ pub fn run(args: DiffArgs) -> Result<()> {
                 nvls: args.nvls.flag(),
             })?;
             if args.json {
-                return write_json(&d);
+                // The models of both versions ran under these NCCL_* variables.
+                return write_json(&crate::nccl_env::WithNcclEnv::new(&d, &source.nccl_env));
             }
             print!("{}", crate::report::text(&out::versions_text(&d)));
             Ok(())

@@ -224,7 +224,7 @@ fn run_explain(args: ExplainArgs, stderr_lines: &mut Vec<String>) -> Result<()> 
             plans.push(model.plan(&call)?);
         }
         if args.json {
-            return write_json(&plans, "calls");
+            return write_json_with_env(&plans, &applied, "calls");
         }
         for line in out::nccl_call_lines(&plans) {
             println!("{line}");

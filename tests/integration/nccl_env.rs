@@ -322,3 +322,47 @@ fn audit_applies_the_logs_environment_not_the_shells() {
     assert_eq!(json["differences"], Value::Array(vec![]));
     assert_eq!(json["differences"], plain["differences"]);
 }
+
+/// `explain --nccl-calls --json` and `diff --against --json` carry the variables their models ran under.
+#[test]
+fn nccl_calls_and_version_diff_json_carry_nccl_env() {
+    for args in [
+        &[
+            "explain",
+            "--fixture",
+            "hgx-h100-8",
+            "--nccl-calls",
+            "--sweep",
+            "1M..2M",
+            "--json",
+        ][..],
+        &[
+            "diff",
+            "--fixture",
+            "hgx-h100-8",
+            "--nccl-version",
+            "2.22",
+            "--against",
+            "2.28",
+            "--sweep",
+            "1M..4M",
+            "--coll",
+            "all-reduce",
+            "--json",
+        ][..],
+    ] {
+        let out = planner()
+            .args(args)
+            .env("NCCL_MAX_NCHANNELS", "4")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["nccl_env"]["NCCL_MAX_NCHANNELS"], "4", "{args:?}");
+        assert_eq!(v["schema_version"], 1, "{args:?}");
+    }
+}
