@@ -316,15 +316,7 @@ extern "C" __global__ void __launch_bounds__(PEER_MAX_THREADS, 2) planner_collec
   ab.aborted = args.aborted;
   ab.spins = 0;
   ab.hit = false;
-#ifdef PLANNER_INJECT_HANG
-  // Fault injection (`planner run --inject-fault hang`): CTA 0 spins until the host's watchdog
-  // raises the abort flag, so the launch never ends on its own.
-  if (blockIdx.x == 0) {
-    while (!ab.check()) {
-    }
-    return;
-  }
-#endif
+  if (injected_hang(ab)) return;
   const int local = blockIdx.x / args.nchannels;
   const int ch = blockIdx.x % args.nchannels;
   const int rank = args.first_rank + local;

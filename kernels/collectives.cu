@@ -168,15 +168,7 @@ extern "C" __global__ void __launch_bounds__(640) planner_collective(KernelArgs 
   ab.aborted = args.aborted;
   ab.spins = 0;
   ab.hit = false;
-#ifdef PLANNER_INJECT_HANG
-  // Fault injection (`planner run --inject-fault hang`): CTA 0 spins until the host's watchdog
-  // raises the abort flag, so the launch never ends on its own.
-  if (blockIdx.x == 0) {
-    while (!ab.check()) {
-    }
-    return;
-  }
-#endif
+  if (injected_hang(ab)) return;
   const int ch = desc.channel;
   const T* in = (const T*)args.send[desc.local_rank];
   T* out = (T*)args.recv[desc.local_rank];

@@ -169,6 +169,20 @@ struct Abort {
   }
 };
 
+// Fault injection (`planner run --inject-fault hang`, compiled with -DPLANNER_INJECT_HANG): CTA 0
+// spins until the host's watchdog raises the abort flag, so the launch never ends on its own.
+// True for the CTA that hung (it must return); always false in a normal build.
+__device__ __forceinline__ bool injected_hang(Abort& ab) {
+#ifdef PLANNER_INJECT_HANG
+  if (blockIdx.x == 0) {
+    while (!ab.check()) {
+    }
+    return true;
+  }
+#endif
+  return false;
+}
+
 // Thread 0 saves this launch's step counters for the next launch (every
 // protocol's finish(), after its barrier).
 template<int MAXR, int MAXS>

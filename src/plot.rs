@@ -242,6 +242,36 @@ fn dashed_h<DB: DrawingBackend>(
     Ok(())
 }
 
+/// The two views `explain` and `verify` draw: time (log scale) above busbw (nccl-tests' definition, linear from
+/// zero), with the same panels, legend and shading.
+pub fn render_time_and_busbw(
+    time_title: String,
+    busbw_title: String,
+    time_panels: Vec<Panel>,
+    busbw_panels: Vec<Panel>,
+    legend: Vec<(String, RGBColor, Mark)>,
+    shaded_label: Option<String>,
+) -> Result<String> {
+    render(&[
+        Figure {
+            title: time_title,
+            value_name: "time (µs)".to_string(),
+            axis: ValueAxis::Log,
+            panels: time_panels,
+            shaded_label: shaded_label.clone(),
+            legend: legend.clone(),
+        },
+        Figure {
+            title: busbw_title,
+            value_name: "busbw (GB/s)".to_string(),
+            axis: ValueAxis::LinearFromZero,
+            panels: busbw_panels,
+            shaded_label,
+            legend,
+        },
+    ])
+}
+
 /// Renders the figures one under the other as one SVG document. A figure whose panels have
 /// nothing placeable is an error naming the figure.
 pub fn render(figures: &[Figure]) -> Result<String> {

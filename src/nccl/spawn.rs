@@ -336,33 +336,11 @@ pub fn rows_from_outcome(
     let mut rows = Vec::new();
     let mut stop_reason: Option<String> = None;
     for &bytes in sizes {
-        let reported = outcome.sizes.iter().find_map(|e| match e {
-            ChildEvent::Size {
-                bytes: b,
-                status,
-                note,
-                iters,
-                repeats,
-                times_us,
-                wrong,
-            } if *b == bytes => Some((
-                *status,
-                note.clone(),
-                *iters,
-                *repeats,
-                times_us.clone(),
-                *wrong,
-            )),
-            _ => None,
-        });
-        if let Some((status, note, iters, repeats, times_us, wrong)) = reported {
-            let mut row = kind.row(bytes, status);
-            row.note = note;
-            row.iters = iters;
-            row.repeats = repeats;
-            row.times_us = times_us;
-            row.wrong = wrong;
-            row.derive_stats();
+        let reported = outcome
+            .sizes
+            .iter()
+            .find(|e| matches!(e, ChildEvent::Size { bytes: b, .. } if *b == bytes));
+        if let Some(row) = reported.and_then(|e| kind.row_of(e)) {
             rows.push(row);
             continue;
         }

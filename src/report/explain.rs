@@ -841,7 +841,7 @@ pub fn sweep_json_calibrated<'a>(
 /// document: one panel per pair, NCCL's pick shaded where it is this pair, and the fastest pair
 /// at each size as a grey reference line so panels compare at a glance.
 pub fn plot_svg(model: &Model, coll: Coll, sizes: &[u64], ops: usize) -> Result<String> {
-    use crate::plot::{Figure, Mark, Panel, Series, ValueAxis, DARK, GREY};
+    use crate::plot::{Mark, Panel, Series, DARK, GREY};
     let n_ranks = model.input.n_ranks;
     let bus_factor = coll.nccl_tests_bus_factor(n_ranks);
     // Per pair index: (bytes, time µs, busbw GB/s) where usable; NCCL's pick per size.
@@ -912,24 +912,14 @@ pub fn plot_svg(model: &Model, coll: Coll, sizes: &[u64], ops: usize) -> Result<
         ),
     ];
     let shaded = Some("NCCL picks this pair".to_string());
-    crate::plot::render(&[
-        Figure {
-            title: format!("Predicted time per algorithm/protocol ({what})"),
-            value_name: "time (µs)".to_string(),
-            axis: ValueAxis::Log,
-            panels: time_panels,
-            shaded_label: shaded.clone(),
-            legend: legend.clone(),
-        },
-        Figure {
-            title: format!("Predicted busbw (nccl-tests definition, {what})"),
-            value_name: "busbw (GB/s)".to_string(),
-            axis: ValueAxis::LinearFromZero,
-            panels: bw_panels,
-            shaded_label: shaded,
-            legend,
-        },
-    ])
+    crate::plot::render_time_and_busbw(
+        format!("Predicted time per algorithm/protocol ({what})"),
+        format!("Predicted busbw (nccl-tests definition, {what})"),
+        time_panels,
+        bw_panels,
+        legend,
+        shaded,
+    )
 }
 
 // ------------------------------------------------ small messages: NCCL's symmetric kernels, planner's own

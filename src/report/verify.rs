@@ -626,7 +626,7 @@ pub fn render_csv(scored: &Scored) -> String {
 /// one panel per pair and one for NCCL's free choice, shaded where NCCL's free choice ran the
 /// panel's pair.
 pub fn render_svg(run: &VerifyRun, scored: &Scored) -> Result<String> {
-    use crate::plot::{Figure, Mark, Panel, Series, ValueAxis, COLORS, DARK};
+    use crate::plot::{Mark, Panel, Series, COLORS, DARK};
     let coll = run.options.collective;
     let factor = coll.nccl_tests_bus_factor(scored.world_size);
     let busbw = |bytes: u64, t: f64| crate::measure::algbw_gbs(bytes, t) * factor;
@@ -728,22 +728,12 @@ pub fn render_svg(run: &VerifyRun, scored: &Scored) -> Result<String> {
         scored.world_size
     );
     let shaded = Some("NCCL's free choice ran this pair".to_string());
-    crate::plot::render(&[
-        Figure {
-            title: format!("Time per call, measured and predicted ({what})"),
-            value_name: "time (µs)".to_string(),
-            axis: ValueAxis::Log,
-            panels: time_panels,
-            shaded_label: shaded.clone(),
-            legend: legend.clone(),
-        },
-        Figure {
-            title: format!("busbw, nccl-tests definition ({what})"),
-            value_name: "busbw (GB/s)".to_string(),
-            axis: ValueAxis::LinearFromZero,
-            panels: bw_panels,
-            shaded_label: shaded,
-            legend,
-        },
-    ])
+    crate::plot::render_time_and_busbw(
+        format!("Time per call, measured and predicted ({what})"),
+        format!("busbw, nccl-tests definition ({what})"),
+        time_panels,
+        bw_panels,
+        legend,
+        shaded,
+    )
 }
