@@ -197,15 +197,25 @@ impl<'a> Searcher<'a> {
         } else {
             bw
         };
+        let sys = self.sys;
         let link_bw = &mut self.st.link_bw;
-        let hops = &path.hops[..max_steps.min(path.hops.len())];
-        for (step, hop) in hops.iter().enumerate() {
-            let fw = if hop.pci { pci_bw } else { bw };
-            let edge = hop.edge as usize;
+        let hops = sys.hops(path);
+        let hops = &hops[..max_steps.min(hops.len())];
+        for (step, edge) in hops.iter().enumerate() {
+            let edge = edge.index();
+            let Some(cost) = sys.link_cost.get(edge) else {
+                return step;
+            };
+            let fw = if cost.pci { pci_bw } else { bw };
             let Some(fwd) = link_bw.get(edge).copied() else {
                 return step;
             };
-            if let RevCharge::None = hop.rev {
+            let rev = if path.from_gpu {
+                cost.rev_from_gpu
+            } else {
+                cost.rev_from_other
+            };
+            if let RevCharge::None = rev {
                 // The common case: no backward charge.
                 if fwd < fw {
                     return step;
@@ -213,7 +223,7 @@ impl<'a> Searcher<'a> {
                 link_bw[edge] = sub_round(fwd, fw);
                 continue;
             }
-            let (rev_edge, rev_bw) = match hop.rev {
+            let (rev_edge, rev_bw) = match rev {
                 RevCharge::Eighth(e) => (e as usize, fw / 8.0),
                 RevCharge::Full(e) => (e as usize, fw),
                 RevCharge::None => (edge, 0.0),

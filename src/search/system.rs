@@ -10,6 +10,7 @@ use crate::topo::paths::mirror_bits;
 use crate::topo::{CpuArch, CpuVendor, LinkKind, NodeData, NodeKind, PathType, Topology};
 use petgraph::stable_graph::{EdgeIndex, NodeIndex};
 use petgraph::visit::EdgeRef;
+use std::sync::Arc;
 
 pub use crate::limits::MAX_CHANNELS;
 /// `limits::LOC_BW` in the search's `float`.
@@ -25,23 +26,30 @@ pub enum RevCharge {
     Full(u32),
 }
 
-/// One link a path crosses. Edge indices are petgraph's `u32` indices: a search system holds about a million hops
-/// at NCCL's 576 GPUs and 576 NICs per node, so they are kept small.
+/// What crossing one link costs beyond the link itself (`followPath`), by `EdgeIndex::index()`. It depends on the
+/// link and on whether the path started at a GPU, not on the path, so it is kept once per link: a search system
+/// holds about four million hops at NCCL's largest host (576 GPUs and 576 NICs), stored as bare link indices.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Hop {
-    pub edge: u32,
+pub struct LinkCost {
+    /// A PCI link (costs 1.2x on `intel_overhead` paths).
     pub pci: bool,
-    pub rev: RevCharge,
+    /// The backward charge on a path that started at a GPU.
+    pub rev_from_gpu: RevCharge,
+    /// The backward charge on a path that started elsewhere (a NET or an NVSwitch).
+    pub rev_from_other: RevCharge,
 }
 
-/// A path as the search uses it: type, bottleneck bandwidth, links crossed.
-#[derive(Debug, Clone, PartialEq)]
+/// A path as the search uses it: type, bottleneck bandwidth, and the run of `SearchSystem::hops` it crosses.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SPath {
     pub ptype: PathType,
     pub bw: f32,
-    pub hops: Vec<Hop>,
+    start: u32,
+    count: u16,
     /// GPU-started PHB path through an Intel x86 root complex: PCI links cost 1.2x.
     pub intel_overhead: bool,
+    /// Started at a GPU (chooses `LinkCost::rev_from_gpu`).
+    pub from_gpu: bool,
 }
 
 impl SPath {
@@ -50,20 +58,21 @@ impl SPath {
         SPath {
             ptype: PathType::Dis,
             bw: 0.0,
-            hops: Vec::new(),
+            start: 0,
+            count: 0,
             intel_overhead: false,
+            from_gpu: false,
         }
     }
     fn local() -> Self {
         SPath {
             ptype: PathType::Loc,
             bw: LOC_BW,
-            hops: Vec::new(),
-            intel_overhead: false,
+            ..SPath::none()
         }
     }
     pub fn count(&self) -> usize {
-        self.hops.len()
+        self.count as usize
     }
 }
 
@@ -100,6 +109,11 @@ pub struct SearchSystem {
     pub net_gpu: Vec<SPath>,
     pub nvs_gpu: Vec<SPath>,
     pub gpu_nvs: Vec<SPath>,
+    /// The links every path crosses, end to end: the topology's own list (`PathTable::shared_links`), whose
+    /// runs the paths name.
+    hops: Arc<Vec<EdgeIndex>>,
+    /// Per link, by `EdgeIndex::index()`.
+    pub link_cost: Vec<LinkCost>,
     /// Initial bandwidth of every directed link, by `EdgeIndex::index()`.
     pub link_bw: Vec<f32>,
     /// More than one node: channels enter and leave through NETs.
@@ -177,37 +191,43 @@ impl SearchSystem {
             link_bw[e.index()] = topo.graph[e].bw as f32;
         }
 
-        let convert = |from: NodeIndex, to: NodeIndex| -> SPath {
+        let link_cost = link_costs(topo, edge_bound);
+        let hops = topo.paths.shared_links();
+        let convert = |from: NodeIndex, to: NodeIndex| -> Result<SPath> {
             if from == to {
-                return SPath::local();
+                return Ok(SPath::local());
             }
-            match topo.path(from, to) {
-                None => SPath::none(),
-                Some(p) => convert_path(topo, from, p.ptype, p.bw, &p.links),
+            match (topo.path(from, to), topo.paths.link_run(from, to)) {
+                (Some(p), Some(run)) => convert_path(topo, from, p, run),
+                _ => Ok(SPath::none()),
             }
         };
         let mut gpu_gpu = Vec::with_capacity(ngpus * ngpus);
         for &a in &gpus {
             for &b in &gpus {
-                gpu_gpu.push(convert(a, b));
+                gpu_gpu.push(convert(a, b)?);
             }
         }
         let mut gpu_net = Vec::with_capacity(ngpus * nets.len());
         for &a in &gpus {
             for &n in &nets {
-                gpu_net.push(convert(a, n));
+                gpu_net.push(convert(a, n)?);
             }
         }
         let mut net_gpu = Vec::with_capacity(ngpus * nets.len());
         for &n in &nets {
             for &b in &gpus {
-                net_gpu.push(convert(n, b));
+                net_gpu.push(convert(n, b)?);
             }
         }
         let (nvs_gpu, gpu_nvs) = match nvs.first() {
             Some(&s) => (
-                gpus.iter().map(|&g| convert(s, g)).collect(),
-                gpus.iter().map(|&g| convert(g, s)).collect(),
+                gpus.iter()
+                    .map(|&g| convert(s, g))
+                    .collect::<Result<Vec<_>>>()?,
+                gpus.iter()
+                    .map(|&g| convert(g, s))
+                    .collect::<Result<Vec<_>>>()?,
             ),
             None => (Vec::new(), Vec::new()),
         };
@@ -274,6 +294,8 @@ impl SearchSystem {
             net_gpu,
             nvs_gpu,
             gpu_nvs,
+            hops,
+            link_cost,
             link_bw,
             inter,
             max_bw: 0.0,
@@ -347,6 +369,12 @@ impl SearchSystem {
         self.nets.len()
     }
 
+    /// The links `path` crosses (`EdgeIndex::index()`), in order.
+    #[inline(always)]
+    pub fn hops(&self, path: &SPath) -> &[EdgeIndex] {
+        let start = path.start as usize;
+        self.hops.get(start..start + path.count()).unwrap_or(&[])
+    }
     pub fn gpu_gpu(&self, a: usize, b: usize) -> &SPath {
         &self.gpu_gpu[a * self.ngpus + b]
     }
@@ -547,65 +575,82 @@ fn out_links(topo: &Topology, node: NodeIndex) -> &[EdgeIndex] {
         .unwrap_or(&[])
 }
 
-fn convert_path(
-    topo: &Topology,
-    start: NodeIndex,
-    ptype: PathType,
-    bw: f64,
-    links: &[EdgeIndex],
-) -> SPath {
-    let start_kind = topo.node(start).kind;
-    let mut intel_overhead = false;
-    let mut hops = Vec::with_capacity(links.len());
-    let mut node = start;
-    for &e in links {
-        let Some((_, rem)) = topo.graph.edge_endpoints(e) else {
+/// Each link's `LinkCost`: the reverse link of the same kind is charged when the link enters a pre-Ampere GPU
+/// (1/8, for paths that did not start at a GPU) or a POWER CPU over NVLink (in full).
+fn link_costs(topo: &Topology, edge_bound: usize) -> Vec<LinkCost> {
+    let mut costs = vec![
+        LinkCost {
+            pci: false,
+            rev_from_gpu: RevCharge::None,
+            rev_from_other: RevCharge::None,
+        };
+        edge_bound
+    ];
+    for e in topo.graph.edge_indices() {
+        let Some((node, rem)) = topo.graph.edge_endpoints(e) else {
             continue;
         };
         let link = topo.graph[e];
-        let rem_node = topo.node(rem);
-        if let NodeData::Cpu(cpu) = &rem_node.data {
-            if ptype == PathType::Phb
-                && start_kind == NodeKind::Gpu
-                && cpu.arch == CpuArch::X86
-                && cpu.vendor == CpuVendor::Intel
-            {
-                intel_overhead = true;
-            }
-        }
-        let find_rev = || {
+        let reverse = || {
             topo.graph
                 .edges_connecting(rem, node)
                 .find(|r| r.weight().kind == link.kind)
                 .map(|r| r.id().index() as u32)
         };
-        let mut rev = RevCharge::None;
-        match &rem_node.data {
-            NodeData::Gpu(g) if g.sm < 80 && start_kind != NodeKind::Gpu => {
-                if let Some(r) = find_rev() {
-                    rev = RevCharge::Eighth(r);
+        let (mut rev_from_gpu, mut rev_from_other) = (RevCharge::None, RevCharge::None);
+        match &topo.node(rem).data {
+            NodeData::Gpu(g) if g.sm < 80 => {
+                if let Some(r) = reverse() {
+                    rev_from_other = RevCharge::Eighth(r);
                 }
             }
             NodeData::Cpu(c) if c.arch == CpuArch::Power && link.kind == LinkKind::Nvl => {
-                if let Some(r) = find_rev() {
-                    rev = RevCharge::Full(r);
+                if let Some(r) = reverse() {
+                    rev_from_gpu = RevCharge::Full(r);
+                    rev_from_other = RevCharge::Full(r);
                 }
             }
             _ => {}
         }
-        hops.push(Hop {
-            edge: e.index() as u32,
+        costs[e.index()] = LinkCost {
             pci: link.kind == LinkKind::Pci,
-            rev,
+            rev_from_gpu,
+            rev_from_other,
+        };
+    }
+    costs
+}
+
+/// A topology path as the search follows it: its links are the run `run` of the topology's shared list.
+fn convert_path(
+    topo: &Topology,
+    start: NodeIndex,
+    path: crate::topo::Path<'_>,
+    run: std::ops::Range<usize>,
+) -> Result<SPath> {
+    let from_gpu = topo.node(start).kind == NodeKind::Gpu;
+    let intel_overhead = from_gpu
+        && path.ptype == PathType::Phb
+        && path.links.iter().any(|&e| {
+            topo.graph.edge_endpoints(e).is_some_and(|(_, rem)| {
+                matches!(&topo.node(rem).data, NodeData::Cpu(cpu)
+                    if cpu.arch == CpuArch::X86 && cpu.vendor == CpuVendor::Intel)
+            })
         });
-        node = rem;
-    }
-    SPath {
-        ptype,
-        bw: bw as f32,
-        hops,
+    let (Ok(first), Ok(count)) = (u32::try_from(run.start), u16::try_from(run.len())) else {
+        return Err(Error::runtime(format!(
+            "{}: the path list overflowed at {} links",
+            topo.source, run.end
+        )));
+    };
+    Ok(SPath {
+        ptype: path.ptype,
+        bw: path.bw as f32,
+        start: first,
+        count,
         intel_overhead,
-    }
+        from_gpu,
+    })
 }
 
 #[cfg(test)]
@@ -622,6 +667,40 @@ mod tests {
         assert_eq!(mirror_bits(1, 8), 4);
         assert_eq!(mirror_bits(6, 8), 3);
         assert_eq!(mirror_bits(5, 1), 0);
+    }
+
+    #[test]
+    fn search_paths_follow_the_topology_links() {
+        // The search names runs of the topology's shared link list instead of copying them; every GPU-GPU,
+        // GPU-NET and NET-GPU path must still cross exactly the topology path's links, PXN and CPU detours included.
+        for f in crate::topo::fixtures::FIXTURES {
+            let topo = crate::pipeline::load_fixture(f.name).unwrap();
+            let sys = SearchSystem::new(&topo, false).unwrap();
+            let gpus = topo.nodes(NodeKind::Gpu);
+            let nets = topo.nodes(NodeKind::Net);
+            let mut checked = 0;
+            for (a, &ga) in gpus.iter().enumerate() {
+                for (b, &gb) in gpus.iter().enumerate().filter(|&(b, _)| b != a) {
+                    let want = topo.path(ga, gb).unwrap();
+                    let got = sys.gpu_gpu(a, b);
+                    assert_eq!(sys.hops(got), want.links, "{} GPU{a}->GPU{b}", f.name);
+                    assert_eq!((got.ptype, got.count()), (want.ptype, want.hops()));
+                    checked += 1;
+                }
+                for (n, &net) in nets.iter().enumerate() {
+                    assert_eq!(
+                        sys.hops(sys.gpu_net(a, n)),
+                        topo.path(ga, net).unwrap().links
+                    );
+                    assert_eq!(
+                        sys.hops(sys.net_gpu(n, a)),
+                        topo.path(net, ga).unwrap().links
+                    );
+                    assert!(sys.gpu_net(a, n).from_gpu && !sys.net_gpu(n, a).from_gpu);
+                }
+            }
+            assert!(checked > 0 || gpus.len() == 1, "{}", f.name);
+        }
     }
 
     #[test]

@@ -269,18 +269,17 @@ pub struct Link {
     pub bw: f64,
 }
 
-/// NCCL's view of how one node reaches another.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Path {
+/// NCCL's view of how one node reaches another: a view into the topology's path table.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Path<'a> {
     pub ptype: PathType,
     /// Bottleneck bandwidth, GB/s.
     pub bw: f64,
     /// The directed links crossed, in order (empty for a node to itself).
-    #[serde(skip)]
-    pub links: Vec<EdgeIndex>,
+    pub links: &'a [EdgeIndex],
 }
 
-impl Path {
+impl Path<'_> {
     pub fn hops(&self) -> usize {
         self.links.len()
     }
@@ -325,7 +324,7 @@ impl Topology {
     }
     /// NCCL's path from `from` to `to`; `None` where NCCL stores none (either end not a CPU, GPU, NET or NVS
     /// node, or unreachable).
-    pub fn path(&self, from: NodeIndex, to: NodeIndex) -> Option<&Path> {
+    pub fn path(&self, from: NodeIndex, to: NodeIndex) -> Option<Path<'_>> {
         self.paths.get(from, to)
     }
     /// Lowest and highest compute capability over all GPUs (x10).

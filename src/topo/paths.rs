@@ -7,20 +7,42 @@
 use super::{CpuArch, CpuVendor, LinkKind, NodeKind, Path, PathType, Topology};
 use crate::error::{Error, Result};
 use petgraph::stable_graph::{EdgeIndex, NodeIndex};
+use std::rc::Rc;
+use std::sync::Arc;
 
 /// The kinds NCCL computes paths to (`ncclTopoComputePaths`); paths are kept between nodes of these kinds only,
 /// which is every path NCCL's search and log use: memory grows with (CPUs + GPUs + NETs)^2, not with PCI
 /// switches and NICs too.
 const PATH_KINDS: [NodeKind; 4] = [NodeKind::Cpu, NodeKind::Gpu, NodeKind::Net, NodeKind::Nvs];
 
-/// NCCL's paths between the CPU, GPU, NET and NVS nodes of one topology.
+/// NCCL's paths between the CPU, GPU, NET and NVS nodes of one topology, compact: a node of NCCL's largest host
+/// (576 GPUs and 576 NICs) has 1.3 million paths, so each is a 16-byte cell whose links live in one shared list.
 #[derive(Debug, Clone, Default)]
 pub struct PathTable {
     /// Row and column of each node (by `NodeIndex::index()`); `None` for the kinds without paths.
     slot: Vec<Option<u32>>,
     width: usize,
     /// `cells[row * width + column]`.
-    cells: Vec<Option<Path>>,
+    cells: Vec<Cell>,
+    /// Every path's links, end to end; a cell names its run. A path that changes after the breadth-first search
+    /// (`addInterStep`) gets a new run at the end, as NCCL copies the links of both halves into it. Shared with
+    /// the search, which follows the same runs.
+    links: Arc<Vec<EdgeIndex>>,
+}
+
+/// One path in the table; `ptype: None` where NCCL stores none.
+#[derive(Debug, Clone, Copy, Default)]
+struct Cell {
+    bw: f64,
+    start: u32,
+    count: u16,
+    ptype: Option<PathType>,
+}
+
+impl Cell {
+    fn run(&self) -> std::ops::Range<usize> {
+        self.start as usize..self.start as usize + self.count as usize
+    }
 }
 
 impl PathTable {
@@ -38,7 +60,8 @@ impl PathTable {
         PathTable {
             slot,
             width,
-            cells: vec![None; width * width],
+            cells: vec![Cell::default(); width * width],
+            links: Arc::default(),
         }
     }
 
@@ -49,18 +72,72 @@ impl PathTable {
     }
 
     /// The path from `from` to `to`, if NCCL has one.
-    pub fn get(&self, from: NodeIndex, to: NodeIndex) -> Option<&Path> {
-        self.cells[self.cell(from, to)?].as_ref()
+    pub fn get(&self, from: NodeIndex, to: NodeIndex) -> Option<Path<'_>> {
+        let cell = self.cells[self.cell(from, to)?];
+        Some(Path {
+            ptype: cell.ptype?,
+            bw: cell.bw,
+            links: self.links.get(cell.run())?,
+        })
     }
 
-    fn get_mut(&mut self, from: NodeIndex, to: NodeIndex) -> Option<&mut Path> {
-        let i = self.cell(from, to)?;
-        self.cells[i].as_mut()
+    /// Every path's links end to end (what `link_run` indexes), shared rather than copied.
+    pub fn shared_links(&self) -> Arc<Vec<EdgeIndex>> {
+        Arc::clone(&self.links)
     }
 
-    fn set(&mut self, from: NodeIndex, to: NodeIndex, path: Path) {
+    /// Where the links of the path from `from` to `to` sit in `shared_links`.
+    pub fn link_run(&self, from: NodeIndex, to: NodeIndex) -> Option<std::ops::Range<usize>> {
+        let cell = self.cells[self.cell(from, to)?];
+        cell.ptype.map(|_| cell.run())
+    }
+
+    /// Store a path whose links are `links` (appended to the shared list).
+    fn set(
+        &mut self,
+        from: NodeIndex,
+        to: NodeIndex,
+        ptype: PathType,
+        bw: f64,
+        links: impl IntoIterator<Item = EdgeIndex>,
+    ) -> Result<()> {
+        let Some(i) = self.cell(from, to) else {
+            return Ok(());
+        };
+        // Not shared while the table is being filled, so this does not copy.
+        let all = Arc::make_mut(&mut self.links);
+        let start = all.len();
+        all.extend(links);
+        // A path crosses each link at most once per XML nesting level (at most `MAX_XML_DEPTH`) and the table holds
+        // a few million links at NCCL's largest host, so neither bound is reached by a file the reader accepts.
+        let (Ok(start), Ok(count)) = (u32::try_from(start), u16::try_from(all.len() - start))
+        else {
+            return Err(Error::runtime(format!(
+                "path table overflow at {} links ({} in one path)",
+                all.len(),
+                all.len() - start
+            )));
+        };
+        self.cells[i] = Cell {
+            bw,
+            start,
+            count,
+            ptype: Some(ptype),
+        };
+        Ok(())
+    }
+
+    /// Change a stored path's type (NCCL's P2C and PXN relabelling); its links stay.
+    fn set_type(
+        &mut self,
+        from: NodeIndex,
+        to: NodeIndex,
+        ptype: impl FnOnce(PathType) -> PathType,
+    ) {
         if let Some(i) = self.cell(from, to) {
-            self.cells[i] = Some(path);
+            if let Some(t) = self.cells[i].ptype {
+                self.cells[i].ptype = Some(ptype(t));
+            }
         }
     }
 }
@@ -137,13 +214,12 @@ pub fn compute(topo: &mut Topology, options: &PathOptions) -> Result<()> {
             set_paths_to(topo, base, options, &mut column);
             for row_kind in PATH_KINDS {
                 for &from in topo.nodes(row_kind) {
-                    if let Some(path) = materialize(&column, from) {
-                        table.set(from, base, path);
-                    }
+                    materialize(&mut table, &column, from, base)?;
                 }
             }
         }
     }
+    Arc::make_mut(&mut table.links).shrink_to_fit();
     topo.paths = table;
 
     let gpus = topo.nodes(NodeKind::Gpu).to_vec();
@@ -182,7 +258,7 @@ pub fn compute(topo: &mut Topology, options: &PathOptions) -> Result<()> {
             let ptype = topo.path(p, g).map(|x| x.ptype).unwrap_or(PathType::Dis);
             if ptype > p2p_level {
                 let cpu = local_cpu(topo, g)?;
-                add_inter_step(topo, cpu, p, g);
+                add_inter_step(topo, cpu, p, g)?;
             }
         }
     }
@@ -198,21 +274,19 @@ pub fn compute(topo: &mut Topology, options: &PathOptions) -> Result<()> {
                 .unwrap_or(PathType::Dis);
             if merge_path_type(gpu_cpu, net_cpu) == PathType::P2c {
                 for (a, b) in [(g, net), (net, g)] {
-                    if let Some(path) = topo.paths.get_mut(a, b) {
-                        path.ptype = path.ptype.min(PathType::P2c);
-                    }
+                    topo.paths.set_type(a, b, |t| t.min(PathType::P2c));
                 }
             }
         }
     }
 
     // PXN and GPU Direct RDMA. NCCL asks for the NET's local GPU again for every GPU because the steps below
-    // change paths; the answer is kept while none of the paths it read changes (`LocalGpuCache`).
-    let mut local_gpus = LocalGpuCache::new(topo, nets.len());
+    // change paths; the answer is kept while none of the paths it read changes (`LocalMemo`).
+    let mut local_gpus = LocalMemo::new(topo);
     for (n, &net) in nets.iter().enumerate() {
         for (g, &gpu) in gpus.iter().enumerate() {
             if !options.pxn_disable {
-                if let Some(local) = local_gpus.get(topo, n) {
+                if let Some(local) = local_gpus.local_gpu(topo, n) {
                     if local != g {
                         let peer = gpus[local];
                         let pxn_type = if options.pxn_c2c {
@@ -220,21 +294,19 @@ pub fn compute(topo: &mut Topology, options: &PathOptions) -> Result<()> {
                         } else {
                             PathType::Pxb
                         };
-                        let peer_net = topo.path(peer, net).cloned();
+                        let peer_net = topo.path(peer, net).map(|p| (p.ptype, p.bw));
                         let peer_gpu = topo.path(peer, gpu).map(|p| p.ptype);
-                        let gpu_net = topo.path(gpu, net).cloned();
+                        let gpu_net = topo.path(gpu, net).map(|p| (p.ptype, p.bw));
                         if let (Some(peer_net), Some(peer_gpu), Some(gpu_net)) =
                             (peer_net, peer_gpu, gpu_net)
                         {
-                            if peer_net.ptype <= pxn_type
+                            if peer_net.0 <= pxn_type
                                 && peer_gpu <= PathType::Nvl
                                 && topo.node(peer).id >> 56 == topo.node(gpu).id >> 56
-                                && (peer_net.bw > gpu_net.bw || gpu_net.ptype > PathType::Pxn)
+                                && (peer_net.1 > gpu_net.1 || gpu_net.0 > PathType::Pxn)
                             {
-                                add_inter_step(topo, peer, gpu, net);
-                                if let Some(path) = topo.paths.get_mut(gpu, net) {
-                                    path.ptype = PathType::Pxn;
-                                }
+                                add_inter_step(topo, peer, gpu, net)?;
+                                topo.paths.set_type(gpu, net, |_| PathType::Pxn);
                                 local_gpus.changed(gpu);
                             }
                         }
@@ -247,8 +319,8 @@ pub fn compute(topo: &mut Topology, options: &PathOptions) -> Result<()> {
                 .unwrap_or(PathType::Dis);
             if gpu_net < PathType::Phb && !gdr_enabled(topo, gpu, net, options) {
                 let cpu = local_cpu(topo, gpu)?;
-                add_inter_step(topo, cpu, net, gpu);
-                add_inter_step(topo, cpu, gpu, net);
+                add_inter_step(topo, cpu, net, gpu)?;
+                add_inter_step(topo, cpu, gpu, net)?;
                 local_gpus.changed(net);
                 local_gpus.changed(gpu);
             }
@@ -257,7 +329,7 @@ pub fn compute(topo: &mut Topology, options: &PathOptions) -> Result<()> {
 
     // NCCL pre-computes each NET's local GPU for the search.
     for (n, &net) in nets.iter().enumerate() {
-        let local = local_gpu(topo, n);
+        let local = local_gpus.local_gpu(topo, n);
         if let super::NodeData::Net(data) = &mut topo.graph[net].data {
             data.local_gpu = local;
         }
@@ -277,26 +349,25 @@ struct Step {
     first: Option<(EdgeIndex, NodeIndex)>,
 }
 
-/// The path of `from` in a finished BFS column, links spelled out.
-fn materialize(column: &[Option<Step>], from: NodeIndex) -> Option<Path> {
-    let step = (*column.get(from.index())?)?;
-    let mut links = Vec::with_capacity(step.count);
-    let mut at = step;
-    while let Some((edge, next)) = at.first {
-        if links.len() == step.count {
-            break;
-        }
-        links.push(edge);
-        match column.get(next.index()).copied().flatten() {
-            Some(s) => at = s,
-            None => break,
-        }
-    }
-    Some(Path {
-        ptype: step.ptype,
-        bw: step.bw,
-        links,
+/// Store the path of `from` to `base` from a finished BFS column, links spelled out.
+fn materialize(
+    table: &mut PathTable,
+    column: &[Option<Step>],
+    from: NodeIndex,
+    base: NodeIndex,
+) -> Result<()> {
+    let Some(step) = column.get(from.index()).copied().flatten() else {
+        return Ok(());
+    };
+    // Each node's first link, then the path of the node it leads to: the links NCCL copied into this path.
+    let mut at = Some(step);
+    let links = std::iter::from_fn(|| {
+        let (edge, next) = at?.first?;
+        at = column.get(next.index()).copied().flatten();
+        Some(edge)
     })
+    .take(step.count);
+    table.set(from, base, step.ptype, step.bw, links)
 }
 
 /// `ncclTopoSetPaths`: breadth-first from `base`, storing in every node (in `column`, by node index) its path *to*
@@ -397,22 +468,37 @@ fn set_paths_to(
     }
 }
 
-/// `ncclTopoGetLocalGpu` answers while the paths they read stay the same: a NET's answer reads the paths from the
-/// NET, from its best GPUs and from those GPUs' first NETs; `changed(node)` after a path from `node` changes.
-struct LocalGpuCache {
+/// `ncclTopoGetLocal`, `ncclTopoGetLocalNet` and `ncclTopoGetLocalGpu` over paths that change (PXN and GPU Direct
+/// RDMA rewrite some while NCCL keeps asking): every answer is kept while the paths it read stay the same, so a
+/// host of 576 GPUs and 576 NICs asks `ncclTopoGetLocal` about a thousand times, not a billion.
+/// `changed(node)` after a path from `node` changes.
+struct LocalMemo {
     /// Per node (by index), how often paths from it changed.
     version: Vec<u64>,
-    /// Per NET: the answer and the (node, version) pairs it read.
-    answers: Vec<Option<LocalGpuAnswer>>,
+    /// How often any path changed.
+    epoch: u64,
+    /// `ncclTopoGetLocal(node, GPU)` and `(node, NET)` per node, with the node's version they were read at.
+    to_gpu: Vec<Option<(u64, Rc<[usize]>)>>,
+    to_net: Vec<Option<(u64, Rc<[usize]>)>>,
+    /// Per NET: `ncclTopoGetLocalGpu`'s answer, the epoch it was read at, and the (node, version) pairs it read.
+    local_gpu: Vec<Option<LocalGpuAnswer>>,
 }
 
-type LocalGpuAnswer = (Option<usize>, Vec<(NodeIndex, u64)>);
+struct LocalGpuAnswer {
+    gpu: Option<usize>,
+    epoch: u64,
+    read: Vec<(NodeIndex, u64)>,
+}
 
-impl LocalGpuCache {
-    fn new(topo: &Topology, nets: usize) -> Self {
-        LocalGpuCache {
-            version: vec![0; topo.adjacency.len()],
-            answers: vec![None; nets],
+impl LocalMemo {
+    fn new(topo: &Topology) -> Self {
+        let nodes = topo.adjacency.len();
+        LocalMemo {
+            version: vec![0; nodes],
+            epoch: 0,
+            to_gpu: vec![None; nodes],
+            to_net: vec![None; nodes],
+            local_gpu: (0..topo.nodes(NodeKind::Net).len()).map(|_| None).collect(),
         }
     }
 
@@ -420,33 +506,102 @@ impl LocalGpuCache {
         if let Some(v) = self.version.get_mut(node.index()) {
             *v += 1;
         }
+        self.epoch += 1;
     }
 
-    fn get(&mut self, topo: &Topology, net_index: usize) -> Option<usize> {
-        if let Some((answer, read)) = &self.answers[net_index] {
-            if read.iter().all(|&(n, v)| self.version[n.index()] == v) {
-                return *answer;
+    fn version(&self, node: NodeIndex) -> u64 {
+        self.version.get(node.index()).copied().unwrap_or(0)
+    }
+
+    /// `best_local(topo, from, kind)` for kind GPU or NET, kept until a path from `from` changes.
+    fn best(&mut self, topo: &Topology, from: NodeIndex, kind: NodeKind) -> Rc<[usize]> {
+        let version = self.version(from);
+        let memo = match kind {
+            NodeKind::Gpu => &mut self.to_gpu,
+            NodeKind::Net => &mut self.to_net,
+            _ => return best_local(topo, from, kind).into(),
+        };
+        let Some(entry) = memo.get_mut(from.index()) else {
+            return best_local(topo, from, kind).into();
+        };
+        match entry {
+            Some((v, found)) if *v == version => found.clone(),
+            _ => {
+                let found: Rc<[usize]> = best_local(topo, from, kind).into();
+                *entry = Some((version, found.clone()));
+                found
             }
         }
-        let answer = local_gpu(topo, net_index);
-        let mut read = Vec::new();
-        let nets = topo.nodes(NodeKind::Net);
-        if let Some(&net) = nets.get(net_index) {
-            read.push(net);
-            for g in best_local(topo, net, NodeKind::Gpu) {
-                let gpu = topo.nodes(NodeKind::Gpu)[g];
-                read.push(gpu);
-                if let Some(&first) = best_local(topo, gpu, NodeKind::Net).first() {
-                    read.push(nets[first]);
-                }
+    }
+
+    /// `ncclTopoGetLocalNet` (policy AUTO): the NET index a GPU uses on each channel `0..MAX_CHANNELS`.
+    fn local_nets(&mut self, topo: &Topology, gpu_index: usize) -> Option<LocalNets> {
+        let gpu = *topo.nodes(NodeKind::Gpu).get(gpu_index)?;
+        let nets = self.best(topo, gpu, NodeKind::Net);
+        let first = *nets.first()?;
+        let local_gpus = self
+            .best(topo, topo.nodes(NodeKind::Net)[first], NodeKind::Gpu)
+            .len();
+        let mut base = topo.node(gpu).gpu()?.dev.max(0) as usize;
+        if nets.len().is_power_of_two() {
+            base = mirror_bits(base, nets.len());
+        }
+        Some(LocalNets {
+            nets_per_gpu: nets.len().div_ceil(local_gpus.max(1)).max(1),
+            base,
+            nets,
+        })
+    }
+
+    /// `ncclTopoGetLocalGpu`: the GPU (index) that uses NET `net_index` on some channel.
+    fn local_gpu(&mut self, topo: &Topology, net_index: usize) -> Option<usize> {
+        if let Some(Some(answer)) = self.local_gpu.get(net_index) {
+            if answer.epoch == self.epoch || answer.read.iter().all(|&(n, v)| self.version(n) == v)
+            {
+                return answer.gpu;
             }
         }
-        let read = read
-            .into_iter()
-            .map(|n| (n, self.version[n.index()]))
-            .collect();
-        self.answers[net_index] = Some((answer, read));
-        answer
+        let net = *topo.nodes(NodeKind::Net).get(net_index)?;
+        let local_gpus = self.best(topo, net, NodeKind::Gpu);
+        // The answer reads the paths from the NET, from its best GPUs and from those GPUs' first NETs.
+        let mut read = vec![(net, self.version(net))];
+        let mut per_gpu = Vec::with_capacity(local_gpus.len());
+        for &g in local_gpus.iter() {
+            let gpu = topo.nodes(NodeKind::Gpu)[g];
+            read.push((gpu, self.version(gpu)));
+            let nets = self.local_nets(topo, g);
+            if let Some(first) = nets.as_ref().and_then(|n| n.nets.first()) {
+                let first = topo.nodes(NodeKind::Net)[*first];
+                read.push((first, self.version(first)));
+            }
+            per_gpu.push((g, nets));
+        }
+        let gpu = (0..crate::limits::MAX_CHANNELS).find_map(|channel| {
+            per_gpu.iter().find_map(|(g, nets)| {
+                (nets.as_ref()?.on_channel(channel) == net_index).then_some(*g)
+            })
+        });
+        if let Some(slot) = self.local_gpu.get_mut(net_index) {
+            *slot = Some(LocalGpuAnswer {
+                gpu,
+                epoch: self.epoch,
+                read,
+            });
+        }
+        gpu
+    }
+}
+
+/// A GPU's NETs as `ncclTopoGetLocalNet` picks among them per channel.
+struct LocalNets {
+    nets: Rc<[usize]>,
+    nets_per_gpu: usize,
+    base: usize,
+}
+
+impl LocalNets {
+    fn on_channel(&self, channel: usize) -> usize {
+        self.nets[(self.base + channel % self.nets_per_gpu) % self.nets.len()]
     }
 }
 
@@ -461,27 +616,23 @@ fn merge_path_type(a: PathType, b: PathType) -> PathType {
 }
 
 /// `addInterStep`: make `src -> dst` go through `via` (a CPU, or a GPU for PXN).
-fn add_inter_step(topo: &mut Topology, via: NodeIndex, src: NodeIndex, dst: NodeIndex) {
-    let (Some(first), Some(second)) = (topo.path(src, via).cloned(), topo.path(via, dst).cloned())
-    else {
-        return;
+fn add_inter_step(
+    topo: &mut Topology,
+    via: NodeIndex,
+    src: NodeIndex,
+    dst: NodeIndex,
+) -> Result<()> {
+    let (Some(first), Some(second)) = (topo.path(src, via), topo.path(via, dst)) else {
+        return Ok(());
     };
-    let mut links = first.links.clone();
-    links.extend_from_slice(&second.links);
     let ptype = if topo.node(via).kind == NodeKind::Gpu {
         PathType::Pxn
     } else {
         merge_path_type(first.ptype, second.ptype)
     };
-    topo.paths.set(
-        src,
-        dst,
-        Path {
-            ptype,
-            bw: first.bw.min(second.bw),
-            links,
-        },
-    );
+    let bw = first.bw.min(second.bw);
+    let links: Vec<EdgeIndex> = first.links.iter().chain(second.links).copied().collect();
+    topo.paths.set(src, dst, ptype, bw, links)
 }
 
 /// `ncclGetLocalCpu`: the CPU fewest hops away.
@@ -540,31 +691,16 @@ pub fn mirror_bits(val: usize, pow2: usize) -> usize {
 
 /// `ncclTopoGetLocalNet` (policy AUTO): the NET index a GPU uses on a channel.
 pub fn local_net(topo: &Topology, gpu_index: usize, channel: usize) -> Option<usize> {
-    let gpu = *topo.nodes(NodeKind::Gpu).get(gpu_index)?;
-    let nets = best_local(topo, gpu, NodeKind::Net);
-    let first = *nets.first()?;
-    let local_gpus = best_local(topo, topo.nodes(NodeKind::Net)[first], NodeKind::Gpu);
-    let nets_per_gpu = nets.len().div_ceil(local_gpus.len().max(1));
-    let mut net = topo.node(gpu).gpu()?.dev.max(0) as usize;
-    if nets.len().is_power_of_two() {
-        net = mirror_bits(net, nets.len());
-    }
-    net += channel % nets_per_gpu.max(1);
-    Some(nets[net % nets.len()])
+    Some(
+        LocalMemo::new(topo)
+            .local_nets(topo, gpu_index)?
+            .on_channel(channel),
+    )
 }
 
 /// `ncclTopoGetLocalGpu`: the GPU (index) that uses this NET on some channel.
 pub fn local_gpu(topo: &Topology, net_index: usize) -> Option<usize> {
-    let net = *topo.nodes(NodeKind::Net).get(net_index)?;
-    let local_gpus = best_local(topo, net, NodeKind::Gpu);
-    for channel in 0..64 {
-        for &g in &local_gpus {
-            if local_net(topo, g, channel) == Some(net_index) {
-                return Some(g);
-            }
-        }
-    }
-    None
+    LocalMemo::new(topo).local_gpu(topo, net_index)
 }
 
 /// `ncclTopoCheckGdr` for writes (receives), as the path computation asks it.

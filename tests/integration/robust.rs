@@ -651,11 +651,11 @@ fn peak_rss(args: &[&str]) -> Option<(i32, u64, Duration)> {
     if !time.exists() {
         return None;
     }
-    let report = std::env::temp_dir().join(format!(
-        "planner-robust-{}-rss-{}",
-        std::process::id(),
-        args.len()
-    ));
+    // Tests run in parallel threads: one report file per call.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let report =
+        std::env::temp_dir().join(format!("planner-robust-{}-rss-{call}", std::process::id()));
     let start = Instant::now();
     let out = std::process::Command::new(time)
         .arg("-f")
@@ -678,6 +678,24 @@ fn peak_rss(args: &[&str]) -> Option<(i32, u64, Duration)> {
     Some((out.status.code().unwrap_or(-1), kib * 1024, took))
 }
 
+/// `planner ARGS` exits 0 with a peak RSS under the 100 MB (checked where /usr/bin/time exists) and within
+/// a loose 30 s (the 1 s target is measured and stated in README "Limits", not asserted on a shared machine).
+fn succeeds_within_100_mb(args: &[&str]) {
+    let Some((code, rss, took)) = peak_rss(args) else {
+        eprintln!("no /usr/bin/time: peak memory not measured");
+        let (code, err, _) = run(args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        return;
+    };
+    assert_eq!(code, 0, "{args:?}");
+    assert!(
+        rss < 100_000_000,
+        "{args:?}: peak RSS {} MB",
+        rss / 1_000_000
+    );
+    assert!(took < Duration::from_secs(30), "{args:?} took {took:?}");
+}
+
 #[test]
 fn a_576_gpu_cluster_fits_in_100_mb() {
     // 72 nodes of 8 H100 (576 GPUs, NVL72-sized): topo and explain stay under the 100 MB.
@@ -694,19 +712,24 @@ fn a_576_gpu_cluster_fits_in_100_mb() {
         ]
         .as_slice(),
     ] {
-        let Some((code, rss, took)) = peak_rss(args) else {
-            eprintln!("no /usr/bin/time: peak memory not measured");
-            let (code, err, _) = run(args);
-            assert_eq!(code, 0, "{args:?}: {err}");
-            continue;
-        };
-        assert_eq!(code, 0, "{args:?}");
-        assert!(
-            rss < 100_000_000,
-            "{args:?}: peak RSS {} MB",
-            rss / 1_000_000
-        );
-        assert!(took < Duration::from_secs(30), "{args:?} took {took:?}");
+        succeeds_within_100_mb(args);
+    }
+}
+
+#[test]
+fn the_largest_node_with_a_nic_per_gpu_fits_in_100_mb() {
+    // NCCL 2.28's largest host: 576 GPUs and 576 NICs, 1.3 million paths between CPU, GPU, NET and NVS nodes. The
+    // path table keeps 16 bytes per path and one shared list of links that the search follows too (before: 210 MB
+    // and 2.5 s, most of it in `ncclTopoGetLocal` asked a billion times). Time is measured, not asserted tightly:
+    // README "Limits" states it.
+    let f = scratch("board-576-576.xml", board(576, 576).as_bytes());
+    let path = f.to_str().unwrap();
+    for args in [
+        ["channels", "--topo", path].as_slice(),
+        ["explain", "--topo", path, "--size", "16M"].as_slice(),
+        ["explain", "--topo", path, "--size", "16M", "--nodes", "2"].as_slice(),
+    ] {
+        succeeds_within_100_mb(args);
     }
 }
 
