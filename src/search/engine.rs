@@ -779,7 +779,7 @@ impl<'a> Searcher<'a> {
             }
             g.inter[nch * 2] = net.id;
             g.latency_inter = net.latency;
-            self.charge_net(&net, -bw);
+            self.charge_net(n, -bw);
 
             if head_pattern {
                 // NVLS / CollNet direct only pair NICs with their local GPU to pick heads.
@@ -874,16 +874,15 @@ impl<'a> Searcher<'a> {
                     }
                 }
             }
-            self.charge_net(&net, bw);
+            self.charge_net(n, bw);
         }
     }
 
     /// NETs on the same asic and port share bandwidth.
-    fn charge_net(&mut self, net: &super::system::SNet, delta: f32) {
-        for (m, other) in self.sys.nets.iter().enumerate() {
-            if other.asic == net.asic && other.port == net.port {
-                self.st.net_bw[m] += delta;
-            }
+    fn charge_net(&mut self, net: usize, delta: f32) {
+        let sys = self.sys;
+        for &m in &sys.net_port_peers[net] {
+            self.st.net_bw[m] += delta;
         }
     }
 

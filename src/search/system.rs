@@ -103,6 +103,8 @@ pub struct SearchSystem {
     /// `gpuPciBw`, truncated to an int as NCCL's score does; -1 without a PCI link.
     pub gpu_pci_bw: Vec<i32>,
     pub nets: Vec<SNet>,
+    /// Per NET, the NETs (itself included) on the same asic and port, which share its bandwidth.
+    pub net_port_peers: Vec<Vec<usize>>,
     pub n_nvs: usize,
     pub gpu_gpu: Vec<SPath>,
     pub gpu_net: Vec<SPath>,
@@ -287,6 +289,14 @@ impl SearchSystem {
             gpu_label,
             gpu_cc,
             gpu_pci_bw: gpus.iter().map(|&g| gpu_pci_bw(topo, g)).collect(),
+            net_port_peers: snets
+                .iter()
+                .map(|a| {
+                    (0..snets.len())
+                        .filter(|&m| snets[m].asic == a.asic && snets[m].port == a.port)
+                        .collect()
+                })
+                .collect(),
             nets: snets,
             n_nvs: nvs.len().min(1),
             gpu_gpu,
