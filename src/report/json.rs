@@ -138,7 +138,7 @@ pub fn write_streamed(
         write_list(out, &lists[index], found[index].0.as_deref(), indent)?;
         written = at + marker_len;
     }
-    out.write_all(head[written..].as_bytes())?;
+    out.write_all(&head.as_bytes()[written..])?;
     out.write_all(b"\n")
 }
 
