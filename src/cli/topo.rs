@@ -5,6 +5,7 @@ use crate::error::{Error, Result};
 use crate::report::topo as view;
 use crate::topo::fixtures;
 use crate::xml;
+use std::io::{BufWriter, Write};
 
 #[derive(Debug, clap::Args)]
 pub struct TopoArgs {
@@ -33,23 +34,22 @@ pub struct FixturesArgs {
 
 pub fn run_topo(args: &TopoArgs) -> Result<()> {
     let cluster = args.source.source().load()?;
-    let text = if args.xml {
-        xml::write(&cluster.node.xml)
-    } else if args.dot {
-        view::render_dot(&cluster.node)
-    } else {
-        let report = view::report(&cluster);
-        if args.json {
-            // view::render_json's text with the `nccl_env` object (the path knobs applied) after the report.
-            let doc = crate::nccl_env::WithNcclEnv::new(&report, &args.source.nccl_env);
-            let mut text = crate::report::json::render(&doc, "")?;
-            text.push('\n');
-            text
-        } else {
-            crate::report::text(&view::render_text(&report)).into_owned()
-        }
-    };
-    emit(&text, args.out.as_deref())
+    let out = args.out.as_deref();
+    if args.xml {
+        return emit(&xml::write(&cluster.node.xml), out);
+    }
+    if args.dot {
+        return emit(&view::render_dot(&cluster.node), out);
+    }
+    let report = view::report(&cluster);
+    if args.json {
+        // The report with the `nccl_env` object (the path knobs applied) after it, written item by item: at
+        // 576 GPUs x 576 NICs it is 100 MB of text.
+        let head = view::json_head(&report);
+        let doc = crate::nccl_env::WithNcclEnv::new(&head, &args.source.nccl_env);
+        return write_out(out, |w| view::write_json(w, &doc, &report));
+    }
+    emit(&crate::report::text(&view::render_text(&report)), out)
 }
 
 pub fn run_fixtures(args: &FixturesArgs) -> Result<()> {
@@ -62,14 +62,26 @@ pub fn run_fixtures(args: &FixturesArgs) -> Result<()> {
 }
 
 fn emit(text: &str, output: Option<&str>) -> Result<()> {
+    write_out(output, |w| w.write_all(text.as_bytes()))
+}
+
+/// `write` to FILE (`-o`) or stdout, buffered.
+fn write_out(
+    output: Option<&str>,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
     match output {
-        Some(path) => std::fs::write(path, text)
+        Some(path) => std::fs::File::create(path)
+            .and_then(|file| {
+                let mut w = BufWriter::new(file);
+                write(&mut w)?;
+                w.flush()
+            })
             .map_err(|e| Error::bad_input(format!("{path}: cannot write: {e}"))),
         None => {
-            use std::io::Write;
-            let mut out = std::io::stdout().lock();
+            let mut w = BufWriter::new(std::io::stdout().lock());
             // A closed pipe (`planner topo | head`) is not an error worth a message.
-            match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+            match write(&mut w).and_then(|_| w.flush()) {
                 Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
                     Err(Error::runtime(format!("cannot write to stdout: {e}")))
                 }

@@ -10,6 +10,10 @@
 //!
 //! Plus `--json` (both views), `--xml` (the NCCL topology file) and `--dot`
 //! (Graphviz of NCCL's graph).
+//!
+//! Sized for NCCL's largest node (576 GPUs and 576 NICs: a 1152 x 1152 matrix and 663,552 paths): the report
+//! holds the pairs compactly, the text view summarises the pairs above `FULL_VIEW_MAX_DEVICES`, and `--json`
+//! writes the long lists item by item (`write_json`).
 
 use crate::topo::fixtures::Fixture;
 use crate::topo::{Cluster, NodeData, NodeKind, PathType, Topology};
@@ -17,8 +21,16 @@ use crate::xml::XmlNode;
 use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
 use petgraph::stable_graph::NodeIndex;
 use petgraph::visit::{EdgeRef, IntoEdgeReferences};
-use serde::Serialize;
+use serde::ser::SerializeSeq;
+use serde::{Serialize, Serializer};
 use std::collections::HashMap;
+use std::fmt;
+
+/// Above this many GPUs or NICs per node the text view summarises its matrices (pairs grouped by link, path type
+/// and bandwidth): a table of more columns than this is not read by a person; `--json` lists every pair. Every
+/// committed fixture is below it (the largest, the NVL72 domain of `gb200-nvl72-tray --nodes 18`, has 72 GPUs
+/// and 72 NICs).
+pub const FULL_VIEW_MAX_DEVICES: usize = 128;
 
 /// NCCL's NET bandwidth: `speed` in Mb/s divided by 8000 gives GB/s (`topo.cc`).
 pub fn net_bw_gbs(speed_mbps: f64) -> f64 {
@@ -78,10 +90,81 @@ pub struct NetInfo {
 pub struct LinkMatrix {
     /// `GPU0.., NIC0..`
     pub columns: Vec<String>,
-    /// One row per column (same order): cells `X`, `NV18`, `PIX`, `PXB`, `PHB`, `NODE`, `SYS`.
-    pub rows: Vec<Vec<String>>,
+    /// One row per column (same order).
+    pub rows: MatrixRows,
     /// NIC legend: `NIC0` is `mlx5_0`.
     pub nic_legend: Vec<NicLegend>,
+}
+
+/// One cell of the matrix, in nvidia-smi's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LinkCell {
+    /// `X`: the device itself.
+    Own,
+    /// `NV#`: a bonded set of # NVLinks.
+    Nv(u32),
+    Pix,
+    Pxb,
+    Phb,
+    Node,
+    Sys,
+}
+
+impl fmt::Display for LinkCell {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            LinkCell::Own => f.write_str("X"),
+            LinkCell::Nv(count) => write!(f, "NV{count}"),
+            LinkCell::Pix => f.write_str("PIX"),
+            LinkCell::Pxb => f.write_str("PXB"),
+            LinkCell::Phb => f.write_str("PHB"),
+            LinkCell::Node => f.write_str("NODE"),
+            LinkCell::Sys => f.write_str("SYS"),
+        }
+    }
+}
+
+impl Serialize for LinkCell {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// The square of cells, row by row (one `LinkCell` a cell: 1.3 M of them at 576 GPUs and 576 NICs).
+/// Serialises as a list of rows, each a list of cell texts.
+#[derive(Debug, Clone, Default)]
+pub struct MatrixRows {
+    size: usize,
+    cells: Vec<LinkCell>,
+}
+
+impl MatrixRows {
+    /// Rows (= columns).
+    pub fn len(&self) -> usize {
+        self.size
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.size == 0
+    }
+
+    pub fn row(&self, index: usize) -> &[LinkCell] {
+        &self.cells[index * self.size..(index + 1) * self.size]
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &[LinkCell]> {
+        self.cells.chunks(self.size.max(1))
+    }
+}
+
+impl Serialize for MatrixRows {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(self.size))?;
+        for row in self.iter() {
+            seq.serialize_element(row)?;
+        }
+        seq.end()
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -91,14 +174,108 @@ pub struct NicLegend {
 }
 
 /// One path as NCCL computed it.
-#[derive(Debug, Clone, Serialize)]
-pub struct PathInfo {
-    pub from: String,
-    pub to: String,
-    #[serde(rename = "type")]
-    pub ptype: String,
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PathCell {
+    pub ptype: PathType,
+    /// Bottleneck bandwidth, GB/s.
     pub bw_gbs: f64,
-    pub hops: usize,
+    /// Links crossed.
+    pub hops: u32,
+}
+
+/// NCCL's paths from each GPU (`from`) to each target (`to`: GPUs or NETs), row by row; between GPUs, a GPU's
+/// path to itself is left out. Serialises as a list of `PathEntry`.
+#[derive(Debug, Clone, Default)]
+pub struct PathTable {
+    from: Vec<String>,
+    to: Vec<String>,
+    /// `from` and `to` are the same GPUs and the diagonal is left out.
+    skip_self: bool,
+    cells: Vec<PathCell>,
+}
+
+/// One path of a `PathTable` as `--json` lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct PathEntry<'a> {
+    pub from: &'a str,
+    pub to: &'a str,
+    #[serde(rename = "type")]
+    pub ptype: &'static str,
+    pub bw_gbs: f64,
+    pub hops: u32,
+}
+
+impl PathTable {
+    fn build(
+        from: Vec<String>,
+        to: Vec<String>,
+        skip_self: bool,
+        mut cell: impl FnMut(usize, usize) -> PathCell,
+    ) -> Self {
+        let mut cells = Vec::with_capacity(from.len() * to.len());
+        for i in 0..from.len() {
+            for j in 0..to.len() {
+                if !(skip_self && i == j) {
+                    cells.push(cell(i, j));
+                }
+            }
+        }
+        PathTable {
+            from,
+            to,
+            skip_self,
+            cells,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.cells.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cells.is_empty()
+    }
+
+    /// The path from `from[i]` to `to[j]`; None on the left-out diagonal or out of range.
+    pub fn get(&self, i: usize, j: usize) -> Option<&PathCell> {
+        if i >= self.from.len() || j >= self.to.len() || (self.skip_self && i == j) {
+            return None;
+        }
+        let row = self.to.len() - usize::from(self.skip_self);
+        let col = if self.skip_self && j > i { j - 1 } else { j };
+        self.cells.get(i * row + col)
+    }
+
+    /// The `index`-th path in list order.
+    pub fn entry(&self, index: usize) -> PathEntry<'_> {
+        let row = self.to.len() - usize::from(self.skip_self);
+        let (i, mut j) = (index / row, index % row);
+        if self.skip_self && j >= i {
+            j += 1;
+        }
+        let cell = &self.cells[index];
+        PathEntry {
+            from: &self.from[i],
+            to: &self.to[j],
+            ptype: cell.ptype.nccl_name(),
+            bw_gbs: cell.bw_gbs,
+            hops: cell.hops,
+        }
+    }
+
+    pub fn cells(&self) -> &[PathCell] {
+        &self.cells
+    }
+}
+
+impl Serialize for PathTable {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(self.len()))?;
+        for index in 0..self.len() {
+            seq.serialize_element(&self.entry(index))?;
+        }
+        seq.end()
+    }
 }
 
 /// What `--nodes N` adds: the network between the hosts.
@@ -127,8 +304,8 @@ pub struct TopoReport {
     pub nets: Vec<NetInfo>,
     pub matrix: LinkMatrix,
     /// GPU to GPU, then GPU to NET, in matrix order.
-    pub gpu_paths: Vec<PathInfo>,
-    pub net_paths: Vec<PathInfo>,
+    pub gpu_paths: PathTable,
+    pub net_paths: PathTable,
     /// Present when `nodes > 1`.
     pub network: Option<NetworkInfo>,
     /// Present only on an MNNVL domain: several OS nodes fused into one NVLink domain (`topo::mnnvl`).
@@ -224,9 +401,9 @@ impl<'a> XmlFacts<'a> {
     /// (as in VMs) or the host has a single CPU node (workstations), and behind
     /// different host bridges of one NUMA node (NODE) otherwise, as on servers
     /// where each x16 root port heads its own host bridge.
-    fn pci_relation(&self, a: &PciPlace, b: &PciPlace) -> &'static str {
+    fn pci_relation(&self, a: &PciPlace, b: &PciPlace) -> LinkCell {
         if a.cpu != b.cpu {
-            return "SYS";
+            return LinkCell::Sys;
         }
         // Switches above each endpoint (the endpoint itself is the last entry).
         let above_a = &a.chain[..a.chain.len().saturating_sub(1)];
@@ -239,16 +416,20 @@ impl<'a> XmlFacts<'a> {
         if common > 0 {
             // Bridges crossed: from each endpoint up to the common switch.
             let crossed = (above_a.len() - common) + (above_b.len() - common) + 1;
-            return if crossed <= 1 { "PIX" } else { "PXB" };
+            return if crossed <= 1 {
+                LinkCell::Pix
+            } else {
+                LinkCell::Pxb
+            };
         }
         let same_root_bus = match (a.chain.first(), b.chain.first()) {
             (Some(x), Some(y)) => root_bus(x) == root_bus(y),
             _ => false,
         };
         if same_root_bus || self.cpus.len() == 1 {
-            "PHB"
+            LinkCell::Phb
         } else {
-            "NODE"
+            LinkCell::Node
         }
     }
 }
@@ -298,19 +479,15 @@ fn range_text(a: usize, b: usize) -> String {
     }
 }
 
-fn path_info(topo: &Topology, from: NodeIndex, to: NodeIndex, names: (&str, &str)) -> PathInfo {
+fn path_cell(topo: &Topology, from: NodeIndex, to: NodeIndex) -> PathCell {
     match topo.path(from, to) {
-        Some(p) => PathInfo {
-            from: names.0.to_string(),
-            to: names.1.to_string(),
-            ptype: p.ptype.nccl_name().to_string(),
+        Some(p) => PathCell {
+            ptype: p.ptype,
             bw_gbs: p.bw,
-            hops: p.hops(),
+            hops: u32::try_from(p.hops()).unwrap_or(u32::MAX),
         },
-        None => PathInfo {
-            from: names.0.to_string(),
-            to: names.1.to_string(),
-            ptype: PathType::Dis.nccl_name().to_string(),
+        None => PathCell {
+            ptype: PathType::Dis,
             bw_gbs: 0.0,
             hops: 0,
         },
@@ -391,20 +568,15 @@ pub fn report(cluster: &Cluster) -> TopoReport {
         .count();
     let matrix = link_matrix(&facts, &gpus[..first_host_gpus], &nets);
 
-    let mut gpu_paths = Vec::new();
-    for (a, ga) in gpu_nodes.iter().zip(&gpus) {
-        for (b, gb) in gpu_nodes.iter().zip(&gpus) {
-            if a.0 != b.0 {
-                gpu_paths.push(path_info(topo, a.0, b.0, (&ga.name, &gb.name)));
-            }
-        }
-    }
-    let mut net_paths = Vec::new();
-    for (a, ga) in gpu_nodes.iter().zip(&gpus) {
-        for ((b, _), nb) in net_nodes.iter().zip(&nets) {
-            net_paths.push(path_info(topo, a.0, *b, (&ga.name, &nb.name)));
-        }
-    }
+    let gpu_names: Vec<String> = gpus.iter().map(|g| g.name.clone()).collect();
+    let net_names: Vec<String> = nets.iter().map(|n| n.name.clone()).collect();
+    // Each GPU node once in `gpu_nodes`: the diagonal is exactly a GPU's path to itself.
+    let gpu_paths = PathTable::build(gpu_names.clone(), gpu_names.clone(), true, |i, j| {
+        path_cell(topo, gpu_nodes[i].0, gpu_nodes[j].0)
+    });
+    let net_paths = PathTable::build(gpu_names, net_names, false, |i, k| {
+        path_cell(topo, gpu_nodes[i].0, net_nodes[k].0)
+    });
 
     let network = (cluster.n_nodes > 1).then(|| {
         let bw_per_nic_gbs: Vec<f64> = nets.iter().map(|n| n.bw_gbs).collect();
@@ -501,29 +673,32 @@ fn link_matrix(facts: &XmlFacts, gpus: &[GpuInfo], nets: &[NetInfo]) -> LinkMatr
             });
         }
     }
-    let relation = |a: &MatrixEntry, b: &MatrixEntry| -> String {
+    let relation = |a: &MatrixEntry, b: &MatrixEntry| -> LinkCell {
         if a.name == b.name {
-            return "X".to_string();
+            return LinkCell::Own;
         }
         if a.gpu && b.gpu {
             let nv = a.nvlinks_to(b);
             if nv > 0 {
-                return format!("NV{nv}");
+                return LinkCell::Nv(nv);
             }
         }
         match (a.place, b.place) {
-            (Some(pa), Some(pb)) => facts.pci_relation(pa, pb).to_string(),
+            (Some(pa), Some(pb)) => facts.pci_relation(pa, pb),
             // A GPU the XML does not place under a CPU: nothing known.
-            _ => "SYS".to_string(),
+            _ => LinkCell::Sys,
         }
     };
-    let rows = entries
-        .iter()
-        .map(|a| entries.iter().map(|b| relation(a, b)).collect())
-        .collect();
+    let mut cells = Vec::with_capacity(entries.len() * entries.len());
+    for a in &entries {
+        cells.extend(entries.iter().map(|b| relation(a, b)));
+    }
     LinkMatrix {
+        rows: MatrixRows {
+            size: entries.len(),
+            cells,
+        },
         columns: entries.into_iter().map(|e| e.name).collect(),
-        rows,
         nic_legend,
     }
 }
@@ -539,10 +714,20 @@ const LEGEND: &str = "Legend:
   NV#  = Connection traversing a bonded set of # NVLinks
 ";
 
+/// Whether the text view summarises its matrices: more than `FULL_VIEW_MAX_DEVICES` GPUs or NICs.
+pub fn summarised(report: &TopoReport) -> bool {
+    report.gpus.len() > FULL_VIEW_MAX_DEVICES || report.nets.len() > FULL_VIEW_MAX_DEVICES
+}
+
 /// The matrix exactly as `nvidia-smi topo -m` prints it: tab-separated, ` X `
 /// on the diagonal, CPU/NUMA affinity and GPU NUMA ID after the GPU rows, NIC
-/// rows without them, then the legend and the NIC legend.
+/// rows without them, then the legend and the NIC legend. Summarised when
+/// `summarised` (its cells grouped by pair and link).
 pub fn render_nvidia_smi(report: &TopoReport) -> String {
+    use std::fmt::Write;
+    if summarised(report) {
+        return render_nvidia_smi_summary(report);
+    }
     let m = &report.matrix;
     let mut out = String::new();
     for col in &m.columns {
@@ -550,11 +735,15 @@ pub fn render_nvidia_smi(report: &TopoReport) -> String {
         out.push_str(col);
     }
     out.push_str("\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n");
-    for (name, row) in m.columns.iter().zip(&m.rows) {
+    for (name, row) in m.columns.iter().zip(m.rows.iter()) {
         out.push_str(name);
         for cell in row {
             out.push('\t');
-            out.push_str(if cell == "X" { " X " } else { cell });
+            match cell {
+                LinkCell::Own => out.push_str(" X "),
+                // Writing to a String cannot fail.
+                cell => _ = write!(out, "{cell}"),
+            }
         }
         if let Some(g) = report.gpus.iter().find(|g| &g.name == name) {
             let affinity = g.cpu_affinity.as_deref().unwrap_or("N/A");
@@ -574,6 +763,73 @@ pub fn render_nvidia_smi(report: &TopoReport) -> String {
     out
 }
 
+/// The matrix's cells counted by pair (GPU-GPU, GPU-NIC, NIC-NIC) and link, the GPUs' affinities grouped.
+fn render_nvidia_smi_summary(report: &TopoReport) -> String {
+    let m = &report.matrix;
+    let n_gpus = m.columns.len().saturating_sub(m.nic_legend.len());
+    let mut counts: HashMap<(&str, LinkCell), usize> = HashMap::new();
+    for (i, row) in m.rows.iter().enumerate() {
+        for (j, &cell) in row.iter().enumerate() {
+            let pair = match (i < n_gpus, j < n_gpus) {
+                _ if i == j => continue,
+                (true, true) => "GPU-GPU",
+                (true, false) => "GPU-NIC",
+                // The NIC rows' GPU columns mirror the GPU rows' NIC columns.
+                (false, true) => continue,
+                (false, false) => "NIC-NIC",
+            };
+            *counts.entry((pair, cell)).or_default() += 1;
+        }
+    }
+    let mut groups: Vec<_> = counts.into_iter().collect();
+    groups.sort_unstable();
+    let mut out = format!(
+        "Link matrix (nvidia-smi topo -m) of {} GPUs and {} NICs, summarised above {} GPUs or NICs: cells by pair \
+         and link (GPU-NIC: the GPU rows; --json lists every cell in matrix.rows):\n",
+        n_gpus,
+        m.nic_legend.len(),
+        FULL_VIEW_MAX_DEVICES
+    );
+    let mut t = table();
+    t.set_header(vec!["pair", "link", "cells"]);
+    for ((pair, cell), count) in groups {
+        t.add_row(vec![pair.to_string(), cell.to_string(), count.to_string()]);
+    }
+    if let Some(col) = t.column_mut(2) {
+        col.set_cell_alignment(CellAlignment::Right);
+    }
+    out.push_str(&t.to_string());
+    out.push('\n');
+    out.push_str("\nCPU Affinity and NUMA Affinity of the GPUs:\n");
+    let mut affinities: Vec<(&str, String, usize, &str)> = Vec::new();
+    for g in report.gpus.iter().take(n_gpus) {
+        let affinity = g.cpu_affinity.as_deref().unwrap_or("N/A");
+        let numa = g.numa.map_or("N/A".to_string(), |n| n.to_string());
+        match affinities
+            .iter_mut()
+            .find(|(a, n, _, _)| *a == affinity && *n == numa)
+        {
+            Some(group) => group.2 += 1,
+            None => affinities.push((affinity, numa, 1, &g.name)),
+        }
+    }
+    for (affinity, numa, count, first) in affinities {
+        out.push_str(&format!(
+            "  {count} GPU{} (first {first}): CPU Affinity {affinity}, NUMA Affinity {numa}\n",
+            plural(count)
+        ));
+    }
+    out.push('\n');
+    out.push_str(LEGEND);
+    if let (Some(first), Some(last)) = (m.nic_legend.first(), m.nic_legend.last()) {
+        out.push_str(&format!(
+            "\nNIC Legend: {} to {} are {} to {} (--json: matrix.nic_legend)\n",
+            first.column, last.column, first.name, last.name
+        ));
+    }
+    out
+}
+
 fn table() -> Table {
     let mut t = Table::new();
     t.load_style(presets::UTF8_FULL_CONDENSED)
@@ -582,54 +838,73 @@ fn table() -> Table {
     t
 }
 
-fn cell_text(p: &PathInfo) -> String {
-    format!("{} {:.1}", p.ptype, p.bw_gbs)
+fn cell_text(p: &PathCell) -> String {
+    format!("{} {:.1}", p.ptype.nccl_name(), p.bw_gbs)
 }
 
-/// The path from `from` to `to` in `paths`: at `guess`, where `report` puts it, when the names there match and
-/// `names_unique` (then no earlier entry has them: O(1)), else the first with those names.
-fn find_path<'a>(
-    paths: &'a [PathInfo],
-    names_unique: bool,
-    guess: usize,
-    from: &str,
-    to: &str,
-) -> Option<&'a PathInfo> {
-    match paths.get(guess) {
-        Some(p) if names_unique && p.from == from && p.to == to => Some(p),
-        _ => paths.iter().find(|p| p.from == from && p.to == to),
+/// Paths counted by type and bandwidth as the full table prints them (`TYPE 12.3`): best type first, then
+/// highest bandwidth.
+fn path_groups(cells: &[PathCell]) -> Vec<(PathType, String, usize)> {
+    let mut exact: HashMap<(PathType, u64), usize> = HashMap::new();
+    for c in cells {
+        *exact.entry((c.ptype, c.bw_gbs.to_bits())).or_default() += 1;
     }
+    let mut exact: Vec<(PathType, f64, usize)> = exact
+        .into_iter()
+        .map(|((ptype, bits), count)| (ptype, f64::from_bits(bits), count))
+        .collect();
+    exact.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
+    let mut groups: Vec<(PathType, String, usize)> = Vec::new();
+    for (ptype, bw, count) in exact {
+        let text = format!("{bw:.1}");
+        match groups.last_mut() {
+            Some(g) if g.0 == ptype && g.1 == text => g.2 += count,
+            _ => groups.push((ptype, text, count)),
+        }
+    }
+    groups
 }
 
-fn all_unique<'a>(names: impl Iterator<Item = &'a str>) -> bool {
-    let mut seen = std::collections::HashSet::new();
-    names.into_iter().all(|n| seen.insert(n))
-}
-
-/// NCCL's view: a GPU x GPU table and a GPU x NET table of `TYPE GB/s` (O(GPUs x (GPUs + NICs))).
-pub fn render_nccl_view(report: &TopoReport) -> String {
-    // `report` lists GPU pairs row by row without the diagonal, and GPU-NIC pairs row by row.
-    let gpu_names_unique = all_unique(report.gpus.iter().map(|g| g.name.as_str()));
-    let net_names_unique =
-        gpu_names_unique && all_unique(report.nets.iter().map(|n| n.name.as_str()));
-    let mut out = String::new();
-    out.push_str("NCCL paths, GPU to GPU (path type, bottleneck GB/s):\n");
+/// One path table of NCCL's view, in full (`from` GPU rows, `to` columns of `TYPE GB/s`), or summarised.
+fn render_paths(
+    out: &mut String,
+    what: &str,
+    paths: &PathTable,
+    columns: &[&str],
+    summary: bool,
+    json_key: &str,
+) {
+    if summary {
+        out.push_str(&format!(
+            "NCCL paths, {what} (path type, bottleneck GB/s), summarised above {FULL_VIEW_MAX_DEVICES} GPUs or \
+             NICs: {} pairs by type and bandwidth (--json lists every pair in {json_key}):\n",
+            paths.len()
+        ));
+        let mut t = table();
+        t.set_header(vec!["type", "GB/s", "pairs"]);
+        for (ptype, bw, count) in path_groups(paths.cells()) {
+            t.add_row(vec![ptype.nccl_name().to_string(), bw, count.to_string()]);
+        }
+        align_right(&mut t);
+        out.push_str(&t.to_string());
+        out.push('\n');
+        return;
+    }
+    out.push_str(&format!(
+        "NCCL paths, {what} (path type, bottleneck GB/s):\n"
+    ));
     let mut t = table();
     // Rows are the sources: the corner says so (no unlabelled column).
     let mut header = vec!["from".to_string()];
-    header.extend(report.gpus.iter().map(|g| g.name.clone()));
+    header.extend(columns.iter().map(|c| c.to_string()));
     t.set_header(header);
-    let n_gpus = report.gpus.len();
-    for (i, g) in report.gpus.iter().enumerate() {
-        let mut row = vec![g.name.clone()];
-        for (j, h) in report.gpus.iter().enumerate() {
-            if g.name == h.name {
+    for (i, from) in paths.from.iter().enumerate() {
+        let mut row = vec![from.clone()];
+        for j in 0..columns.len() {
+            if paths.skip_self && i == j {
                 row.push("X".to_string());
             } else {
-                let guess =
-                    i * n_gpus.saturating_sub(1) + if j < i { j } else { j.saturating_sub(1) };
-                let p = find_path(&report.gpu_paths, gpu_names_unique, guess, &g.name, &h.name);
-                row.push(p.map_or("-".to_string(), cell_text));
+                row.push(paths.get(i, j).map_or("-".to_string(), cell_text));
             }
         }
         t.add_row(row);
@@ -637,37 +912,70 @@ pub fn render_nccl_view(report: &TopoReport) -> String {
     align_right(&mut t);
     out.push_str(&t.to_string());
     out.push('\n');
+}
+
+/// NCCL's view: a GPU x GPU table and a GPU x NET table of `TYPE GB/s` (O(GPUs x (GPUs + NICs))), summarised
+/// when `summarised`, then the NICs.
+pub fn render_nccl_view(report: &TopoReport) -> String {
+    let summary = summarised(report);
+    let mut out = String::new();
+    let gpu_names: Vec<&str> = report.gpus.iter().map(|g| g.name.as_str()).collect();
+    render_paths(
+        &mut out,
+        "GPU to GPU",
+        &report.gpu_paths,
+        &gpu_names,
+        summary,
+        "gpu_paths",
+    );
     if report.nets.is_empty() {
         out.push_str("No NIC: NCCL has no network device on this host.\n");
         return out;
     }
-    out.push_str("\nNCCL paths, GPU to NIC (path type, bottleneck GB/s):\n");
-    let mut t = table();
-    let mut header = vec!["from".to_string()];
-    header.extend(report.nets.iter().map(|n| n.name.clone()));
-    t.set_header(header);
-    for (i, g) in report.gpus.iter().enumerate() {
-        let mut row = vec![g.name.clone()];
-        for (k, n) in report.nets.iter().enumerate() {
-            let guess = i * report.nets.len() + k;
-            let p = find_path(&report.net_paths, net_names_unique, guess, &g.name, &n.name);
-            row.push(p.map_or("-".to_string(), cell_text));
-        }
-        t.add_row(row);
-    }
-    align_right(&mut t);
-    out.push_str(&t.to_string());
     out.push('\n');
+    let net_names: Vec<&str> = report.nets.iter().map(|n| n.name.as_str()).collect();
+    render_paths(
+        &mut out,
+        "GPU to NIC",
+        &report.net_paths,
+        &net_names,
+        summary,
+        "net_paths",
+    );
     out.push_str("\nNICs (NCCL NET bandwidth = speed / 8000):\n");
-    for n in &report.nets {
-        out.push_str(&format!(
-            "  {:<10} dev {:<2} {:>7.0} Mb/s = {:>6.1} GB/s  gdr {}  latency {} µs{}\n",
-            n.name,
-            n.dev,
+    let nic_line = |n: &NetInfo| {
+        format!(
+            "{:>7.0} Mb/s = {:>6.1} GB/s  gdr {}  latency {} µs",
             n.speed_mbps,
             n.bw_gbs,
             u8::from(n.gdr),
-            n.latency_us,
+            n.latency_us
+        )
+    };
+    if summary {
+        // Grouped by what the line says apart from name, dev and bus id.
+        let mut groups: Vec<(String, usize, &str)> = Vec::new();
+        for n in &report.nets {
+            let line = nic_line(n);
+            match groups.iter_mut().find(|g| g.0 == line) {
+                Some(g) => g.1 += 1,
+                None => groups.push((line, 1, &n.name)),
+            }
+        }
+        for (line, count, first) in groups {
+            out.push_str(&format!(
+                "  {count} NIC{} (first {first}): {line}\n",
+                plural(count)
+            ));
+        }
+        return out;
+    }
+    for n in &report.nets {
+        out.push_str(&format!(
+            "  {:<10} dev {:<2} {}{}\n",
+            n.name,
+            n.dev,
+            nic_line(n),
             n.busid
                 .as_ref()
                 .map_or(String::new(), |b| format!("  pci {b}"))
@@ -701,7 +1009,7 @@ pub fn render_text(report: &TopoReport) -> String {
         if report.nodes == 1 { "" } else { "s" }
     ));
     out.push_str(&format!(
-        "Per node: {} GPU{} ({sm}){}, {} CPU node{}, {} NIC{}\n\n",
+        "Per node: {} GPU{} ({sm}){}, {} CPU node{}, {} NIC{}\n",
         report.gpus_per_node,
         plural(report.gpus_per_node),
         if report.nvswitch { ", NVSwitch" } else { "" },
@@ -710,6 +1018,13 @@ pub fn render_text(report: &TopoReport) -> String {
         report.nets.len(),
         plural(report.nets.len()),
     ));
+    if summarised(report) {
+        out.push_str(&format!(
+            "More than {FULL_VIEW_MAX_DEVICES} GPUs or NICs per node: the matrices below are summarised (pairs \
+             grouped by link, path type and bandwidth); --json lists every pair.\n"
+        ));
+    }
+    out.push('\n');
     if let Some(info) = &report.mnnvl {
         out.push_str(&info.summary());
         out.push_str("\n(the nvidia-smi view below shows the first OS node; NCCL's view covers the domain)\n\n");
@@ -765,12 +1080,139 @@ fn plural(n: usize) -> &'static str {
     }
 }
 
-/// `--json`: the report as pretty JSON.
+/// `--json`'s document: the report with its long lists (`matrix.rows`, `gpu_paths`, `net_paths`) as
+/// placeholders that `write_json` fills item by item. Built by taking the report apart field by field, so a
+/// field added to `TopoReport` or `LinkMatrix` does not compile until it is placed here too.
+#[derive(Serialize)]
+pub struct JsonHead<'a> {
+    source: &'a str,
+    nodes: usize,
+    gpus_per_node: usize,
+    cpus: usize,
+    nvswitch: bool,
+    gpus: &'a [GpuInfo],
+    nets: &'a [NetInfo],
+    matrix: JsonMatrixHead<'a>,
+    gpu_paths: super::json::Placeholder,
+    net_paths: super::json::Placeholder,
+    network: Option<&'a NetworkInfo>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mnnvl: Option<&'a crate::topo::mnnvl::MnnvlInfo>,
+}
+
+#[derive(Serialize)]
+struct JsonMatrixHead<'a> {
+    columns: &'a [String],
+    rows: super::json::Placeholder,
+    nic_legend: &'a [NicLegend],
+}
+
+/// Placeholder numbers of `JsonHead`, indexes into `json_lists`.
+const MATRIX_ROWS: usize = 0;
+const GPU_PATHS: usize = 1;
+const NET_PATHS: usize = 2;
+
+pub fn json_head(report: &TopoReport) -> JsonHead<'_> {
+    let TopoReport {
+        source,
+        nodes,
+        gpus_per_node,
+        cpus,
+        nvswitch,
+        gpus,
+        nets,
+        matrix,
+        gpu_paths: _,
+        net_paths: _,
+        network,
+        mnnvl,
+    } = report;
+    let LinkMatrix {
+        columns,
+        rows: _,
+        nic_legend,
+    } = matrix;
+    JsonHead {
+        source,
+        nodes: *nodes,
+        gpus_per_node: *gpus_per_node,
+        cpus: *cpus,
+        nvswitch: *nvswitch,
+        gpus,
+        nets,
+        matrix: JsonMatrixHead {
+            columns,
+            rows: super::json::Placeholder(MATRIX_ROWS),
+            nic_legend,
+        },
+        gpu_paths: super::json::Placeholder(GPU_PATHS),
+        net_paths: super::json::Placeholder(NET_PATHS),
+        network: network.as_ref(),
+        mnnvl: mnnvl.as_ref(),
+    }
+}
+
+fn json_lists(report: &TopoReport) -> [super::json::StreamedList<'_>; 3] {
+    use super::json::StreamedList;
+    let rows = &report.matrix.rows;
+    let mut lists = [
+        (
+            MATRIX_ROWS,
+            StreamedList {
+                len: rows.len(),
+                item: Box::new(|i| serde_json::to_value(rows.row(i))),
+                // Cell texts in a list: nothing for the conventions to change.
+                text: Some(Box::new(|i, buf| {
+                    serde_json::to_writer_pretty(buf, rows.row(i))
+                })),
+            },
+        ),
+        (GPU_PATHS, path_list(&report.gpu_paths)),
+        (NET_PATHS, path_list(&report.net_paths)),
+    ];
+    lists.sort_by_key(|(index, _)| *index);
+    lists.map(|(_, list)| list)
+}
+
+/// A path table's entries; as text, with the bandwidth rounded as the conventions round it (the keys and the
+/// upper-case type are the schema's already).
+fn path_list(paths: &PathTable) -> super::json::StreamedList<'_> {
+    // Neighbouring paths mostly share a bandwidth: round each new one once.
+    let last_rounded = std::cell::Cell::new((f64::NAN, f64::NAN));
+    super::json::StreamedList {
+        len: paths.len(),
+        item: Box::new(|i| serde_json::to_value(paths.entry(i))),
+        text: Some(Box::new(move |i, buf| {
+            let mut entry = paths.entry(i);
+            let (raw, rounded) = last_rounded.get();
+            entry.bw_gbs = if raw.to_bits() == entry.bw_gbs.to_bits() {
+                rounded
+            } else {
+                let rounded = super::json::round_float(entry.bw_gbs);
+                last_rounded.set((entry.bw_gbs, rounded));
+                rounded
+            };
+            serde_json::to_writer_pretty(buf, &entry)
+        })),
+    }
+}
+
+/// `--json` of `report` to `out`, the long lists item by item (the same bytes as `json::render` of the report
+/// plus a newline, without holding them): `doc` is `json_head(report)`, alone or with more keys (`WithNcclEnv`).
+pub fn write_json(
+    out: &mut dyn std::io::Write,
+    doc: &impl Serialize,
+    report: &TopoReport,
+) -> std::io::Result<()> {
+    super::json::write_streamed(out, doc, "", &json_lists(report))
+}
+
+/// `--json`: the report as pretty JSON (`write_json` into a String).
 pub fn render_json(report: &TopoReport) -> String {
-    // Serializing plain structs of strings and numbers cannot fail.
-    let mut s = super::json::render(report, "").unwrap_or_default();
-    s.push('\n');
-    s
+    let mut out = Vec::new();
+    // Writing to memory what serialises plain strings and numbers cannot fail.
+    let _ = write_json(&mut out, &json_head(report), report);
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// `--dot`: NCCL's graph for Graphviz, one undirected edge per connected pair
@@ -893,6 +1335,115 @@ mod tests {
     fn root_bus_of_busid() {
         assert_eq!(root_bus("0000:00:06.0"), "0000:00");
         assert_eq!(root_bus("0000:16:00.0"), "0000:16");
+    }
+
+    fn fixture_report(name: &str, nodes: usize) -> TopoReport {
+        let source = crate::pipeline::Source {
+            fixture: Some(name.to_string()),
+            nodes,
+            ..Default::default()
+        };
+        report(&source.load().unwrap())
+    }
+
+    #[test]
+    fn streamed_json_is_the_rendered_report() {
+        // `render_json` writes the long lists item by item; `json::render` of the whole report (the
+        // `Serialize` of every field, lists included, through one `Value`) is what `--json` printed before.
+        for (name, nodes) in [
+            ("h200x2-nvswitch-vm", 1),
+            ("hgx-h100-8", 4),
+            ("pcie-rtx4000ada-2", 1),
+            ("gb200-nvl72-tray", 18),
+        ] {
+            let report = fixture_report(name, nodes);
+            let whole = crate::report::json::render(&report, "").unwrap() + "\n";
+            assert_eq!(render_json(&report), whole, "{name} x {nodes}");
+        }
+    }
+
+    #[test]
+    fn path_table_positions() {
+        // 3 GPUs without the diagonal: entries (0,1) (0,2) (1,0) (1,2) (2,0) (2,1).
+        let names: Vec<String> = (0..3).map(|i| format!("GPU{i}")).collect();
+        let cell = |i: usize, j: usize| PathCell {
+            ptype: PathType::Nvl,
+            bw_gbs: (10 * i + j) as f64,
+            hops: 1,
+        };
+        let table = PathTable::build(names.clone(), names.clone(), true, cell);
+        assert_eq!(table.len(), 6);
+        let listed: Vec<(&str, &str, f64)> = (0..6)
+            .map(|k| table.entry(k))
+            .map(|e| (e.from, e.to, e.bw_gbs))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                ("GPU0", "GPU1", 1.0),
+                ("GPU0", "GPU2", 2.0),
+                ("GPU1", "GPU0", 10.0),
+                ("GPU1", "GPU2", 12.0),
+                ("GPU2", "GPU0", 20.0),
+                ("GPU2", "GPU1", 21.0)
+            ]
+        );
+        assert_eq!(table.get(2, 1).map(|c| c.bw_gbs), Some(21.0));
+        assert_eq!(table.get(1, 1), None);
+        assert_eq!(table.get(3, 0), None);
+        // With the diagonal (GPU to NET): 2 x 3 entries in row order.
+        let nets = PathTable::build(names[..2].to_vec(), names.clone(), false, cell);
+        assert_eq!(nets.len(), 6);
+        assert_eq!(nets.get(1, 1).map(|c| c.bw_gbs), Some(11.0));
+        assert_eq!((nets.entry(4).from, nets.entry(4).to), ("GPU1", "GPU1"));
+        // One GPU: no pair.
+        assert!(PathTable::build(names[..1].to_vec(), names[..1].to_vec(), true, cell).is_empty());
+    }
+
+    #[test]
+    fn path_groups_merge_what_the_table_prints_alike() {
+        let cell = |ptype, bw_gbs| PathCell {
+            ptype,
+            bw_gbs,
+            hops: 2,
+        };
+        let cells = [
+            cell(PathType::Phb, 24.0),
+            cell(PathType::Nvl, 370.8),
+            cell(PathType::Nvl, 370.80000001),
+            cell(PathType::Nvl, 720.0),
+            cell(PathType::Phb, 24.0),
+        ];
+        assert_eq!(
+            path_groups(&cells),
+            [
+                (PathType::Nvl, "720.0".to_string(), 1),
+                (PathType::Nvl, "370.8".to_string(), 2),
+                (PathType::Phb, "24.0".to_string(), 2)
+            ]
+        );
+    }
+
+    #[test]
+    fn small_hosts_print_full_matrices_large_ones_a_summary() {
+        // The largest committed topology, the 72-GPU NVL72 domain, keeps its full tables.
+        let nvl72 = fixture_report("gb200-nvl72-tray", 18);
+        assert_eq!((nvl72.gpus.len(), nvl72.nets.len()), (72, 72));
+        let text = render_text(&nvl72);
+        assert!(!summarised(&nvl72));
+        assert!(!text.contains("summarised"), "{}", &text[..400]);
+        assert!(text.contains("NCCL paths, GPU to GPU (path type, bottleneck GB/s):\n"));
+        // Each NIC column shows its own NET's path (the domain repeats NIC names on every tray).
+        let gpu0_row = text
+            .lines()
+            .skip_while(|l| !l.starts_with("NCCL paths, GPU to NIC"))
+            .find(|l| l.contains(" GPU0 "))
+            .unwrap();
+        let cells: Vec<&str> = gpu0_row.split(['│', '┆']).map(str::trim).collect();
+        for k in 0..72 {
+            let p = nvl72.net_paths.get(0, k).unwrap();
+            assert_eq!(cells[k + 2], cell_text(p), "GPU0 to NET {k}");
+        }
     }
 
     #[test]

@@ -308,7 +308,9 @@ fn the_largest_node_is_shown_and_searched() {
     let out = planner().args(["topo", "--topo", path]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Per node: 576 GPUs"), "{}", &text[..200]);
-    assert!(text.contains("GPU575"));
+    // Above 128 GPUs the views count the pairs instead of listing them.
+    assert!(text.contains("576 GPUs (first GPU0)"), "{text}");
+    assert!(text.contains("| GPU-GPU | NV18 | 331200 |"), "{text}");
 }
 
 #[test]
@@ -647,6 +649,11 @@ fn huge_thread_thresholds_and_nthreads_saturate() {
 /// wall time). None when /usr/bin/time is missing. (The kernel's rusage of a child spawned straight from this
 /// test process would count the test process's own pages, copied at fork, as the child's peak.)
 fn peak_rss(args: &[&str]) -> Option<(i32, u64, Duration)> {
+    peak_rss_and_stdout(args).map(|(code, rss, took, _)| (code, rss, took))
+}
+
+/// `peak_rss` and the command's stdout.
+fn peak_rss_and_stdout(args: &[&str]) -> Option<(i32, u64, Duration, Vec<u8>)> {
     let time = std::path::Path::new("/usr/bin/time");
     if !time.exists() {
         return None;
@@ -675,7 +682,88 @@ fn peak_rss(args: &[&str]) -> Option<(i32, u64, Duration)> {
         .and_then(|l| l.trim().parse().ok())
         .expect("GNU time's %M");
     let _ = std::fs::remove_file(&report);
-    Some((out.status.code().unwrap_or(-1), kib * 1024, took))
+    Some((
+        out.status.code().unwrap_or(-1),
+        kib * 1024,
+        took,
+        out.stdout,
+    ))
+}
+
+#[test]
+fn topo_of_the_largest_node_fits_in_100_mb() {
+    // NCCL's largest node: 576 GPUs and 576 NICs, a 1152 x 1152 link matrix and 663,552 paths. The text view
+    // summarises the pairs; --json lists every one (100 MB of text), written item by item.
+    let f = scratch("board-576-576.xml", board(576, 576).as_bytes());
+    let path = f.to_str().unwrap();
+    let json_file =
+        std::env::temp_dir().join(format!("planner-robust-{}-576.json", std::process::id()));
+    let json_out = json_file.to_str().unwrap();
+    let text_args = ["topo", "--topo", path];
+    let json_args = ["topo", "--topo", path, "--json", "-o", json_out];
+    let mut text = String::new();
+    for args in [text_args.as_slice(), json_args.as_slice()] {
+        let stdout = match peak_rss_and_stdout(args) {
+            Some((code, rss, took, stdout)) => {
+                assert_eq!(code, 0, "{args:?}");
+                assert!(
+                    rss < 100_000_000,
+                    "{args:?}: peak RSS {} MB",
+                    rss / 1_000_000
+                );
+                assert!(took < Duration::from_secs(30), "{args:?} took {took:?}");
+                stdout
+            }
+            None => {
+                eprintln!("no /usr/bin/time: peak memory of {args:?} not measured");
+                let out = planner().args(args).output().unwrap();
+                assert_eq!(out.status.code(), Some(0), "{args:?}");
+                out.stdout
+            }
+        };
+        if args == text_args.as_slice() {
+            text = String::from_utf8(stdout).unwrap();
+        }
+    }
+    // The header says the matrices are summarised, and each view names its grouping.
+    assert!(
+        text.contains("More than 128 GPUs or NICs per node: the matrices below are summarised"),
+        "{}",
+        &text[..400]
+    );
+    assert!(text.contains("cells by pair and link"), "{text}");
+    assert!(text.contains("| GPU-GPU | NV18 | 331200 |"), "{text}");
+    assert!(
+        text.contains("331200 pairs by type and bandwidth"),
+        "{text}"
+    );
+    assert!(
+        text.contains("331776 pairs by type and bandwidth"),
+        "{text}"
+    );
+    assert!(text.contains("| NVL  | 370.8 | 331200 |"), "{text}");
+    assert!(text.contains("576 NICs (first mlx5_0)"), "{text}");
+    assert!(text.lines().count() < 100, "{} lines", text.lines().count());
+    // The JSON parses, every pair in it, without holding it as one value here.
+    #[derive(serde::Deserialize)]
+    struct Counts {
+        gpu_paths: Vec<serde::de::IgnoredAny>,
+        net_paths: Vec<serde::de::IgnoredAny>,
+        matrix: Matrix,
+    }
+    #[derive(serde::Deserialize)]
+    struct Matrix {
+        rows: Vec<Vec<String>>,
+    }
+    let file = std::fs::File::open(&json_file).unwrap();
+    let counts: Counts = serde_json::from_reader(std::io::BufReader::new(file)).unwrap();
+    let _ = std::fs::remove_file(&json_file);
+    assert_eq!(counts.gpu_paths.len(), 576 * 575);
+    assert_eq!(counts.net_paths.len(), 576 * 576);
+    assert_eq!(counts.matrix.rows.len(), 1152);
+    assert!(counts.matrix.rows.iter().all(|r| r.len() == 1152));
+    assert_eq!(counts.matrix.rows[0][0], "X");
+    assert_eq!(counts.matrix.rows[0][1], "NV18");
 }
 
 /// `planner ARGS` exits 0 with a peak RSS under the 100 MB (checked where /usr/bin/time exists) and within
