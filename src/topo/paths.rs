@@ -127,6 +127,38 @@ impl PathTable {
         Ok(())
     }
 
+    /// Replace a stored path by one crossing `links` (`addInterStep`). Every cell owns its run, so a path no
+    /// longer than the one it replaces is written over it (a PXN path is as long as the CPU path it replaces);
+    /// a longer one is appended.
+    fn replace(
+        &mut self,
+        from: NodeIndex,
+        to: NodeIndex,
+        ptype: PathType,
+        bw: f64,
+        links: &[EdgeIndex],
+    ) -> Result<()> {
+        let Some(i) = self.cell(from, to) else {
+            return Ok(());
+        };
+        let old = self.cells[i];
+        if old.ptype.is_none() || links.len() > old.count as usize {
+            return self.set(from, to, ptype, bw, links.iter().copied());
+        }
+        let start = old.start as usize;
+        let all = Arc::make_mut(&mut self.links);
+        if let Some(run) = all.get_mut(start..start + links.len()) {
+            run.copy_from_slice(links);
+        }
+        self.cells[i] = Cell {
+            bw,
+            start: old.start,
+            count: links.len() as u16,
+            ptype: Some(ptype),
+        };
+        Ok(())
+    }
+
     /// Change a stored path's type (NCCL's P2C and PXN relabelling); its links stay.
     fn set_type(
         &mut self,
@@ -632,7 +664,7 @@ fn add_inter_step(
     };
     let bw = first.bw.min(second.bw);
     let links: Vec<EdgeIndex> = first.links.iter().chain(second.links).copied().collect();
-    topo.paths.set(src, dst, ptype, bw, links)
+    topo.paths.replace(src, dst, ptype, bw, &links)
 }
 
 /// `ncclGetLocalCpu`: the CPU fewest hops away.

@@ -59,22 +59,45 @@ fn gpu(bus: usize, rank: usize) -> String {
     )
 }
 
+/// A 400 Gb/s NIC (NET `mlx5_{dev}`) with bus id `0x2000 + bus`.
+fn nic(bus: usize, dev: usize) -> String {
+    format!(
+        r#"    <pci busid="{:04x}:{:02x}:00.0" class="0x020000" vendor="0x15b3" device="0x1021" subsystem_vendor="0x15b3" subsystem_device="0x0023" link_speed="32.0 GT/s PCIe" link_width="16">
+      <nic><net name="mlx5_{dev}" dev="{dev}" latency="0" speed="400000" port="1" guid="0x{bus:x}" maxconn="131072" gdr="1"/></nic>
+    </pci>
+"#,
+        0x2000 + (bus >> 8),
+        bus & 0xff,
+    )
+}
+
 /// `n` NVSwitch GPUs on one CPU, NICs beside the first `nics` of them: the shape of an HGX board, scaled.
 fn board(n: usize, nics: usize) -> String {
     let mut xml = CPU_OPEN.to_string();
     for g in 0..n {
         xml += &gpu(g + 1, g);
         if g < nics {
-            xml += &format!(
-                r#"    <pci busid="{:04x}:{:02x}:00.0" class="0x020000" vendor="0x15b3" device="0x1021" subsystem_vendor="0x15b3" subsystem_device="0x0023" link_speed="32.0 GT/s PCIe" link_width="16">
-      <nic><net name="mlx5_{g}" dev="{g}" latency="0" speed="400000" port="1" guid="0x{:x}" maxconn="131072" gdr="1"/></nic>
-    </pci>
-"#,
-                0x2000 + ((g + 1) >> 8),
-                (g + 1) & 0xff,
-                g + 1
-            );
+            xml += &nic(g + 1, g);
         }
+    }
+    xml + CPU_CLOSE
+}
+
+/// `n` NVSwitch GPUs, each sharing a PCIe switch with its own NIC (PIX), as on an HGX board: every other GPU reaches
+/// that NIC through its NVLink peer (PXN), so NCCL rewrites most GPU-NIC paths.
+fn switched_board(n: usize) -> String {
+    let mut xml = CPU_OPEN.to_string();
+    for g in 0..n {
+        let bus = g + 1;
+        xml += &format!(
+            r#"  <pci busid="{:04x}:{:02x}:00.0" class="0x060400" vendor="0x1000" device="0xc030" subsystem_vendor="0x1000" subsystem_device="0x100b" link_speed="32.0 GT/s PCIe" link_width="16">
+"#,
+            0x4000 + (bus >> 8),
+            bus & 0xff
+        );
+        xml += &gpu(bus, g);
+        xml += &nic(bus, g);
+        xml += "  </pci>\n";
     }
     xml + CPU_CLOSE
 }
@@ -810,15 +833,33 @@ fn the_largest_node_with_a_nic_per_gpu_fits_in_100_mb() {
     // path table keeps 16 bytes per path and one shared list of links that the search follows too (before: 210 MB
     // and 2.5 s, most of it in `ncclTopoGetLocal` asked a billion times). Time is measured, not asserted tightly:
     // README "Limits" states it.
-    let f = scratch("board-576-576.xml", board(576, 576).as_bytes());
-    let path = f.to_str().unwrap();
-    for args in [
-        ["channels", "--topo", path].as_slice(),
-        ["explain", "--topo", path, "--size", "16M"].as_slice(),
-        ["explain", "--topo", path, "--size", "16M", "--nodes", "2"].as_slice(),
+    // Two placements: every NIC on the CPU's root (every GPU equally close to every NIC, the search's worst case)
+    // and each NIC beside its GPU under a PCIe switch (PIX; the other GPUs' paths to it rewritten as PXN).
+    for (name, xml) in [
+        ("board-576-576.xml", board(576, 576)),
+        ("board-576-switched.xml", switched_board(576)),
     ] {
-        succeeds_within_100_mb(args);
+        let f = scratch(name, xml.as_bytes());
+        let path = f.to_str().unwrap();
+        for args in [
+            ["channels", "--topo", path].as_slice(),
+            ["explain", "--topo", path, "--size", "16M"].as_slice(),
+            ["explain", "--topo", path, "--size", "16M", "--nodes", "2"].as_slice(),
+        ] {
+            succeeds_within_100_mb(args);
+        }
     }
+    // The switched board's rings leave through a NVLink peer's NIC (PXN), so the rewritten paths were followed.
+    let f = scratch("board-576-switched.xml", switched_board(576).as_bytes());
+    let out = planner()
+        .args(["channels", "--topo", f.to_str().unwrap(), "--nodes", "2"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("NVL / PXN"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 /// Inputs the fuzz campaign (bench/results/fuzz-campaign-2026-12-01) crashed on, each after its fix. The
