@@ -842,6 +842,7 @@ fn the_largest_node_with_a_nic_per_gpu_fits_in_100_mb() {
         let f = scratch(name, xml.as_bytes());
         let path = f.to_str().unwrap();
         for args in [
+            ["topo", "--topo", path, "--json"].as_slice(),
             ["channels", "--topo", path].as_slice(),
             ["explain", "--topo", path, "--size", "16M"].as_slice(),
             ["explain", "--topo", path, "--size", "16M", "--nodes", "2"].as_slice(),
