@@ -3,9 +3,9 @@
 //! search), graph XML (`search::graphs_from_text`), NCCL logs (`NcclLog::parse`, then audit), tuning and symmetric
 //! tables (then the model), verify result files, calibration files and tuner plans (round trips), nccl-tests text
 //! and JSON and NCCL Inspector JSONL (`calibrate::read_text`), sizes and ranges, pairs, `NCCL_ALGO`/`NCCL_PROTO`,
-//! and the `NCCL_*` values the model reads. Properties: never a panic; a refusal is bad input (exit 2); what is
-//! accepted reads back the same or stays in range. Run them in debug too (overflow checks on):
-//! `cargo test --test integration robust`; `PROPTEST_CASES=10000` for a longer run.
+//! the `NCCL_*` values the model reads, and partial vendor files (`--gpu MODEL` fill and merge). Properties: never
+//! a panic; a refusal is bad input (exit 2); what is accepted reads back the same or stays in range. Run them in
+//! debug too (overflow checks on): `cargo test --test integration robust`; `PROPTEST_CASES=10000` for a longer run.
 
 use crate::robust_gen::{generated_graphs, generated_topology};
 use planner::search::{self, SearchOptions};
@@ -263,6 +263,71 @@ proptest! {
                 }
             }
         }
+    }
+
+    #[test]
+    fn partial_vendor_files_fill_and_merge_without_panic(
+        which in 0usize..4,
+        model in 0usize..16,
+        speed in 0u8..20,
+        // Bytes replaced by hex digits: mostly inside attribute values (bus ids, classes, vendors, speeds), so
+        // most edited files still read as XML and reach the fill; a fuzzer's harsher edits are vendor_topo's.
+        edits in prop::collection::vec((any::<usize>(), prop::sample::select(b"0123456789abcdefx".to_vec())), 0..8),
+    ) {
+        // The fuzz target vendor_topo's properties: `--gpu MODEL` fill and NCCL's merge with a detected system.
+        use planner::topo::{gpu_models, vendor};
+        let file = [
+            "tests/integration/vendor_topo/azure-ndv4-topo.xml",
+            "tests/integration/vendor_topo/azure-ndv5-topo.xml",
+            "tests/integration/vendor_topo/aws-p4d-24xl-topo.xml",
+            "tests/integration/vendor_topo/aws-p4de-24xl-topo.xml",
+        ][which];
+        let mut bytes = seed(file).into_bytes();
+        for (at, b) in edits {
+            let i = at % bytes.len();
+            bytes[i] = b;
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        let root = match xml::parse(&text, "v.xml") {
+            Err(e) => {
+                prop_assert_eq!(e.exit_code(), 2, "{}", e);
+                return Ok(());
+            }
+            Ok(root) => root,
+        };
+        if !vendor::is_partial(&root) {
+            return Ok(());
+        }
+        let model = &gpu_models::GPU_MODELS[model % gpu_models::GPU_MODELS.len()];
+        let nic = vendor::NicChoice {
+            speed_gbits: (speed > 0).then_some(f64::from(speed) * 25.0),
+        };
+        let builds = |root: &XmlNode| -> Result<(), TestCaseError> {
+            match build::from_xml(root, "v.xml") {
+                Err(e) => prop_assert_eq!(e.exit_code(), 2, "{}", e),
+                Ok(topo) => bad_input_only(search::search(&Cluster::single(topo), &SearchOptions::default()))?,
+            }
+            Ok(())
+        };
+        match vendor::fill_from_model(&root, model, nic, "v.xml") {
+            Err(e) => prop_assert_eq!(e.exit_code(), 2, "{}", e),
+            Ok((filled, warnings)) => {
+                prop_assert!(!warnings.is_empty());
+                prop_assert!(!vendor::is_partial(&filled));
+                let ranks: Vec<usize> = filled
+                    .descendants()
+                    .into_iter()
+                    .filter(|n| n.name == "gpu")
+                    .filter_map(|g| g.attr("rank")?.parse().ok())
+                    .collect();
+                let mut sorted = ranks.clone();
+                sorted.sort_unstable();
+                prop_assert!(sorted.iter().copied().eq(0..ranks.len()), "ranks {:?}", ranks);
+                builds(&filled)?;
+            }
+        }
+        let detected = xml::parse(planner::topo::fixtures::find("hgx-h100-8").unwrap().xml, "d.xml").unwrap();
+        builds(&vendor::merge_with_detected(&root, &detected))?;
     }
 
     #[test]
