@@ -247,6 +247,13 @@ pub fn parse(text: &str, source: &str) -> Result<XmlNode> {
                 if name.len() > MAX_XML_STRING {
                     return Err(too_long(line, "element name", name));
                 }
+                // quick-xml reads `< />` as an element named ""; written back it would be `<></>`, which no reader
+                // takes (the fuzz campaign's round 3 found it).
+                if name.is_empty() {
+                    return Err(Error::bad_input(format!(
+                        "{source}:{line}: malformed XML: an element without a name"
+                    )));
+                }
                 let mut node = XmlNode::new(name);
                 node.line = line;
                 for attr in e.attributes() {
@@ -412,6 +419,15 @@ mod tests {
         assert!(err.to_string().starts_with("f.xml:2:"), "{err}");
         let err = parse("", "empty.xml").unwrap_err();
         assert!(err.to_string().contains("empty.xml"), "{err}");
+        // Fuzz campaign round 3 (topo_xml): `<\t\t/>` is an element without a name, which would write as `<></>`.
+        for text in [
+            "<\t\t\t\t/>por\t\t\t\t\t/>po\t/>em>",
+            "<system>\n< />\n</system>",
+        ] {
+            let err = parse(text, "n.xml").unwrap_err();
+            assert_eq!(err.exit_code(), 2);
+            assert!(err.to_string().contains("without a name"), "{err}");
+        }
     }
 
     #[test]
