@@ -24,9 +24,10 @@ pub struct PathTable {
     width: usize,
     /// `cells[row * width + column]`.
     cells: Vec<Cell>,
-    /// Every path's links, end to end; a cell names its run. A path that changes after the breadth-first search
-    /// (`addInterStep`) gets a new run at the end, as NCCL copies the links of both halves into it. Shared with
-    /// the search, which follows the same runs.
+    /// Every path's links, end to end; a cell names its run, which no other cell shares. A path that changes
+    /// after the breadth-first search (`addInterStep`) gets the links of both halves copied in, as NCCL copies
+    /// them: over its old run when it is no longer, else in a new run at the end. Shared with the search, which
+    /// follows the same runs.
     links: Arc<Vec<EdgeIndex>>,
 }
 
