@@ -6,21 +6,13 @@
 use libfuzzer_sys::fuzz_target;
 use planner::search::{self, SearchOptions};
 use planner::topo::{build, Cluster};
-use planner::xml::{self, XmlNode};
+use planner::xml;
 
 #[path = "../common/mod.rs"]
 mod common;
-
-fn same_tree(a: &XmlNode, b: &XmlNode) -> bool {
-    let mut todo = vec![(a, b)];
-    while let Some((x, y)) = todo.pop() {
-        if x.name != y.name || x.attrs != y.attrs || x.children.len() != y.children.len() {
-            return false;
-        }
-        todo.extend(x.children.iter().zip(&y.children));
-    }
-    true
-}
+#[path = "../../tests/integration/robust_gen.rs"]
+mod robust_gen;
+use robust_gen::same_tree;
 
 fuzz_target!(|data: &[u8]| {
     match xml::parse_bytes(data, "fuzz.xml") {

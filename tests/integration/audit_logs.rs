@@ -4,7 +4,7 @@
 //! 2.20-2.22 and the bare version line of <= 2.21, the line each difference is reported on,
 //! and the exit code (0 no difference, 1 differences, 2 bad input).
 
-use crate::common::{golden, planner};
+use crate::common::{assert_exit, golden, json_of, planner};
 use planner::audit::log::NcclLog;
 use serde_json::{json, Value};
 
@@ -22,16 +22,6 @@ const G8: &str = "nccl-2.21.5-rtx4090x8-g8-issue307.log";
 const G2: &str = "nccl-2x-g2-issue1706.log";
 /// NVIDIA/nccl#2094: 8x H100 in one node, lines prefixed `[r]` only; comm and Trees lines.
 const RANK_PREFIX: &str = "nccl-h100x8-rank-prefix-issue2094.log";
-
-fn json_of(out: &std::process::Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
 
 fn scratch(name: &str, text: &str) -> String {
     let dir = std::env::temp_dir().join(format!("planner-audit-logs-{}", std::process::id()));
@@ -83,12 +73,7 @@ fn g8_log_compares_each_ranks_graph_lines_on_their_own_line() {
         .arg("--json")
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 1);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("18 difference(s)"), "{err}");
     let v = json_of(&out);
@@ -166,12 +151,7 @@ fn rank_prefixed_log_with_only_tree_lines_agrees_with_the_h100_fixture() {
         .arg("--json")
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let v = json_of(&out);
     // ranks, nodes, 2 x 24 Trees entries.
     assert_eq!(v["compared"], 2 + 48);
@@ -319,12 +299,7 @@ fn table_differences_name_the_row_not_the_block_header() {
         .args(["audit", "--topo", &golden("topo.xml"), &path, "--json"])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 1);
     let v = json_of(&out);
     assert_eq!(
         v["differences"],

@@ -3,7 +3,7 @@
 //! table of 2.18-2.22, planner's tuner plugin lines, logs newer than the newest model, and
 //! the TUNING table as model cells (`table_from_log`).
 
-use crate::common::{golden, planner};
+use crate::common::{assert_exit, golden, planner};
 use planner::audit::log::{CallFormat, NcclLog, PluginOutcome};
 use planner::audit::{self, table_from_log};
 use planner::model::input::NvlsFlag;
@@ -118,12 +118,7 @@ fn issue1453_through_the_cli_compares_rings_with_the_fixture() {
         .output()
         .unwrap();
     // Differences found: exit 1 (it exited 0 before issue 14), the report still on stdout.
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 1);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["table_family"], "2.22");
     let diffs = v["differences"].as_array().unwrap();

@@ -3,7 +3,7 @@
 //! `verify --load`; the refusals (another machine, NCCL's own formats); every
 //! input format and bad inputs on the command line.
 
-use crate::common::{golden, planner};
+use crate::common::{golden, json_of, planner};
 use planner::calibrate::{self, Calibration};
 use planner::model::{Algo, Coll, Proto};
 use serde_json::Value;
@@ -59,10 +59,6 @@ fn refused(args: &[&str]) -> String {
     assert_eq!(errors.len(), 1, "{args:?}: {err}");
     assert_eq!(err.lines().last(), Some(errors[0]), "{args:?}: {err}");
     errors[0].to_string()
-}
-
-fn json(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 /// `planner calibrate FILE... -o DIR/NAME` (NCCL backend); the file's path.
@@ -157,7 +153,7 @@ fn explain_shows_calibrated_time_busbw_and_pick_next_to_nccls() {
     };
     let args = with(&["--json"]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let v = json(&ok(&args));
+    let v = json_of(&ok(&args));
     // Every pair has the key; measured pairs get the calibration's own time
     // at 2 MiB, the others (masked, or NVLS: never measured) null.
     let pairs = v["pairs"].as_array().unwrap();
@@ -272,7 +268,7 @@ fn explain_sweep_prints_both_crossover_maps() {
 
     let mut json_args = args.to_vec();
     json_args.push("--json");
-    let v = json(&ok(&json_args));
+    let v = json_of(&ok(&json_args));
     assert_eq!(v["calibrated"]["backend"], "nccl");
     let bands = v["calibrated"]["bands"].as_array().unwrap();
     // contiguous, covering 8 B .. 4 GiB
@@ -447,7 +443,7 @@ fn verify_load_rescores_another_run_with_the_calibration() {
     let cal_path = calibrate_to(&dir, "cal.json", &[FINAL]);
     let cal = Calibration::load(&cal_path).unwrap();
     let test = repo(PROCS_1);
-    let stock = json(&ok(&["verify", "--load", &test, "--json"]));
+    let stock = json_of(&ok(&["verify", "--load", &test, "--json"]));
     let out = ok(&[
         "verify",
         "--load",
@@ -456,7 +452,7 @@ fn verify_load_rescores_another_run_with_the_calibration() {
         &cal_path,
         "--json",
     ]);
-    let v = json(&out);
+    let v = json_of(&out);
     assert!(
         v["predictor"]
             .as_str()
@@ -569,7 +565,7 @@ fn verify_load_scores_only_the_calibrated_backend_and_refuses_other_machines() {
         "{}",
         stderr(&out)
     );
-    let v = json(&out);
+    let v = json_of(&out);
     assert!(v["rows"]
         .as_array()
         .unwrap()
@@ -641,7 +637,7 @@ fn calibrate_reads_every_format_and_takes_the_pair_from_the_command_line() {
     let dir = scratch("formats-in");
     // nccl-tests text with its NCCL_ALGO/NCCL_PROTO log lines, and -J JSON
     for file in [TEXT, J_JSON] {
-        let v = json(&ok(&["calibrate", &repo(file), "--json"]));
+        let v = json_of(&ok(&["calibrate", &repo(file), "--json"]));
         let pairs = v["calibration"]["pairs"].as_array().unwrap();
         assert_eq!(pairs.len(), 1, "{file}");
         assert_eq!(pair_of(&pairs[0]), "Ring/LL", "{file}");
@@ -659,7 +655,7 @@ fn calibrate_reads_every_format_and_takes_the_pair_from_the_command_line() {
     std::fs::write(&bare, no_log).unwrap();
     let err = refused(&["calibrate", &bare]);
     assert!(err.contains("give the pair with --pair"), "{err}");
-    let v = json(&ok(&["calibrate", &bare, "--pair", "Ring/LL", "--json"]));
+    let v = json_of(&ok(&["calibrate", &bare, "--pair", "Ring/LL", "--json"]));
     assert_eq!(pair_of(&v["calibration"]["pairs"][0]), "Ring/LL");
     let err = refused(&["calibrate", &bare, "--pair", "Ring/LL64"]);
     assert!(err.contains("--pair: invalid pair 'Ring/LL64'"), "{err}");
@@ -685,7 +681,7 @@ fn calibrate_reads_every_format_and_takes_the_pair_from_the_command_line() {
     let err = refused(&["calibrate", &repo(FINAL), "--fixture", "hgx-h200-8"]);
     assert!(err.contains("fixture hgx-h200-8 is"), "{err}");
     // --backend
-    let v = json(&ok(&[
+    let v = json_of(&ok(&[
         "calibrate",
         &repo(FINAL),
         "--backend",
@@ -763,7 +759,7 @@ fn calibrate_cv_prints_the_report_and_plots_small_multiples() {
         &svg,
         "--json",
     ]);
-    let v = json(&out);
+    let v = json_of(&out);
     // k-fold by size, then train on each / test on the other
     let sections = v["cross_validation_report"]["sections"].as_array().unwrap();
     assert_eq!(sections.len(), 3);
@@ -833,7 +829,7 @@ fn calibrate_cv_prints_the_report_and_plots_small_multiples() {
     );
     assert!(text.contains("targets (issue 11):"), "{text}");
     // --folds 10: ten bands
-    let v = json(&ok(&[
+    let v = json_of(&ok(&[
         "calibrate",
         &repo(FINAL),
         "--cv",

@@ -3,18 +3,8 @@
 //! "what is possible" lines, and `--from-log` (the model's cells from the
 //! TUNING table an NCCL log printed).
 
-use crate::common::{golden, planner};
+use crate::common::{golden, planner, run_ok};
 use serde_json::Value;
-
-fn run_ok(args: &[&str]) -> String {
-    let out = planner().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 fn json(args: &[&str]) -> Value {
     let mut all = args.to_vec();

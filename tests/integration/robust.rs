@@ -3,7 +3,7 @@
 //! loose (a shared 2-core machine, debug builds): they catch the quadratic and worse behaviour the issue found
 //! (25 s, 14 s, minutes), not the 1 s target, which README "Limits" states as measured.
 
-use crate::common::{golden, planner};
+use crate::common::{assert_exit, golden, planner};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -344,12 +344,7 @@ fn the_channel_search_at_256_gpus_fits_its_stack() {
         .args(["channels", "--topo", f.to_str().unwrap()])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("Channel 00/"),

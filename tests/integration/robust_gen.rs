@@ -1,6 +1,7 @@
 //! Generators for the robustness tests: topology and graph XML from a byte string (as a fuzzer would hand
 //! them), mostly valid with small perturbations. Shared by the proptest properties (`robust_props`) and the
-//! cargo-fuzz targets `topo_gen` and `graph_gen` (which include this file with `#[path]`), so it uses only `planner`.
+//! cargo-fuzz targets `topo_gen`, `graph_gen` and `topo_xml` (which include this file with `#[path]`), so it uses
+//! only `planner`.
 #![allow(dead_code)]
 
 use planner::xml::{self, XmlNode};
@@ -294,4 +295,17 @@ pub fn generated_graphs(
         root.children.push(g);
     }
     xml::write(&root)
+}
+
+/// Same element tree, lines aside (iterative: trees can be deep): what a
+/// written-out XML must read back as.
+pub fn same_tree(a: &XmlNode, b: &XmlNode) -> bool {
+    let mut todo = vec![(a, b)];
+    while let Some((x, y)) = todo.pop() {
+        if x.name != y.name || x.attrs != y.attrs || x.children.len() != y.children.len() {
+            return false;
+        }
+        todo.extend(x.children.iter().zip(&y.children));
+    }
+    true
 }

@@ -7,7 +7,7 @@
 //! a panic; a refusal is bad input (exit 2); what is accepted reads back the same or stays in range. Run them in
 //! debug too (overflow checks on): `cargo test --test integration robust`; `PROPTEST_CASES=10000` for a longer run.
 
-use crate::robust_gen::{generated_graphs, generated_topology};
+use crate::robust_gen::{generated_graphs, generated_topology, same_tree};
 use planner::search::{self, SearchOptions};
 use planner::topo::{build, Cluster};
 use planner::xml::{self, XmlNode};
@@ -24,18 +24,6 @@ fn config(cases: u32) -> ProptestConfig {
         failure_persistence: None,
         ..ProptestConfig::default()
     }
-}
-
-/// Same element tree, lines aside (iterative: trees can be deep).
-fn same_tree(a: &XmlNode, b: &XmlNode) -> bool {
-    let mut todo = vec![(a, b)];
-    while let Some((x, y)) = todo.pop() {
-        if x.name != y.name || x.attrs != y.attrs || x.children.len() != y.children.len() {
-            return false;
-        }
-        todo.extend(x.children.iter().zip(&y.children));
-    }
-    true
 }
 
 /// Attribute values with what XML escapes, entities, unicode and control characters.

@@ -2,22 +2,12 @@
 //! one flag per concept with conflicts refused, binary sizes, one-line errors, ASCII tables when piped, and the
 //! same no-GPU error in `run` and `verify`.
 
-use crate::common::{golden, planner};
+use crate::common::{golden, planner, run_ok};
 use serde_json::Value;
 
 const CALIBRATION: &str = "bench/results/calibration-cv-2026-12-01/calibration-nccl.json";
 const VERIFY_RUN: &str = "bench/results/verify-h200x2-both-eager.json";
 const VERIFY_RUN_GRAPH: &str = "bench/results/verify-h200x2-both-graph-1proc.json";
-
-fn run_ok(args: &[&str]) -> String {
-    let out = planner().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 /// (stderr, exit code) of a command that must fail.
 fn run_err(args: &[&str]) -> (String, i32) {

@@ -29,3 +29,35 @@ pub fn golden(name: &str) -> String {
         env!("CARGO_MANIFEST_DIR")
     )
 }
+
+/// `planner ARGS`, which must succeed: its stdout (stderr in the failure message).
+pub fn run_ok(args: &[&str]) -> String {
+    let out = planner().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The process exited with `code` (stderr in the failure message).
+pub fn assert_exit(out: &std::process::Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The process's stdout as JSON (stdout and stderr in the failure message).
+pub fn json_of(out: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
