@@ -332,6 +332,7 @@ impl VerifyRun {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::measure::{median, percentile};
     use crate::model::{Algo, Proto};
 
     #[test]
