@@ -201,9 +201,6 @@ impl Executor {
         })
     }
 
-    /// Open the GPUs, compile the kernel, set up the connections and buffers
-    /// for `template` (the largest size and channel count any later `run`
-
     pub fn info(&self) -> &DeviceInfo {
         &self.info
     }
