@@ -18,6 +18,7 @@
 //! `double`, so printed cells and ties come out as NCCL's do.
 
 pub mod beyond;
+pub mod cells;
 pub mod examples;
 pub mod input;
 pub mod knobs;
@@ -30,6 +31,7 @@ pub mod symmetric;
 pub mod table;
 pub mod tune;
 
+pub use cells::Cells;
 pub use input::{GraphInfo, ModelInput, NvlsState};
 pub use pair::Pair;
 pub use select::{Candidate, Evaluation};

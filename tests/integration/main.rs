@@ -50,6 +50,7 @@ mod single_gpu;
 mod topo_cli;
 mod topo_fixtures;
 mod tune;
+mod tuner_vocab;
 mod vendor_topo;
 mod verify_cli;
 mod verify_keep;
