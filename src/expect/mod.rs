@@ -554,9 +554,11 @@ pub fn prepare(
                 return None;
             }
             let chunk = step.min(d).max(1.0);
-            prepared.steps = (d / chunk).ceil().max(1.0);
             prepared.intra_hops = 2.0 * (g - 1) as f64;
             prepared.net_hops = 2.0 * ceil_log2(nodes);
+            // Fill and drain: the first chunk crosses every level up and down before the last one can leave.
+            prepared.steps =
+                (d / chunk).ceil().max(1.0) + prepared.intra_hops + prepared.net_hops - 1.0;
             prepared.volume = d;
             prepared.loads = loads_of(plan, &plan.tree, nc, tree_net_units(nodes), &[]);
         }
@@ -581,8 +583,10 @@ pub fn prepare(
             prepared.steps = hops * (d / gf / chunk).ceil().max(1.0);
             prepared.nvls_hops = hops;
             let net_units = if multi {
-                prepared.steps += (d / chunk).ceil();
+                // NVLS reduce, the tree between nodes, NVLS broadcast: a chunk fills every stage in turn.
                 prepared.net_hops = 2.0 * ceil_log2(nodes);
+                let net_chunk = step.min(d).max(1.0);
+                prepared.steps = (d / net_chunk).ceil().max(1.0) + hops + prepared.net_hops - 1.0;
                 tree_net_units(nodes) * d / volume
             } else {
                 0.0
