@@ -192,7 +192,10 @@ impl Limit {
                 rate_gbs,
             } => format!("{class} {name} ({rate_gbs:.1} GB/s)"),
             Limit::Protocol { proto, rate_gbs } => {
-                format!("{} per channel ({rate_gbs:.1} GB/s)", proto.nccl_name())
+                format!(
+                    "{} thread rate ({rate_gbs:.1} GB/s, all channels)",
+                    proto.nccl_name()
+                )
             }
             Limit::NvlsReduce { rate_gbs } => format!("NVLS multimem ({rate_gbs:.1} GB/s)"),
         }
