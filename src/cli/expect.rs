@@ -5,7 +5,6 @@
 use super::source::{GraphArgs, ModelArgs, NvlsArgs, SizeArgs, SourceArgs};
 use crate::error::{Error, Result};
 use crate::expect::{self, ExpectOptions, Launch, NetKind};
-use crate::model::Coll;
 use crate::report::expect as out;
 
 #[derive(Debug, clap::Args)]
@@ -57,19 +56,6 @@ pub struct ExpectArgs {
     pub csv: Option<String>,
 }
 
-fn collectives(text: &str) -> Result<Vec<Coll>> {
-    if text.eq_ignore_ascii_case("all") {
-        return Ok(vec![
-            Coll::AllReduce,
-            Coll::AllGather,
-            Coll::ReduceScatter,
-            Coll::Broadcast,
-            Coll::Reduce,
-        ]);
-    }
-    text.split(',').map(|c| Coll::parse(c.trim())).collect()
-}
-
 pub fn run(args: ExpectArgs) -> Result<()> {
     if let Some(points) = &args.fit {
         let params = match &args.params {
@@ -85,7 +71,7 @@ pub fn run(args: ExpectArgs) -> Result<()> {
         print!("{}", out::fit_text(&report));
         return Ok(());
     }
-    let colls = collectives(&args.coll)?;
+    let colls = super::diff::colls(&args.coll)?;
     let sizes = args.sizes.sizes("8..8G")?;
     let opts = ExpectOptions {
         launch: Launch::parse(&args.launch)?,

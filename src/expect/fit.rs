@@ -621,11 +621,10 @@ impl<'a> Fitter<'a> {
         let mut step = vec![0.4f64; self.slots.len()];
         for _ in 0..sweeps {
             let mut moved = false;
-            for k in 0..self.slots.len() {
+            for (k, &(f, j)) in self.slots.iter().enumerate() {
                 if self.affects[k].is_empty() || step[k] < 0.01 {
                     continue;
                 }
-                let (f, j) = self.slots[k];
                 let fraction = p.files[f].params[j].unit == super::params::Unit::Fraction;
                 let cost = |p: &Params| -> f64 {
                     let r = self.data.resolved(p);

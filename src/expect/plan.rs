@@ -172,6 +172,10 @@ impl<'a> Builder<'a> {
         })
     }
 
+    fn channel_gpus(&self, ch: &SearchChannel) -> Result<Vec<NodeIndex>> {
+        ch.ranks.iter().map(|&r| self.gpu(r)).collect()
+    }
+
     fn net(&self, dev: i64) -> Option<NodeIndex> {
         self.topo
             .nodes(NodeKind::Net)
@@ -286,11 +290,7 @@ impl Plan {
         let multi = cluster.n_nodes > 1;
         let mut ring = Vec::new();
         for ch in &graphs.ring.channels {
-            let gpus = ch
-                .ranks
-                .iter()
-                .map(|&r| b.gpu(r))
-                .collect::<Result<Vec<_>>>()?;
+            let gpus = b.channel_gpus(ch)?;
             let mut flows = ChannelFlows::default();
             for w in gpus.windows(2) {
                 b.hop(w[0], w[1], 1.0, &mut flows.intra);
@@ -306,11 +306,7 @@ impl Plan {
         }
         let mut tree = Vec::new();
         for ch in &graphs.tree.channels {
-            let gpus = ch
-                .ranks
-                .iter()
-                .map(|&r| b.gpu(r))
-                .collect::<Result<Vec<_>>>()?;
+            let gpus = b.channel_gpus(ch)?;
             let mut flows = ChannelFlows::default();
             for w in gpus.windows(2) {
                 // Reduce up the chain, broadcast down it: both directions carry the channel's data.

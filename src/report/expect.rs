@@ -43,17 +43,6 @@ pub struct ExpectTable {
 const BAND_SOURCE: &str =
     "leave-one-machine-out |error| of the machine's class per size range (tuning-tables/expect/bands.json)";
 
-/// nccl-tests' binary name of a collective.
-pub fn nccl_tests_name(coll: Coll) -> &'static str {
-    match coll {
-        Coll::AllReduce => "all_reduce",
-        Coll::AllGather => "all_gather",
-        Coll::ReduceScatter => "reduce_scatter",
-        Coll::Broadcast => "broadcast",
-        Coll::Reduce => "reduce",
-    }
-}
-
 impl ExpectTable {
     pub fn new(expected: &Expected, topology: &str, colls: &[Coll], sizes: &[u64]) -> ExpectTable {
         let mut rows = Vec::new();
@@ -71,7 +60,7 @@ impl ExpectTable {
                     _ => e.bytes / 4,
                 };
                 rows.push(ExpectRow {
-                    collective: nccl_tests_name(coll).to_string(),
+                    collective: crate::exec::plan::coll_name(coll).to_string(),
                     size_bytes: e.bytes,
                     count,
                     dtype: "float",
