@@ -9,6 +9,7 @@
 //! - `pipeline::Source` (a topology from a probe, a fixture or a file, with NCCL's environment) and
 //!   `pipeline::load_fixture`;
 //! - `model::Model` (NCCL's tuning model), `model::Pair` (an algorithm/protocol pair), `model::Coll`;
+//! - `expect::Expected` (planner's expected model: what nccl-tests should measure) and `expect::build`;
 //! - `nccl_env::NcclEnv` (the NCCL_* variables, read once);
 //! - `predict::Predictor` (what a pair should take at a size) and `predict::ModelPredictor`;
 //! - `verify::VerifyRun` (a measurement run's result file) and `verify::score::score`;
@@ -29,6 +30,9 @@ pub mod nccl_env;
 pub mod search;
 pub mod model;
 pub mod pipeline;
+
+// What it should deliver: planner's expected model (a simulation of NCCL's pick on the machine's links).
+pub mod expect;
 
 // What NCCL logged about it.
 pub mod audit;

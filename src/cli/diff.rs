@@ -49,7 +49,8 @@ fn write_json(value: &impl serde::Serialize) -> Result<()> {
     Ok(())
 }
 
-fn colls(text: &str) -> Result<Vec<Coll>> {
+/// `--coll all` or a comma-separated list (also `planner expect`'s).
+pub(super) fn colls(text: &str) -> Result<Vec<Coll>> {
     if text.trim().eq_ignore_ascii_case("all") {
         return Ok(vec![
             Coll::AllReduce,

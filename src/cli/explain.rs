@@ -165,6 +165,8 @@ fn run_explain(args: ExplainArgs, stderr_lines: &mut Vec<String>) -> Result<()> 
         None => args.model.table(None)?,
     };
     let cluster = source.source().load()?;
+    // planner's expected model on the same inputs (JSON: the expected columns beside NCCL's estimate).
+    let expected_inputs = (table.clone(), applied.clone());
     let mut model = pipeline::build_model(
         &cluster,
         graph.graph.as_deref(),
@@ -280,6 +282,15 @@ fn run_explain(args: ExplainArgs, stderr_lines: &mut Vec<String>) -> Result<()> 
     let single_op = args.ops == 1;
     if args.json {
         let mut json = out::explain_json_calibrated(&model, &eval, calibrated.as_ref());
+        let (_, expected) = crate::expect::build(
+            &cluster,
+            graph.graph.as_deref(),
+            expected_inputs.0,
+            expected_inputs.1,
+            args.nvls.flag(),
+            &crate::expect::ExpectOptions::default(),
+        )?;
+        out::add_expected(&mut json, &expected, coll, size);
         if single_op {
             json.symmetric = out::symmetric_json(&small, &call);
             json.beyond_nccl = Some(out::beyond_json(&small, &call));

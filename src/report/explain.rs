@@ -214,6 +214,21 @@ pub struct PairJson {
     pub calibrated_time_us: Option<Option<f64>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calibrated_busbw_gbs: Option<Option<f64>>,
+    /// planner's expected time and busbw for this pair (its model of the machine's links, `src/expect`; not NCCL's
+    /// estimate); null where the pair cannot run here or is not modelled (CollNet, PAT).
+    pub expected_time_us: Option<f64>,
+    pub expected_busbw_gbs: Option<f64>,
+}
+
+/// The pair planner's expected model rates fastest, and by how much it is expected to beat NCCL's pick.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExpectedFastestJson {
+    pub algorithm: &'static str,
+    pub protocol: &'static str,
+    pub expected_time_us: f64,
+    pub expected_busbw_gbs: f64,
+    /// (NCCL's pick's expected time - this one's) / this one's x 100; 0 when NCCL's pick is the fastest.
+    pub expected_gain_over_nccl_pick_pct: Option<f64>,
 }
 
 /// The calibrated pick in `--json` (with `--calibration`).
@@ -269,6 +284,9 @@ pub struct ExplainJson {
     /// One rank: what NCCL runs instead of an algorithm (absent with 2+ ranks).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub one_rank: Option<OneRankJson>,
+    /// planner's expected model: the pair it rates fastest (absent where no pair is modelled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected_fastest: Option<ExpectedFastestJson>,
 }
 
 /// NCCL with one rank (`enqueue.cc` taskAppend -> `ncclLaunchOneRank`, `device/onerank.cu`, v2.28.9): no
@@ -386,7 +404,41 @@ fn stock_pair_json(model: &Model, eval: &Evaluation, index: usize) -> PairJson {
             .collect(),
         calibrated_time_us: None,
         calibrated_busbw_gbs: None,
+        expected_time_us: None,
+        expected_busbw_gbs: None,
     }
+}
+
+/// Fill the expected columns of `json` (every pair, the winner, the expected fastest) from planner's expected model.
+pub fn add_expected(
+    json: &mut ExplainJson,
+    expected: &crate::expect::Expected,
+    coll: Coll,
+    size: u64,
+) {
+    let all = expected.all(coll, size);
+    let fill = |p: &mut PairJson| {
+        if let Some(e) = all
+            .iter()
+            .find(|e| e.algo.nccl_name() == p.algorithm && e.proto.nccl_name() == p.protocol)
+        {
+            p.expected_time_us = Some(e.expected_time_us);
+            p.expected_busbw_gbs = Some(e.expected_busbw_gbs);
+        }
+    };
+    for p in &mut json.pairs {
+        fill(p);
+    }
+    fill(&mut json.winner);
+    let nccl_pick = json.winner.expected_time_us;
+    json.expected_fastest = expected.fastest(coll, size).map(|f| ExpectedFastestJson {
+        algorithm: f.algo.nccl_name(),
+        protocol: f.proto.nccl_name(),
+        expected_time_us: f.expected_time_us,
+        expected_busbw_gbs: f.expected_busbw_gbs,
+        expected_gain_over_nccl_pick_pct: nccl_pick
+            .map(|n| 100.0 * (n - f.expected_time_us) / f.expected_time_us),
+    });
 }
 
 /// Candidate indices: usable ones by time (ties in NCCL's order), then masked.
@@ -444,6 +496,7 @@ pub fn explain_json_calibrated(
         beyond_nccl: None,
         possible: None,
         one_rank: (model.input.n_ranks == 1).then(|| one_rank_json(eval.call.size)),
+        expected_fastest: None,
     }
 }
 

@@ -21,6 +21,7 @@ mod exec_launch;
 mod exec_nvrtc;
 mod exec_plan;
 mod exec_schedule;
+mod expect_model;
 mod explain_cli;
 mod explain_sections;
 mod layering;
