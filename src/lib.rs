@@ -10,6 +10,7 @@ pub mod units;
 
 pub mod audit;
 pub mod calibrate;
+pub mod check;
 pub mod cli;
 pub mod diff;
 pub mod exec;

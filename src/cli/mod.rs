@@ -5,6 +5,7 @@
 pub mod audit;
 pub mod calibrate;
 pub mod channels;
+pub mod check;
 pub mod diff;
 pub mod explain;
 pub mod run;
@@ -35,6 +36,8 @@ pub enum Command {
     Fixtures(topo::FixturesArgs),
     /// NCCL's algorithm/protocol choice for a size, ranked with reasons; sweeps, plots, NCCL's own tables
     Explain(Box<explain::ExplainArgs>),
+    /// Is this what the machine should deliver? nccl-tests / NCCL Inspector / verify files against the expected band, with causes
+    Check(check::CheckArgs),
     /// Compare an NCCL_DEBUG=INFO log with the planner's model, cell by cell
     Audit(audit::AuditArgs),
     /// Fit the cost model to measurements of this machine (verify results, nccl-tests, NCCL Inspector); --cv checks it
@@ -72,6 +75,7 @@ pub fn run(mut cli: Cli) -> Result<()> {
         Command::Topo(args) => topo::run_topo(&args),
         Command::Fixtures(args) => topo::run_fixtures(&args),
         Command::Explain(args) => explain::run(*args),
+        Command::Check(args) => check::run(args),
         Command::Audit(args) => audit::run(args),
         Command::Calibrate(args) => calibrate::run(args),
         Command::Channels(args) => channels::run(&args),
@@ -153,7 +157,9 @@ impl Command {
             Command::Run(a) => Some(&mut a.source),
             Command::Tune(a) => Some(&mut a.source),
             Command::Diff(a) => Some(&mut a.source),
+            // check compares with NCCL's defaults and the files' own environment, not this shell's.
             Command::Audit(_)
+            | Command::Check(_)
             | Command::Fixtures(_)
             | Command::NcclChild
             | Command::RendezvousCheck(_) => None,
@@ -168,6 +174,7 @@ impl Cli {
             "fixtures",
             "explain",
             "audit",
+            "check",
             "calibrate",
             "channels",
             "verify",

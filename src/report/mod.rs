@@ -2,6 +2,7 @@
 
 pub mod audit;
 pub mod channels;
+pub mod check;
 pub mod diff;
 pub mod explain;
 pub mod json;
