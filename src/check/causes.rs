@@ -185,7 +185,12 @@ fn socket(ev: &LogEvidence, m: &MachineFacts, at: &At, add: &mut Add) {
         .any(|c| matches!(c.transport, Transport::Net { .. }))
         || ev.n_nodes.as_ref().is_some_and(|n| n.value > 1)
         || m.nodes > 1;
-    if !(inter_node && (conn.is_some() || network.is_some())) {
+    // NCCL_IB_DISABLE=1 leaves NCCL sockets (or another plugin) on a machine with IB or EFA NICs.
+    let ib_disabled = env_is(ev, "NCCL_IB_DISABLE", &["1"]).filter(|_| {
+        matches!(m.net_kind.as_deref(), Some("IB" | "EFA"))
+            && ev.network.as_ref().is_none_or(|n| n.value == "Socket")
+    });
+    if !(inter_node && (conn.is_some() || network.is_some() || ib_disabled.is_some())) {
         return;
     }
     let mut evidence = Vec::new();
@@ -223,9 +228,7 @@ fn socket(ev: &LogEvidence, m: &MachineFacts, at: &At, add: &mut Add) {
     };
     add(
         CauseKind::SocketTransport,
-        format!(
-            "inter-node traffic went over TCP sockets (NET/Socket){machine}: a few GB/s at most"
-        ),
+        format!("inter-node traffic went over TCP sockets (NET/Socket){machine}"),
         evidence,
     );
 }
@@ -307,6 +310,20 @@ fn nics(ev: &LogEvidence, m: &MachineFacts, at: &At, add: &mut Add) {
             ));
         }
     }
+    if let Some(v) = ev.env_value("NCCL_IB_HCA") {
+        // `mlx5_0,mlx5_1` (a list to use; `^...` excludes, `=` asks for exact names).
+        let list = v.value.trim().trim_start_matches('=');
+        let named = list.split(',').filter(|n| !n.trim().is_empty()).count();
+        if !list.starts_with('^') && named > 0 && named < present {
+            evidence.push(at(
+                v.line,
+                format!(
+                    "NCCL_IB_HCA={} names {named} of the {present} NICs",
+                    v.value
+                ),
+            ));
+        }
+    }
     for (plugin, seen) in &ev.nics_listed {
         if plugin != "Socket" && seen.value.len() < present {
             evidence.push(at(
@@ -321,9 +338,6 @@ fn nics(ev: &LogEvidence, m: &MachineFacts, at: &At, add: &mut Add) {
     }
     if evidence.is_empty() {
         return;
-    }
-    if let Some(v) = ev.env_value("NCCL_IB_HCA") {
-        evidence.push(at(v.line, format!("NCCL_IB_HCA={}", v.value)));
     }
     add(
         CauseKind::FewerNics,

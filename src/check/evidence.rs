@@ -153,6 +153,10 @@ pub fn scan(text: &str) -> LogEvidence {
             info_line(&mut ev, raw[at + "NCCL INFO ".len()..].trim(), number);
         } else if raw.contains("NCCL WARN") {
             ev.nccl_lines += 1;
+        } else if raw.trim_start().starts_with("NCCL_") && raw.contains(" set by environment to ") {
+            // The line as people quote it, without its log prefix.
+            ev.nccl_lines += 1;
+            info_line(&mut ev, raw.trim(), number);
         }
         if ev.nccl_version.is_none() {
             if let Some(v) = bare_version(raw) {

@@ -32,59 +32,68 @@ pub trait BandSource {
     fn expected(&self, coll: Coll, bytes: u64, pair: Option<Pair>) -> Result<Option<ExpectedBand>>;
 }
 
-/// The expectation `check` uses on `cluster`, for the NCCL version the files name.
-pub fn for_machine(cluster: &Cluster, nccl_version: Option<&str>) -> Result<Box<dyn BandSource>> {
-    Ok(Box::new(NcclModel::new(cluster, nccl_version)?))
+/// The expectation `check` uses on `cluster`: planner's expected model (`crate::expect`) on the plan NCCL's search
+/// finds, with NCCL's defaults and the tuning table of the NCCL version the files name (else the newest).
+/// `pins` are the run's NCCL_ALGO / NCCL_PROTO (from its log or command line): NCCL's pick under them.
+pub fn for_machine(
+    cluster: &Cluster,
+    nccl_version: Option<&str>,
+    pins: &[(String, String)],
+) -> Result<Box<dyn BandSource>> {
+    Ok(Box::new(ExpectedModel::new(cluster, nccl_version, pins)?))
 }
 
-/// NCCL's own cost model with a fixed band (until the expected model is merged).
-struct NcclModel {
-    model: crate::model::Model,
-    n_ranks: usize,
+/// `crate::expect`'s model: NCCL's pick (or the pinned pair) at the expected time, with the class's band.
+struct ExpectedModel {
+    expected: crate::expect::Expected,
 }
 
-impl NcclModel {
-    fn new(cluster: &Cluster, nccl_version: Option<&str>) -> Result<NcclModel> {
-        let table = crate::pipeline::choose_table(None, None, nccl_version.or(Some("2.28")))?;
-        let model = crate::pipeline::build_model(
+impl ExpectedModel {
+    fn new(
+        cluster: &Cluster,
+        nccl_version: Option<&str>,
+        pins: &[(String, String)],
+    ) -> Result<ExpectedModel> {
+        let env = crate::nccl_env::NcclEnv::from_pairs(pins.iter().cloned());
+        let table = crate::pipeline::choose_table(
+            None,
+            None,
+            Some(nccl_version.unwrap_or(crate::model::table::newest_family())),
+        )?;
+        let (_model, expected) = crate::expect::build(
             cluster,
             None,
             table,
-            crate::nccl_env::NcclEnv::default(),
+            env,
             crate::model::input::NvlsFlag::Auto,
+            &crate::expect::ExpectOptions::default(),
         )?;
-        Ok(NcclModel {
-            model,
-            n_ranks: cluster.n_ranks(),
-        })
+        Ok(ExpectedModel { expected })
     }
 }
 
-impl BandSource for NcclModel {
+impl BandSource for ExpectedModel {
     fn name(&self) -> String {
-        "NCCL's cost model".into()
+        format!(
+            "planner's expected model (machine class {}, eager launch)",
+            self.expected.class().name
+        )
     }
     fn expected(&self, coll: Coll, bytes: u64, pair: Option<Pair>) -> Result<Option<ExpectedBand>> {
-        let call = crate::model::select::Call::new(coll, bytes, self.n_ranks, 1)?;
-        let eval = self.model.evaluate(&call)?;
-        let cand = match pair {
-            Some(p) => eval
-                .candidates
-                .iter()
-                .find(|c| c.algo == p.algo && c.proto == p.proto && c.usable()),
-            None => Some(eval.winner()),
+        let e = match pair {
+            Some(p) => self.expected.expect(coll, p.algo, p.proto, bytes),
+            None => self.expected.nccl_pick(coll, bytes),
         };
-        Ok(cand.map(|c| {
-            let t = c.time_us as f64;
-            let busbw = bytes as f64 / (t * 1e3) * coll.nccl_tests_bus_factor(self.n_ranks);
-            ExpectedBand {
-                pair: Pair::new(c.algo, c.proto).to_string(),
-                expected_time_us: t,
-                busbw_gbs: busbw,
-                low_busbw_gbs: busbw * 0.8,
-                high_busbw_gbs: busbw * 1.2,
-                limited_by: None,
-            }
-        }))
+        Ok(
+            e.filter(|e| e.expected_busbw_gbs.is_finite() && e.expected_busbw_gbs > 0.0)
+                .map(|e| ExpectedBand {
+                    pair: Pair::new(e.algo, e.proto).to_string(),
+                    expected_time_us: e.expected_time_us,
+                    busbw_gbs: e.expected_busbw_gbs,
+                    low_busbw_gbs: e.expected_low_busbw_gbs,
+                    high_busbw_gbs: e.expected_high_busbw_gbs,
+                    limited_by: Some(e.limit.describe()),
+                }),
+        )
     }
 }

@@ -168,6 +168,12 @@ pub fn check(request: &CheckRequest) -> Result<CheckReport> {
     for path in &request.files {
         read.push(read_input(path, &request.read)?);
     }
+    if read.iter().all(|r| r.measurements.rows.is_empty()) {
+        return Err(Error::bad_input(format!(
+            "{}: no measurements in the file(s), only NCCL log lines; give the nccl-tests output (or Inspector / verify files) too",
+            request.files.join(", ")
+        )));
+    }
     let run = run_facts(&read);
     let mut notes = Vec::new();
     let mut contradictions = Vec::new();
@@ -231,7 +237,20 @@ pub fn check(request: &CheckRequest) -> Result<CheckReport> {
     let facts = MachineFacts::of_cluster(&cluster, &NcclEnv::default())?;
     contradictions.extend(nic_contradictions(&read, &facts));
 
-    let expectation = expectation::for_machine(&cluster, run.nccl_version.as_deref())?;
+    // NCCL's pick under the run's own NCCL_ALGO / NCCL_PROTO (a log line or the printed command line).
+    let pins: Vec<(String, String)> = ["NCCL_ALGO", "NCCL_PROTO"]
+        .iter()
+        .filter_map(|name| {
+            read.iter()
+                .find_map(|r| r.evidence.env_value(name))
+                .map(|v| (name.to_string(), v.value.clone()))
+        })
+        .collect();
+    if !pins.is_empty() {
+        let list: Vec<String> = pins.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        notes.push(format!("expected with the run's {}", list.join(" ")));
+    }
+    let expectation = expectation::for_machine(&cluster, run.nccl_version.as_deref(), &pins)?;
     let mut sizes = Vec::new();
     for input in &read {
         sizes.extend(size_checks(
@@ -304,15 +323,32 @@ pub fn read_input(path: &str, options: &ReadOptions) -> Result<ReadInput> {
     read_input_text(&text, path, options)
 }
 
-/// `read_input` on text already read; `source` names it.
+/// `read_input` on text already read; `source` names it. A file of NCCL log lines alone (no nccl-tests output, no
+/// JSON) is evidence without measurements (a job's log beside its nccl-tests output).
 pub fn read_input_text(text: &str, source: &str, options: &ReadOptions) -> Result<ReadInput> {
-    let measurements = calibrate::read_text(text, source, options)?;
-    let mut evidence = match measurements.format {
-        InputFormat::NcclTestsText => evidence::scan(text),
-        _ => LogEvidence::default(),
+    let text = strip_rank_labels(text);
+    let trimmed = text.trim_start();
+    let mut evidence = if trimmed.starts_with('{') {
+        LogEvidence::default()
+    } else {
+        evidence::scan(&text)
     };
+    if !trimmed.starts_with('{') && evidence.nccl_lines > 0 && !looks_like_nccl_tests(&text) {
+        return Ok(ReadInput {
+            measurements: Measurements {
+                source: source.to_string(),
+                format: InputFormat::NcclTestsText,
+                fnv1a64: String::new(),
+                machine: Default::default(),
+                rows: Vec::new(),
+                notes: vec!["an NCCL log without measurements: read for its evidence".into()],
+            },
+            evidence,
+        });
+    }
+    let measurements = calibrate::read_text(&text, source, options)?;
     if measurements.format == InputFormat::NcclTestsJson {
-        json_env(text, &mut evidence);
+        json_env(&text, &mut evidence);
     }
     if evidence.nccl_version.is_none() {
         if let Some(v) = &measurements.machine.nccl_version {
@@ -326,6 +362,42 @@ pub fn read_input_text(text: &str, source: &str, options: &ReadOptions) -> Resul
         measurements,
         evidence,
     })
+}
+
+/// nccl-tests output: its header, its column line or its `#  Rank` lines.
+fn looks_like_nccl_tests(text: &str) -> bool {
+    text.lines().any(|l| {
+        let t = l.trim();
+        t.starts_with("# nccl-tests version")
+            || t.starts_with("# Collective test starting")
+            || t.starts_with("# nThread")
+            || (t.starts_with('#') && (t.contains("out-of-place") || t.contains(" redop ")))
+    })
+}
+
+/// `srun --label` prefixes every line with the task number (` 0: # nThread ...`): removed where a line starts with
+/// it, so the readers see nccl-tests' own layout (line numbers unchanged).
+fn strip_rank_labels(text: &str) -> std::borrow::Cow<'_, str> {
+    fn label_len(line: &str) -> Option<usize> {
+        let start = line.len() - line.trim_start().len();
+        let rest = &line[start..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        (digits > 0 && digits <= 6 && rest[digits..].starts_with(": "))
+            .then_some(start + digits + 2)
+    }
+    let labelled = text.lines().filter_map(label_len).count();
+    if labelled == 0 || labelled * 2 < text.lines().filter(|l| !l.trim().is_empty()).count() {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        match label_len(line) {
+            Some(n) => out.push_str(&line[n..]),
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// nccl-tests `-J`: `"env": ["NCCL_P2P_DISABLE=1", ...]` (the process environment, `util.cu` `jsonOutputInit`).
@@ -371,7 +443,10 @@ fn run_facts(read: &[ReadInput]) -> RunFacts {
         run.ranks = run
             .ranks
             .or(ev.n_ranks.as_ref().map(|s| s.value))
-            .or(m.gpu_count);
+            // nccl-tests text without `#  Rank` lines counts only one process's GPUs.
+            .or(m.gpu_count.filter(|_| {
+                r.measurements.format != InputFormat::NcclTestsText || !m.gpus.is_empty()
+            }));
         run.nodes = run
             .nodes
             .or(ev.n_nodes.as_ref().map(|s| s.value))

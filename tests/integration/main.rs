@@ -11,6 +11,7 @@ mod audit_versions;
 mod blackwell;
 mod calibrate;
 mod calibrate_cli;
+mod check_cli;
 mod cloud_fixtures;
 mod diff_runs;
 mod diff_versions;

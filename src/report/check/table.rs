@@ -34,7 +34,7 @@ impl CheckFormat for Table {
         }
         out.push('\n');
         out.push_str(&format!(
-            "ExpectedBand: {}; slow = measured busbw below the band's low edge by more than {} %\n",
+            "Expected: {}; slow = measured busbw below the band's low edge by more than {} %\n",
             r.expectation, r.tolerance_pct
         ));
         let mut table = comfy_table::Table::new();
