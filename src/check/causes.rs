@@ -220,7 +220,7 @@ fn socket(ev: &LogEvidence, m: &MachineFacts, at: &At, add: &mut Add) {
             " where the machine has {kind} ({})",
             m.nics
                 .iter()
-                .map(|n| n.0.as_str())
+                .map(|n| n.name.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
         ),

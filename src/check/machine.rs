@@ -22,6 +22,13 @@ pub struct DegradedPcie {
     pub line: usize,
 }
 
+/// One network device of a node.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Nic {
+    pub name: String,
+    pub speed_gbits: f64,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MachineFacts {
     /// Where the topology came from (`fixture hgx-h200-8`, a file, `live probe`).
@@ -33,8 +40,8 @@ pub struct MachineFacts {
     pub gpu_pairs: usize,
     /// GPU pairs that NCCL's rules let use P2P (path no worse than PXB/P2C, as NCCL_P2P_LEVEL defaults).
     pub p2p_pairs: usize,
-    /// Network devices of one node: name and Gb/s.
-    pub nics: Vec<(String, f64)>,
+    /// Network devices of one node.
+    pub nics: Vec<Nic>,
     /// What those devices are: `IB` (mlx5_*, ibp*), `EFA` (rdmap*, efa*), else `Socket`.
     pub net_kind: Option<String>,
     /// GPUDirect RDMA possible from some GPU to some NIC (both support it).
@@ -88,9 +95,12 @@ impl MachineFacts {
             .iter()
             .filter_map(|&i| topo.node(i).net().map(|n| (i, n)))
             .collect();
-        let nics: Vec<(String, f64)> = nets
+        let nics: Vec<Nic> = nets
             .iter()
-            .map(|(_, n)| (n.name.clone(), n.speed_mbps / 1000.0))
+            .map(|(_, n)| Nic {
+                name: n.name.clone(),
+                speed_gbits: n.speed_mbps / 1000.0,
+            })
             .collect();
         let net_kind = nets.first().map(|(_, n)| net_kind_of(&n.name).to_string());
         let gpu_gdr = topo.gpus().any(|(_, g)| g.gdr);

@@ -75,6 +75,7 @@ pub struct SizeCheck {
     pub coll: Coll,
     /// `Ring/LL` when the run pinned it, else `auto` (NCCL's choice).
     pub pair: String,
+    #[serde(rename = "size_bytes")]
     pub bytes: u64,
     /// Measured: the faster of the file's columns for this size (nccl-tests' out-of-place and in-place).
     pub measured_time_us: f64,
@@ -486,7 +487,7 @@ fn nic_contradictions(read: &[ReadInput], facts: &MachineFacts) -> Vec<Contradic
                         facts
                             .nics
                             .iter()
-                            .map(|n| n.0.as_str())
+                            .map(|n| n.name.as_str())
                             .collect::<Vec<_>>()
                             .join(" ")
                     ),

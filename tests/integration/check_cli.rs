@@ -59,7 +59,10 @@ fn sockets_between_h200_nodes_are_slow_and_named() {
     );
     // 8 GiB: 92.35 GB/s measured (the file's own busbw column), far below the band.
     let sizes = v["sizes"].as_array().unwrap();
-    let big = sizes.iter().find(|s| s["bytes"] == 8589934592u64).unwrap();
+    let big = sizes
+        .iter()
+        .find(|s| s["size_bytes"] == 8589934592u64)
+        .unwrap();
     assert!((big["measured_busbw_gbs"].as_f64().unwrap() - 92.35).abs() < 0.05);
     assert_eq!(big["status"], "slow");
     assert!(big["expected"]["expected_low_busbw_gbs"].as_f64().unwrap() > 200.0);
@@ -328,4 +331,28 @@ fn nccl_tests_json_env_is_evidence() {
         Some(2)
     );
     assert!(r.evidence.env_value("HOME").is_none());
+}
+
+/// The README's "Is my machine healthy?" example: every quoted line is in the output (run from the repository root).
+#[test]
+fn readme_check_example() {
+    let readme =
+        std::fs::read_to_string(format!("{}/README.md", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let section = readme.split("## Is my machine healthy?").nth(1).unwrap();
+    let block = section.split("```\n").nth(1).unwrap();
+    let mut lines = block.lines();
+    let command = lines.next().unwrap().strip_prefix("$ planner ").unwrap();
+    let out = planner()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(command.split_whitespace())
+        .output()
+        .unwrap();
+    assert_exit(&out, 1);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in lines.filter(|l| *l != "...") {
+        assert!(
+            text.lines().any(|t| t == line),
+            "README line not in the output: {line}\n{text}"
+        );
+    }
 }
