@@ -512,7 +512,7 @@ fn size_checks(
     for row in m
         .rows
         .iter()
-        .filter(|r| r.backend == calibrate::Backend::Nccl)
+        .filter(|r| r.backend == crate::measure::Backend::Nccl)
     {
         let key = (row.coll, row.pair, row.bytes);
         let e = best.entry(key).or_insert((row.time_us, row.line));

@@ -1,10 +1,11 @@
 //! `planner check FILE...`: flags -> `CheckRequest` -> `check::check` -> one of `report::check`'s formats.
 
 use super::source::SourceArgs;
-use crate::calibrate::{Pair, ReadOptions};
+use crate::calibrate::ReadOptions;
 use crate::check::{self, CheckRequest};
 use crate::error::{Error, Result};
 use crate::model::Coll;
+use crate::model::Pair;
 use crate::report::check::CheckFormat;
 
 #[derive(Debug, clap::Args)]

@@ -31,13 +31,13 @@ pub mod table;
 pub mod tune;
 
 pub use input::{GraphInfo, ModelInput, NvlsState};
-pub use knobs::NcclEnv;
 pub use pair::Pair;
 pub use select::{Candidate, Evaluation};
 pub use table::TuningTable;
 pub use tune::{MaskReason, Tuned};
 
 use crate::error::{Error, Result};
+use crate::nccl_env::NcclEnv;
 use serde::{Deserialize, Serialize};
 
 /// NCCL's collective functions that the model tunes, in NCCL's index order.

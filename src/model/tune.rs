@@ -4,11 +4,12 @@
 //! ends with bandwidth 0 keeps the reasons, in NCCL's order.
 
 use super::input::{ModelInput, NvlsState};
-use super::knobs::{EnableMatrix, NcclEnv};
+use super::knobs::EnableMatrix;
 use super::rules::Rule;
 use super::table::TuningTable;
 use super::{log2i, Algo, Coll, Proto};
 use crate::error::Result;
+use crate::nccl_env::NcclEnv;
 use crate::search::Pattern;
 use crate::topo::{CpuArch, CpuVendor, PathType};
 use serde::Serialize;

@@ -24,6 +24,7 @@ mod exec_plan;
 mod exec_schedule;
 mod explain_cli;
 mod explain_sections;
+mod layering;
 mod model_capture;
 mod model_env_syntax;
 mod model_masks;

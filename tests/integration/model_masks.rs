@@ -3,7 +3,8 @@
 use planner::model::examples::{h200x2_capture, hopper8_worked_example};
 use planner::model::input::{GraphInfo, NvlsState};
 use planner::model::select::Call;
-use planner::model::{table, Algo, Coll, MaskReason, Model, ModelInput, NcclEnv, Proto};
+use planner::model::{table, Algo, Coll, MaskReason, Model, ModelInput, Proto};
+use planner::nccl_env::NcclEnv;
 use planner::search::Pattern;
 use planner::topo::PathType;
 
