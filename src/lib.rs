@@ -3,7 +3,7 @@
 //!
 //! The crate follows the data: `probe` -> `topo` -> `search` -> `model` (with `pipeline` building them in one
 //! way) -> `audit` | `calibrate` -> `gpu` -> `exec` (our kernels) | `nccl` (the reference backend) -> `verify` ->
-//! `report` -> `cli`. Each stage reads only the stages before it; `exec` and `nccl` never read each other.
+//! `doctor` -> `report` -> `cli`. Each stage reads only the stages before it; `exec` and `nccl` never read each other.
 
 pub mod error;
 pub mod units;
@@ -12,6 +12,7 @@ pub mod audit;
 pub mod calibrate;
 pub mod cli;
 pub mod diff;
+pub mod doctor;
 pub mod exec;
 pub mod gpu;
 pub mod limits;

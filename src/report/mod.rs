@@ -3,6 +3,7 @@
 pub mod audit;
 pub mod channels;
 pub mod diff;
+pub mod doctor;
 pub mod explain;
 pub mod json;
 pub mod run;
