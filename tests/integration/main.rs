@@ -14,6 +14,7 @@ mod calibrate_cli;
 mod cloud_fixtures;
 mod diff_runs;
 mod diff_versions;
+mod doctor;
 mod exec_beyond;
 mod exec_cli;
 mod exec_faults;
