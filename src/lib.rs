@@ -1,7 +1,7 @@
 //! planner: which collective algorithm and protocol a machine should run, why,
 //! and whether that is true.
 //!
-//! The crate follows the data: `probe` -> `topo` -> `search` -> `model` (with `pipeline` building them in one
+//! The crate follows the data: `probe` -> `topo` -> `search` -> `model` | `expect` (planner's expected model; with `pipeline` building them in one
 //! way) -> `audit` | `calibrate` -> `gpu` -> `exec` (our kernels) | `nccl` (the reference backend) -> `verify` ->
 //! `doctor` -> `report` -> `cli`. Each stage reads only the stages before it; `exec` and `nccl` never read each other.
 
@@ -14,6 +14,7 @@ pub mod cli;
 pub mod diff;
 pub mod doctor;
 pub mod exec;
+pub mod expect;
 pub mod gpu;
 pub mod limits;
 pub mod measure;

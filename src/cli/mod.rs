@@ -7,6 +7,7 @@ pub mod calibrate;
 pub mod channels;
 pub mod diff;
 pub mod doctor;
+pub mod expect;
 pub mod explain;
 pub mod run;
 pub mod source;
@@ -36,6 +37,8 @@ pub enum Command {
     Fixtures(topo::FixturesArgs),
     /// NCCL's algorithm/protocol choice for a size, ranked with reasons; sweeps, plots, NCCL's own tables
     Explain(Box<explain::ExplainArgs>),
+    /// What nccl-tests should print on this machine per collective and size: planner's expected model, with a band
+    Expect(Box<expect::ExpectArgs>),
     /// Compare an NCCL_DEBUG=INFO log with the planner's model, cell by cell
     Audit(audit::AuditArgs),
     /// Fit the cost model to measurements of this machine (verify results, nccl-tests, NCCL Inspector); --cv checks it
@@ -75,6 +78,7 @@ pub fn run(mut cli: Cli) -> Result<()> {
         Command::Topo(args) => topo::run_topo(&args),
         Command::Fixtures(args) => topo::run_fixtures(&args),
         Command::Explain(args) => explain::run(*args),
+        Command::Expect(args) => expect::run(*args),
         Command::Audit(args) => audit::run(args),
         Command::Calibrate(args) => calibrate::run(args),
         Command::Channels(args) => channels::run(&args),
@@ -151,6 +155,7 @@ impl Command {
         match self {
             Command::Topo(a) => Some(&mut a.source),
             Command::Explain(a) => Some(&mut a.source),
+            Command::Expect(a) => Some(&mut a.source),
             Command::Calibrate(a) => Some(&mut a.source),
             Command::Channels(a) => Some(&mut a.source),
             Command::Verify(a) => Some(&mut a.source),

@@ -1,0 +1,137 @@
+//! `planner expect`: what nccl-tests should print on this machine, per collective and size, from planner's
+//! expected model (not NCCL's estimate). `--fit` fits the model's constants to measurements and prints the
+//! training-set and leave-one-machine-out errors. Thin: parse flags, call `expect`, hand to `report`.
+
+use super::source::{GraphArgs, ModelArgs, NvlsArgs, SizeArgs, SourceArgs};
+use crate::error::{Error, Result};
+use crate::expect::{self, ExpectOptions, Launch, NetKind};
+use crate::model::Coll;
+use crate::report::expect as out;
+
+#[derive(Debug, clap::Args)]
+pub struct ExpectArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[command(flatten)]
+    pub graph: GraphArgs,
+    /// --size S, or --sweep LO..HI (default 8..8G, as `nccl-tests -b 8 -e 8G -f 2`)
+    #[command(flatten)]
+    pub sizes: SizeArgs,
+    /// Collectives, comma-separated (all-reduce, all-gather, reduce-scatter, broadcast, reduce) or "all"
+    #[arg(long, default_value = "all")]
+    pub coll: String,
+    /// Algorithms allowed, NCCL_ALGO syntax (pins what nccl-tests would run); overrides NCCL_ALGO
+    #[arg(long, value_name = "LIST")]
+    pub algo: Option<String>,
+    /// Protocols allowed, NCCL_PROTO syntax; overrides NCCL_PROTO
+    #[arg(long, value_name = "LIST")]
+    pub proto: Option<String>,
+    /// Launch mode: eager (nccl-tests' default) or graph (nccl-tests -G 1)
+    #[arg(long, default_value = "eager", value_name = "eager|graph")]
+    pub launch: String,
+    /// Network between nodes: ib, roce, efa, tcpx, tcpxo, socket (default: from the NIC names)
+    #[arg(long, value_name = "KIND")]
+    pub net_kind: Option<String>,
+    #[command(flatten)]
+    pub nvls: NvlsArgs,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The expected model's constants from this directory (the files of tuning-tables/expect/) instead of the built-in
+    #[arg(long, value_name = "DIR")]
+    pub params: Option<String>,
+    /// Fit the constants marked "fit" to measurements (points.csv of tests/data/expect-train) and print the
+    /// training-set and leave-one-machine-out error per class; no topology flags
+    #[arg(long, value_name = "POINTS.csv", conflicts_with_all = ["fixture", "topo", "size", "sweep", "json", "csv"])]
+    pub fit: Option<String>,
+    /// With --fit: write the fitted constants and bands into this directory (a copy of tuning-tables/expect)
+    #[arg(long, value_name = "DIR", requires = "fit")]
+    pub write: Option<String>,
+    /// With --fit: write every point (measured, fitted, left-out expected, NCCL's estimate) as CSV to FILE
+    #[arg(long, value_name = "FILE", requires = "fit")]
+    pub points_out: Option<String>,
+    /// Machine-readable output (docs/json.md)
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the rows as CSV to FILE
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<String>,
+}
+
+fn collectives(text: &str) -> Result<Vec<Coll>> {
+    if text.eq_ignore_ascii_case("all") {
+        return Ok(vec![
+            Coll::AllReduce,
+            Coll::AllGather,
+            Coll::ReduceScatter,
+            Coll::Broadcast,
+            Coll::Reduce,
+        ]);
+    }
+    text.split(',').map(|c| Coll::parse(c.trim())).collect()
+}
+
+pub fn run(args: ExpectArgs) -> Result<()> {
+    if let Some(points) = &args.fit {
+        let params = match &args.params {
+            Some(dir) => expect::Params::load_dir(dir)?,
+            None => expect::Params::builtin()?,
+        };
+        let report = expect::fit::run_fit(
+            points,
+            &params,
+            args.write.as_deref(),
+            args.points_out.as_deref(),
+        )?;
+        print!("{}", out::fit_text(&report));
+        return Ok(());
+    }
+    let colls = collectives(&args.coll)?;
+    let sizes = args.sizes.sizes("8..8G")?;
+    let opts = ExpectOptions {
+        launch: Launch::parse(&args.launch)?,
+        net_kind: args.net_kind.as_deref().map(NetKind::parse).transpose()?,
+    };
+    let mut env = args.source.nccl_env.clone();
+    if let Some(a) = &args.algo {
+        env.algo = Some(a.clone());
+        env.overridden("NCCL_ALGO");
+    }
+    if let Some(p) = &args.proto {
+        env.proto = Some(p.clone());
+        env.overridden("NCCL_PROTO");
+    }
+    let table = args.model.table(None)?;
+    let cluster = args.source.source().load()?;
+    let params = match &args.params {
+        Some(dir) => expect::Params::load_dir(dir)?,
+        None => expect::Params::builtin()?,
+    };
+    let (_model, expected) = expect::build_with(
+        &cluster,
+        args.graph.graph.as_deref(),
+        table,
+        env.clone(),
+        args.nvls.flag(),
+        &opts,
+        &params,
+    )?;
+    let table = out::ExpectTable::new(&expected, &cluster.node.source, &colls, &sizes);
+    if table.rows.is_empty() {
+        return Err(Error::bad_input(
+            "no size gives a call here (sizes are float32 counts; all-gather/reduce-scatter need 16 B per rank)",
+        ));
+    }
+    if let Some(path) = &args.csv {
+        std::fs::write(path, out::csv(&table))
+            .map_err(|e| Error::runtime(format!("{path}: cannot write: {e}")))?;
+    }
+    if args.json {
+        println!("{}", crate::report::json::render(&table, "rows")?);
+    } else {
+        print!("{}", crate::report::text(&out::text(&table)));
+    }
+    for line in env.announce_lines() {
+        eprintln!("{line}");
+    }
+    Ok(())
+}

@@ -1,0 +1,914 @@
+//! The expected model: what nccl-tests should measure on this machine, per collective, algorithm x protocol and
+//! size. Not NCCL's cost model (which is NCCL's selection heuristic): each pair is simulated as NCCL runs it on the
+//! plan NCCL's search found (rings, trees, NVLS, the per-call channels), over the physical links each channel
+//! crosses, per direction, with every channel's flow summed on every link:
+//!
+//! time = launch + fill (the hops of the first chunk, each at its transport's latency)
+//!        + steps x max(step synchronisation, step bytes / the rate a channel gets)
+//!
+//! where a channel's rate is the smallest of its busiest link's share (the link's physical rate x the protocol's
+//! payload fraction / the flows on it) and the protocol's per-channel thread rate. Every constant is physical and
+//! kept as data with its source (`params`, `tuning-tables/expect/`); `fit` fits the few marked `fit` to public
+//! measurements with leave-one-machine-out cross-validation, whose error is the band `planner expect` prints.
+//!
+//! Stage: after `model` (it reads topo, search, model and pipeline); nothing before it reads it.
+
+pub mod fit;
+pub mod params;
+pub mod plan;
+
+use crate::error::{Error, Result};
+use crate::model::input::NvlsFlag;
+use crate::model::select::Call;
+use crate::model::{Algo, Coll, Model, NcclEnv, Proto, TuningTable};
+use crate::search::Graphs;
+use crate::topo::{Cluster, CpuVendor};
+pub use params::Params;
+use plan::{ChannelFlows, LinkClass, Plan};
+use serde::Serialize;
+
+/// How nccl-tests launches each call: eager (the default, as PyTorch does) or captured in a CUDA graph (`-G`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Launch {
+    #[default]
+    Eager,
+    Graph,
+}
+
+impl Launch {
+    pub fn parse(text: &str) -> Result<Launch> {
+        match text.to_ascii_lowercase().as_str() {
+            "eager" => Ok(Launch::Eager),
+            "graph" | "cuda-graph" => Ok(Launch::Graph),
+            _ => Err(Error::bad_input(format!(
+                "invalid --launch '{text}': expected eager or graph"
+            ))),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Launch::Eager => "eager",
+            Launch::Graph => "graph",
+        }
+    }
+}
+
+/// The network between nodes, which sets its latency and the fraction of the line rate reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NetKind {
+    Ib,
+    Roce,
+    Efa,
+    /// GCP GPUDirect-TCPX and TCPXO.
+    Tcpx,
+    Socket,
+}
+
+impl NetKind {
+    pub const ALL: [NetKind; 5] = [
+        NetKind::Ib,
+        NetKind::Roce,
+        NetKind::Efa,
+        NetKind::Tcpx,
+        NetKind::Socket,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            NetKind::Ib => "ib",
+            NetKind::Roce => "roce",
+            NetKind::Efa => "efa",
+            NetKind::Tcpx => "tcpx",
+            NetKind::Socket => "socket",
+        }
+    }
+    pub fn parse(text: &str) -> Result<NetKind> {
+        let t = text.to_ascii_lowercase();
+        if t == "tcpxo" {
+            return Ok(NetKind::Tcpx);
+        }
+        NetKind::ALL
+            .into_iter()
+            .find(|k| k.name() == t)
+            .ok_or_else(|| {
+                Error::bad_input(format!(
+                    "invalid --net-kind '{text}': expected ib, roce, efa, tcpx, tcpxo or socket"
+                ))
+            })
+    }
+    /// From the NIC names NCCL reports: `rdmap*` EFA, `mlx5*`/`ib*`/`bnxt_re*` IB, GPUDirect NICs named like
+    /// Ethernet interfaces TCPX(O) (GCP's gVNIC), other Ethernet names sockets.
+    pub fn detect(names: &[String], gdr: bool) -> NetKind {
+        let first = names
+            .first()
+            .map(|s| s.to_ascii_lowercase())
+            .unwrap_or_default();
+        if first.starts_with("rdmap") || first.starts_with("efa") {
+            NetKind::Efa
+        } else if first.starts_with("mlx5") || first.starts_with("ib") || first.starts_with("bnxt")
+        {
+            NetKind::Ib
+        } else if gdr
+            && ["eth", "enp", "ens", "eno"]
+                .iter()
+                .any(|p| first.starts_with(p))
+        {
+            NetKind::Tcpx
+        } else {
+            NetKind::Socket
+        }
+    }
+}
+
+/// Options beside the topology.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ExpectOptions {
+    pub launch: Launch,
+    /// None: detected from the NIC names.
+    pub net_kind: Option<NetKind>,
+}
+
+/// Relative error of the class's leave-one-machine-out cross-validation, per size range.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Band {
+    /// <= 64 KiB.
+    pub small: f64,
+    /// 64 KiB < size < 256 MiB.
+    pub mid: f64,
+    /// >= 256 MiB.
+    pub large: f64,
+}
+
+impl Band {
+    pub fn at(&self, bytes: u64) -> f64 {
+        if bytes <= 64 << 10 {
+            self.small
+        } else if bytes < 256 << 20 {
+            self.mid
+        } else {
+            self.large
+        }
+    }
+}
+
+/// The machine's class: which constants apply and which band.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MachineClass {
+    /// e.g. "sm90 nvswitch", "sm90 nvswitch + efa", "sm120 pcie 2-socket".
+    pub name: String,
+    pub gpu_class: String,
+    /// The key of the band in `bands.json`: nvswitch, nvswitch-net, pcie (default otherwise).
+    pub band_key: String,
+    pub net_kind: Option<NetKind>,
+    pub band: Band,
+}
+
+/// What bounds an expected time.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Limit {
+    /// Launch and per-hop latencies (or per-step synchronisation) dominate.
+    Latency,
+    /// The busiest physical link a channel crosses.
+    Link {
+        class: String,
+        name: String,
+        rate_gbs: f64,
+    },
+    /// The protocol's per-channel rate (its threads' loads and stores).
+    Protocol { proto: Proto, rate_gbs: f64 },
+    /// The NVSwitch's multimem reduction (NVLS).
+    NvlsReduce { rate_gbs: f64 },
+}
+
+impl Limit {
+    pub fn describe(&self) -> String {
+        match self {
+            Limit::Latency => "latency".to_string(),
+            Limit::Link {
+                class,
+                name,
+                rate_gbs,
+            } => format!("{class} {name} ({rate_gbs:.1} GB/s)"),
+            Limit::Protocol { proto, rate_gbs } => {
+                format!("{} per channel ({rate_gbs:.1} GB/s)", proto.nccl_name())
+            }
+            Limit::NvlsReduce { rate_gbs } => format!("NVLS multimem ({rate_gbs:.1} GB/s)"),
+        }
+    }
+}
+
+/// One expected value: what nccl-tests should print for this pair and size.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Expectation {
+    pub coll: Coll,
+    pub algo: Algo,
+    pub proto: Proto,
+    pub bytes: u64,
+    pub launch: Launch,
+    pub channels: usize,
+    pub expected_time_us: f64,
+    pub expected_algbw_gbs: f64,
+    pub expected_busbw_gbs: f64,
+    pub expected_low_busbw_gbs: f64,
+    pub expected_high_busbw_gbs: f64,
+    pub expected_low_time_us: f64,
+    pub expected_high_time_us: f64,
+    pub limit: Limit,
+}
+
+/// A physical link class present on the machine, with the rate a healthy one delivers per direction.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LinkRate {
+    pub class: String,
+    pub description: String,
+    pub lanes: u32,
+    pub expected_gbs: f64,
+    pub source: String,
+}
+
+/// The constants of one machine, resolved from `Params`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Resolved {
+    pub launch_us: f64,
+    pub hop_us: [f64; 3],
+    pub step_us: [f64; 3],
+    pub channel_gbs: [f64; 3],
+    pub nvls_efficiency: f64,
+    pub nvls_hop_us: f64,
+    pub reduce_efficiency: f64,
+    pub step_bytes: [f64; 3],
+    pub wire_efficiency: [f64; 3],
+    pub nvlink: [(f64, f64); 3],
+    pub pcie_efficiency: f64,
+    pub inter_socket_gbs: [f64; 3],
+    pub staging_gbs: f64,
+    pub c2c_efficiency: f64,
+    pub net_efficiency: f64,
+    pub net_hop_us: f64,
+    pub net_step_us: f64,
+}
+
+/// The GPU class of a compute capability (x10).
+pub fn gpu_class(sm: u32) -> &'static str {
+    match sm {
+        0..=80 => "sm80",
+        81..=89 => "sm89",
+        90..=99 => "sm90",
+        100..=119 => "sm100",
+        _ => "sm120",
+    }
+}
+
+impl Resolved {
+    pub fn new(params: &Params, gpu: &str, net: NetKind, launch: Launch) -> Resolved {
+        let g = |n: &str| params.get("gpu", gpu, n);
+        let l = |c: &str, n: &str| params.get("link", c, n);
+        let pr = |n: &str| params.get("protocol", "protocols", n);
+        let nk = |n: &str| params.get("net", net.name(), n);
+        Resolved {
+            launch_us: match launch {
+                Launch::Eager => g("launch_eager_us"),
+                Launch::Graph => g("launch_graph_us"),
+            },
+            hop_us: [g("hop_ll_us"), g("hop_ll128_us"), g("hop_simple_us")],
+            step_us: [g("step_ll_us"), g("step_ll128_us"), g("step_simple_us")],
+            channel_gbs: [
+                g("channel_ll_gbs"),
+                g("channel_ll128_gbs"),
+                g("channel_simple_gbs"),
+            ],
+            nvls_efficiency: g("nvls_efficiency"),
+            nvls_hop_us: g("nvls_hop_us"),
+            reduce_efficiency: g("reduce_efficiency"),
+            step_bytes: [
+                pr("ll_step_bytes"),
+                pr("ll128_step_bytes"),
+                pr("simple_step_bytes"),
+            ],
+            wire_efficiency: [
+                pr("ll_wire_efficiency"),
+                pr("ll128_wire_efficiency"),
+                pr("simple_wire_efficiency"),
+            ],
+            nvlink: [
+                (l("nvlink3", "lane_gbs"), l("nvlink3", "efficiency")),
+                (l("nvlink4", "lane_gbs"), l("nvlink4", "efficiency")),
+                (l("nvlink5", "lane_gbs"), l("nvlink5", "efficiency")),
+            ],
+            pcie_efficiency: l("pcie", "efficiency"),
+            inter_socket_gbs: [
+                l("inter-socket", "intel_gbs"),
+                l("inter-socket", "amd_gbs"),
+                l("inter-socket", "other_gbs"),
+            ],
+            staging_gbs: l("host-memory", "staging_gbs"),
+            c2c_efficiency: l("c2c", "efficiency"),
+            net_efficiency: nk("efficiency"),
+            net_hop_us: nk("hop_us"),
+            net_step_us: nk("step_us"),
+        }
+    }
+
+    /// A slot's physical rate one way, GB/s.
+    pub fn rate(&self, slot: &plan::Slot) -> f64 {
+        match slot.class {
+            LinkClass::NvLink(g) => {
+                let (lane, eff) = self.nvlink[(g.clamp(3, 5) - 3) as usize];
+                f64::from(slot.lanes) * lane * eff
+            }
+            LinkClass::Pcie => slot.nominal_gbs * self.pcie_efficiency,
+            LinkClass::InterSocket(v) => match v {
+                CpuVendor::Intel => self.inter_socket_gbs[0],
+                CpuVendor::Amd => self.inter_socket_gbs[1],
+                _ => self.inter_socket_gbs[2],
+            },
+            LinkClass::C2c => slot.nominal_gbs * self.c2c_efficiency,
+            LinkClass::Nic => slot.nominal_gbs * self.net_efficiency,
+            LinkClass::HostMemory => self.staging_gbs,
+        }
+    }
+}
+
+/// The expected model of one machine: the plan NCCL's search found, NCCL's model (for its masks, per-call
+/// channels and its pick) and the constants.
+#[derive(Debug, Clone)]
+pub struct Expected {
+    pub plan: Plan,
+    pub model: Model,
+    pub params: Params,
+    pub class: MachineClass,
+    pub launch: Launch,
+    pub resolved: Resolved,
+}
+
+/// The expected model on the inputs `pipeline::build_model` takes; returns NCCL's model (unchanged) beside it.
+pub fn build(
+    cluster: &Cluster,
+    graph_file: Option<&str>,
+    table: TuningTable,
+    env: NcclEnv,
+    nvls: NvlsFlag,
+    opts: &ExpectOptions,
+) -> Result<(Model, Expected)> {
+    build_with(
+        cluster,
+        graph_file,
+        table,
+        env,
+        nvls,
+        opts,
+        &Params::builtin()?,
+    )
+}
+
+/// As `build`, with another set of constants (`Params::load_dir`, a fit).
+pub fn build_with(
+    cluster: &Cluster,
+    graph_file: Option<&str>,
+    table: TuningTable,
+    env: NcclEnv,
+    nvls: NvlsFlag,
+    opts: &ExpectOptions,
+    params: &Params,
+) -> Result<(Model, Expected)> {
+    let nvls_state = crate::model::ModelInput::nvls_request(cluster, &env, nvls);
+    let mut search_opts = crate::pipeline::search_options(cluster, &env, nvls_state.supported())?;
+    search_opts.family = table.version;
+    let (result, _) = crate::pipeline::channels(cluster, &search_opts, graph_file)?;
+    let n_channels = result.connection.n_channels;
+    let model =
+        crate::pipeline::model_from_graphs(cluster, &result.graphs, n_channels, table, env, nvls)?;
+    let expected = Expected::new(cluster, &result.graphs, &model, params, opts)?;
+    Ok((model, expected))
+}
+
+/// Inter-node units a tree channel carries per direction at the busiest node: 1 with 2 nodes (each is the other's
+/// parent in one of the two trees), towards 2 for many (an inner node of one tree, a leaf of the other).
+fn tree_net_units(n_nodes: usize) -> f64 {
+    let n = n_nodes.max(2) as f64;
+    2.0 - 2.0 / n
+}
+
+fn ceil_log2(n: usize) -> f64 {
+    (n.max(1) as f64).log2().ceil()
+}
+
+/// A physical link's load: the slot (its rate), the flows on it in units of a channel's volume, and whether the
+/// traffic is NVLS multimem (charged at the NVSwitch's reduction rate).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Load {
+    pub slot: usize,
+    pub units: f64,
+    pub multimem: bool,
+}
+
+/// One pair at one size on one plan, before the constants: the volume a channel moves, its steps, its hops and the
+/// loads on the links it crosses (only the busiest of each kind of link is kept).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prepared {
+    pub proto: Proto,
+    pub channels: usize,
+    /// Bytes one channel of one rank moves (payload).
+    pub volume: f64,
+    /// Sequential steps per channel.
+    pub steps: f64,
+    pub intra_hops: f64,
+    pub net_hops: f64,
+    pub nvls_hops: f64,
+    pub multi_node: bool,
+    pub loads: Vec<Load>,
+    /// One rank: a local copy, launch only.
+    pub single_rank: bool,
+    /// The collective reduces (a channel's threads add as they copy).
+    pub reduces: bool,
+}
+
+/// The loads of `nc` channels over `flows` (+ `extra` per channel), the busiest slot of each link kind kept.
+fn loads_of(
+    plan: &Plan,
+    flows: &[ChannelFlows],
+    nc: usize,
+    net_units: f64,
+    extra: &[(usize, f64, bool)],
+) -> Vec<Load> {
+    let mut loads = vec![0.0; plan.slots.len()];
+    let mut multimem = vec![false; plan.slots.len()];
+    for k in 0..nc {
+        if let Some(ch) = flows.get(k % flows.len().max(1)) {
+            for &(s, u) in &ch.intra {
+                loads[s] += u;
+            }
+            for &(s, u) in &ch.net {
+                loads[s] += u * net_units;
+            }
+        }
+        for &(s, u, mm) in extra {
+            loads[s] += u;
+            multimem[s] |= mm;
+        }
+    }
+    // Slots of the same kind and size: only the most loaded can bound the rate.
+    let mut kept: Vec<Load> = Vec::new();
+    for (s, &units) in loads.iter().enumerate() {
+        if units <= 0.0 {
+            continue;
+        }
+        let slot = &plan.slots[s];
+        let same = kept.iter_mut().find(|l| {
+            let o = &plan.slots[l.slot];
+            o.class == slot.class
+                && o.lanes == slot.lanes
+                && o.nominal_gbs == slot.nominal_gbs
+                && l.multimem == multimem[s]
+        });
+        match same {
+            Some(l) if l.units >= units => {}
+            Some(l) => {
+                *l = Load {
+                    slot: s,
+                    units,
+                    multimem: multimem[s],
+                }
+            }
+            None => kept.push(Load {
+                slot: s,
+                units,
+                multimem: multimem[s],
+            }),
+        }
+    }
+    kept
+}
+
+/// Inter-node units per direction, the step structure and the loads of one pair (parameter-free but for the
+/// protocol's step sizes, which are NCCL's constants). None where the pair is not modelled (CollNet, PAT,
+/// planner's own kernels) or the plan has no graph for it.
+pub fn prepare(
+    plan: &Plan,
+    step_bytes: [f64; 3],
+    coll: Coll,
+    algo: Algo,
+    proto: Proto,
+    bytes: u64,
+    channels: usize,
+) -> Option<Prepared> {
+    let p = proto as usize;
+    let s = bytes as f64;
+    let n = plan.n_ranks.max(1);
+    let g = plan.local_ranks.max(1);
+    let nodes = plan.n_nodes.max(1);
+    let multi = nodes > 1;
+    let nc = channels.max(1);
+    let mut prepared = Prepared {
+        proto,
+        channels: nc,
+        volume: 0.0,
+        steps: 1.0,
+        intra_hops: 0.0,
+        net_hops: 0.0,
+        nvls_hops: 0.0,
+        multi_node: multi,
+        loads: Vec::new(),
+        single_rank: n == 1,
+        reduces: matches!(coll, Coll::AllReduce | Coll::ReduceScatter | Coll::Reduce),
+    };
+    if n == 1 {
+        return Some(prepared);
+    }
+    let d = s / nc as f64;
+    let step = step_bytes[p];
+    let nf = n as f64;
+    match algo {
+        Algo::Ring => {
+            if plan.ring.is_empty() {
+                return None;
+            }
+            let ring_steps = match coll {
+                Coll::AllReduce => 2 * (n - 1),
+                _ => n - 1,
+            } as f64;
+            let (per_rank, volume) = match coll {
+                Coll::AllReduce => (d / nf, 2.0 * (nf - 1.0) / nf * d),
+                Coll::AllGather | Coll::ReduceScatter => (d / nf, (nf - 1.0) / nf * d),
+                Coll::Broadcast | Coll::Reduce => (d, d),
+            };
+            let chunk = step.min(per_rank).max(1.0);
+            let loops = (per_rank / chunk).ceil().max(1.0);
+            prepared.steps = match coll {
+                Coll::Broadcast | Coll::Reduce => loops + ring_steps - 1.0,
+                _ => ring_steps * loops,
+            };
+            prepared.net_hops = if multi {
+                ring_steps * nodes as f64 / nf
+            } else {
+                0.0
+            };
+            prepared.intra_hops = ring_steps - prepared.net_hops;
+            prepared.volume = volume;
+            prepared.loads = loads_of(plan, &plan.ring, nc, 1.0, &[]);
+        }
+        Algo::Tree => {
+            if plan.tree.is_empty() {
+                return None;
+            }
+            let chunk = step.min(d).max(1.0);
+            prepared.steps = (d / chunk).ceil().max(1.0);
+            prepared.intra_hops = 2.0 * (g - 1) as f64;
+            prepared.net_hops = 2.0 * ceil_log2(nodes);
+            prepared.volume = d;
+            prepared.loads = loads_of(plan, &plan.tree, nc, tree_net_units(nodes), &[]);
+        }
+        Algo::Nvls | Algo::NvlsTree => {
+            if plan.nvls_out.is_empty() {
+                return None;
+            }
+            let gf = g as f64;
+            let (volume, out_u, in_u, hops) = match coll {
+                Coll::AllReduce => (d * (1.0 + 1.0 / gf), 1.0, 1.0, 2.0),
+                Coll::AllGather => (d * (gf - 1.0) / gf, 1.0 / (gf - 1.0).max(1.0), 1.0, 1.0),
+                Coll::ReduceScatter => (d * (gf - 1.0) / gf, 1.0, 1.0 / (gf - 1.0).max(1.0), 1.0),
+                _ => return None,
+            };
+            let extra: Vec<(usize, f64, bool)> = plan
+                .nvls_out
+                .iter()
+                .map(|&s| (s, out_u, true))
+                .chain(plan.nvls_in.iter().map(|&s| (s, in_u, true)))
+                .collect();
+            let chunk = step.min(d / gf).max(1.0);
+            prepared.steps = hops * (d / gf / chunk).ceil().max(1.0);
+            prepared.nvls_hops = hops;
+            let net_units = if multi {
+                prepared.steps += (d / chunk).ceil();
+                prepared.net_hops = 2.0 * ceil_log2(nodes);
+                tree_net_units(nodes) * d / volume
+            } else {
+                0.0
+            };
+            prepared.volume = volume;
+            prepared.loads = loads_of(plan, &plan.nvls, nc, net_units, &extra);
+        }
+        _ => return None,
+    }
+    Some(prepared)
+}
+
+/// The expected time (us) of a prepared pair under constants `r`, and what limits it:
+/// launch + hops x their latency + steps x max(step synchronisation, step bytes / channel rate).
+pub fn evaluate(plan: &Plan, r: &Resolved, pp: &Prepared) -> Option<(f64, Limit)> {
+    if pp.single_rank {
+        return Some((r.launch_us, Limit::Latency));
+    }
+    let p = pp.proto as usize;
+    let wire = r.wire_efficiency[p];
+    let mut rate = f64::INFINITY;
+    let mut at = None;
+    for l in &pp.loads {
+        let eff = if l.multimem { r.nvls_efficiency } else { 1.0 };
+        let x = r.rate(&plan.slots[l.slot]) * eff * wire / l.units;
+        if x < rate {
+            rate = x;
+            at = Some(*l);
+        }
+    }
+    let cap = r.channel_gbs[p] * if pp.reduces { r.reduce_efficiency } else { 1.0 };
+    let limit_bw = if cap < rate {
+        rate = cap;
+        Limit::Protocol {
+            proto: pp.proto,
+            rate_gbs: cap * pp.channels as f64,
+        }
+    } else {
+        match at {
+            Some(l) if l.multimem => Limit::NvlsReduce {
+                rate_gbs: r.rate(&plan.slots[l.slot]) * r.nvls_efficiency,
+            },
+            Some(l) => Limit::Link {
+                class: plan.slots[l.slot].class.name(),
+                name: plan.slots[l.slot].name.clone(),
+                rate_gbs: r.rate(&plan.slots[l.slot]),
+            },
+            None => Limit::Latency,
+        }
+    };
+    if !rate.is_finite() || rate <= 0.0 {
+        return None;
+    }
+    let step_oh = r.step_us[p] + if pp.multi_node { r.net_step_us } else { 0.0 };
+    let fill =
+        pp.intra_hops * r.hop_us[p] + pp.net_hops * r.net_hop_us + pp.nvls_hops * r.nvls_hop_us;
+    let bw_us = pp.volume / (rate * 1e3);
+    let per_step = (bw_us / pp.steps).max(step_oh);
+    let time = r.launch_us + fill + pp.steps * per_step;
+    let limit = if bw_us > r.launch_us + fill + pp.steps * step_oh {
+        limit_bw
+    } else {
+        Limit::Latency
+    };
+    Some((time, limit))
+}
+
+/// `prepare` then `evaluate`: the expected time (us) of one pair and what limits it.
+pub fn simulate(
+    plan: &Plan,
+    r: &Resolved,
+    coll: Coll,
+    algo: Algo,
+    proto: Proto,
+    bytes: u64,
+    channels: usize,
+) -> Option<(f64, Limit)> {
+    let pp = prepare(plan, r.step_bytes, coll, algo, proto, bytes, channels)?;
+    evaluate(plan, r, &pp)
+}
+
+impl Expected {
+    pub fn new(
+        cluster: &Cluster,
+        graphs: &Graphs,
+        model: &Model,
+        params: &Params,
+        opts: &ExpectOptions,
+    ) -> Result<Expected> {
+        let plan = Plan::new(cluster, graphs, model.env.p2p_level)?;
+        let gdr = cluster
+            .node
+            .nodes(crate::topo::NodeKind::Net)
+            .iter()
+            .filter_map(|&i| cluster.node.node(i).net())
+            .any(|n| n.gdr);
+        let net_kind = (cluster.n_nodes > 1).then(|| {
+            opts.net_kind
+                .unwrap_or_else(|| NetKind::detect(&plan.nic_names, gdr))
+        });
+        let class = machine_class(&plan, net_kind, params);
+        let resolved = Resolved::new(
+            params,
+            &class.gpu_class,
+            net_kind.unwrap_or(NetKind::Ib),
+            opts.launch,
+        );
+        Ok(Expected {
+            plan,
+            model: model.clone(),
+            params: params.clone(),
+            class,
+            launch: opts.launch,
+            resolved,
+        })
+    }
+
+    pub fn class(&self) -> &MachineClass {
+        &self.class
+    }
+    pub fn launch(&self) -> Launch {
+        self.launch
+    }
+    pub fn n_ranks(&self) -> usize {
+        self.plan.n_ranks
+    }
+
+    fn call(&self, coll: Coll, bytes: u64) -> Option<Call> {
+        Call::new(coll, bytes, self.plan.n_ranks, 1).ok()
+    }
+
+    fn expectation(
+        &self,
+        call: &Call,
+        algo: Algo,
+        proto: Proto,
+        channels: usize,
+    ) -> Option<Expectation> {
+        let (time, limit) = simulate(
+            &self.plan,
+            &self.resolved,
+            call.coll,
+            algo,
+            proto,
+            call.model_bytes,
+            channels,
+        )?;
+        let bytes = call.model_bytes as f64;
+        let factor = call.coll.nccl_tests_bus_factor(self.plan.n_ranks);
+        let band = self.class.band.at(call.size);
+        let algbw = bytes / (time * 1e3);
+        let busbw = algbw * factor;
+        Some(Expectation {
+            coll: call.coll,
+            algo,
+            proto,
+            bytes: call.model_bytes,
+            launch: self.launch,
+            channels,
+            expected_time_us: time,
+            expected_algbw_gbs: algbw,
+            expected_busbw_gbs: busbw,
+            expected_low_busbw_gbs: busbw / (1.0 + band),
+            expected_high_busbw_gbs: busbw / (1.0 - band).max(0.05),
+            expected_low_time_us: time * (1.0 - band).max(0.05),
+            expected_high_time_us: time * (1.0 + band),
+            limit,
+        })
+    }
+
+    /// One pair; None where NCCL cannot run it here (its masks) or it is not modelled.
+    pub fn expect(&self, coll: Coll, algo: Algo, proto: Proto, bytes: u64) -> Option<Expectation> {
+        let call = self.call(coll, bytes)?;
+        let eval = self.model.evaluate(&call).ok()?;
+        let c = eval
+            .candidates
+            .iter()
+            .find(|c| c.algo == algo && c.proto == proto)?;
+        if !c.masks.is_empty() && self.plan.n_ranks > 1 {
+            return None;
+        }
+        self.expectation(&call, algo, proto, c.channels)
+    }
+
+    /// Every runnable pair, NCCL's order.
+    pub fn all(&self, coll: Coll, bytes: u64) -> Vec<Expectation> {
+        let Some(call) = self.call(coll, bytes) else {
+            return Vec::new();
+        };
+        let Ok(eval) = self.model.evaluate(&call) else {
+            return Vec::new();
+        };
+        eval.candidates
+            .iter()
+            .filter(|c| c.masks.is_empty() || self.plan.n_ranks == 1)
+            .filter_map(|c| self.expectation(&call, c.algo, c.proto, c.channels))
+            .collect()
+    }
+
+    /// The pair expected fastest (ties: NCCL's order).
+    pub fn fastest(&self, coll: Coll, bytes: u64) -> Option<Expectation> {
+        self.all(coll, bytes)
+            .into_iter()
+            .fold(None, |best, e| match best {
+                Some(b) if b.expected_time_us <= e.expected_time_us => Some(b),
+                _ => Some(e),
+            })
+    }
+
+    /// NCCL's own pick (its model, NCCL_ALGO/NCCL_PROTO applied) with the expected time: what an unpinned
+    /// nccl-tests run should print.
+    pub fn nccl_pick(&self, coll: Coll, bytes: u64) -> Option<Expectation> {
+        let call = self.call(coll, bytes)?;
+        let eval = self.model.evaluate(&call).ok()?;
+        let w = eval.winner();
+        self.expectation(&call, w.algo, w.proto, w.channels)
+    }
+
+    /// The physical rate of each link class on the machine, one way.
+    pub fn link_rates(&self) -> Vec<LinkRate> {
+        let mut out: Vec<LinkRate> = Vec::new();
+        for slot in &self.plan.slots {
+            let class = match slot.class {
+                LinkClass::Pcie => {
+                    format!("pcie-{:.0}gbs", slot.nominal_gbs)
+                }
+                c => c.name(),
+            };
+            if out
+                .iter()
+                .any(|l| l.class == class && l.lanes == slot.lanes)
+            {
+                continue;
+            }
+            let (description, source) = match slot.class {
+                LinkClass::NvLink(g) => (
+                    format!("NVLink {g} x{} one way", slot.lanes),
+                    self.params
+                        .source("link", &format!("nvlink{g}"), "efficiency"),
+                ),
+                LinkClass::Pcie => (
+                    format!(
+                        "PCIe link of {:.0} GB/s raw one way (host<->device, switch, root port)",
+                        slot.nominal_gbs
+                    ),
+                    self.params.source("link", "pcie", "efficiency"),
+                ),
+                LinkClass::InterSocket(_) => (
+                    "between the CPU sockets (UPI / xGMI), peer traffic one way".to_string(),
+                    self.params.source("link", "inter-socket", "intel_gbs"),
+                ),
+                LinkClass::C2c => (
+                    "NVLink-C2C CPU<->GPU one way".to_string(),
+                    self.params.source("link", "c2c", "efficiency"),
+                ),
+                LinkClass::Nic => (
+                    format!(
+                        "NIC of {:.0} Gb/s to the network, one way",
+                        slot.nominal_gbs * 8.0
+                    ),
+                    self.params.source(
+                        "net",
+                        self.class.net_kind.unwrap_or(NetKind::Ib).name(),
+                        "efficiency",
+                    ),
+                ),
+                LinkClass::HostMemory => (
+                    "host memory as SHM / non-GPUDirect staging".to_string(),
+                    self.params.source("link", "host-memory", "staging_gbs"),
+                ),
+            };
+            out.push(LinkRate {
+                class,
+                description,
+                lanes: slot.lanes,
+                expected_gbs: self.resolved.rate(slot),
+                source,
+            });
+        }
+        out
+    }
+}
+
+fn machine_class(plan: &Plan, net: Option<NetKind>, params: &Params) -> MachineClass {
+    let gpu = gpu_class(plan.min_sm).to_string();
+    let nvlink = plan
+        .slots
+        .iter()
+        .any(|s| matches!(s.class, LinkClass::NvLink(_)));
+    let fabric = if plan.has_nvswitch {
+        "nvswitch"
+    } else if nvlink {
+        "nvlink"
+    } else {
+        "pcie"
+    };
+    let mut name = format!("{gpu} {fabric}");
+    if fabric == "pcie" && plan.sockets > 1 {
+        name.push_str(&format!(" {}-socket", plan.sockets));
+    }
+    if let Some(k) = net {
+        name.push_str(&format!(" + {}", k.name()));
+    }
+    let band_key = match (fabric, net) {
+        ("pcie", _) => "pcie",
+        (_, Some(_)) => "nvswitch-net",
+        _ => "nvswitch",
+    }
+    .to_string();
+    let b = |key: &str, r: &str| {
+        let v = params.get("bands", "bands", &format!("{key}_{r}"));
+        if v > 0.0 {
+            v
+        } else {
+            params.get("bands", "bands", &format!("default_{r}"))
+        }
+    };
+    MachineClass {
+        name,
+        gpu_class: gpu,
+        band: Band {
+            small: b(&band_key, "small"),
+            mid: b(&band_key, "mid"),
+            large: b(&band_key, "large"),
+        },
+        band_key,
+        net_kind: net,
+    }
+}
