@@ -1,6 +1,8 @@
 //! `planner doctor`: flags, and the glue between the doctor stage and its report.
 
+use crate::doctor::expected::ExpectedAllReduce;
 use crate::doctor::fake::FakeDoctor;
+use crate::doctor::judge::NcclExpectation;
 use crate::doctor::live::LiveDoctor;
 use crate::doctor::rates::Rates;
 use crate::doctor::run::{run_doctor, DoctorBackend, DoctorProgress, DoctorRequest};
@@ -124,6 +126,15 @@ fn require_gpu() -> Result<()> {
     }
 }
 
+/// GPUs of this node (1 when the driver cannot say).
+fn gpus_per_node() -> usize {
+    cudarc::driver::CudaContext::device_count()
+        .ok()
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(1)
+}
+
 pub fn run(args: DoctorArgs) -> Result<()> {
     let rates = Rates::built_in()?;
     let (run, hung, report_here) = match &args.load {
@@ -155,7 +166,26 @@ pub fn run(args: DoctorArgs) -> Result<()> {
             let progress = Stderr {
                 out: args.out.clone().filter(|_| report_here),
             };
-            let (run, hung) = run_doctor(backend.as_ref(), &request, &rates, None, &progress)?;
+            // The expected model of this machine, for the NCCL sweep (live only: the fake machine has no fixture).
+            let expected = if fake.is_none() && !request.no_nccl {
+                let nodes = launcher
+                    .as_ref()
+                    .map(|l| l.world_size.div_ceil(gpus_per_node()))
+                    .unwrap_or(1);
+                let version = crate::nccl::library_version().ok();
+                match ExpectedAllReduce::of_live_machine(nodes, version.as_deref()) {
+                    Ok(e) => e,
+                    Err(e) => {
+                        eprintln!("doctor: no expected model for the NCCL sweep ({e})");
+                        None
+                    }
+                }
+            } else {
+                None
+            };
+            let expectation = expected.as_ref().map(|e| e as &dyn NcclExpectation);
+            let (run, hung) =
+                run_doctor(backend.as_ref(), &request, &rates, expectation, &progress)?;
             if let Some(path) = args.out.as_ref().filter(|_| report_here) {
                 eprintln!("doctor: result file {path}");
             }

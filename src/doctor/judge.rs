@@ -47,6 +47,11 @@ pub struct Figure {
     pub expected_gbs: Option<f64>,
     /// How the expectation was made ("PCIe Gen5 x16: 0.865 x 3.94 GB/s x 16").
     pub expected_from: String,
+    /// The expected band where the expectation has one (the NCCL sweep: the expected model's class band).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_low_gbs: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_high_gbs: Option<f64>,
     pub status: FigureStatus,
 }
 
@@ -97,8 +102,8 @@ impl Verdict {
 /// The expected model's all-reduce, for the NCCL sweep (None where it says nothing).
 pub trait NcclExpectation {
     fn label(&self) -> String;
-    /// Expected all-reduce busbw in GB/s at `bytes` over `ranks` ranks.
-    fn all_reduce_busbw_gbs(&self, bytes: u64, ranks: usize) -> Option<f64>;
+    /// Expected all-reduce busbw at `bytes` over `ranks` ranks, GB/s: (expected, band low, band high).
+    fn all_reduce_busbw_gbs(&self, bytes: u64, ranks: usize) -> Option<(f64, f64, f64)>;
 }
 
 /// A PCIe link of `gen` x `width` at the efficiency `eff`: GB/s and how it was made.
@@ -197,6 +202,32 @@ fn figure_of(rates: &Rates, measured: Option<f64>, expected: Option<(f64, String
         measured_gbs: measured,
         expected_gbs,
         expected_from,
+        expected_low_gbs: None,
+        expected_high_gbs: None,
+        status,
+    }
+}
+
+/// A figure judged by a band (the NCCL sweep): slow below `low`, suspiciously fast above `high`.
+fn banded_figure(
+    measured: Option<f64>,
+    expected: f64,
+    low: f64,
+    high: f64,
+    from: String,
+) -> Figure {
+    let status = match measured {
+        Some(m) if m < low => FigureStatus::Slow,
+        Some(m) if m > high => FigureStatus::SuspiciouslyFast,
+        Some(_) => FigureStatus::Ok,
+        None => FigureStatus::NoExpectation,
+    };
+    Figure {
+        measured_gbs: measured,
+        expected_gbs: Some(expected),
+        expected_from: from,
+        expected_low_gbs: Some(low),
+        expected_high_gbs: Some(high),
         status,
     }
 }
@@ -215,22 +246,35 @@ pub fn judge_with(run: &mut DoctorRun, rates: &Rates, nccl: Option<&dyn NcclExpe
     }
     let ranks = run.machine.nccl_ranks;
     for p in run.nccl.iter_mut() {
-        let measured = p.busbw_gbs(ranks);
-        let expected = if ranks <= 1 {
-            None
-        } else {
-            nccl.and_then(|m| {
-                m.all_reduce_busbw_gbs(p.bytes, ranks)
-                    .map(|v| (v, m.label()))
-            })
+        let measured = p.busbw_gbs(ranks).filter(|_| p.status == "ok");
+        // The expected model's word: from the model when given, else as recorded at measurement time.
+        let recorded = p.figure.as_ref().and_then(|f| {
+            Some((
+                f.expected_gbs?,
+                f.expected_low_gbs?,
+                f.expected_high_gbs?,
+                f.expected_from.clone(),
+            ))
+        });
+        let expected = match nccl {
+            Some(m) if ranks > 1 => m
+                .all_reduce_busbw_gbs(p.bytes, ranks)
+                .map(|(e, lo, hi)| (e, lo, hi, m.label())),
+            Some(_) => None,
+            None => recorded,
         };
-        let mut f = figure_of(rates, measured, expected);
-        if ranks <= 1 {
-            f.expected_from = "one rank: no link is crossed (a local copy)".into();
-        } else if f.expected_gbs.is_none() {
-            f.expected_from = "no expected model for this machine".into();
-        }
-        p.figure = Some(f);
+        p.figure = Some(match expected {
+            Some((e, lo, hi, from)) if ranks > 1 => banded_figure(measured, e, lo, hi, from),
+            _ => {
+                let mut f = figure_of(rates, measured, None);
+                f.expected_from = if ranks <= 1 {
+                    "one rank: no link is crossed (a local copy)".into()
+                } else {
+                    "no expected model for this machine".into()
+                };
+                f
+            }
+        });
     }
     run.verdict = Some(verdict(run));
 }

@@ -8,6 +8,7 @@
 //! - this file: the result file (`DoctorRun`), written as the run goes and read back by `doctor --load` and by
 //!   `check`, anywhere, without a GPU.
 
+pub mod expected;
 pub mod fake;
 pub mod judge;
 pub mod live;
