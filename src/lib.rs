@@ -43,6 +43,8 @@ pub mod gpu;
 pub mod exec;
 pub mod nccl;
 pub mod verify;
+// Is a live machine healthy: its links and a short NCCL sweep beside the expected rates.
+pub mod doctor;
 
 // Reading measurements back: calibration, run and version diffs, tuning from measurements.
 pub mod calibrate;

@@ -46,6 +46,9 @@ pub struct ExpectArgs {
     /// With --fit: write the fitted constants and bands into this directory (a copy of tuning-tables/expect)
     #[arg(long, value_name = "DIR", requires = "fit")]
     pub write: Option<String>,
+    /// With --fit: write every point (measured, fitted, left-out expected, NCCL's estimate) as CSV to FILE
+    #[arg(long, value_name = "FILE", requires = "fit")]
+    pub points_out: Option<String>,
     /// Machine-readable output (docs/json.md)
     #[arg(long)]
     pub json: bool,
@@ -73,7 +76,12 @@ pub fn run(args: ExpectArgs) -> Result<()> {
             Some(dir) => expect::Params::load_dir(dir)?,
             None => expect::Params::builtin()?,
         };
-        let report = expect::fit::run_fit(points, &params, args.write.as_deref())?;
+        let report = expect::fit::run_fit(
+            points,
+            &params,
+            args.write.as_deref(),
+            args.points_out.as_deref(),
+        )?;
         print!("{}", out::fit_text(&report));
         return Ok(());
     }

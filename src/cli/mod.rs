@@ -7,6 +7,7 @@ pub mod calibrate;
 pub mod channels;
 pub mod check;
 pub mod diff;
+pub mod doctor;
 pub mod expect;
 pub mod explain;
 pub mod run;
@@ -61,6 +62,8 @@ pub enum Command {
     Tune(tune::TuneArgs),
     /// What changed: two NCCL versions on this machine (--nccl-version A --against B), or two verify result files
     Diff(diff::DiffArgs),
+    /// Is this machine healthy: NVML per GPU, link tests (nvbandwidth's), a short NCCL sweep, each beside its expectation
+    Doctor(doctor::DoctorArgs),
 }
 
 pub fn run(mut cli: Cli) -> Result<()> {
@@ -89,6 +92,7 @@ pub fn run(mut cli: Cli) -> Result<()> {
         Command::Run(args) => run::run(args),
         Command::Tune(args) => tune::run(args),
         Command::Diff(args) => diff::run(args),
+        Command::Doctor(args) => doctor::run(args),
     }
 }
 
@@ -166,6 +170,7 @@ impl Command {
             Command::Audit(_)
             | Command::Check(_)
             | Command::Fixtures(_)
+            | Command::Doctor(_)
             | Command::NcclChild
             | Command::RendezvousCheck(_) => None,
         }
@@ -186,6 +191,7 @@ impl Cli {
             "run",
             "tune",
             "diff",
+            "doctor",
         ]
     }
 }

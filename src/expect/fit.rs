@@ -1,20 +1,934 @@
-//! Fitting the constants marked `fit` to measurements, and leave-one-machine-out cross-validation.
+//! Fitting the constants marked `fit` to measurements, and leave-one-machine-out (LOMO) cross-validation.
+//!
+//! The data: rows of `points.csv` (tests/data/expect-train, with every source URL in its README and cases), each a
+//! measured nccl-tests time or busbw of one machine, collective and size, with the planner flags that describe
+//! the machine. Each row becomes a prepared pair (the plan's loads and steps: `super::prepare`), so a fit
+//! re-evaluates only the constants. The fit minimises the squared log error (Huber beyond 30 %) plus a pull of
+//! each constant towards its prior (the spec or measured value its file names), by coordinate descent in log
+//! space from the priors. LOMO: for each machine, fit without it (constants no other machine touches go back to
+//! their priors), then predict it. That error, per class and size range, is the figure to trust and the band.
 
-use super::Params;
+use super::params::Params;
+use super::{evaluate, prepare, ExpectOptions, Expected, Launch, NetKind, Prepared, Resolved};
 use crate::error::{Error, Result};
+use crate::model::input::NvlsFlag;
+use crate::model::select::Call;
+use crate::model::{table, Algo, Coll, Proto};
+use crate::nccl_env::NcclEnv;
+use std::collections::BTreeMap;
+use std::fmt::Write;
 
-/// The fit's figures: per class and size range, on the training set and left out.
+/// The size ranges of the targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Range {
+    /// <= 64 KiB.
+    Small,
+    /// Above 64 KiB, below the series' largest size.
+    Mid,
+    /// The series' largest size, when >= 256 MiB.
+    Large,
+}
+
+impl Range {
+    pub fn name(self) -> &'static str {
+        match self {
+            Range::Small => "<= 64 KiB",
+            Range::Mid => "64 KiB - largest",
+            Range::Large => "largest (>= 256 MiB)",
+        }
+    }
+}
+
+/// One measured point, prepared.
+#[derive(Debug, Clone)]
+pub struct FitPoint {
+    pub case: String,
+    /// The machine left out together (a cloud fixture is one machine whatever the case; a generic one is its case).
+    pub machine: String,
+    pub band_key: String,
+    pub size: u64,
+    pub range: Range,
+    pub measured_us: f64,
+    pub nccl_estimate_us: f64,
+    pub algo: Algo,
+    pub proto: Proto,
+    combo: usize,
+    plan: usize,
+    prepared: Prepared,
+}
+
+/// Why rows were not used, with counts.
 #[derive(Debug, Clone, Default)]
+pub struct Skipped {
+    pub reasons: BTreeMap<String, usize>,
+}
+
+impl Skipped {
+    fn add(&mut self, why: &str) {
+        *self.reasons.entry(why.to_string()).or_default() += 1;
+    }
+}
+
+/// The prepared data: points, the plans they refer to, the (GPU class, network, launch) combinations.
+#[derive(Debug, Clone)]
+pub struct Data {
+    pub points: Vec<FitPoint>,
+    pub plans: Vec<super::plan::Plan>,
+    combos: Vec<(String, NetKind, Launch)>,
+    pub skipped: Skipped,
+}
+
+/// Error statistics of one group.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stats {
+    pub n: usize,
+    pub median: f64,
+    pub worst: f64,
+    pub p80: f64,
+}
+
+impl Stats {
+    fn of(errors: &mut [f64]) -> Option<Stats> {
+        if errors.is_empty() {
+            return None;
+        }
+        errors.sort_by(|a, b| a.total_cmp(b));
+        let at = |q: f64| errors[((errors.len() - 1) as f64 * q).round() as usize];
+        Some(Stats {
+            n: errors.len(),
+            median: at(0.5),
+            worst: errors[errors.len() - 1],
+            p80: at(0.8),
+        })
+    }
+}
+
+/// The figures of a fit.
+#[derive(Debug, Clone)]
 pub struct FitReport {
-    pub lines: Vec<String>,
+    pub points: usize,
+    pub machines: usize,
+    pub skipped: Skipped,
+    /// (band key or "all", range) -> stats: training set, LOMO, NCCL's own estimate.
+    pub training: BTreeMap<(String, Range), Stats>,
+    pub lomo: BTreeMap<(String, Range), Stats>,
+    pub nccl: BTreeMap<(String, Range), Stats>,
+    /// Per machine: LOMO median |error| and worst point (case, size, error).
+    pub per_machine: Vec<(String, Stats, String)>,
+    pub params: Params,
+    /// Every point: its fitted and left-out expected time beside the measured one (the CSV of `--points-out`).
+    pub rows: Vec<PointRow>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PointRow {
+    pub case: String,
+    pub machine: String,
+    pub size: u64,
+    pub pair: String,
+    pub range: Range,
+    pub measured_us: f64,
+    pub expected_fit_us: f64,
+    pub expected_lomo_us: f64,
+    pub nccl_estimate_us: f64,
+}
+
+impl FitReport {
+    /// The points as CSV.
+    pub fn points_csv(&self) -> String {
+        let mut s = String::from(
+            "case,machine,size_bytes,pair,range,measured_us,expected_fit_us,expected_lomo_us,nccl_estimate_us,lomo_error\n",
+        );
+        for r in &self.rows {
+            let _ = writeln!(
+                s,
+                "{},{},{},{},{},{:.3},{:.3},{:.3},{:.3},{:.4}",
+                r.case,
+                r.machine,
+                r.size,
+                r.pair,
+                r.range.name(),
+                r.measured_us,
+                r.expected_fit_us,
+                r.expected_lomo_us,
+                r.nccl_estimate_us,
+                r.expected_lomo_us / r.measured_us - 1.0
+            );
+        }
+        s
+    }
+}
+
+/// A small CSV reader (quoted fields with commas; `""` inside quotes).
+pub fn csv_rows(text: &str) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let mut fields = Vec::new();
+        let mut cur = String::new();
+        let mut quoted = false;
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '"' if quoted && chars.peek() == Some(&'"') => {
+                    cur.push('"');
+                    chars.next();
+                }
+                '"' => quoted = !quoted,
+                ',' if !quoted => fields.push(std::mem::take(&mut cur)),
+                c => cur.push(c),
+            }
+        }
+        fields.push(cur);
+        rows.push(fields);
+    }
+    rows
+}
+
+/// The machine a row's flags describe.
+#[derive(Debug, Clone, PartialEq)]
+struct Flags {
+    fixture: String,
+    nodes: usize,
+    version: Option<String>,
+    coll: Option<String>,
+    algo: Option<String>,
+    proto: Option<String>,
+    nvls: NvlsFlag,
+    mnnvl: Option<crate::topo::mnnvl::MnnvlEnable>,
+    env: Vec<(String, String)>,
+}
+
+fn env_tokens(text: &str) -> Vec<(String, String)> {
+    text.split(|c: char| c.is_whitespace() || c == ',' || c == ';')
+        .filter_map(|t| t.split_once('='))
+        .filter(|(k, v)| k.starts_with("NCCL_") && !v.is_empty())
+        .filter(|(k, _)| !matches!(*k, "NCCL_TOPO_FILE" | "NCCL_GRAPH_FILE"))
+        .map(|(k, v)| (k.to_string(), v.trim_end_matches(['.', ')']).to_string()))
+        .collect()
+}
+
+/// `[NCCL_X=Y ...] explain --fixture F [--nodes N] ... (comment)`; None when the row names no fixture.
+fn parse_flags(args: &str) -> Option<Flags> {
+    let args = args.split(" (").next().unwrap_or("");
+    let words: Vec<&str> = args.split_whitespace().collect();
+    let at = words.iter().position(|w| *w == "explain")?;
+    let mut f = Flags {
+        fixture: String::new(),
+        nodes: 1,
+        version: None,
+        coll: None,
+        algo: None,
+        proto: None,
+        nvls: NvlsFlag::Auto,
+        mnnvl: None,
+        env: env_tokens(&words[..at].join(" ")),
+    };
+    let mut i = at + 1;
+    while i < words.len() {
+        let value = words.get(i + 1).map(|s| s.to_string());
+        match words[i] {
+            "--fixture" => f.fixture = value.clone()?,
+            "--nodes" => f.nodes = value.as_deref()?.parse().ok()?,
+            "--nccl-version" => f.version = value.clone(),
+            "--coll" => f.coll = value.clone(),
+            "--algo" => f.algo = value.clone(),
+            "--proto" => f.proto = value.clone(),
+            "--nvls" => {
+                f.nvls = match value.as_deref() {
+                    Some("off") => NvlsFlag::Off,
+                    Some("on") => NvlsFlag::On,
+                    _ => NvlsFlag::Auto,
+                }
+            }
+            "--mnnvl" => {
+                f.mnnvl = match value.as_deref() {
+                    Some("off") => Some(crate::topo::mnnvl::MnnvlEnable::Off),
+                    Some("on") => Some(crate::topo::mnnvl::MnnvlEnable::On),
+                    _ => None,
+                }
+            }
+            _ => {
+                i += 1;
+                continue;
+            }
+        }
+        i += 2;
+    }
+    (!f.fixture.is_empty()).then_some(f)
+}
+
+fn net_kind_of(network: &str, env: &[(String, String)]) -> Option<NetKind> {
+    if env.iter().any(|(k, v)| k == "NCCL_IB_DISABLE" && v == "1") {
+        return Some(NetKind::Socket);
+    }
+    let n = network.to_ascii_lowercase();
+    if n.starts_with("none") {
+        None
+    } else if n.contains("efa") {
+        Some(NetKind::Efa)
+    } else if n.contains("tcpx") {
+        Some(NetKind::Tcpx)
+    } else if n.contains("roce") {
+        Some(NetKind::Roce)
+    } else if n.contains("socket") || n.contains("tcp") {
+        Some(NetKind::Socket)
+    } else if n.contains("ib") {
+        Some(NetKind::Ib)
+    } else {
+        None
+    }
+}
+
+/// Fixtures that are one cloud machine type: their cases are one machine for LOMO.
+fn machine_key(case: &str, fixture: &str) -> String {
+    let cloud = ["aws-", "azure-", "gcp-", "h200x2-", "gb200-"];
+    if cloud.iter().any(|p| fixture.starts_with(p)) {
+        fixture.to_string()
+    } else {
+        format!("{case} {fixture}")
+    }
+}
+
+type Built = (usize, Expected);
+
+impl Data {
+    /// Read `points.csv` files; every row the model can place is prepared, the others are counted by reason.
+    pub fn load(paths: &[&str], params: &Params) -> Result<Data> {
+        let mut data = Data {
+            points: Vec::new(),
+            plans: Vec::new(),
+            combos: Vec::new(),
+            skipped: Skipped::default(),
+        };
+        let mut built: Vec<(String, Option<Built>)> = Vec::new();
+        let step_bytes = Resolved::new(params, "sm90", NetKind::Ib, Launch::Eager).step_bytes;
+        for path in paths {
+            let text = crate::units::read_input_file(path)?;
+            let rows = csv_rows(&text);
+            let Some(header) = rows.first() else {
+                return Err(Error::bad_input(format!("{path}: empty")));
+            };
+            let col = |name: &str| -> Result<usize> {
+                header.iter().position(|h| h == name).ok_or_else(|| {
+                    Error::bad_input(format!("{path}: no column '{name}' in the header"))
+                })
+            };
+            let c = [
+                col("case")?,
+                col("collective")?,
+                col("env")?,
+                col("size_bytes")?,
+                col("measured_busbw_gbs")?,
+                col("measured_time_us")?,
+                col("planner_topology_args")?,
+                col("status")?,
+                col("launch")?,
+                col("network")?,
+            ];
+            let mut series: BTreeMap<String, u64> = BTreeMap::new();
+            let mut staged = Vec::new();
+            for (line, row) in rows.iter().enumerate().skip(1) {
+                let get = |i: usize| row.get(c[i]).map(String::as_str).unwrap_or("");
+                if get(7) != "healthy" {
+                    data.skipped.add(&format!("status {}", get(7)));
+                    continue;
+                }
+                let Some(mut flags) = parse_flags(get(6)) else {
+                    data.skipped.add("no fixture describes the machine");
+                    continue;
+                };
+                if crate::topo::fixtures::find(&flags.fixture).is_none() {
+                    data.skipped.add("fixture not in this build");
+                    continue;
+                }
+                let env_col = env_tokens(get(2));
+                for (k, v) in env_col {
+                    if !flags.env.iter().any(|(x, _)| *x == k) {
+                        flags.env.push((k, v));
+                    }
+                }
+                let Ok(size) = get(3).parse::<u64>() else {
+                    return Err(Error::bad_input(format!(
+                        "{path}:{}: size_bytes '{}' is not a number",
+                        line + 1,
+                        get(3)
+                    )));
+                };
+                let coll = match Coll::parse(get(1)) {
+                    Ok(c) => c,
+                    Err(_) => {
+                        data.skipped.add("collective not modelled");
+                        continue;
+                    }
+                };
+                let launch = if get(8) == "graph" {
+                    Launch::Graph
+                } else {
+                    Launch::Eager
+                };
+                let net = net_kind_of(get(9), &flags.env);
+                let key = format!("{flags:?} {net:?} {launch:?}");
+                let index = match built.iter().position(|(k, _)| *k == key) {
+                    Some(i) => i,
+                    None => {
+                        let b = build_machine(&flags, net, launch, params).ok();
+                        let b = b.map(|e| {
+                            data.plans.push(e.plan.clone());
+                            (data.plans.len() - 1, e)
+                        });
+                        built.push((key, b));
+                        built.len() - 1
+                    }
+                };
+                let Some((plan_index, expected)) = &built[index].1 else {
+                    data.skipped.add("the model cannot build the machine");
+                    continue;
+                };
+                let Ok(call) = Call::new(coll, size, expected.n_ranks(), 1) else {
+                    data.skipped.add("size too small for the collective");
+                    continue;
+                };
+                let Ok(eval) = expected.model.evaluate(&call) else {
+                    data.skipped.add("the model cannot evaluate the call");
+                    continue;
+                };
+                let w = eval.winner();
+                let Some(prepared) = prepare(
+                    &expected.plan,
+                    step_bytes,
+                    coll,
+                    w.algo,
+                    w.proto,
+                    call.model_bytes,
+                    w.channels,
+                ) else {
+                    data.skipped.add("algorithm not modelled (CollNet, PAT)");
+                    continue;
+                };
+                let factor = coll.nccl_tests_bus_factor(expected.n_ranks());
+                let measured_us = match (get(5).parse::<f64>(), get(4).parse::<f64>()) {
+                    (Ok(t), _) if t > 0.0 => t,
+                    (_, Ok(bw)) if bw > 0.0 => call.model_bytes as f64 * factor / (bw * 1e3),
+                    _ => {
+                        data.skipped.add("no measured value");
+                        continue;
+                    }
+                };
+                let combo = (
+                    expected.class.gpu_class.clone(),
+                    net.unwrap_or(NetKind::Ib),
+                    launch,
+                );
+                let combo = match data.combos.iter().position(|x| *x == combo) {
+                    Some(i) => i,
+                    None => {
+                        data.combos.push(combo);
+                        data.combos.len() - 1
+                    }
+                };
+                let series_key = format!("{} {} {}", get(0), get(6), get(2));
+                let largest = series.entry(series_key.clone()).or_insert(0);
+                *largest = (*largest).max(size);
+                staged.push((
+                    series_key,
+                    FitPoint {
+                        case: get(0).to_string(),
+                        machine: machine_key(get(0), &flags.fixture),
+                        band_key: expected.class.band_key.clone(),
+                        size,
+                        range: Range::Small,
+                        measured_us,
+                        nccl_estimate_us: f64::from(w.time_us),
+                        algo: w.algo,
+                        proto: w.proto,
+                        combo,
+                        plan: *plan_index,
+                        prepared,
+                    },
+                ));
+            }
+            for (key, mut p) in staged {
+                let largest = series.get(&key).copied().unwrap_or(0);
+                p.range = if p.size <= 64 << 10 {
+                    Range::Small
+                } else if p.size == largest && largest >= 256 << 20 {
+                    Range::Large
+                } else {
+                    Range::Mid
+                };
+                data.points.push(p);
+            }
+        }
+        Ok(data)
+    }
+
+    fn resolved(&self, params: &Params) -> Vec<Resolved> {
+        self.combos
+            .iter()
+            .map(|(g, n, l)| Resolved::new(params, g, *n, *l))
+            .collect()
+    }
+
+    fn predict(&self, resolved: &[Resolved], i: usize) -> f64 {
+        let p = &self.points[i];
+        evaluate(&self.plans[p.plan], &resolved[p.combo], &p.prepared)
+            .map(|(t, _)| t)
+            .unwrap_or(f64::INFINITY)
+    }
+}
+
+fn build_machine(
+    flags: &Flags,
+    net: Option<NetKind>,
+    launch: Launch,
+    params: &Params,
+) -> Result<Expected> {
+    let mut env = NcclEnv::from_pairs(flags.env.clone());
+    if let Some(a) = &flags.algo {
+        env.algo = Some(a.clone());
+    }
+    if let Some(p) = &flags.proto {
+        env.proto = Some(p.clone());
+    }
+    let source = crate::pipeline::Source {
+        fixture: Some(flags.fixture.clone()),
+        nodes: flags.nodes,
+        mnnvl: flags.mnnvl,
+        nccl_env: env.clone(),
+        ..Default::default()
+    };
+    let cluster = source.load()?;
+    let table = match &flags.version {
+        Some(v) => table::builtin_for_version(v)?.0,
+        None => table::builtin(table::newest_family())?,
+    };
+    let opts = ExpectOptions {
+        launch,
+        net_kind: net,
+    };
+    super::build_with(&cluster, None, table, env, flags.nvls, &opts, params).map(|(_, e)| e)
+}
+
+/// Huber loss of a log error: quadratic within 30 %, linear beyond (one bad source cannot drag the fit).
+fn loss(pred: f64, measured: f64) -> f64 {
+    let r = (pred / measured).ln();
+    if !r.is_finite() {
+        return 1e6;
+    }
+    let delta = 0.3;
+    if r.abs() <= delta {
+        r * r
+    } else {
+        delta * (2.0 * r.abs() - delta)
+    }
+}
+
+/// Regularisation: how strongly a constant stays near its prior, per unit of squared log ratio.
+const PRIOR_WEIGHT: f64 = 0.05;
+
+struct Fitter<'a> {
+    data: &'a Data,
+    /// Weight of each point: each machine counts about as much as the square root of its points.
+    weight: Vec<f64>,
+    slots: Vec<(usize, usize)>,
+    priors: Vec<f64>,
+    /// Points each fitted constant moves.
+    affects: Vec<Vec<usize>>,
+}
+
+impl<'a> Fitter<'a> {
+    fn new(data: &'a Data, params: &Params, active: Vec<bool>) -> Fitter<'a> {
+        let mut per_machine: BTreeMap<&str, usize> = BTreeMap::new();
+        for (i, p) in data.points.iter().enumerate() {
+            if active[i] {
+                *per_machine.entry(p.machine.as_str()).or_default() += 1;
+            }
+        }
+        let weight = data
+            .points
+            .iter()
+            .map(|p| {
+                1.0 / (per_machine.get(p.machine.as_str()).copied().unwrap_or(1) as f64).sqrt()
+            })
+            .collect();
+        let slots = params.fit_slots();
+        let priors = slots
+            .iter()
+            .map(|&(f, j)| params.files[f].params[j].prior)
+            .collect();
+        // Everything from the priors, so a fit does not depend on the values it starts from.
+        let mut params = params.clone();
+        for &(f, j) in &slots {
+            let prm = &mut params.files[f].params[j];
+            prm.value = prm.prior;
+        }
+        let params = &params;
+        // Which points each constant moves: perturb it and look.
+        let base = data.resolved(params);
+        let before: Vec<f64> = (0..data.points.len())
+            .map(|i| data.predict(&base, i))
+            .collect();
+        let mut affects = Vec::with_capacity(slots.len());
+        for &(f, j) in &slots {
+            // Both ways and far: a rate that does not bind at its prior may bind once lowered.
+            let moved: Vec<Vec<f64>> = [0.3, 3.0]
+                .iter()
+                .map(|k| {
+                    let mut p = params.clone();
+                    let prm = &mut p.files[f].params[j];
+                    prm.value = prm.prior * k;
+                    if prm.unit == super::params::Unit::Fraction {
+                        prm.value = prm.value.min(1.0);
+                    }
+                    let r = data.resolved(&p);
+                    (0..data.points.len())
+                        .map(|i| data.predict(&r, i))
+                        .collect()
+                })
+                .collect();
+            affects.push(
+                (0..data.points.len())
+                    .filter(|&i| active[i] && moved.iter().any(|m| m[i] != before[i]))
+                    .collect(),
+            );
+        }
+        Fitter {
+            data,
+            weight,
+            slots,
+            priors,
+            affects,
+        }
+    }
+
+    fn point_loss(&self, resolved: &[Resolved], i: usize) -> f64 {
+        self.weight[i]
+            * loss(
+                self.data.predict(resolved, i),
+                self.data.points[i].measured_us,
+            )
+    }
+
+    /// Coordinate descent in log space from the priors.
+    fn fit(&self, params: &Params, sweeps: usize) -> Params {
+        let mut p = params.clone();
+        for (k, &(f, j)) in self.slots.iter().enumerate() {
+            p.files[f].params[j].value = self.priors[k];
+        }
+        let mut step = vec![0.4f64; self.slots.len()];
+        for _ in 0..sweeps {
+            let mut moved = false;
+            for k in 0..self.slots.len() {
+                if self.affects[k].is_empty() || step[k] < 0.01 {
+                    continue;
+                }
+                let (f, j) = self.slots[k];
+                let fraction = p.files[f].params[j].unit == super::params::Unit::Fraction;
+                let cost = |p: &Params| -> f64 {
+                    let r = self.data.resolved(p);
+                    let v = p.files[f].params[j].value;
+                    let prior = (v / self.priors[k]).ln();
+                    self.affects[k]
+                        .iter()
+                        .map(|&i| self.point_loss(&r, i))
+                        .sum::<f64>()
+                        + PRIOR_WEIGHT * prior * prior
+                };
+                let here = cost(&p);
+                let v0 = p.files[f].params[j].value;
+                let mut best = (here, v0);
+                for dir in [1.0, -1.0] {
+                    let mut v = v0 * (dir * step[k]).exp();
+                    if fraction {
+                        v = v.min(1.0);
+                    }
+                    p.files[f].params[j].value = v;
+                    let c = cost(&p);
+                    if c < best.0 - 1e-12 {
+                        best = (c, v);
+                    }
+                }
+                p.files[f].params[j].value = best.1;
+                if best.1 != v0 {
+                    moved = true;
+                } else {
+                    step[k] *= 0.5;
+                }
+            }
+            if !moved && step.iter().all(|s| *s < 0.01) {
+                break;
+            }
+        }
+        p
+    }
+}
+
+fn stats_by(data: &Data, errors: &[(usize, f64)]) -> BTreeMap<(String, Range), Stats> {
+    let mut groups: BTreeMap<(String, Range), Vec<f64>> = BTreeMap::new();
+    for &(i, e) in errors {
+        let p = &data.points[i];
+        groups
+            .entry((p.band_key.clone(), p.range))
+            .or_default()
+            .push(e);
+        groups.entry(("all".into(), p.range)).or_default().push(e);
+    }
+    groups
+        .into_iter()
+        .filter_map(|(k, mut v)| Stats::of(&mut v).map(|s| (k, s)))
+        .collect()
+}
+
+/// Fit on every point, then leave each machine out; `sweeps` bounds the coordinate descent.
+pub fn fit_and_validate(data: &Data, params: &Params, sweeps: usize) -> FitReport {
+    let all = vec![true; data.points.len()];
+    let fitter = Fitter::new(data, params, all);
+    let fitted = fitter.fit(params, sweeps);
+    let r = data.resolved(&fitted);
+    let rel = |pred: f64, m: f64| (pred / m - 1.0).abs();
+    let training: Vec<(usize, f64)> = (0..data.points.len())
+        .map(|i| (i, rel(data.predict(&r, i), data.points[i].measured_us)))
+        .collect();
+    let nccl: Vec<(usize, f64)> = (0..data.points.len())
+        .map(|i| {
+            (
+                i,
+                rel(data.points[i].nccl_estimate_us, data.points[i].measured_us),
+            )
+        })
+        .collect();
+    let machines: Vec<String> = {
+        let mut m: Vec<String> = data.points.iter().map(|p| p.machine.clone()).collect();
+        m.sort();
+        m.dedup();
+        m
+    };
+    let mut lomo = Vec::new();
+    let mut lomo_pred = vec![f64::NAN; data.points.len()];
+    let mut per_machine = Vec::new();
+    for m in &machines {
+        let active: Vec<bool> = data.points.iter().map(|p| &p.machine != m).collect();
+        let f = Fitter::new(data, params, active);
+        let p = f.fit(params, sweeps);
+        let r = data.resolved(&p);
+        let mut errs = Vec::new();
+        let mut worst = (0.0, String::new());
+        for (i, pt) in data.points.iter().enumerate() {
+            if &pt.machine == m {
+                let pred = data.predict(&r, i);
+                lomo_pred[i] = pred;
+                let e = rel(pred, pt.measured_us);
+                lomo.push((i, e));
+                errs.push(e);
+                if e >= worst.0 {
+                    worst = (
+                        e,
+                        format!(
+                            "{} {} B {}/{}",
+                            pt.case,
+                            pt.size,
+                            pt.algo.nccl_name(),
+                            pt.proto.nccl_name()
+                        ),
+                    );
+                }
+            }
+        }
+        if let Some(s) = Stats::of(&mut errs) {
+            per_machine.push((m.clone(), s, worst.1));
+        }
+    }
+    let fit_r = data.resolved(&fitted);
+    let rows = data
+        .points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| PointRow {
+            case: p.case.clone(),
+            machine: p.machine.clone(),
+            size: p.size,
+            pair: format!("{}/{}", p.algo.nccl_name(), p.proto.nccl_name()),
+            range: p.range,
+            measured_us: p.measured_us,
+            expected_fit_us: data.predict(&fit_r, i),
+            expected_lomo_us: lomo_pred[i],
+            nccl_estimate_us: p.nccl_estimate_us,
+        })
+        .collect();
+    FitReport {
+        rows,
+        points: data.points.len(),
+        machines: machines.len(),
+        skipped: data.skipped.clone(),
+        training: stats_by(data, &training),
+        lomo: stats_by(data, &lomo),
+        nccl: stats_by(data, &nccl),
+        per_machine,
+        params: with_bands(fitted, &stats_by(data, &lomo)),
+    }
+}
+
+/// The fitted constants with the bands set from the LOMO error (its 80th percentile per class and range).
+fn with_bands(mut p: Params, lomo: &BTreeMap<(String, Range), Stats>) -> Params {
+    if let Some(f) = p.files.iter_mut().find(|f| f.kind == "bands") {
+        for param in &mut f.params {
+            let Some((key, range)) = param.name.rsplit_once('_') else {
+                continue;
+            };
+            let key = if key == "default" { "all" } else { key };
+            let range = match range {
+                "small" => Range::Small,
+                "mid" => Range::Mid,
+                _ => Range::Large,
+            };
+            let s = lomo
+                .get(&(key.to_string(), range))
+                .or_else(|| lomo.get(&("all".to_string(), range)));
+            if let Some(s) = s {
+                param.value = s.p80.clamp(0.01, 0.9);
+            }
+        }
+    }
+    p
+}
+
+/// `planner expect --fit POINTS.csv[,MORE.csv] [--write DIR]`.
+pub fn run_fit(
+    points: &str,
+    params: &Params,
+    write: Option<&str>,
+    points_out: Option<&str>,
+) -> Result<FitReport> {
+    let paths: Vec<&str> = points.split(',').collect();
+    let data = Data::load(&paths, params)?;
+    if data.points.is_empty() {
+        return Err(Error::bad_input(format!(
+            "{points}: no point the model can place"
+        )));
+    }
+    let report = fit_and_validate(&data, params, SWEEPS);
+    if let Some(path) = points_out {
+        std::fs::write(path, report.points_csv())
+            .map_err(|e| Error::runtime(format!("{path}: cannot write: {e}")))?;
+    }
+    if let Some(dir) = write {
+        for (i, (name, original)) in super::params::BUILTIN.iter().enumerate() {
+            let path = format!("{}/{name}", dir.trim_end_matches('/'));
+            std::fs::write(&path, report.params.to_json(i, original)?)
+                .map_err(|e| Error::runtime(format!("{path}: cannot write: {e}")))?;
+        }
+    }
+    Ok(report)
+}
+
+/// Coordinate-descent sweeps of `planner expect --fit` (and the test that checks its figures).
+pub const SWEEPS: usize = 30;
+
+fn pct(v: f64) -> String {
+    format!("{:.1} %", v * 100.0)
 }
 
 impl FitReport {
     pub fn text(&self) -> String {
-        self.lines.iter().map(|l| format!("{l}\n")).collect()
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "expected model fit: {} points of {} machines (|expected - measured| / measured, time)",
+            self.points, self.machines
+        );
+        let skipped: usize = self.skipped.reasons.values().sum();
+        let _ = writeln!(s, "rows not used: {skipped}");
+        for (why, n) in &self.skipped.reasons {
+            let _ = writeln!(s, "  {n:>4}  {why}");
+        }
+        let _ = writeln!(s);
+        let _ = writeln!(
+            s,
+            "| class | size range | points | training median / worst | LOMO median / worst | LOMO p80 (band) | NCCL's estimate median / worst |"
+        );
+        let _ = writeln!(s, "| --- | --- | --- | --- | --- | --- | --- |");
+        for ((class, range), t) in &self.training {
+            let l = self.lomo.get(&(class.clone(), *range));
+            let n = self.nccl.get(&(class.clone(), *range));
+            let _ = writeln!(
+                s,
+                "| {class} | {} | {} | {} / {} | {} | {} | {} |",
+                range.name(),
+                t.n,
+                pct(t.median),
+                pct(t.worst),
+                l.map(|l| format!("{} / {}", pct(l.median), pct(l.worst)))
+                    .unwrap_or_default(),
+                l.map(|l| pct(l.p80)).unwrap_or_default(),
+                n.map(|n| format!("{} / {}", pct(n.median), pct(n.worst)))
+                    .unwrap_or_default(),
+            );
+        }
+        let _ = writeln!(s);
+        let _ = writeln!(
+            s,
+            "| machine left out | points | LOMO median / worst | worst point |"
+        );
+        let _ = writeln!(s, "| --- | --- | --- | --- |");
+        for (m, st, worst) in &self.per_machine {
+            let _ = writeln!(
+                s,
+                "| {m} | {} | {} / {} | {worst} |",
+                st.n,
+                pct(st.median),
+                pct(st.worst)
+            );
+        }
+        let _ = writeln!(s);
+        let _ = writeln!(s, "fitted constants (prior -> fitted):");
+        for f in &self.params.files {
+            for p in &f.params {
+                if p.fit && (p.value - p.prior).abs() > 1e-9 {
+                    let _ = writeln!(
+                        s,
+                        "  {} {}: {:.4} -> {:.4}",
+                        f.file, p.name, p.prior, p.value
+                    );
+                }
+            }
+        }
+        s
+    }
+
+    /// Stats of a class and range (band key or "all").
+    pub fn get(&self, lomo: bool, class: &str, range: Range) -> Option<Stats> {
+        let map = if lomo { &self.lomo } else { &self.training };
+        map.get(&(class.to_string(), range)).copied()
     }
 }
 
-pub fn run_fit(_points: &str, _params: &Params, _write: Option<&str>) -> Result<FitReport> {
-    Err(Error::runtime("expect --fit: not built yet"))
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_and_env_parse() {
+        let f = parse_flags(
+            "NCCL_MIN_CTAS=24 explain --fixture hgx-h100-8 --nodes 2 --algo ring --nccl-version 2.26 (VMs)",
+        )
+        .unwrap();
+        assert_eq!(f.fixture, "hgx-h100-8");
+        assert_eq!(f.nodes, 2);
+        assert_eq!(f.algo.as_deref(), Some("ring"));
+        assert_eq!(f.version.as_deref(), Some("2.26"));
+        assert_eq!(f.env, vec![("NCCL_MIN_CTAS".to_string(), "24".to_string())]);
+        assert!(parse_flags("none: a GCP A4 fixture").is_none());
+        assert_eq!(
+            env_tokens("NCCL_MIN_NCHANNELS=32, fp16, CUDA graph"),
+            vec![("NCCL_MIN_NCHANNELS".to_string(), "32".to_string())]
+        );
+        assert_eq!(net_kind_of("EFA 32x 100G", &[]), Some(NetKind::Efa));
+        assert_eq!(net_kind_of("none (1 node)", &[]), None);
+        let rows = csv_rows("a,\"b, c\",d\n1,\"x \"\"y\"\"\",3\n");
+        assert_eq!(rows[0], vec!["a", "b, c", "d"]);
+        assert_eq!(rows[1][1], "x \"y\"");
+    }
 }

@@ -238,6 +238,7 @@ pub struct Resolved {
     pub channel_gbs: [f64; 3],
     pub nvls_efficiency: f64,
     pub nvls_hop_us: f64,
+    pub reduce_efficiency: f64,
     pub step_bytes: [f64; 3],
     pub wire_efficiency: [f64; 3],
     pub nvlink: [(f64, f64); 3],
@@ -281,6 +282,7 @@ impl Resolved {
             ],
             nvls_efficiency: g("nvls_efficiency"),
             nvls_hop_us: g("nvls_hop_us"),
+            reduce_efficiency: g("reduce_efficiency"),
             step_bytes: [
                 pr("ll_step_bytes"),
                 pr("ll128_step_bytes"),
@@ -394,23 +396,46 @@ fn ceil_log2(n: usize) -> f64 {
     (n.max(1) as f64).log2().ceil()
 }
 
-/// The per-channel rate (payload GB/s) of `nc` channels over `flows`, and the slot that bounds it.
-fn channel_rate(
+/// A physical link's load: the slot (its rate), the flows on it in units of a channel's volume, and whether the
+/// traffic is NVLS multimem (charged at the NVSwitch's reduction rate).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Load {
+    pub slot: usize,
+    pub units: f64,
+    pub multimem: bool,
+}
+
+/// One pair at one size on one plan, before the constants: the volume a channel moves, its steps, its hops and the
+/// loads on the links it crosses (only the busiest of each kind of link is kept).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prepared {
+    pub proto: Proto,
+    pub channels: usize,
+    /// Bytes one channel of one rank moves (payload).
+    pub volume: f64,
+    /// Sequential steps per channel.
+    pub steps: f64,
+    pub intra_hops: f64,
+    pub net_hops: f64,
+    pub nvls_hops: f64,
+    pub multi_node: bool,
+    pub loads: Vec<Load>,
+    /// One rank: a local copy, launch only.
+    pub single_rank: bool,
+    /// The collective reduces (a channel's threads add as they copy).
+    pub reduces: bool,
+}
+
+/// The loads of `nc` channels over `flows` (+ `extra` per channel), the busiest slot of each link kind kept.
+fn loads_of(
     plan: &Plan,
-    r: &Resolved,
     flows: &[ChannelFlows],
     nc: usize,
     net_units: f64,
     extra: &[(usize, f64, bool)],
-    wire: f64,
-    loads: &mut Vec<f64>,
-) -> (f64, Option<(usize, bool)>) {
-    loads.clear();
-    loads.resize(plan.slots.len(), 0.0);
-    let mut multimem = vec![false; 0];
-    if !extra.is_empty() {
-        multimem.resize(plan.slots.len(), false);
-    }
+) -> Vec<Load> {
+    let mut loads = vec![0.0; plan.slots.len()];
+    let mut multimem = vec![false; plan.slots.len()];
     for k in 0..nc {
         if let Some(ch) = flows.get(k % flows.len().max(1)) {
             for &(s, u) in &ch.intra {
@@ -422,61 +447,88 @@ fn channel_rate(
         }
         for &(s, u, mm) in extra {
             loads[s] += u;
-            if mm {
-                multimem[s] = true;
-            }
+            multimem[s] |= mm;
         }
     }
-    let mut best = f64::INFINITY;
-    let mut at = None;
-    for (s, &load) in loads.iter().enumerate() {
-        if load <= 0.0 {
+    // Slots of the same kind and size: only the most loaded can bound the rate.
+    let mut kept: Vec<Load> = Vec::new();
+    for (s, &units) in loads.iter().enumerate() {
+        if units <= 0.0 {
             continue;
         }
-        let mm = multimem.get(s).copied().unwrap_or(false);
-        let eff = if mm { r.nvls_efficiency } else { 1.0 };
-        let rate = r.rate(&plan.slots[s]) * eff * wire / load;
-        if rate < best {
-            best = rate;
-            at = Some((s, mm));
+        let slot = &plan.slots[s];
+        let same = kept.iter_mut().find(|l| {
+            let o = &plan.slots[l.slot];
+            o.class == slot.class
+                && o.lanes == slot.lanes
+                && o.nominal_gbs == slot.nominal_gbs
+                && l.multimem == multimem[s]
+        });
+        match same {
+            Some(l) if l.units >= units => {}
+            Some(l) => {
+                *l = Load {
+                    slot: s,
+                    units,
+                    multimem: multimem[s],
+                }
+            }
+            None => kept.push(Load {
+                slot: s,
+                units,
+                multimem: multimem[s],
+            }),
         }
     }
-    (best, at)
+    kept
 }
 
-/// The time of one pair: (expected time us, limit). None where the pair is not modelled (CollNet, PAT,
-/// planner's own kernels).
-pub fn simulate(
+/// Inter-node units per direction, the step structure and the loads of one pair (parameter-free but for the
+/// protocol's step sizes, which are NCCL's constants). None where the pair is not modelled (CollNet, PAT,
+/// planner's own kernels) or the plan has no graph for it.
+pub fn prepare(
     plan: &Plan,
-    r: &Resolved,
+    step_bytes: [f64; 3],
     coll: Coll,
     algo: Algo,
     proto: Proto,
     bytes: u64,
     channels: usize,
-) -> Option<(f64, Limit)> {
+) -> Option<Prepared> {
     let p = proto as usize;
     let s = bytes as f64;
     let n = plan.n_ranks.max(1);
     let g = plan.local_ranks.max(1);
     let nodes = plan.n_nodes.max(1);
-    if n == 1 {
-        return Some((r.launch_us, Limit::Latency));
-    }
-    let nc = channels.max(1);
-    let d = s / nc as f64;
-    let step = r.step_bytes[p];
     let multi = nodes > 1;
-    let step_oh = r.step_us[p] + if multi { r.net_step_us } else { 0.0 };
-    let mut loads = Vec::new();
+    let nc = channels.max(1);
+    let mut prepared = Prepared {
+        proto,
+        channels: nc,
+        volume: 0.0,
+        steps: 1.0,
+        intra_hops: 0.0,
+        net_hops: 0.0,
+        nvls_hops: 0.0,
+        multi_node: multi,
+        loads: Vec::new(),
+        single_rank: n == 1,
+        reduces: matches!(coll, Coll::AllReduce | Coll::ReduceScatter | Coll::Reduce),
+    };
+    if n == 1 {
+        return Some(prepared);
+    }
+    let d = s / nc as f64;
+    let step = step_bytes[p];
     let nf = n as f64;
-    // (volume per channel, sequential steps, fill latency, rate, bound slot)
-    let (volume, steps, fill, (rate, at)) = match algo {
+    match algo {
         Algo::Ring => {
+            if plan.ring.is_empty() {
+                return None;
+            }
             let ring_steps = match coll {
                 Coll::AllReduce => 2 * (n - 1),
-                Coll::AllGather | Coll::ReduceScatter => n - 1,
-                Coll::Broadcast | Coll::Reduce => n - 1,
+                _ => n - 1,
             } as f64;
             let (per_rank, volume) = match coll {
                 Coll::AllReduce => (d / nf, 2.0 * (nf - 1.0) / nf * d),
@@ -485,43 +537,29 @@ pub fn simulate(
             };
             let chunk = step.min(per_rank).max(1.0);
             let loops = (per_rank / chunk).ceil().max(1.0);
-            let steps = match coll {
+            prepared.steps = match coll {
                 Coll::Broadcast | Coll::Reduce => loops + ring_steps - 1.0,
                 _ => ring_steps * loops,
             };
-            let net_hops = if multi {
+            prepared.net_hops = if multi {
                 ring_steps * nodes as f64 / nf
             } else {
                 0.0
             };
-            let fill = (ring_steps - net_hops) * r.hop_us[p] + net_hops * r.net_hop_us;
-            let rate = channel_rate(
-                plan,
-                r,
-                &plan.ring,
-                nc,
-                1.0,
-                &[],
-                r.wire_efficiency[p],
-                &mut loads,
-            );
-            (volume, steps, fill, rate)
+            prepared.intra_hops = ring_steps - prepared.net_hops;
+            prepared.volume = volume;
+            prepared.loads = loads_of(plan, &plan.ring, nc, 1.0, &[]);
         }
         Algo::Tree => {
+            if plan.tree.is_empty() {
+                return None;
+            }
             let chunk = step.min(d).max(1.0);
-            let steps = (d / chunk).ceil().max(1.0);
-            let fill = 2.0 * ((g - 1) as f64 * r.hop_us[p] + ceil_log2(nodes) * r.net_hop_us);
-            let rate = channel_rate(
-                plan,
-                r,
-                &plan.tree,
-                nc,
-                tree_net_units(nodes),
-                &[],
-                r.wire_efficiency[p],
-                &mut loads,
-            );
-            (d, steps, fill, rate)
+            prepared.steps = (d / chunk).ceil().max(1.0);
+            prepared.intra_hops = 2.0 * (g - 1) as f64;
+            prepared.net_hops = 2.0 * ceil_log2(nodes);
+            prepared.volume = d;
+            prepared.loads = loads_of(plan, &plan.tree, nc, tree_net_units(nodes), &[]);
         }
         Algo::Nvls | Algo::NvlsTree => {
             if plan.nvls_out.is_empty() {
@@ -541,64 +579,90 @@ pub fn simulate(
                 .chain(plan.nvls_in.iter().map(|&s| (s, in_u, true)))
                 .collect();
             let chunk = step.min(d / gf).max(1.0);
-            let mut steps = hops * (d / gf / chunk).ceil().max(1.0);
-            let mut fill = hops * r.nvls_hop_us;
+            prepared.steps = hops * (d / gf / chunk).ceil().max(1.0);
+            prepared.nvls_hops = hops;
             let net_units = if multi {
-                steps += (d / chunk).ceil();
-                fill += 2.0 * ceil_log2(nodes) * r.net_hop_us;
+                prepared.steps += (d / chunk).ceil();
+                prepared.net_hops = 2.0 * ceil_log2(nodes);
                 tree_net_units(nodes) * d / volume
             } else {
                 0.0
             };
-            let rate = channel_rate(
-                plan,
-                r,
-                &plan.nvls,
-                nc,
-                net_units,
-                &extra,
-                r.wire_efficiency[p],
-                &mut loads,
-            );
-            (volume, steps, fill, rate)
+            prepared.volume = volume;
+            prepared.loads = loads_of(plan, &plan.nvls, nc, net_units, &extra);
         }
         _ => return None,
-    };
-    let cap = r.channel_gbs[p];
-    let (rate, limit_bw) = if cap < rate {
-        (
-            cap,
-            Limit::Protocol {
-                proto,
-                rate_gbs: cap * nc as f64,
-            },
-        )
+    }
+    Some(prepared)
+}
+
+/// The expected time (us) of a prepared pair under constants `r`, and what limits it:
+/// launch + hops x their latency + steps x max(step synchronisation, step bytes / channel rate).
+pub fn evaluate(plan: &Plan, r: &Resolved, pp: &Prepared) -> Option<(f64, Limit)> {
+    if pp.single_rank {
+        return Some((r.launch_us, Limit::Latency));
+    }
+    let p = pp.proto as usize;
+    let wire = r.wire_efficiency[p];
+    let mut rate = f64::INFINITY;
+    let mut at = None;
+    for l in &pp.loads {
+        let eff = if l.multimem { r.nvls_efficiency } else { 1.0 };
+        let x = r.rate(&plan.slots[l.slot]) * eff * wire / l.units;
+        if x < rate {
+            rate = x;
+            at = Some(*l);
+        }
+    }
+    let cap = r.channel_gbs[p] * if pp.reduces { r.reduce_efficiency } else { 1.0 };
+    let limit_bw = if cap < rate {
+        rate = cap;
+        Limit::Protocol {
+            proto: pp.proto,
+            rate_gbs: cap * pp.channels as f64,
+        }
     } else {
-        let limit = match at {
-            Some((slot, true)) => Limit::NvlsReduce {
-                rate_gbs: r.rate(&plan.slots[slot]) * r.nvls_efficiency,
+        match at {
+            Some(l) if l.multimem => Limit::NvlsReduce {
+                rate_gbs: r.rate(&plan.slots[l.slot]) * r.nvls_efficiency,
             },
-            Some((slot, false)) => Limit::Link {
-                class: plan.slots[slot].class.name(),
-                name: plan.slots[slot].name.clone(),
-                rate_gbs: r.rate(&plan.slots[slot]),
+            Some(l) => Limit::Link {
+                class: plan.slots[l.slot].class.name(),
+                name: plan.slots[l.slot].name.clone(),
+                rate_gbs: r.rate(&plan.slots[l.slot]),
             },
             None => Limit::Latency,
-        };
-        (rate, limit)
+        }
     };
     if !rate.is_finite() || rate <= 0.0 {
         return None;
     }
-    let bw_us = volume / (rate * 1e3);
-    let per_step = (bw_us / steps).max(step_oh);
-    let time = r.launch_us + fill + steps * per_step;
-    let limit = if bw_us > r.launch_us + fill + steps * step_oh {
+    let step_oh = r.step_us[p] + if pp.multi_node { r.net_step_us } else { 0.0 };
+    let fill =
+        pp.intra_hops * r.hop_us[p] + pp.net_hops * r.net_hop_us + pp.nvls_hops * r.nvls_hop_us;
+    let bw_us = pp.volume / (rate * 1e3);
+    let per_step = (bw_us / pp.steps).max(step_oh);
+    let time = r.launch_us + fill + pp.steps * per_step;
+    let limit = if bw_us > r.launch_us + fill + pp.steps * step_oh {
         limit_bw
     } else {
         Limit::Latency
     };
     Some((time, limit))
+}
+
+/// `prepare` then `evaluate`: the expected time (us) of one pair and what limits it.
+pub fn simulate(
+    plan: &Plan,
+    r: &Resolved,
+    coll: Coll,
+    algo: Algo,
+    proto: Proto,
+    bytes: u64,
+    channels: usize,
+) -> Option<(f64, Limit)> {
+    let pp = prepare(plan, r.step_bytes, coll, algo, proto, bytes, channels)?;
+    evaluate(plan, r, &pp)
 }
 
 impl Expected {

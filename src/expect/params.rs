@@ -133,6 +133,8 @@ impl Unit {
 pub struct Param {
     pub name: String,
     pub value: f64,
+    /// Where a fit starts and what it is pulled towards: the spec or measured value (the value, before a fit).
+    pub prior: f64,
     pub unit: Unit,
     /// `planner expect --fit` may change it.
     pub fit: bool,
@@ -172,6 +174,7 @@ fn required(kind: &str) -> &'static [&'static str] {
             "channel_simple_gbs",
             "nvls_efficiency",
             "nvls_hop_us",
+            "reduce_efficiency",
         ],
         "net" => &["efficiency", "hop_us", "step_us"],
         "protocol" => &[
@@ -279,10 +282,13 @@ impl Params {
         let mut v: Value = serde_json::from_str(original)
             .map_err(|e| Error::runtime(format!("{}: {e}", f.file)))?;
         if let Some(obj) = v.get_mut("params").and_then(Value::as_object_mut) {
-            for p in &f.params {
+            for p in f.params.iter().filter(|p| p.fit || f.kind == "bands") {
                 if let Some(entry) = obj.get_mut(&p.name).and_then(Value::as_object_mut) {
-                    let rounded = (p.value * 1e4).round() / 1e4;
-                    entry.insert("value".into(), Value::from(rounded));
+                    let round = |v: f64| (v * 1e4).round() / 1e4;
+                    entry.insert("value".into(), Value::from(round(p.value)));
+                    if p.fit {
+                        entry.insert("prior".into(), Value::from(round(p.prior)));
+                    }
                 }
             }
         }
@@ -355,9 +361,17 @@ impl ParamFile {
                 })?
                 .to_string();
             let fit = entry.get("fit").and_then(Value::as_bool).unwrap_or(false);
+            let prior = match entry.get("prior") {
+                None => value,
+                Some(p) => p
+                    .as_f64()
+                    .filter(|p| unit.allows(*p))
+                    .ok_or_else(|| bad(format!("{name}: prior is not {}", unit.what())))?,
+            };
             params.push(Param {
                 name: name.clone(),
                 value,
+                prior,
                 unit,
                 fit,
                 source,

@@ -30,6 +30,7 @@ pub const SOURCE_FILES: &[(&str, &str)] = &[
     ),
     ("beyond.cu", include_str!("../../kernels/beyond.cu")),
     ("pattern.cu", include_str!("../../kernels/pattern.cu")),
+    ("copy.cu", include_str!("../../kernels/copy.cu")),
 ];
 
 /// The text of file `name`: the built-in copy, or the one in `PLANNER_KERNEL_DIR`.

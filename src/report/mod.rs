@@ -4,6 +4,7 @@ pub mod audit;
 pub mod channels;
 pub mod check;
 pub mod diff;
+pub mod doctor;
 pub mod expect;
 pub mod explain;
 pub mod json;

@@ -15,6 +15,7 @@ mod check_cli;
 mod cloud_fixtures;
 mod diff_runs;
 mod diff_versions;
+mod doctor;
 mod exec_beyond;
 mod exec_cli;
 mod exec_faults;
