@@ -110,7 +110,8 @@ pub struct RunFacts {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CheckInput {
     pub source: String,
-    pub format: InputFormat,
+    /// `nccl-tests-text`, `nccl-tests-json`, `nccl-inspector`, `planner-verify`, `planner-doctor`, `nccl-log`.
+    pub format: &'static str,
     pub rows: usize,
     pub notes: Vec<String>,
     /// The NCCL log lines found in it (0: none).
@@ -294,7 +295,7 @@ pub fn check(request: &CheckRequest) -> Result<CheckReport> {
             .iter()
             .map(|r| CheckInput {
                 source: r.measurements.source.clone(),
-                format: r.measurements.format,
+                format: r.format,
                 rows: r.measurements.rows.len(),
                 notes: r.measurements.notes.clone(),
                 nccl_log_lines: r.evidence.nccl_lines,
@@ -316,6 +317,8 @@ pub fn check(request: &CheckRequest) -> Result<CheckReport> {
 pub struct ReadInput {
     pub measurements: Measurements,
     pub evidence: LogEvidence,
+    /// The reader it went through (see `CheckInput::format`).
+    pub format: &'static str,
 }
 
 /// Read one file of any supported format; the log lines of text files and the `env` of `-J` JSON are evidence.
@@ -345,7 +348,11 @@ pub fn read_input_text(text: &str, source: &str, options: &ReadOptions) -> Resul
                 notes: vec!["an NCCL log without measurements: read for its evidence".into()],
             },
             evidence,
+            format: "nccl-log",
         });
+    }
+    if trimmed.starts_with('{') && is_doctor_file(&text) {
+        return read_doctor(&text, source);
     }
     let measurements = calibrate::read_text(&text, source, options)?;
     if measurements.format == InputFormat::NcclTestsJson {
@@ -359,9 +366,90 @@ pub fn read_input_text(text: &str, source: &str, options: &ReadOptions) -> Resul
             });
         }
     }
+    let format = measurements.format.name();
     Ok(ReadInput {
         measurements,
         evidence,
+        format,
+    })
+}
+
+/// A `planner doctor` result file (`"format": "planner-doctor"`).
+fn is_doctor_file(text: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .and_then(|v| {
+            v.get("format")
+                .and_then(|f| f.as_str())
+                .map(|f| f == crate::doctor::DOCTOR_FORMAT)
+        })
+        .unwrap_or(false)
+}
+
+/// A doctor run's NCCL all-reduce sweep as measurements (NCCL's free choice; the median of its repeats), its
+/// machine as the run saw it.
+fn read_doctor(text: &str, source: &str) -> Result<ReadInput> {
+    let run = crate::doctor::DoctorRun::from_json(text, source)?;
+    let lines = calibrate::input::array_element_lines(text, "nccl");
+    let mut rows = Vec::new();
+    let mut skipped = 0;
+    for (i, p) in run.nccl.iter().enumerate() {
+        let median = crate::measure::median(&p.times_us).filter(|t| t.is_finite() && *t > 0.0);
+        match (p.status.as_str(), median) {
+            ("ok", Some(t)) => rows.push(calibrate::Measurement {
+                backend: crate::measure::Backend::Nccl,
+                coll: Coll::AllReduce,
+                pair: None,
+                nccl_choice: p.nccl_choice.as_deref().and_then(|c| Pair::parse(c).ok()),
+                bytes: p.bytes,
+                time_us: t,
+                repeats: Some(p.times_us.len() as u32),
+                spread_pct: None,
+                stock_us: None,
+                in_place: None,
+                source: source.to_string(),
+                line: lines.get(i).copied().unwrap_or(0),
+            }),
+            _ => skipped += 1,
+        }
+    }
+    let mut notes = Vec::new();
+    if skipped > 0 {
+        notes.push(format!(
+            "{skipped} NCCL size(s) of the doctor run not ok, left out"
+        ));
+    }
+    notes.push("link tests of a doctor run: see `planner doctor --load`".into());
+    let m = &run.machine;
+    let mut evidence = LogEvidence::default();
+    if let Some(v) = &m.nccl_version {
+        evidence.nccl_version = Some(evidence::Seen {
+            value: v.clone(),
+            line: 0,
+        });
+    }
+    if m.nccl_ranks > 0 {
+        evidence.n_ranks = Some(evidence::Seen {
+            value: m.nccl_ranks,
+            line: 0,
+        });
+    }
+    Ok(ReadInput {
+        measurements: Measurements {
+            source: source.to_string(),
+            format: InputFormat::PlannerVerify,
+            fnv1a64: String::new(),
+            machine: calibrate::input::MachineInfo {
+                hosts: m.hosts.clone(),
+                nccl_version: m.nccl_version.clone(),
+                gpu_count: (m.nccl_ranks > 0).then_some(m.nccl_ranks),
+                ..Default::default()
+            },
+            rows,
+            notes,
+        },
+        evidence,
+        format: "planner-doctor",
     })
 }
 

@@ -356,3 +356,42 @@ fn readme_check_example() {
         );
     }
 }
+
+/// A `planner doctor` result file (fake backend: four H100 SXM) is read through doctor's loader: its NCCL sweep
+/// becomes all-reduce sizes, its 4 ranks contradict an 8-GPU board and check says so.
+#[test]
+fn a_doctor_result_file_is_read() {
+    let dir = std::env::temp_dir().join(format!("planner-check-doctor-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("doctor.json");
+    let out = planner()
+        .args([
+            "doctor",
+            "--repeats",
+            "2",
+            "--timeout",
+            "1",
+            "-o",
+            file.to_str().unwrap(),
+        ])
+        .env("PLANNER_FAKE_BACKEND", "1")
+        .env("PLANNER_FAKE_DOCTOR", "healthy")
+        .output()
+        .unwrap();
+    assert!(file.exists(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (v, _) = check_json(&["--fixture", "hgx-h100-8", file.to_str().unwrap()]);
+    assert_eq!(v["inputs"][0]["format"], "planner-doctor");
+    assert!(v["inputs"][0]["rows"].as_u64().unwrap() > 0, "{v}");
+    assert!(v["sizes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|s| s["collective"] == "AllReduce"));
+    let c = &v["contradictions"][0];
+    assert_eq!(
+        (c["what"].as_str(), c["file_says"].as_str()),
+        (Some("ranks"), Some("4")),
+        "{v}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
