@@ -30,8 +30,7 @@ pub mod nccl_env;
 pub mod search;
 pub mod model;
 pub mod pipeline;
-
-// What it should deliver: planner's expected model (a simulation of NCCL's pick on the machine's links).
+// What the machine should deliver: planner's expected model on the plan the search found.
 pub mod expect;
 
 // What NCCL logged about it.
@@ -45,11 +44,15 @@ pub mod gpu;
 pub mod exec;
 pub mod nccl;
 pub mod verify;
+// Is a live machine healthy: its links and a short NCCL sweep beside the expected rates.
+pub mod doctor;
 
 // Reading measurements back: calibration, run and version diffs, tuning from measurements.
 pub mod calibrate;
 pub mod diff;
 pub mod tune;
+// Is the machine delivering it: measurements against the expected model, with causes.
+pub mod check;
 
 // People and scripts: tables, JSON, plots; then the command line.
 pub mod report;

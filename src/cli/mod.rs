@@ -5,7 +5,9 @@
 pub mod audit;
 pub mod calibrate;
 pub mod channels;
+pub mod check;
 pub mod diff;
+pub mod doctor;
 pub mod expect;
 pub mod explain;
 pub mod run;
@@ -38,6 +40,8 @@ pub enum Command {
     Explain(Box<explain::ExplainArgs>),
     /// What nccl-tests should print on this machine per collective and size: planner's expected model, with a band
     Expect(Box<expect::ExpectArgs>),
+    /// Is this what the machine should deliver? nccl-tests / NCCL Inspector / verify files against the expected band, with causes
+    Check(check::CheckArgs),
     /// Compare an NCCL_DEBUG=INFO log with the planner's model, cell by cell
     Audit(audit::AuditArgs),
     /// Fit the cost model to measurements of this machine (verify results, nccl-tests, NCCL Inspector); --cv checks it
@@ -58,6 +62,8 @@ pub enum Command {
     Tune(tune::TuneArgs),
     /// What changed: two NCCL versions on this machine (--nccl-version A --against B), or two verify result files
     Diff(diff::DiffArgs),
+    /// Is this machine healthy: NVML per GPU, link tests (nvbandwidth's), a short NCCL sweep, each beside its expectation
+    Doctor(doctor::DoctorArgs),
 }
 
 pub fn run(mut cli: Cli) -> Result<()> {
@@ -76,6 +82,7 @@ pub fn run(mut cli: Cli) -> Result<()> {
         Command::Fixtures(args) => topo::run_fixtures(&args),
         Command::Explain(args) => explain::run(*args),
         Command::Expect(args) => expect::run(*args),
+        Command::Check(args) => check::run(args),
         Command::Audit(args) => audit::run(args),
         Command::Calibrate(args) => calibrate::run(args),
         Command::Channels(args) => channels::run(&args),
@@ -85,6 +92,7 @@ pub fn run(mut cli: Cli) -> Result<()> {
         Command::Run(args) => run::run(args),
         Command::Tune(args) => tune::run(args),
         Command::Diff(args) => diff::run(args),
+        Command::Doctor(args) => doctor::run(args),
     }
 }
 
@@ -158,8 +166,11 @@ impl Command {
             Command::Run(a) => Some(&mut a.source),
             Command::Tune(a) => Some(&mut a.source),
             Command::Diff(a) => Some(&mut a.source),
+            // check compares with NCCL's defaults and the files' own environment, not this shell's.
             Command::Audit(_)
+            | Command::Check(_)
             | Command::Fixtures(_)
+            | Command::Doctor(_)
             | Command::NcclChild
             | Command::RendezvousCheck(_) => None,
         }
@@ -173,12 +184,14 @@ impl Cli {
             "fixtures",
             "explain",
             "audit",
+            "check",
             "calibrate",
             "channels",
             "verify",
             "run",
             "tune",
             "diff",
+            "doctor",
         ]
     }
 }

@@ -613,6 +613,8 @@ impl<'a> Fitter<'a> {
     }
 
     /// Coordinate descent in log space from the priors.
+    // `k` indexes four parallel lists (slots, affects, step, priors): an index reads plainer than a zip of four.
+    #[allow(clippy::needless_range_loop)]
     fn fit(&self, params: &Params, sweeps: usize) -> Params {
         let mut p = params.clone();
         for (k, &(f, j)) in self.slots.iter().enumerate() {

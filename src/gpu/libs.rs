@@ -27,6 +27,7 @@ const DRIVER_SYMBOLS: &[&str] = &[
     "cuMemsetD8_v2",
     "cuMemcpyHtoD_v2",
     "cuMemcpyDtoH_v2",
+    "cuMemcpyAsync",
     "cuMemHostAlloc",
     "cuMemHostGetDevicePointer_v2",
     "cuMemFreeHost",

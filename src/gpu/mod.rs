@@ -5,9 +5,11 @@
 //! - `error`: a failed driver call as an error naming the GPU and the call.
 //! - `buffer`: device memory from plain cuMemAlloc, freed on drop.
 //! - `nvrtc`: the CUDA files in `kernels/` and their compilation to CUBIN.
+//! - `bandwidth`: the link tests of `planner doctor` (copies timed with CUDA events).
 //! - `pattern`: the test data (inputs, expected outputs, #wrong) on the CPU,
 //!   and the launch of its kernels (`kernels/pattern.cu`).
 
+pub mod bandwidth;
 pub mod buffer;
 pub mod error;
 pub mod libs;

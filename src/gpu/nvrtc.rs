@@ -38,6 +38,7 @@ pub const PROTO_LL128_CUH: SourceFile = kernel_file!("proto_ll128.cuh");
 pub const COLLECTIVES_CU: SourceFile = kernel_file!("collectives.cu");
 pub const BEYOND_CU: SourceFile = kernel_file!("beyond.cu");
 pub const PATTERN_CU: SourceFile = kernel_file!("pattern.cu");
+pub const COPY_CU: SourceFile = kernel_file!("copy.cu");
 
 /// Every CUDA file (what `PLANNER_KERNEL_DIR` may hold edited copies of).
 pub const SOURCE_FILES: &[SourceFile] = &[
@@ -49,6 +50,7 @@ pub const SOURCE_FILES: &[SourceFile] = &[
     COLLECTIVES_CU,
     BEYOND_CU,
     PATTERN_CU,
+    COPY_CU,
 ];
 
 /// The text of `file`: the built-in copy, or the one in `PLANNER_KERNEL_DIR`.

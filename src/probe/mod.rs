@@ -10,6 +10,7 @@
 pub mod cpu;
 pub mod detect;
 pub mod facts;
+pub mod health;
 pub mod net;
 mod nvml;
 pub mod sysfs;

@@ -287,3 +287,143 @@ fn add_cuda_view(facts: &mut MachineFacts) {
         }
     }
 }
+
+// ---------------------------------------------------------------------------
+// Health (`planner doctor`): what NVML says about each GPU's links, clocks and memory. NotSupported (a VM, a GPU
+// without the counter) leaves a field None: "not reported", never zero.
+
+/// Every GPU's health; Err when NVML cannot start or sees no GPU.
+pub(super) fn read_health() -> crate::error::Result<Vec<super::health::GpuHealth>> {
+    use super::health::{EccState, GpuHealth, NvLinkErrors, NvLinkHealth, PcieState};
+    use nvml_wrapper::enum_wrappers::device::{
+        Clock, EccCounter, MemoryError, MemoryLocation, TemperatureSensor,
+    };
+    use nvml_wrapper::enum_wrappers::nv_link::ErrorCounter;
+    let nvml = Nvml::init().map_err(|e| Error::runtime(format!("NVML could not start: {e}")))?;
+    let count = nvml
+        .device_count()
+        .map_err(|e| Error::runtime(format!("NVML cannot count GPUs: {e}")))?;
+    if count == 0 {
+        return Err(Error::runtime("NVML sees no GPU"));
+    }
+    let mut out = Vec::new();
+    for i in 0..count {
+        let dev = nvml
+            .device_by_index(i)
+            .map_err(|e| Error::runtime(format!("NVML device {i}: {e}")))?;
+        let cc = dev
+            .cuda_compute_capability()
+            .map(|c| (c.major, c.minor))
+            .unwrap_or((0, 0));
+        let sm = cc.0 * 10 + cc.1;
+        let mut nvlinks = Vec::new();
+        for l in 0..sys::NVML_NVLINK_MAX_LINKS {
+            let wrapper = dev.link_wrapper_for(l);
+            let active = if sm >= 90 {
+                field_value(&nvml, &dev, FI_NVLINK_GET_STATE, l)
+                    .map(|v| v == u64::from(sys::nvmlEnableState_enum_NVML_FEATURE_ENABLED))
+            } else {
+                wrapper.is_active().ok()
+            };
+            // A link index NVML knows nothing about is not a link of this GPU.
+            let Some(active) = active else { continue };
+            let (remote_bus_id, remote_is_switch) = if active {
+                (
+                    wrapper.remote_pci_info().ok().map(|p| p.bus_id),
+                    remote_type(&nvml, &dev, l).map(|t| t == RemoteType::Switch),
+                )
+            } else {
+                (None, None)
+            };
+            let counter = |c| wrapper.error_counter(c).ok();
+            nvlinks.push(NvLinkHealth {
+                link: l,
+                active: Some(active),
+                remote_bus_id,
+                remote_is_switch,
+                errors: NvLinkErrors {
+                    replay: counter(ErrorCounter::DlReplay),
+                    recovery: counter(ErrorCounter::DlRecovery),
+                    crc_flit: counter(ErrorCounter::DlCrcFlit),
+                    crc_data: counter(ErrorCounter::DlCrcData),
+                },
+            });
+        }
+        let ecc_count = |t, c| {
+            dev.memory_error_counter(t, c, MemoryLocation::Device)
+                .or_else(|_| dev.total_ecc_errors(t, c))
+                .ok()
+        };
+        out.push(GpuHealth {
+            index: i,
+            name: dev.name().unwrap_or_default(),
+            bus_id: dev.pci_info().map(|p| p.bus_id).unwrap_or_default(),
+            compute_capability: cc,
+            pcie: PcieState {
+                gen: dev.current_pcie_link_gen().ok(),
+                width: dev.current_pcie_link_width().ok(),
+                max_gen: dev.max_pcie_link_gen().ok(),
+                max_width: dev.max_pcie_link_width().ok(),
+                under_load_gen: None,
+                under_load_width: None,
+                replay_count: dev.pcie_replay_counter().ok().map(u64::from),
+            },
+            nvlinks,
+            throttle: dev.current_throttle_reasons().ok().map(throttle_reasons),
+            ecc: EccState {
+                enabled: dev.is_ecc_enabled().ok().map(|m| m.currently_enabled),
+                volatile_uncorrected: ecc_count(MemoryError::Uncorrected, EccCounter::Volatile),
+                volatile_corrected: ecc_count(MemoryError::Corrected, EccCounter::Volatile),
+                aggregate_uncorrected: ecc_count(MemoryError::Uncorrected, EccCounter::Aggregate),
+            },
+            sm_clock_mhz: dev.clock_info(Clock::SM).ok(),
+            sm_clock_max_mhz: dev.max_clock_info(Clock::SM).ok(),
+            temperature_c: dev.temperature(TemperatureSensor::Gpu).ok(),
+            compute_processes: dev.running_compute_processes_count().ok(),
+        });
+    }
+    Ok(out)
+}
+
+fn throttle_reasons(
+    bits: nvml_wrapper::bitmasks::device::ThrottleReasons,
+) -> Vec<super::health::ThrottleReason> {
+    use super::health::ThrottleReason as R;
+    use nvml_wrapper::bitmasks::device::ThrottleReasons as B;
+    [
+        (B::GPU_IDLE, R::GpuIdle),
+        (B::APPLICATIONS_CLOCKS_SETTING, R::ApplicationsClocksSetting),
+        (B::SW_POWER_CAP, R::SwPowerCap),
+        (B::HW_SLOWDOWN, R::HwSlowdown),
+        (B::SYNC_BOOST, R::SyncBoost),
+        (B::SW_THERMAL_SLOWDOWN, R::SwThermalSlowdown),
+        (B::HW_THERMAL_SLOWDOWN, R::HwThermalSlowdown),
+        (B::HW_POWER_BRAKE_SLOWDOWN, R::HwPowerBrakeSlowdown),
+        (B::DISPLAY_CLOCK_SETTING, R::DisplayClockSetting),
+    ]
+    .into_iter()
+    .filter(|(b, _)| bits.contains(*b))
+    .map(|(_, r)| r)
+    .collect()
+}
+
+/// GPU `index`'s PCIe generation and width now.
+pub(super) fn read_pcie_now(index: u32) -> Option<(u32, u32)> {
+    let nvml = Nvml::init().ok()?;
+    let dev = nvml.device_by_index(index).ok()?;
+    Some((
+        dev.current_pcie_link_gen().ok()?,
+        dev.current_pcie_link_width().ok()?,
+    ))
+}
+
+/// (driver version, CUDA version the driver supports) as NVML reports them.
+pub(super) fn read_driver() -> (Option<String>, Option<i32>) {
+    match Nvml::init() {
+        Ok(nvml) => (
+            nvml.sys_driver_version().ok(),
+            nvml.sys_cuda_driver_version().ok(),
+        ),
+        Err(_) => (None, None),
+    }
+}

@@ -2,7 +2,9 @@
 
 pub mod audit;
 pub mod channels;
+pub mod check;
 pub mod diff;
+pub mod doctor;
 pub mod expect;
 pub mod explain;
 pub mod json;

@@ -1,0 +1,18 @@
+//! Output of `planner check`: one file per format behind `CheckFormat` (a table for people, `--json` for scripts,
+//! `--prometheus` for a node_exporter textfile collector).
+
+mod json;
+mod prometheus;
+mod table;
+
+use crate::check::CheckReport;
+use crate::error::Result;
+
+pub use json::Json;
+pub use prometheus::Prometheus;
+pub use table::Table;
+
+/// One way to print a check report.
+pub trait CheckFormat {
+    fn render(&self, report: &CheckReport) -> Result<String>;
+}
