@@ -359,8 +359,7 @@ impl CopyTester {
         if g.copy_kernel.is_some() {
             return Ok(());
         }
-        let source = nvrtc::program_source("planner_copy", &[], &["copy.cu"])?;
-        let cubin = nvrtc::compile("planner_copy", &source, &nvrtc::arch_of(g.cc), &[])?;
+        let cubin = compile_copy_kernel(&nvrtc::arch_of(g.cc))?;
         bind(g)?;
         // SAFETY: a complete CUBIN NVRTC produced for this GPU's architecture.
         let module = unsafe { result::module::load_data(cubin.image.as_ptr() as *const c_void) }
@@ -373,6 +372,12 @@ impl CopyTester {
         g.copy_kernel = Some((module, function));
         Ok(())
     }
+}
+
+/// The SM copy kernel (`kernels/copy.cu`, `planner_copy`) compiled for `arch` ("sm_90").
+pub fn compile_copy_kernel(arch: &str) -> Result<nvrtc::Cubin> {
+    let source = nvrtc::program_source("planner_copy", &[], &["copy.cu"])?;
+    nvrtc::compile("planner_copy", &source, arch, &[])
 }
 
 /// NVML's `00000000:18:00.0` as `0000:18:00.0`, lower case.
