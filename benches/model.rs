@@ -6,7 +6,8 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use planner::model::examples::hopper8_worked_example;
 use planner::model::select::Call;
-use planner::model::{table, Coll, Model, ModelInput, NcclEnv, TuningTable};
+use planner::model::{table, Coll, Model, ModelInput, TuningTable};
+use planner::nccl_env::NcclEnv;
 use planner::units::parse_size_range;
 use std::hint::black_box;
 

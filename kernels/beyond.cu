@@ -3,7 +3,7 @@
 // buffers of one GPU). No multicast. Compiled after types.cuh and common.cuh
 // (layouts, memory operations, arithmetic, Abort) with
 //   PLANNER_T     float | planner_bf16 | planner_f16
-//   PLANNER_ALGO  2 OneShot/LL, 3 TwoShot/Simple
+//   PLANNER_ALGO  PLANNER_ALGO_ONE_SHOT (OneShot/LL) | PLANNER_ALGO_TWO_SHOT (TwoShot/Simple)
 // defined by src/exec/kernels.rs. The CPU model of both protocols, with the
 // same geometry, is src/exec/beyond.rs; its tests play every interleaving
 // class through (tests/integration/exec_beyond.rs).
@@ -320,7 +320,7 @@ extern "C" __global__ void __launch_bounds__(PEER_MAX_THREADS, 2) planner_collec
   const int local = blockIdx.x / args.nchannels;
   const int ch = blockIdx.x % args.nchannels;
   const int rank = args.first_rank + local;
-#if PLANNER_ALGO == 2
+#if PLANNER_ALGO == PLANNER_ALGO_ONE_SHOT
   one_shot(args, rank, ch, &ab);
 #else
   two_shot(args, rank, ch, &ab);

@@ -2,14 +2,14 @@
 // are the schedule of src/exec/schedule.rs (`ops`), which the CPU tests play
 // through. Compiled once per (collective, algorithm, protocol, type) with
 //   PLANNER_T     float | planner_bf16 | planner_f16
-//   PLANNER_COLL  0 all-reduce, 1 all-gather, 2 reduce-scatter, 3 broadcast
-//   PLANNER_ALGO  0 ring, 1 tree
-//   PLANNER_PROTO 0 LL, 1 LL128, 2 Simple
+//   PLANNER_COLL  PLANNER_COLL_ALL_REDUCE | _ALL_GATHER | _REDUCE_SCATTER | _BROADCAST
+//   PLANNER_ALGO  PLANNER_ALGO_RING | PLANNER_ALGO_TREE
+//   PLANNER_PROTO PLANNER_PROTO_LL | PLANNER_PROTO_LL128 | PLANNER_PROTO_SIMPLE
 // defined by src/exec/kernels.rs ahead of this file.
 
-#if PLANNER_PROTO == 0
+#if PLANNER_PROTO == PLANNER_PROTO_LL
 #define PRIMS PrimsLL
-#elif PLANNER_PROTO == 1
+#elif PLANNER_PROTO == PLANNER_PROTO_LL128
 #define PRIMS PrimsLL128
 #else
 #define PRIMS PrimsSimple
@@ -178,13 +178,13 @@ extern "C" __global__ void __launch_bounds__(640) planner_collective(KernelArgs 
     local_copy(in, out, part_off, part_count);
     return;
   }
-#if PLANNER_COLL == 0 && PLANNER_ALGO == 0
+#if PLANNER_COLL == PLANNER_COLL_ALL_REDUCE && PLANNER_ALGO == PLANNER_ALGO_RING
   ring_all_reduce(args, desc, in, out, part_off, part_count, &ab);
-#elif PLANNER_COLL == 0 && PLANNER_ALGO == 1
+#elif PLANNER_COLL == PLANNER_COLL_ALL_REDUCE && PLANNER_ALGO == PLANNER_ALGO_TREE
   tree_all_reduce(args, desc, in, out, part_off, part_count, &ab);
-#elif PLANNER_COLL == 1
+#elif PLANNER_COLL == PLANNER_COLL_ALL_GATHER
   ring_all_gather(args, desc, in, out, part_off, part_count, &ab);
-#elif PLANNER_COLL == 2
+#elif PLANNER_COLL == PLANNER_COLL_REDUCE_SCATTER
   ring_reduce_scatter(args, desc, in, out, part_off, part_count, &ab);
 #else
   ring_broadcast(args, desc, in, out, part_off, part_count, &ab);

@@ -1,34 +1,58 @@
 //! planner: which collective algorithm and protocol a machine should run, why,
 //! and whether that is true.
 //!
-//! The crate follows the data: `probe` -> `topo` -> `search` -> `model` | `expect` (planner's expected model; with `pipeline` building them in one
-//! way) -> `audit` | `calibrate` -> `gpu` -> `exec` (our kernels) | `nccl` (the reference backend) -> `verify` ->
-//! `doctor` -> `report` -> `cli`. Each stage reads only the stages before it; `exec` and `nccl` never read each other.
+//! The crate follows the data. The modules below are declared in stage order: a module reads only the modules
+//! declared above it (`tests/integration/layering.rs` checks it on every `crate::` reference outside test code),
+//! so adding a stage means inserting its `pub mod` line at its place in this list.
+//!
+//! The public API is these modules; the names most callers start from:
+//! - `pipeline::Source` (a topology from a probe, a fixture or a file, with NCCL's environment) and
+//!   `pipeline::load_fixture`;
+//! - `model::Model` (NCCL's tuning model), `model::Pair` (an algorithm/protocol pair), `model::Coll`;
+//! - `nccl_env::NcclEnv` (the NCCL_* variables, read once);
+//! - `predict::Predictor` (what a pair should take at a size) and `predict::ModelPredictor`;
+//! - `verify::VerifyRun` (a measurement run's result file) and `verify::score::score`;
+//! - `calibrate::calibrate`, `audit::audit`, `diff::diff_runs`, `diff::diff_versions`;
+//! - `cli` is the binary's (`cli::run`): no stage or test imports it.
 
+// Foundations: errors, NCCL's fixed limits, units, the XML reader, the SVG plotter.
 pub mod error;
-pub mod units;
-
-pub mod audit;
-pub mod calibrate;
-pub mod cli;
-pub mod diff;
-pub mod doctor;
-pub mod exec;
-pub mod expect;
-pub mod gpu;
 pub mod limits;
-pub mod measure;
-pub mod model;
-pub mod nccl;
-pub mod nccl_env;
-pub mod pipeline;
-pub mod plot;
-pub mod probe;
-pub mod report;
-pub mod search;
-pub mod topo;
-pub mod tune;
-pub mod verify;
+pub mod units;
 pub mod xml;
+pub mod plot;
+
+// What the machine is: probe -> topo -> NCCL's environment -> search -> model (NCCL's), assembled by pipeline.
+pub mod probe;
+pub mod topo;
+pub mod nccl_env;
+pub mod search;
+pub mod model;
+pub mod pipeline;
+// planner's own expected model (issue 24), on the plan NCCL's search found.
+pub mod expect;
+
+// What NCCL logged about it.
+pub mod audit;
+
+// Measuring it: the vocabulary of a measurement, the prediction seam, the GPU layer, our kernels (`exec`) and
+// the reference backend (`nccl`), then verify, which runs and scores both.
+pub mod measure;
+pub mod predict;
+pub mod gpu;
+pub mod exec;
+pub mod nccl;
+pub mod verify;
+// Is the live machine healthy: NVML, link tests, an NCCL sweep through verify's backend, each beside its expectation.
+pub mod doctor;
+
+// Reading measurements back: calibration, run and version diffs, tuning from measurements.
+pub mod calibrate;
+pub mod diff;
+pub mod tune;
+
+// People and scripts: tables, JSON, plots; then the command line.
+pub mod report;
+pub mod cli;
 
 pub use error::{Error, Result};

@@ -147,6 +147,25 @@ pub struct ChannelBounds {
 }
 
 impl NcclEnv {
+    /// The path knobs, as paths.cc uses them (`topo::paths::compute` takes them; topo does not read this file).
+    pub fn path_options(&self) -> crate::topo::paths::PathOptions {
+        crate::topo::paths::PathOptions {
+            // paths.cc:288-291 ncclGetUserP2pLevel: NCCL_P2P_DISABLE=1 -> LOC, else NCCL_P2P_LEVEL.
+            p2p_level: self.p2p_level,
+            // paths.cc:80: any non-zero NCCL_NVB_DISABLE.
+            nvb_disable: self.nvb_disable.unwrap_or(0) != 0,
+            // paths.cc:672-687,819: only 1 disables PXN.
+            pxn_disable: self.pxn_disable == Some(1),
+            // paths.cc:828: non-zero = P2C.
+            pxn_c2c: self.pxn_c2c.unwrap_or(1) != 0,
+            // paths.cc:512-514.
+            gdr_level: self.net_gdr_level,
+            gdr_c2c: self.net_gdr_c2c.unwrap_or(1) != 0,
+            // net_ib/init.cc:291: any non-zero NCCL_IB_DISABLE fails the IB plugin's init.
+            ib_disable: self.ib_disable.unwrap_or(0) != 0,
+        }
+    }
+
     /// Read every variable of `VARIABLES` from this process's environment: the only place planner does.
     /// Values NCCL ignores or clamps become `warnings`; a value that is not text is a bad input (exit 2).
     /// (`NCCL_ALGO` / `NCCL_PROTO` syntax errors, which NCCL 2.24+ refuses, are the model's to check: the rule

@@ -72,7 +72,7 @@ impl Source {
 
     /// The path knobs of `nccl_env` (paths.cc).
     pub fn path_options(&self) -> PathOptions {
-        PathOptions::from_nccl_env(&self.nccl_env)
+        self.nccl_env.path_options()
     }
 
     fn check(&self) -> Result<()> {

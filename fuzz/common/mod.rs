@@ -3,7 +3,8 @@
 #![allow(dead_code)]
 
 use planner::model::input::NvlsFlag;
-use planner::model::{Model, NcclEnv};
+use planner::model::Model;
+use planner::nccl_env::NcclEnv;
 use planner::search::Graphs;
 use planner::topo::Cluster;
 use std::sync::OnceLock;

@@ -5,7 +5,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use planner::model::knobs::{parse_flat_list, parse_list, EnableMatrix, NcclEnv};
+use planner::model::knobs::{parse_flat_list, parse_list, EnableMatrix};
+use planner::nccl_env::NcclEnv;
 use planner::model::{Algo, Coll, Pair, Proto};
 use planner::units::{self, MAX_SIZE};
 

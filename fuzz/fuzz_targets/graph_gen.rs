@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use planner::model::NcclEnv;
+use planner::nccl_env::NcclEnv;
 use planner::search::{self, SearchOptions};
 
 #[path = "../common/mod.rs"]

@@ -8,7 +8,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use planner::limits::{MAX_CHANNELS, MAX_THREADS};
-use planner::model::{Algo, NcclEnv, Proto};
+use planner::model::{Algo, Proto};
+use planner::nccl_env::NcclEnv;
 
 #[path = "../common/mod.rs"]
 mod common;

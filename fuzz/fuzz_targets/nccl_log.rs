@@ -7,7 +7,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use planner::audit::log::NcclLog;
-use planner::model::NcclEnv;
+use planner::nccl_env::NcclEnv;
 
 #[path = "../common/mod.rs"]
 mod common;

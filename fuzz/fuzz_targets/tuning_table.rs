@@ -6,7 +6,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use planner::model::symmetric::SymmetricTable;
-use planner::model::{NcclEnv, TuningTable};
+use planner::model::TuningTable;
+use planner::nccl_env::NcclEnv;
 
 #[path = "../common/mod.rs"]
 mod common;

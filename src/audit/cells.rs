@@ -8,16 +8,16 @@
 
 use super::log::NcclLog;
 use crate::error::{Error, Result};
-use crate::model::{Algo, Coll, MaskReason, Model, Proto};
+use crate::model::{Algo, Cells, Coll, MaskReason, Model, Proto};
 use serde::Serialize;
 
 /// Latency and algorithm bandwidth per function x algorithm x protocol, as the log printed them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LoggedCells {
     /// `[func][algo][proto]`, µs.
-    pub latency: [[[f32; 3]; 7]; 5],
+    pub latency: Cells<f32>,
     /// `[func][algo][proto]`, GB/s of algorithm bandwidth; 0 where NCCL disabled the entry.
-    pub bandwidth: [[[f32; 3]; 7]; 5],
+    pub bandwidth: Cells<f32>,
     /// `[algo][proto]` (the `Max NThreads` row).
     pub max_threads: [[i64; 3]; 7],
     /// Algorithms with a block in the log (no PAT up to 2.22); the others are 0.
@@ -35,8 +35,8 @@ pub fn table_from_log(log: &NcclLog) -> Result<LoggedCells> {
         ))
     })?;
     let mut out = LoggedCells {
-        latency: [[[0.0; 3]; 7]; 5],
-        bandwidth: [[[0.0; 3]; 7]; 5],
+        latency: Cells::splat(0.0),
+        bandwidth: Cells::splat(0.0),
         max_threads: [[0; 3]; 7],
         algorithms: table.algorithms.clone(),
         line: table.line,

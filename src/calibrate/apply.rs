@@ -5,13 +5,15 @@
 //! (`PairParams::time_us`, a few floating-point operations per pair).
 
 use super::file::{topology_hash_of_root, Calibration};
-use super::verify::score::Predictor;
-use super::verify::{Backend, Pair, VerifyRun};
 use crate::error::{Error, Result};
+use crate::measure::Backend;
 use crate::model::select::{Call, Evaluation};
 use crate::model::sweep::Sweep;
+use crate::model::Pair;
 use crate::model::{Algo, Coll, Model, Proto};
+use crate::predict::Predictor;
 use crate::topo::Cluster;
+use crate::verify::VerifyRun;
 use serde::Serialize;
 
 impl Calibration {

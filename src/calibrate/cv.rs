@@ -16,9 +16,10 @@
 
 use super::fit::{fit_pairs, FittedPair, PairKey, PointSet};
 use super::input::Measurements;
-use super::verify::{Backend, Pair};
 use crate::error::{Error, Result};
+use crate::measure::Backend;
 use crate::model::Coll;
+use crate::model::Pair;
 use serde::{Deserialize, Serialize, Serializer};
 use std::collections::BTreeMap;
 
@@ -37,8 +38,8 @@ impl ErrorStats {
         let values: Vec<f64> = abs_rel.iter().copied().filter(|v| v.is_finite()).collect();
         Some(ErrorStats {
             n: values.len(),
-            median_abs_error_pct: super::verify::median(&values)? * 100.0,
-            p95_abs_error_pct: super::verify::percentile(&values, 95.0)? * 100.0,
+            median_abs_error_pct: crate::measure::median(&values)? * 100.0,
+            p95_abs_error_pct: crate::measure::percentile(&values, 95.0)? * 100.0,
             worst_abs_error_pct: values.iter().copied().fold(0.0, f64::max) * 100.0,
         })
     }
@@ -200,7 +201,7 @@ fn cell_spread(times: &[f64]) -> Option<f64> {
     }
     let hi = times.iter().copied().fold(f64::MIN, f64::max);
     let lo = times.iter().copied().fold(f64::MAX, f64::min);
-    Some((hi - lo) / super::verify::median(times)?)
+    Some((hi - lo) / crate::measure::median(times)?)
 }
 
 fn rel(pred: f64, measured: f64) -> f64 {

@@ -4,10 +4,12 @@
 
 use super::cv::{ErrorStats, RegimeRow};
 use super::model::PairParams;
-use super::verify::{self, Backend, Pair};
-use super::xml;
 use crate::error::{Error, Result};
+use crate::measure::Backend;
+use crate::model::Pair;
 use crate::model::{Algo, Coll, Proto};
+use crate::xml;
+use nccl_tuner_planner::plan::fnv1a64;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -390,5 +392,5 @@ pub fn topology_hash(xml_text: &str, source: &str) -> Result<String> {
 /// own: `Topology::xml`).
 pub fn topology_hash_of_root(root: &xml::XmlNode) -> String {
     let canonical = canonical_of_root(root);
-    format!("{:016x}", verify::fnv1a64(canonical.as_bytes()))
+    format!("{:016x}", fnv1a64(canonical.as_bytes()))
 }

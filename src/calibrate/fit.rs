@@ -11,9 +11,10 @@ use super::file::{Calibration, CalibrationMachine, ModelDescription, PairFit, So
 use super::input::{Measurement, Measurements};
 use super::model::PairParams;
 use super::solver::{self, Terms};
-use super::verify::{self, Backend, Pair};
 use crate::error::{Error, Result};
+use crate::measure::Backend;
 use crate::model::Coll;
+use crate::model::Pair;
 use std::collections::BTreeMap;
 
 /// How to fit.
@@ -47,10 +48,10 @@ pub(crate) struct Cell {
 
 impl Cell {
     pub fn measured_us(&self) -> Option<f64> {
-        verify::median(&self.times_us)
+        crate::measure::median(&self.times_us)
     }
     pub fn stock_us(&self) -> Option<f64> {
-        verify::median(&self.stock_us)
+        crate::measure::median(&self.stock_us)
     }
 }
 

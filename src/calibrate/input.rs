@@ -16,9 +16,13 @@
 //!
 //! Anything else, or a malformed row, is bad input naming the file and line.
 
-use super::verify::{self, Backend, Pair};
 use crate::error::{Error, Result};
+use crate::measure::Backend;
+use crate::measure::RowStatus;
+use crate::model::Pair;
 use crate::model::{Algo, Coll, Proto};
+use crate::verify::{VerifyRun, RESULT_FORMAT};
+use nccl_tuner_planner::plan::fnv1a64;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -146,7 +150,7 @@ pub fn read_text(text: &str, source: &str, options: &ReadOptions) -> Result<Meas
         InputFormat::NcclTestsJson => read_nccl_tests_json(text, source, options)?,
         InputFormat::NcclInspector => read_inspector(text, source, options)?,
     };
-    m.fnv1a64 = format!("{:016x}", verify::fnv1a64(text.as_bytes()));
+    m.fnv1a64 = format!("{:016x}", fnv1a64(text.as_bytes()));
     if m.rows.is_empty() {
         let why = if m.notes.is_empty() {
             String::new()
@@ -227,13 +231,13 @@ fn detect(text: &str, source: &str) -> Result<InputFormat> {
 fn detect_json(value: &serde_json::Value, source: &str, line: usize) -> Result<InputFormat> {
     if let Some(format) = value.get("format").and_then(|f| f.as_str()) {
         return match format {
-            verify::RESULT_FORMAT => Ok(InputFormat::PlannerVerify),
+            RESULT_FORMAT => Ok(InputFormat::PlannerVerify),
             super::file::CALIBRATION_FORMAT => Err(Error::bad_input(format!(
                 "{source}: is a calibration file, not measurements"
             ))),
             other => Err(Error::bad_input(format!(
                 "{source}: unknown JSON format \"{other}\" (expected \"{}\")",
-                verify::RESULT_FORMAT
+                RESULT_FORMAT
             ))),
         };
     }
@@ -253,7 +257,7 @@ fn detect_json(value: &serde_json::Value, source: &str, line: usize) -> Result<I
 // planner verify result files
 
 fn read_verify(text: &str, source: &str, options: &ReadOptions) -> Result<Measurements> {
-    let run = verify::VerifyRun::from_json(text, source)?;
+    let run = VerifyRun::from_json(text, source)?;
     if let Some(p) = options.pair {
         return Err(Error::bad_input(format!(
             "{source}: --pair {p} does not apply to a planner verify result, which records the pair of every row"
@@ -288,12 +292,12 @@ fn read_verify(text: &str, source: &str, options: &ReadOptions) -> Result<Measur
         let line = lines.get(i).copied().unwrap_or(0);
         // A `tuned` row measures NCCL steered by a plugin and a `symm` row NCCL on symmetric windows: neither is
         // NCCL's default configuration, which is what the calibration models.
-        if row.tuned || row.backend == verify::Backend::NcclSymm {
+        if row.tuned || row.backend == crate::measure::Backend::NcclSymm {
             skipped += 1;
             continue;
         }
         let median = match (row.status, row.median_us) {
-            (verify::RowStatus::Ok, Some(t)) if t > 0.0 => t,
+            (RowStatus::Ok, Some(t)) if t > 0.0 => t,
             _ => {
                 skipped += 1;
                 continue;
@@ -971,7 +975,7 @@ fn read_inspector(text: &str, source: &str, options: &ReadOptions) -> Result<Mea
         } else {
             complete
         };
-        let Some(median) = verify::median(&times) else {
+        let Some(median) = crate::measure::median(&times) else {
             continue;
         };
         if median <= 0.0 {

@@ -39,11 +39,6 @@
 //! # }
 //! ```
 
-// The verify vocabulary (Backend, Pair, medians, FNV-1a) and the topology XML
-// reader. These two lines are the only places this module names their paths.
-pub(crate) use crate::verify;
-pub(crate) use crate::xml;
-
 pub mod apply;
 pub mod command;
 pub mod cv;
@@ -65,4 +60,3 @@ pub use file::{topology_hash, topology_hash_of_root, Calibration, PairFit};
 pub use fit::{fit, FitOptions};
 pub use input::{read_file, read_text, InputFormat, Measurement, Measurements, ReadOptions};
 pub use model::PairParams;
-pub use verify::{Backend, Pair};

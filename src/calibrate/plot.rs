@@ -4,8 +4,8 @@
 
 use super::file::Calibration;
 use super::input::Measurements;
-use super::verify::median;
 use crate::error::{Error, Result};
+use crate::measure::median;
 use std::collections::BTreeMap;
 
 /// The SVG text of the plot.

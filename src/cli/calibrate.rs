@@ -2,9 +2,11 @@
 //! then print the calibration (and the cross-validation report).
 
 use super::source::SourceArgs;
-use crate::calibrate::{self, Backend, CalibrateRequest, FitOptions, Pair, ReadOptions};
+use crate::calibrate::{self, CalibrateRequest, FitOptions, ReadOptions};
 use crate::error::{Error, Result};
+use crate::measure::Backend;
 use crate::model::Coll;
+use crate::model::Pair;
 
 #[derive(Debug, clap::Args)]
 pub struct CalibrateArgs {

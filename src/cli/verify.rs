@@ -2,16 +2,18 @@
 
 use super::source::{SizeArgs, SourceArgs};
 use crate::error::{Error, Result};
+use crate::measure::Backend;
 use crate::model::Coll;
 use crate::nccl;
+use crate::predict::Predictor;
 use crate::report::verify as report;
 use crate::units::parse_size;
 use crate::verify::rendezvous::{LauncherEnv, Rendezvous};
 use crate::verify::run::{Progress, VerifyRequest};
-use crate::verify::score::{self, Predictor};
+use crate::verify::score;
 use crate::verify::session;
 use crate::verify::tuner::TunerSetup;
-use crate::verify::{Backend, Dtype, IterPlan, PairSelection, VerifyRun};
+use crate::verify::{Dtype, IterPlan, PairSelection, VerifyRun};
 use std::time::Duration;
 
 #[derive(Debug, clap::Args)]

@@ -8,10 +8,10 @@ use crate::error::{Error, Result};
 use crate::gpu::bandwidth::{CopyTester, Engine};
 use crate::measure::{Backend, Dtype, IterPlan};
 use crate::model::Coll;
+use crate::predict::NoModel;
 use crate::probe::health::{self, GpuHealth};
 use crate::verify::rendezvous::LauncherEnv;
 use crate::verify::run::{Progress, TopologyRecord, VerifyRequest};
-use crate::verify::score::NoModel;
 use crate::verify::PairSelection;
 use std::time::Duration;
 

@@ -27,7 +27,7 @@
 //! (cuCtxEnablePeerAccess maps all of it), and virtual ranks share one GPU,
 //! so no copy into a registered buffer is needed (nor timed).
 
-use crate::model::{Algo, Proto};
+use crate::model::Algo;
 
 /// Most threads per CTA (`PEER_MAX_THREADS`, the kernel's launch bound).
 pub const MAX_THREADS: usize = 512;
@@ -41,9 +41,6 @@ pub const ONESHOT_UNITS: usize = 1;
 pub const TWOSHOT_UNROLL: usize = 4;
 /// Bytes of one inbox entry: two 16-byte LL lines carry one 16-byte unit.
 pub const INBOX_UNIT_BYTES: usize = 32;
-/// `PLANNER_ALGO` of the two kernels.
-pub const ONE_SHOT_ALGO_ID: i32 = 2;
-pub const TWO_SHOT_ALGO_ID: i32 = 3;
 
 // The counters and flags of 64 channels x 16 ranks fit between their offsets.
 const _: () = assert!(COUNTER_OFF + 64 * 8 <= FLAGS_OFF);
@@ -137,15 +134,6 @@ pub fn launch_shape(algo: Algo, n_ranks: usize, bytes: u64, max_ctas: usize) -> 
     (ctas, threads)
 }
 
-/// `PLANNER_ALGO` of a kernel beyond NCCL with its protocol, None otherwise.
-pub fn kernel_algo_id(algo: Algo, proto: Proto) -> Option<i32> {
-    match (algo, proto) {
-        (Algo::OneShot, Proto::Ll) => Some(ONE_SHOT_ALGO_ID),
-        (Algo::TwoShot, Proto::Simple) => Some(TWO_SHOT_ALGO_ID),
-        _ => None,
-    }
-}
-
 // ------------------------------------------------------------ the models
 
 /// A small deterministic generator for the interleavings (xorshift64*).
@@ -237,6 +225,29 @@ struct LlThread {
     k: u64,
     phase: LlPhase,
     acc: i64,
+}
+
+/// The OneShot model's deadlock message: the calls each rank reached and the first threads still waiting.
+fn one_shot_deadlock(threads: &[Vec<LlThread>], call_of: &[usize]) -> String {
+    let waiting: Vec<String> = threads
+        .iter()
+        .enumerate()
+        .flat_map(|(r, ts)| {
+            ts.iter()
+                .filter(|t| t.phase != LlPhase::Done)
+                .map(move |t| {
+                    format!(
+                        "rank {r} ch {} thread {} round {} {:?}",
+                        t.ch, t.tid, t.k, t.phase
+                    )
+                })
+        })
+        .take(4)
+        .collect();
+    format!(
+        "deadlock: no thread can move (calls reached per rank {call_of:?}; {})",
+        waiting.join(", ")
+    )
 }
 
 /// Play OneShot/LL through `calls` (every rank runs them in order, each rank
@@ -360,24 +371,7 @@ pub fn simulate_one_shot(
             }
         }
         if runnable.is_empty() {
-            let waiting: Vec<String> = (0..n_ranks)
-                .flat_map(|r| {
-                    threads[r]
-                        .iter()
-                        .filter(|t| t.phase != LlPhase::Done)
-                        .map(move |t| {
-                            format!(
-                                "rank {r} ch {} thread {} round {} {:?}",
-                                t.ch, t.tid, t.k, t.phase
-                            )
-                        })
-                })
-                .take(4)
-                .collect();
-            return Err(format!(
-                "deadlock: no thread can move (calls reached per rank {call_of:?}; {})",
-                waiting.join(", ")
-            ));
+            return Err(one_shot_deadlock(&threads, &call_of));
         }
         stats.blocked_polls += blocked;
         stats.steps += 1;
@@ -518,6 +512,146 @@ enum Stream {
     Finished,
 }
 
+/// The first phase of TwoShot's barrier `which` (0 start, 1 end), or past it where the mutant drops it.
+fn two_shot_first_phase(mutant: Mutant, which: u8) -> CtaPhase {
+    let uses_barrier = match mutant {
+        Mutant::NoStartBarrier => which != 0,
+        Mutant::NoEndBarrier => which != 1,
+        _ => true,
+    };
+    if uses_barrier {
+        CtaPhase::Signal(which, 0)
+    } else if which == 0 {
+        CtaPhase::Data
+    } else {
+        CtaPhase::Done
+    }
+}
+
+/// What may move now in the TwoShot model, per rank; counts the waits that found their flag not yet set.
+fn two_shot_runnable(
+    stream: &[Stream],
+    ctas: &[Vec<Cta>],
+    flags: &[Vec<Vec<u64>>],
+    stats: &mut ModelStats,
+) -> Vec<(usize, TwoShotMove)> {
+    let n_ranks = stream.len();
+    // What may move now, per rank.
+    let mut runnable: Vec<(usize, TwoShotMove)> = Vec::new();
+    for r in 0..n_ranks {
+        match stream[r] {
+            Stream::UserWrite(_) => runnable.push((r, TwoShotMove::User)),
+            Stream::Kernel => {
+                for (c, cta) in ctas[r].iter().enumerate() {
+                    match cta.phase {
+                        CtaPhase::Signal(..) => runnable.push((r, TwoShotMove::Cta(c))),
+                        CtaPhase::Wait(which, q) => {
+                            let value = 2 * cta.e_flag + which as u64;
+                            if flags[r][cta.ch][q] >= value {
+                                runnable.push((r, TwoShotMove::Cta(c)));
+                            } else {
+                                stats.blocked_polls += 1;
+                            }
+                        }
+                        CtaPhase::Data => {
+                            let mut any = false;
+                            for (i, u) in cta.units.iter().enumerate() {
+                                if u.1 != UnitStep::Done {
+                                    runnable.push((r, TwoShotMove::Unit(c, i)));
+                                    any = true;
+                                }
+                            }
+                            if !any {
+                                runnable.push((r, TwoShotMove::Cta(c)));
+                            }
+                        }
+                        CtaPhase::Done => {}
+                    }
+                }
+            }
+            Stream::Finished => {}
+        }
+    }
+    runnable
+}
+
+/// The CTAs of rank `r`'s TwoShot launch of `call`: each reads and advances its channel's counter
+/// (`counter`, the rank's row; `captured`, the values the mutant's launch argument froze).
+fn two_shot_launch(
+    r: usize,
+    call: &ModelCall,
+    n_ranks: usize,
+    counter: &mut [u64],
+    captured: &[u64],
+    mutant: Mutant,
+) -> Vec<Cta> {
+    let epv = 16 / call.elem_bytes.max(1);
+    (0..call.channels)
+        .map(|ch| {
+            let e_true = counter[ch] + 1;
+            let e_flag = if mutant == Mutant::SequenceFromLaunch {
+                captured[ch] + 1
+            } else {
+                e_true
+            };
+            let (lo, hi) =
+                two_shot_part(call.count, call.elem_bytes, n_ranks, call.channels, r, ch);
+            let unit_list = (lo / epv..hi.div_ceil(epv))
+                .filter(|_| hi > lo)
+                .map(|u| (u, UnitStep::Read(0), 0i64))
+                .collect();
+            counter[ch] = e_true;
+            Cta {
+                ch,
+                e_flag,
+                phase: two_shot_first_phase(mutant, 0),
+                units: unit_list,
+            }
+        })
+        .collect()
+}
+
+/// One barrier or phase step of TwoShot's CTA `cta` of rank `r`.
+fn two_shot_cta_step(
+    cta: &mut Cta,
+    r: usize,
+    n_ranks: usize,
+    flags: &mut [Vec<Vec<u64>>],
+    mutant: Mutant,
+) {
+    let peers_from = |q: usize| (q..n_ranks).find(|&p| p != r);
+    let after = |which: u8| {
+        if which == 0 {
+            CtaPhase::Data
+        } else {
+            CtaPhase::Done
+        }
+    };
+    match cta.phase {
+        CtaPhase::Signal(which, q) => match peers_from(q) {
+            Some(p) => {
+                flags[p][cta.ch][r] = 2 * cta.e_flag + which as u64;
+                cta.phase = CtaPhase::Signal(which, p + 1);
+            }
+            None => {
+                cta.phase = match peers_from(0) {
+                    Some(p) => CtaPhase::Wait(which, p),
+                    None => after(which),
+                }
+            }
+        },
+        // Runnable: the peer's flag reached the value.
+        CtaPhase::Wait(which, q) => {
+            cta.phase = match peers_from(q + 1) {
+                Some(p) => CtaPhase::Wait(which, p),
+                None => after(which),
+            }
+        }
+        CtaPhase::Data => cta.phase = two_shot_first_phase(mutant, 1),
+        CtaPhase::Done => {}
+    }
+}
+
 /// Play TwoShot/Simple through `calls`, each preceded on every rank by the
 /// user writing that call's input into the rank's input buffer (in place:
 /// into its one buffer), every rank on its own stream, with a random
@@ -552,60 +686,11 @@ pub fn simulate_two_shot(
     if calls.is_empty() {
         return Ok(stats);
     }
-    let uses_barrier = |which: u8| match mutant {
-        Mutant::NoStartBarrier => which != 0,
-        Mutant::NoEndBarrier => which != 1,
-        _ => true,
-    };
-    let first_phase = |which: u8| {
-        if uses_barrier(which) {
-            CtaPhase::Signal(which, 0)
-        } else if which == 0 {
-            CtaPhase::Data
-        } else {
-            CtaPhase::Done
-        }
-    };
     loop {
         if stream.iter().all(|s| *s == Stream::Finished) {
             return Ok(stats);
         }
-        // What may move now, per rank.
-        let mut runnable: Vec<(usize, TwoShotMove)> = Vec::new();
-        for r in 0..n_ranks {
-            match stream[r] {
-                Stream::UserWrite(_) => runnable.push((r, TwoShotMove::User)),
-                Stream::Kernel => {
-                    for (c, cta) in ctas[r].iter().enumerate() {
-                        match cta.phase {
-                            CtaPhase::Signal(..) => runnable.push((r, TwoShotMove::Cta(c))),
-                            CtaPhase::Wait(which, q) => {
-                                let value = 2 * cta.e_flag + which as u64;
-                                if flags[r][cta.ch][q] >= value {
-                                    runnable.push((r, TwoShotMove::Cta(c)));
-                                } else {
-                                    stats.blocked_polls += 1;
-                                }
-                            }
-                            CtaPhase::Data => {
-                                let mut any = false;
-                                for (i, u) in cta.units.iter().enumerate() {
-                                    if u.1 != UnitStep::Done {
-                                        runnable.push((r, TwoShotMove::Unit(c, i)));
-                                        any = true;
-                                    }
-                                }
-                                if !any {
-                                    runnable.push((r, TwoShotMove::Cta(c)));
-                                }
-                            }
-                            CtaPhase::Done => {}
-                        }
-                    }
-                }
-                Stream::Finished => {}
-            }
-        }
+        let runnable = two_shot_runnable(&stream, &ctas, &flags, &mut stats);
         if runnable.is_empty() {
             return Err(format!(
                 "deadlock: nothing can move (calls reached per rank {call_of:?})"
@@ -615,7 +700,6 @@ pub fn simulate_two_shot(
         let (r, what) = runnable[rng.below(runnable.len())];
         let call = calls[call_of[r]];
         let n_units = units(call.count, call.elem_bytes);
-        let epv = 16 / call.elem_bytes.max(1);
         match what {
             TwoShotMove::User => {
                 let Stream::UserWrite(u) = stream[r] else {
@@ -633,71 +717,13 @@ pub fn simulate_two_shot(
                 }
                 if u + 1 >= n_units {
                     // Launch: every CTA reads its counter.
-                    ctas[r] = (0..call.channels)
-                        .map(|ch| {
-                            let e_true = counter[r][ch] + 1;
-                            let e_flag = if mutant == Mutant::SequenceFromLaunch {
-                                captured[r][ch] + 1
-                            } else {
-                                e_true
-                            };
-                            let (lo, hi) = two_shot_part(
-                                call.count,
-                                call.elem_bytes,
-                                n_ranks,
-                                call.channels,
-                                r,
-                                ch,
-                            );
-                            let unit_list = (lo / epv..hi.div_ceil(epv))
-                                .filter(|_| hi > lo)
-                                .map(|u| (u, UnitStep::Read(0), 0i64))
-                                .collect();
-                            counter[r][ch] = e_true;
-                            Cta {
-                                ch,
-                                e_flag,
-                                phase: first_phase(0),
-                                units: unit_list,
-                            }
-                        })
-                        .collect();
+                    ctas[r] =
+                        two_shot_launch(r, &call, n_ranks, &mut counter[r], &captured[r], mutant);
                     stream[r] = Stream::Kernel;
                 }
             }
             TwoShotMove::Cta(c) => {
-                let cta = &mut ctas[r][c];
-                let peers_from = |q: usize| (q..n_ranks).find(|&p| p != r);
-                let after = |which: u8| {
-                    if which == 0 {
-                        CtaPhase::Data
-                    } else {
-                        CtaPhase::Done
-                    }
-                };
-                match cta.phase {
-                    CtaPhase::Signal(which, q) => match peers_from(q) {
-                        Some(p) => {
-                            flags[p][cta.ch][r] = 2 * cta.e_flag + which as u64;
-                            cta.phase = CtaPhase::Signal(which, p + 1);
-                        }
-                        None => {
-                            cta.phase = match peers_from(0) {
-                                Some(p) => CtaPhase::Wait(which, p),
-                                None => after(which),
-                            }
-                        }
-                    },
-                    // Runnable: the peer's flag reached the value.
-                    CtaPhase::Wait(which, q) => {
-                        cta.phase = match peers_from(q + 1) {
-                            Some(p) => CtaPhase::Wait(which, p),
-                            None => after(which),
-                        }
-                    }
-                    CtaPhase::Data => cta.phase = first_phase(1),
-                    CtaPhase::Done => {}
-                }
+                two_shot_cta_step(&mut ctas[r][c], r, n_ranks, &mut flags, mutant)
             }
             TwoShotMove::Unit(c, i) => {
                 let cta = &mut ctas[r][c];

@@ -49,16 +49,7 @@ pub fn kernel_coll_id(coll: Coll) -> Option<i32> {
     }
 }
 
-/// `PLANNER_ALGO` in the kernels; None for algorithms the executor does not run.
-pub fn kernel_algo_id(algo: Algo) -> Option<i32> {
-    match algo {
-        Algo::Ring => Some(0),
-        Algo::Tree => Some(1),
-        Algo::OneShot => Some(beyond::ONE_SHOT_ALGO_ID),
-        Algo::TwoShot => Some(beyond::TWO_SHOT_ALGO_ID),
-        _ => None,
-    }
-}
+pub use crate::exec::kernels::kernel_algo_id;
 
 /// `--pair`: a `Pair` (its one parser) whose algorithm the executor runs.
 pub fn parse_pair(text: &str) -> Result<Pair> {

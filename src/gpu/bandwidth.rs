@@ -376,7 +376,7 @@ impl CopyTester {
 
 /// The SM copy kernel (`kernels/copy.cu`, `planner_copy`) compiled for `arch` ("sm_90").
 pub fn compile_copy_kernel(arch: &str) -> Result<nvrtc::Cubin> {
-    let source = nvrtc::program_source("planner_copy", &[], &["copy.cu"])?;
+    let source = nvrtc::program_source("planner_copy", &[], &[nvrtc::COPY_CU])?;
     nvrtc::compile("planner_copy", &source, arch, &[])
 }
 

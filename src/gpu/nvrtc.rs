@@ -11,57 +11,84 @@ use crate::error::{Error, Result};
 use crate::gpu::libs;
 use std::ffi::CString;
 
-/// Every CUDA file, by name. A program names the ones it needs, in order.
-pub const SOURCE_FILES: &[(&str, &str)] = &[
-    ("types.cuh", include_str!("../../kernels/types.cuh")),
-    ("common.cuh", include_str!("../../kernels/common.cuh")),
-    (
-        "proto_simple.cuh",
-        include_str!("../../kernels/proto_simple.cuh"),
-    ),
-    ("proto_ll.cuh", include_str!("../../kernels/proto_ll.cuh")),
-    (
-        "proto_ll128.cuh",
-        include_str!("../../kernels/proto_ll128.cuh"),
-    ),
-    (
-        "collectives.cu",
-        include_str!("../../kernels/collectives.cu"),
-    ),
-    ("beyond.cu", include_str!("../../kernels/beyond.cu")),
-    ("pattern.cu", include_str!("../../kernels/pattern.cu")),
-    ("copy.cu", include_str!("../../kernels/copy.cu")),
+/// One CUDA file of `kernels/`, built into the binary. Each file is declared once, here; a program lists the
+/// ones it needs, in order (`crate::exec::kernels` for the executor's variants, `crate::gpu::pattern` for the
+/// data kernels).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SourceFile {
+    pub name: &'static str,
+    pub text: &'static str,
+}
+
+/// A `SourceFile` for `kernels/<name>`.
+macro_rules! kernel_file {
+    ($name:literal) => {
+        SourceFile {
+            name: $name,
+            text: include_str!(concat!("../../kernels/", $name)),
+        }
+    };
+}
+
+pub const TYPES_CUH: SourceFile = kernel_file!("types.cuh");
+pub const COMMON_CUH: SourceFile = kernel_file!("common.cuh");
+pub const PROTO_SIMPLE_CUH: SourceFile = kernel_file!("proto_simple.cuh");
+pub const PROTO_LL_CUH: SourceFile = kernel_file!("proto_ll.cuh");
+pub const PROTO_LL128_CUH: SourceFile = kernel_file!("proto_ll128.cuh");
+pub const COLLECTIVES_CU: SourceFile = kernel_file!("collectives.cu");
+pub const BEYOND_CU: SourceFile = kernel_file!("beyond.cu");
+pub const PATTERN_CU: SourceFile = kernel_file!("pattern.cu");
+pub const COPY_CU: SourceFile = kernel_file!("copy.cu");
+
+/// Every CUDA file (what `PLANNER_KERNEL_DIR` may hold edited copies of).
+pub const SOURCE_FILES: &[SourceFile] = &[
+    TYPES_CUH,
+    COMMON_CUH,
+    PROTO_SIMPLE_CUH,
+    PROTO_LL_CUH,
+    PROTO_LL128_CUH,
+    COLLECTIVES_CU,
+    BEYOND_CU,
+    PATTERN_CU,
+    COPY_CU,
 ];
 
-/// The text of file `name`: the built-in copy, or the one in `PLANNER_KERNEL_DIR`.
-fn read_source(name: &str) -> Result<String> {
-    if let Ok(dir) = std::env::var("PLANNER_KERNEL_DIR") {
-        if !dir.is_empty() {
-            let path = std::path::Path::new(&dir).join(name);
-            return std::fs::read_to_string(&path).map_err(|e| {
+/// The text of `file`: the built-in copy, or the one in `PLANNER_KERNEL_DIR`.
+fn read_source(file: &SourceFile) -> Result<String> {
+    let dir = std::env::var("PLANNER_KERNEL_DIR").unwrap_or_default();
+    read_source_in((!dir.is_empty()).then(|| std::path::Path::new(&dir)), file)
+}
+
+/// The text of `file`: the copy in `dir` when given, else the built-in one.
+fn read_source_in(dir: Option<&std::path::Path>, file: &SourceFile) -> Result<String> {
+    match dir {
+        Some(dir) => {
+            let path = dir.join(file.name);
+            std::fs::read_to_string(&path).map_err(|e| {
                 Error::bad_input(format!(
                     "PLANNER_KERNEL_DIR: cannot read {}: {e}",
                     path.display()
                 ))
-            });
+            })
         }
+        None => Ok(file.text.to_string()),
     }
-    SOURCE_FILES
-        .iter()
-        .find(|(file, _)| *file == name)
-        .map(|(_, text)| text.to_string())
-        .ok_or_else(|| Error::runtime(format!("no kernel source file {name}")))
 }
 
 /// One program's full source: a comment naming it, its `#define`s, then
 /// each file with a `#line` so NVRTC's messages name the file and line.
-pub fn program_source(name: &str, defines: &[(&str, String)], files: &[&str]) -> Result<String> {
+pub fn program_source(
+    name: &str,
+    defines: &[(&str, String)],
+    files: &[SourceFile],
+) -> Result<String> {
     let mut text = format!("// {name}\n");
     for (macro_name, value) in defines {
         text.push_str(&format!("#define {macro_name} {value}\n"));
     }
     for file in files {
         let body = read_source(file)?;
+        let file = file.name;
         text.push_str(&format!("// ---- {file}\n#line 1 \"{file}\"\n"));
         text.push_str(&body);
         text.push('\n');
@@ -168,7 +195,7 @@ mod tests {
         let text = program_source(
             "pattern_f32",
             &[("PLANNER_T", "float".to_string())],
-            &["types.cuh", "pattern.cu"],
+            &[TYPES_CUH, PATTERN_CU],
         )
         .unwrap();
         let define = text.find("#define PLANNER_T float\n").unwrap();
@@ -176,7 +203,13 @@ mod tests {
         let pattern = text.find("#line 1 \"pattern.cu\"").unwrap();
         assert!(define < types && types < pattern, "{text}");
         assert!(!text.contains("collectives.cu"));
-        let err = program_source("x", &[], &["nonexistent.cu"]).unwrap_err();
+        // A file missing from PLANNER_KERNEL_DIR is an error naming it.
+        let missing = SourceFile {
+            name: "nonexistent.cu",
+            text: "",
+        };
+        let empty_dir = std::env::temp_dir();
+        let err = read_source_in(Some(&empty_dir), &missing).unwrap_err();
         assert!(err.to_string().contains("nonexistent.cu"), "{err}");
     }
 

@@ -236,7 +236,7 @@ pub fn dtype_defines(dtype: Dtype) -> Vec<(&'static str, String)> {
 
 /// The files of the stand-alone data-kernel module (the NCCL backend's; the
 /// executor compiles pattern.cu into each collective's module instead).
-pub const PATTERN_FILES: &[&str] = &["types.cuh", "pattern.cu"];
+pub const PATTERN_FILES: &[nvrtc::SourceFile] = &[nvrtc::TYPES_CUH, nvrtc::PATTERN_CU];
 
 /// The data kernels alone, for `dtype`, compiled for `arch`.
 pub fn compile(dtype: Dtype, arch: &str) -> Result<Cubin> {
@@ -434,11 +434,7 @@ mod tests {
 
     #[test]
     fn launch_arguments_match_the_cuda_signatures() {
-        let source = nvrtc::SOURCE_FILES
-            .iter()
-            .find(|(name, _)| *name == "pattern.cu")
-            .map(|(_, text)| *text)
-            .unwrap();
+        let source = nvrtc::PATTERN_CU.text;
         for (kernel, rust) in [
             (FillArgs::KERNEL, FillArgs::SIGNATURE),
             (CheckArgs::KERNEL, CheckArgs::SIGNATURE),

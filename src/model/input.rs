@@ -3,10 +3,10 @@
 //! (`init.cc`: graph alignment across ranks, NVLS and CollNet support);
 //! tests build it by hand.
 
-use super::knobs::NcclEnv;
 use super::rules::Rule;
 use super::table::TuningTable;
 use crate::error::{Error, Result};
+use crate::nccl_env::NcclEnv;
 use crate::search::{Graphs, Pattern, SearchGraph, SearchResult};
 use crate::topo::{Cluster, CpuArch, CpuVendor, NodeKind, PathType};
 use serde::Serialize;

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use serde::Serialize;
 
 /// The environment, read in one place (`crate::nccl_env`); the model reads the knobs from it.
-pub use crate::nccl_env::{NcclEnv, VARIABLES};
+use crate::nccl_env::NcclEnv;
 
 /// `strtoll(s, &end, 0)` with NCCL's "whole string must parse" rule:
 /// decimal, `0x` hex, leading-`0` octal, optional sign and leading blanks.

@@ -18,6 +18,7 @@
 //! `double`, so printed cells and ties come out as NCCL's do.
 
 pub mod beyond;
+pub mod cells;
 pub mod examples;
 pub mod input;
 pub mod knobs;
@@ -30,14 +31,15 @@ pub mod symmetric;
 pub mod table;
 pub mod tune;
 
+pub use cells::Cells;
 pub use input::{GraphInfo, ModelInput, NvlsState};
-pub use knobs::NcclEnv;
 pub use pair::Pair;
 pub use select::{Candidate, Evaluation};
 pub use table::TuningTable;
 pub use tune::{MaskReason, Tuned};
 
 use crate::error::{Error, Result};
+use crate::nccl_env::NcclEnv;
 use serde::{Deserialize, Serialize};
 
 /// NCCL's collective functions that the model tunes, in NCCL's index order.

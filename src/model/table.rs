@@ -365,91 +365,10 @@ impl TuningTable {
             per_channel_max_tree_bws: generation_rows("per_channel_max_tree_bws")?,
             per_channel_max_nvls_tree_bws: generation_rows("per_channel_max_nvls_tree_bws")?,
             tree_correction_factor,
-            factors: Factors {
-                ring_ll_bw: r.number("factors.ring_ll_bw")?,
-                ring_ll128_bw: r.number("factors.ring_ll128_bw")?,
-                tree_allreduce_bw: r.number("factors.tree_allreduce_bw")?,
-                tree_ll_bw_divisor: r.positive("factors.tree_ll_bw_divisor")?,
-                tree_ll128_bw_one_node: r.number("factors.tree_ll128_bw_one_node")?,
-                tree_ll128_bw_multi_node: r.number("factors.tree_ll128_bw_multi_node")?,
-                tree_pattern_tree_bw: r.number("factors.tree_pattern_tree_bw")?,
-                pat_bw: r.number("factors.pat_bw")?,
-                collnet_direct_inter_bw: r.number("factors.collnet_direct_inter_bw")?,
-                collnet_direct_sm90_bw: r.number("factors.collnet_direct_sm90_bw")?,
-                collnet_direct_arity_latency_us: r
-                    .number("factors.collnet_direct_arity_latency_us")?,
-                pat_log_latency_divisor: r.positive("factors.pat_log_latency_divisor")?,
-                pat_rank_latency_us: r.number("factors.pat_rank_latency_us")?,
-                ring_simple_plateau_latency_pre_sm80: r
-                    .number("factors.ring_simple_plateau_latency_pre_sm80")?,
-                ring_simple_plateau_latency: r.number("factors.ring_simple_plateau_latency")?,
-                ring_simple_plateau_min_bytes_per_rank_channel: r.at_most(
-                    r.integer("factors.ring_simple_plateau_min_bytes_per_rank_channel")?,
-                    "factors.ring_simple_plateau_min_bytes_per_rank_channel",
-                    crate::units::MAX_SIZE,
-                )? as u64,
-            },
-            net_overhead_us: NetOverhead {
-                x86_intel: r.number("net_overhead_us.x86_intel")?,
-                x86_amd: r.number("net_overhead_us.x86_amd")?,
-                other: r.number("net_overhead_us.other")?,
-                simple_multiplier: r.number("net_overhead_us.simple_multiplier")?,
-            },
-            threads: Threads {
-                max_nthreads: r.at_most(
-                    r.positive_integer("threads.max_nthreads")?,
-                    "threads.max_nthreads",
-                    MAX_CTA_THREADS,
-                )?,
-                simple_max_nthreads: r.at_most(
-                    r.positive_integer("threads.simple_max_nthreads")?,
-                    "threads.simple_max_nthreads",
-                    MAX_CTA_THREADS,
-                )?,
-                ll_max_nthreads: r.at_most(
-                    r.positive_integer("threads.ll_max_nthreads")?,
-                    "threads.ll_max_nthreads",
-                    MAX_CTA_THREADS,
-                )?,
-                ll128_max_nthreads: r.at_most(
-                    r.positive_integer("threads.ll128_max_nthreads")?,
-                    "threads.ll128_max_nthreads",
-                    MAX_CTA_THREADS,
-                )?,
-                warp_size: r.at_most(
-                    r.positive_integer("threads.warp_size")?,
-                    "threads.warp_size",
-                    MAX_CTA_THREADS,
-                )?,
-                ring_simple_low_bw_nthreads: r.at_most(
-                    r.positive_integer("threads.ring_simple_low_bw_nthreads")?,
-                    "threads.ring_simple_low_bw_nthreads",
-                    MAX_CTA_THREADS,
-                )?,
-                pci_bw: r.number("threads.pci_bw")?,
-            },
-            thread_thresholds: ThreadThresholds {
-                ll: r.at_most(
-                    r.integer("thread_thresholds.LL")?,
-                    "thread_thresholds.LL",
-                    i32::MAX as u64,
-                )?,
-                ll128: r.at_most(
-                    r.integer("thread_thresholds.LL128")?,
-                    "thread_thresholds.LL128",
-                    i32::MAX as u64,
-                )?,
-                simple: r.at_most(
-                    r.integer("thread_thresholds.Simple")?,
-                    "thread_thresholds.Simple",
-                    i32::MAX as u64,
-                )?,
-                collnet_simple: r.at_most(
-                    r.integer("thread_thresholds.collnet_simple")?,
-                    "thread_thresholds.collnet_simple",
-                    i32::MAX as u64,
-                )?,
-            },
+            factors: r.factors()?,
+            net_overhead_us: r.net_overhead_us()?,
+            threads: r.threads()?,
+            thread_thresholds: r.thread_thresholds()?,
             max_dev_work_batch_colls: r.at_most(
                 r.positive_integer("max_dev_work_batch_colls")?,
                 "max_dev_work_batch_colls",
@@ -465,40 +384,9 @@ impl TuningTable {
                 "max_nvls_arity",
                 MAX_SMALL_COUNT,
             )? as usize,
-            scheduler: Scheduler {
-                min_traffic_per_channel: r.at_most(
-                    r.positive_integer("scheduler.min_traffic_per_channel")?,
-                    "scheduler.min_traffic_per_channel",
-                    crate::units::MAX_SIZE,
-                )? as u64,
-                round_traffic_per_channel_to_16: r
-                    .boolean("scheduler.round_traffic_per_channel_to_16")?,
-            },
-            nvls_channels: NvlsChannels {
-                sm90: r.at_most(
-                    r.integer("nvls_channels.sm90")?,
-                    "nvls_channels.sm90",
-                    crate::limits::MAX_CHANNELS as u64,
-                )? as usize,
-                sm100_one_node: r.at_most(
-                    r.integer("nvls_channels.sm100_one_node")?,
-                    "nvls_channels.sm100_one_node",
-                    crate::limits::MAX_CHANNELS as u64,
-                )? as usize,
-                sm100_multi_node: r.at_most(
-                    r.integer("nvls_channels.sm100_multi_node")?,
-                    "nvls_channels.sm100_multi_node",
-                    crate::limits::MAX_CHANNELS as u64,
-                )? as usize,
-            },
-            behaviour: Behaviour {
-                ll128_mixed_compcap_allowed_from_sm90: r
-                    .boolean("behaviour.ll128_mixed_compcap_allowed_from_sm90")?,
-                collnet_chain_needs_chain_support: r
-                    .boolean("behaviour.collnet_chain_needs_chain_support")?,
-                nvls_tree_correction_sm100_x86: r
-                    .boolean("behaviour.nvls_tree_correction_sm100_x86")?,
-            },
+            scheduler: r.scheduler()?,
+            nvls_channels: r.nvls_channels()?,
+            behaviour: r.behaviour()?,
             changes_from_previous: r.changes()?,
             patch_changes: r.patch_changes()?,
         };
@@ -533,6 +421,153 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
+    /// The model's scalar factors (`factors.*`).
+    fn factors(&self) -> Result<Factors> {
+        Ok(Factors {
+            ring_ll_bw: self.number("factors.ring_ll_bw")?,
+            ring_ll128_bw: self.number("factors.ring_ll128_bw")?,
+            tree_allreduce_bw: self.number("factors.tree_allreduce_bw")?,
+            tree_ll_bw_divisor: self.positive("factors.tree_ll_bw_divisor")?,
+            tree_ll128_bw_one_node: self.number("factors.tree_ll128_bw_one_node")?,
+            tree_ll128_bw_multi_node: self.number("factors.tree_ll128_bw_multi_node")?,
+            tree_pattern_tree_bw: self.number("factors.tree_pattern_tree_bw")?,
+            pat_bw: self.number("factors.pat_bw")?,
+            collnet_direct_inter_bw: self.number("factors.collnet_direct_inter_bw")?,
+            collnet_direct_sm90_bw: self.number("factors.collnet_direct_sm90_bw")?,
+            collnet_direct_arity_latency_us: self
+                .number("factors.collnet_direct_arity_latency_us")?,
+            pat_log_latency_divisor: self.positive("factors.pat_log_latency_divisor")?,
+            pat_rank_latency_us: self.number("factors.pat_rank_latency_us")?,
+            ring_simple_plateau_latency_pre_sm80: self
+                .number("factors.ring_simple_plateau_latency_pre_sm80")?,
+            ring_simple_plateau_latency: self.number("factors.ring_simple_plateau_latency")?,
+            ring_simple_plateau_min_bytes_per_rank_channel: self.at_most(
+                self.integer("factors.ring_simple_plateau_min_bytes_per_rank_channel")?,
+                "factors.ring_simple_plateau_min_bytes_per_rank_channel",
+                crate::units::MAX_SIZE,
+            )? as u64,
+        })
+    }
+
+    /// The network overheads (`net_overhead_us.*`).
+    fn net_overhead_us(&self) -> Result<NetOverhead> {
+        Ok(NetOverhead {
+            x86_intel: self.number("net_overhead_us.x86_intel")?,
+            x86_amd: self.number("net_overhead_us.x86_amd")?,
+            other: self.number("net_overhead_us.other")?,
+            simple_multiplier: self.number("net_overhead_us.simple_multiplier")?,
+        })
+    }
+
+    /// The thread counts (`threads.*`), each at most a CTA's.
+    fn threads(&self) -> Result<Threads> {
+        Ok(Threads {
+            max_nthreads: self.at_most(
+                self.positive_integer("threads.max_nthreads")?,
+                "threads.max_nthreads",
+                MAX_CTA_THREADS,
+            )?,
+            simple_max_nthreads: self.at_most(
+                self.positive_integer("threads.simple_max_nthreads")?,
+                "threads.simple_max_nthreads",
+                MAX_CTA_THREADS,
+            )?,
+            ll_max_nthreads: self.at_most(
+                self.positive_integer("threads.ll_max_nthreads")?,
+                "threads.ll_max_nthreads",
+                MAX_CTA_THREADS,
+            )?,
+            ll128_max_nthreads: self.at_most(
+                self.positive_integer("threads.ll128_max_nthreads")?,
+                "threads.ll128_max_nthreads",
+                MAX_CTA_THREADS,
+            )?,
+            warp_size: self.at_most(
+                self.positive_integer("threads.warp_size")?,
+                "threads.warp_size",
+                MAX_CTA_THREADS,
+            )?,
+            ring_simple_low_bw_nthreads: self.at_most(
+                self.positive_integer("threads.ring_simple_low_bw_nthreads")?,
+                "threads.ring_simple_low_bw_nthreads",
+                MAX_CTA_THREADS,
+            )?,
+            pci_bw: self.number("threads.pci_bw")?,
+        })
+    }
+
+    /// The per-protocol thread thresholds (`thread_thresholds.*`).
+    fn thread_thresholds(&self) -> Result<ThreadThresholds> {
+        Ok(ThreadThresholds {
+            ll: self.at_most(
+                self.integer("thread_thresholds.LL")?,
+                "thread_thresholds.LL",
+                i32::MAX as u64,
+            )?,
+            ll128: self.at_most(
+                self.integer("thread_thresholds.LL128")?,
+                "thread_thresholds.LL128",
+                i32::MAX as u64,
+            )?,
+            simple: self.at_most(
+                self.integer("thread_thresholds.Simple")?,
+                "thread_thresholds.Simple",
+                i32::MAX as u64,
+            )?,
+            collnet_simple: self.at_most(
+                self.integer("thread_thresholds.collnet_simple")?,
+                "thread_thresholds.collnet_simple",
+                i32::MAX as u64,
+            )?,
+        })
+    }
+
+    /// The scheduler's settings (`scheduler.*`).
+    fn scheduler(&self) -> Result<Scheduler> {
+        Ok(Scheduler {
+            min_traffic_per_channel: self.at_most(
+                self.positive_integer("scheduler.min_traffic_per_channel")?,
+                "scheduler.min_traffic_per_channel",
+                crate::units::MAX_SIZE,
+            )? as u64,
+            round_traffic_per_channel_to_16: self
+                .boolean("scheduler.round_traffic_per_channel_to_16")?,
+        })
+    }
+
+    /// NVLS channel counts (`nvls_channels.*`), each at most MAXCHANNELS.
+    fn nvls_channels(&self) -> Result<NvlsChannels> {
+        Ok(NvlsChannels {
+            sm90: self.at_most(
+                self.integer("nvls_channels.sm90")?,
+                "nvls_channels.sm90",
+                crate::limits::MAX_CHANNELS as u64,
+            )? as usize,
+            sm100_one_node: self.at_most(
+                self.integer("nvls_channels.sm100_one_node")?,
+                "nvls_channels.sm100_one_node",
+                crate::limits::MAX_CHANNELS as u64,
+            )? as usize,
+            sm100_multi_node: self.at_most(
+                self.integer("nvls_channels.sm100_multi_node")?,
+                "nvls_channels.sm100_multi_node",
+                crate::limits::MAX_CHANNELS as u64,
+            )? as usize,
+        })
+    }
+
+    /// The family's behaviour switches (`behaviour.*`).
+    fn behaviour(&self) -> Result<Behaviour> {
+        Ok(Behaviour {
+            ll128_mixed_compcap_allowed_from_sm90: self
+                .boolean("behaviour.ll128_mixed_compcap_allowed_from_sm90")?,
+            collnet_chain_needs_chain_support: self
+                .boolean("behaviour.collnet_chain_needs_chain_support")?,
+            nvls_tree_correction_sm100_x86: self
+                .boolean("behaviour.nvls_tree_correction_sm100_x86")?,
+        })
+    }
+
     fn get(&self, path: &str) -> Result<&Value> {
         let mut node = self.root;
         for key in path.split('.') {

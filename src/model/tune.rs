@@ -3,12 +3,14 @@
 //! maximum threads, thread thresholds, and the enable layers. Every entry that
 //! ends with bandwidth 0 keeps the reasons, in NCCL's order.
 
+use super::cells::{AlgoProto, Cells, NUM_ALGORITHMS, NUM_FUNCTIONS, NUM_PROTOCOLS};
 use super::input::{ModelInput, NvlsState};
-use super::knobs::{EnableMatrix, NcclEnv};
+use super::knobs::EnableMatrix;
 use super::rules::Rule;
 use super::table::TuningTable;
 use super::{log2i, Algo, Coll, Proto};
 use crate::error::Result;
+use crate::nccl_env::NcclEnv;
 use crate::search::Pattern;
 use crate::topo::{CpuArch, CpuVendor, PathType};
 use serde::Serialize;
@@ -186,28 +188,28 @@ pub struct Selected {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Tuned {
     /// `latencies[func][algo][proto]`, µs.
-    pub latency: [[[f32; 3]; 7]; 5],
+    pub latency: Cells<f32>,
     /// `bandwidths[func][algo][proto]`, GB/s of algorithm bandwidth, after all masks.
-    pub bandwidth: [[[f32; 3]; 7]; 5],
+    pub bandwidth: Cells<f32>,
     /// The bandwidth the model computed before the enable layer zeroed entries.
-    pub model_bandwidth: [[[f32; 3]; 7]; 5],
+    pub model_bandwidth: Cells<f32>,
     /// `maxThreads[algo][proto]`.
-    pub max_threads: [[i64; 3]; 7],
+    pub max_threads: AlgoProto<i64>,
     /// `threadThresholds[algo][proto]`.
-    pub thread_thresholds: [[i64; 3]; 7],
+    pub thread_thresholds: AlgoProto<i64>,
     /// User lists after parsing (LL128 "2" = auto, resolved per entry by the gate).
     pub enable: EnableMatrix,
     /// Reasons per entry, `[func][algo][proto]`; empty = usable at init.
-    pub masks: Vec<Vec<Vec<Vec<MaskReason>>>>,
+    pub masks: Cells<Vec<MaskReason>>,
     pub selected: Selected,
     /// `comm->ringbdw[func][proto]` (NCCL 2.19-2.23, rule `ring_backup`):
     /// Ring's bandwidths before the algorithm masks, the per-call fallback.
-    pub ring_backup: Option<[[f32; 3]; 5]>,
+    pub ring_backup: Option<[[f32; NUM_PROTOCOLS]; NUM_FUNCTIONS]>,
 }
 
 impl Tuned {
     pub fn masks_of(&self, coll: Coll, algo: Algo, proto: Proto) -> &[MaskReason] {
-        &self.masks[coll as usize][algo as usize][proto as usize]
+        &self.masks[(coll, algo, proto)]
     }
 }
 
@@ -228,7 +230,48 @@ fn get_nthreads(user: Option<i64>, min: i64, max: i64, default: i64, warp: i64) 
     }
 }
 
+/// NCCL's `ncclTopoTuneModel`, phase by phase: maximum threads, the selected
+/// constants, the model layer (bandwidth and latency per algorithm), the
+/// enable layer with the LL128 gate, the Ring fallback, and the thresholds.
 pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tuned> {
+    let max_threads = max_threads(input, env, table);
+    let selected = select_constants(input, env, table);
+    let enable = if table.has(Rule::PerFunctionAlgoProtoLists) {
+        EnableMatrix::from_env(env)?
+    } else {
+        EnableMatrix::from_env_flat(env)
+    };
+    if input.n_ranks <= 1 {
+        return Ok(single_rank(max_threads, enable, selected));
+    }
+    let ctx = TuneCtx::new(input, env, table, selected);
+    let mut masks: Cells<Vec<MaskReason>> = Cells::from_fn(|_, _, _| Vec::new());
+    let mut model = ctx.model_layer(&mut masks);
+    let model_bandwidth = model.bandwidth;
+    let algo_enable = ctx.enable_layer(&enable, &mut model, &mut masks);
+    let ring_backup = table.has(Rule::RingBackup).then_some(model.ring_backup);
+    if let Some(backup) = &ring_backup {
+        restore_ring_backup(backup, &mut model.bandwidth, &mut masks);
+    }
+    mark_zero_bandwidth(&model.bandwidth, &mut masks);
+    Ok(Tuned {
+        latency: model.latency,
+        bandwidth: model.bandwidth,
+        model_bandwidth,
+        max_threads,
+        thread_thresholds: thread_thresholds(input, env, table),
+        enable: EnableMatrix {
+            proto: enable.proto,
+            algo: algo_enable,
+        },
+        masks,
+        selected: ctx.selected,
+        ring_backup,
+    })
+}
+
+/// `maxThreads[algo][proto]`.
+fn max_threads(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> AlgoProto<i64> {
     let th = &table.threads;
     let mut max_threads = [[0i64; 3]; 7];
     // Ring/Simple gets fewer threads when the ring is slower than one PCIe Gen3 x16.
@@ -279,9 +322,12 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
         max_threads[a as usize][Proto::Ll as usize] = ll;
         max_threads[a as usize][Proto::Ll128 as usize] = ll128;
     }
+    max_threads
+}
 
+/// The rows of the per-generation, per-scale tables this machine uses.
+fn select_constants(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Selected {
     let n_nodes = input.n_nodes;
-    let n_ranks = input.n_ranks;
     let min_sm = input.min_sm;
     // Before 2.25 there is no Blackwell row: sm100 takes Hopper's (rule blackwell_rows).
     let compcap_index = if min_sm >= 100 && table.has(Rule::BlackwellRows) {
@@ -302,7 +348,7 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
     } else {
         0
     };
-    let selected = Selected {
+    Selected {
         compcap_index,
         scale_index,
         ll_max_bw: table.ll_max_bws[ll_row][scale_index],
@@ -314,612 +360,873 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
         per_channel_max_nvls_tree_bw: table.per_channel_max_nvls_tree_bws[compcap_index]
             [scale_index],
         net_overhead_us: net_overhead(input, env, table),
-    };
+    }
+}
 
-    let mut latency = [[[0f32; 3]; 7]; 5];
-    let mut bandwidth = [[[0f32; 3]; 7]; 5];
-    let mut masks: Vec<Vec<Vec<Vec<MaskReason>>>> = vec![vec![vec![Vec::new(); 3]; 7]; 5];
-    let mut thread_thresholds = [[0i64; 3]; 7];
-    // Entries the model loop reached (the others keep latency and bandwidth 0).
-    let mut computed = [[[false; 3]; 7]; 5];
-    let enable = if table.has(Rule::PerFunctionAlgoProtoLists) {
-        EnableMatrix::from_env(env)?
-    } else {
-        EnableMatrix::from_env_flat(env)
-    };
+/// One rank: NCCL returns right after the thread maxima, no tables, no thresholds.
+fn single_rank(max_threads: AlgoProto<i64>, enable: EnableMatrix, selected: Selected) -> Tuned {
+    let masks = Cells::from_fn(|_, a, p| {
+        if a == Algo::Ring && p == Proto::Simple {
+            Vec::new()
+        } else {
+            vec![MaskReason::SingleRank]
+        }
+    });
+    Tuned {
+        latency: Cells::splat(0.0),
+        bandwidth: Cells::splat(0.0),
+        model_bandwidth: Cells::splat(0.0),
+        max_threads,
+        thread_thresholds: [[0i64; 3]; 7],
+        enable,
+        masks,
+        selected,
+        ring_backup: None,
+    }
+}
 
-    if n_ranks <= 1 {
-        // NCCL returns right after the thread maxima: no tables, no thresholds.
+/// The model layer's result: every entry's cost before the enable layer.
+struct ModelCells {
+    latency: Cells<f32>,
+    bandwidth: Cells<f32>,
+    /// Entries the model loop reached (the others keep latency and bandwidth 0).
+    computed: Cells<bool>,
+    /// Ring bandwidths before the enable layer (`comm->ringbdw`, 2.19-2.23).
+    ring_backup: [[f32; NUM_PROTOCOLS]; NUM_FUNCTIONS],
+}
+
+/// What every phase of the tuning reads: the inputs and the values derived
+/// from them once (NCCL's locals at the top of `ncclTopoTuneModel`).
+struct TuneCtx<'a> {
+    input: &'a ModelInput,
+    env: &'a NcclEnv,
+    table: &'a TuningTable,
+    selected: Selected,
+    /// `hwLat[hw][algo][proto]` after the POWER adjustment.
+    hw_lat: [AlgoProto<f64>; 3],
+    /// Ranks per node as a float (`nRanks/nNodes`) and as NCCL's integer.
+    ppn: f32,
+    ppn_int: i64,
+    log_nodes: i32,
+    nvls_eff: f32,
+    pat_enabled: std::result::Result<(), String>,
+}
+
+impl<'a> TuneCtx<'a> {
+    fn new(
+        input: &'a ModelInput,
+        env: &'a NcclEnv,
+        table: &'a TuningTable,
+        selected: Selected,
+    ) -> Self {
+        TuneCtx {
+            input,
+            env,
+            table,
+            hw_lat: hw_latencies(input, table),
+            ppn: input.n_ranks as f32 / input.n_nodes as f32,
+            ppn_int: input.ppn() as i64,
+            log_nodes: log2i(input.n_nodes as u64),
+            nvls_eff: table.nvls_efficiency[selected.compcap_index] as f32,
+            pat_enabled: pat_enable(input, env, table),
+            selected,
+        }
+    }
+
+    fn hw_lat(&self, hw: Hw, a: Algo, p: Proto) -> f32 {
+        self.hw_lat[hw as usize][a as usize][p as usize] as f32
+    }
+
+    /// The model loop: bandwidth and latency of every entry NCCL has a kernel for.
+    fn model_layer(&self, masks: &mut Cells<Vec<MaskReason>>) -> ModelCells {
+        let mut out = ModelCells {
+            latency: Cells::splat(0.0),
+            bandwidth: Cells::splat(0.0),
+            computed: Cells::splat(false),
+            ring_backup: [[0f32; 3]; 5],
+        };
         for c in Coll::ALL {
+            let nsteps = c.ring_steps(self.input.n_ranks) as i64;
             for a in Algo::ALL {
-                for p in Proto::ALL {
-                    if !(a == Algo::Ring && p == Proto::Simple) {
-                        masks[c as usize][a as usize][p as usize].push(MaskReason::SingleRank);
+                if let Some(why) = kernel_missing(c, a, self.table) {
+                    for p in Proto::ALL {
+                        masks[(c, a, p)].push(why.clone());
                     }
+                    continue;
+                }
+                for p in Proto::ALL {
+                    let Some((bw, lat)) = self.model_cell(c, a, p, nsteps, &mut masks[(c, a, p)])
+                    else {
+                        continue;
+                    };
+                    out.bandwidth[(c, a, p)] = bw;
+                    out.computed[(c, a, p)] = true;
+                    if a == Algo::Ring {
+                        out.ring_backup[c as usize][p as usize] = bw;
+                    }
+                    out.latency[(c, a, p)] = lat;
                 }
             }
         }
-        return Ok(Tuned {
-            latency,
-            bandwidth,
-            model_bandwidth: bandwidth,
-            max_threads,
-            thread_thresholds,
-            enable,
-            masks,
-            selected,
-            ring_backup: None,
-        });
+        out
     }
 
+    /// One entry's (algorithm bandwidth, latency), or None when a reason in
+    /// `cell` keeps the model from computing it.
+    fn model_cell(
+        &self,
+        c: Coll,
+        a: Algo,
+        p: Proto,
+        nsteps: i64,
+        cell: &mut Vec<MaskReason>,
+    ) -> Option<(f32, f32)> {
+        if let Some(why) = self.protocol_gate(c, a, p) {
+            cell.push(why);
+            return None;
+        }
+        let bw = self.channel_bandwidth(c, a, cell)?;
+        let bus_bw = self.bus_bandwidth(c, a, p, bw, cell);
+        let algo_bw = self.algo_bandwidth(c, a, nsteps, bus_bw);
+        Some((algo_bw, self.latency(c, a, p, nsteps)))
+    }
+
+    /// Algorithms that run one protocol only, and PAT's own switch.
+    fn protocol_gate(&self, c: Coll, a: Algo, p: Proto) -> Option<MaskReason> {
+        if a.is_nvls() && p != Proto::Simple {
+            return Some(MaskReason::SimpleOnly);
+        }
+        if c.is_ag_rs() && a == Algo::Pat {
+            if p != Proto::Simple {
+                return Some(MaskReason::SimpleOnly);
+            }
+            if let Err(why) = &self.pat_enabled {
+                return Some(MaskReason::PatDisabled(why.clone()));
+            }
+        }
+        None
+    }
+
+    /// Per-channel bandwidth of the algorithm's graph (`bw` in NCCL).
+    fn channel_bandwidth(&self, c: Coll, a: Algo, cell: &mut Vec<MaskReason>) -> Option<f32> {
+        let g = self.input.graph(a);
+        let bw: f32 = if self.input.n_nodes <= 2 || a.is_collnet() {
+            g.bw_intra
+        } else {
+            g.bw_inter
+        };
+        if !a.is_nvls() {
+            Some(bw)
+        } else if !self.table.has(Rule::NvlsEfficiency) {
+            Some(self.nvls_bandwidth_before_2_28(c, a, bw, cell))
+        } else {
+            self.nvls_bandwidth(c, a, cell)
+        }
+    }
+
+    /// Before 2.28 NCCL prices NVLS even without an NVLS graph (bandwidth 0).
+    fn nvls_bandwidth_before_2_28(
+        &self,
+        c: Coll,
+        a: Algo,
+        bw: f32,
+        cell: &mut Vec<MaskReason>,
+    ) -> f32 {
+        let g = self.input.graph(a);
+        if g.n_channels == 0 {
+            cell.push(match &self.input.nvls_state {
+                NvlsState::Supported => MaskReason::NvlsFewChannels(0),
+                other => MaskReason::NvlsUnsupported(other.why()),
+            });
+        }
+        if !self.table.has(Rule::NvlsMinIntraInter) {
+            // 2.18 (rule nvls_model_2_18): the ring's bw as computed above.
+            return bw;
+        }
+        // v2.19.4-1 src/graph/tuning.cc:175-176; v2.27.7-1 :267-273.
+        if a == Algo::NvlsTree {
+            g.bw_intra.min(if self.input.n_nodes <= 2 {
+                g.bw_inter
+            } else {
+                g.bw_inter / 2.0
+            })
+        } else if c != Coll::AllReduce && self.table.has(Rule::NvlsAllGatherReduceScatterBw2_27) {
+            let ppn = self.ppn;
+            (g.bw_intra * (ppn - 1.0) / ppn).min(g.bw_inter * 0.9)
+        } else {
+            g.bw_intra.min(g.bw_inter)
+        }
+    }
+
+    /// 2.28+: NVLS needs 2 channels; its efficiency scales the intra-node bandwidth.
+    fn nvls_bandwidth(&self, c: Coll, a: Algo, cell: &mut Vec<MaskReason>) -> Option<f32> {
+        let g = self.input.graph(a);
+        let n_ch = g.n_channels as i64;
+        if n_ch < 2 {
+            // Without NVLS support there is no NVLS graph: say why.
+            cell.push(match &self.input.nvls_state {
+                NvlsState::Supported => MaskReason::NvlsFewChannels(g.n_channels),
+                other => MaskReason::NvlsUnsupported(other.why()),
+            });
+            return None;
+        }
+        let ppn = self.ppn;
+        let mut intra_bw: f32 = g.bw_intra * self.nvls_eff * (n_ch - 1) as f32 / n_ch as f32;
+        if c == Coll::AllReduce {
+            intra_bw *= 2.0;
+        } else {
+            intra_bw *= (ppn - 1.0) / ppn;
+        }
+        let inter_mult = if self.input.n_nodes <= 2 && a == Algo::NvlsTree {
+            2
+        } else {
+            1
+        };
+        let inter_bw: f32 = g.bw_inter * inter_mult as f32;
+        let cap = if a == Algo::NvlsTree {
+            self.selected.per_channel_max_nvls_tree_bw as f32
+        } else {
+            f32::MAX
+        };
+        Some(intra_bw.min(inter_bw).min(cap))
+    }
+
+    /// Bus bandwidth: channels times `bw`, then the algorithm's own factors and caps.
+    fn bus_bandwidth(
+        &self,
+        c: Coll,
+        a: Algo,
+        p: Proto,
+        bw: f32,
+        cell: &mut Vec<MaskReason>,
+    ) -> f32 {
+        let n_ch = self.input.graph(a).n_channels as i64;
+        let bus_bw: f32 = n_ch as f32 * bw;
+        let bus_bw = match a {
+            Algo::Ring => self.ring_bus_bw(c, p, bus_bw),
+            Algo::Tree => self.tree_bus_bw(c, p, bus_bw),
+            Algo::Pat => (bus_bw as f64 * self.table.factors.pat_bw) as f32,
+            Algo::CollNetDirect => self.collnet_direct_bus_bw(c, p, bw, bus_bw, cell),
+            Algo::CollNetChain => collnet_simple_only(p, bus_bw, cell),
+            Algo::Nvls | Algo::NvlsTree => bus_bw,
+            Algo::OneShot | Algo::TwoShot => bus_bw,
+        };
+        self.collnet_plugin_gate(c, a, p, bus_bw, cell)
+    }
+
+    fn ring_bus_bw(&self, c: Coll, p: Proto, bus_bw: f32) -> f32 {
+        let (t, f, sel) = (self.table, &self.table.factors, &self.selected);
+        let n_ch_f = self.input.ring.n_channels as i64 as f64;
+        match p {
+            Proto::Ll => {
+                let k = if t.has(Rule::RingLlQuarterThird) {
+                    // v2.18.6-1 src/graph/tuning.cc:178
+                    if self.input.n_nodes > 1 || matches!(c, Coll::AllReduce | Coll::Reduce) {
+                        1.0 / 4.0
+                    } else {
+                        1.0 / 3.0
+                    }
+                } else {
+                    f.ring_ll_bw
+                };
+                sel.ll_max_bw.min(bus_bw as f64 * k) as f32
+            }
+            Proto::Ll128 => {
+                // v2.22.3-1 src/graph/tuning.cc:179: x0.7 with one GPU per node.
+                let k = if t.has(Rule::RingLl128OnePerNodePenalty) && self.ppn < 2.0 {
+                    0.7
+                } else {
+                    f.ring_ll128_bw
+                };
+                (bus_bw as f64 * k).min(n_ch_f * sel.per_channel_max_ring_ll128_bw) as f32
+            }
+            Proto::Simple => bus_bw,
+        }
+    }
+
+    fn tree_bus_bw(&self, c: Coll, p: Proto, mut bus_bw: f32) -> f32 {
+        let (f, sel) = (&self.table.factors, &self.selected);
+        let g = &self.input.tree;
+        let n_ch_f = g.n_channels as i64 as f64;
+        if c == Coll::AllReduce {
+            bus_bw = (bus_bw as f64 * f.tree_allreduce_bw).min(n_ch_f * sel.per_channel_max_tree_bw)
+                as f32;
+        }
+        if p == Proto::Ll {
+            bus_bw = (bus_bw as f64 / f.tree_ll_bw_divisor).min(sel.ll_max_bw) as f32;
+        }
+        if p == Proto::Ll128 {
+            let k = if self.input.n_nodes == 1 {
+                f.tree_ll128_bw_one_node
+            } else {
+                f.tree_ll128_bw_multi_node
+            };
+            bus_bw = (bus_bw as f64 * k).min(n_ch_f * sel.per_channel_max_tree_ll128_bw) as f32;
+        }
+        let tree_pattern = if self.table.has(Rule::TreePatternMaxOverRanks) {
+            self.input.max_tree_pattern
+        } else {
+            g.pattern
+        };
+        if tree_pattern == Pattern::Tree {
+            bus_bw = (bus_bw as f64 * f.tree_pattern_tree_bw) as f32;
+        }
+        bus_bw
+    }
+
+    fn collnet_direct_bus_bw(
+        &self,
+        c: Coll,
+        p: Proto,
+        bw: f32,
+        bus_bw: f32,
+        cell: &mut Vec<MaskReason>,
+    ) -> f32 {
+        let mut bus_bw = collnet_simple_only(p, bus_bw, cell);
+        if p != Proto::Simple {
+            return bus_bw;
+        }
+        let (input, f, ppn) = (self.input, &self.table.factors, self.ppn);
+        let g = &input.collnet_direct;
+        if c.is_ag_rs() && !self.table.has(Rule::CollnetAllGatherReduceScatterHeads) {
+            // v2.20.5-1 src/graph/tuning.cc:189-203 (2.20-2.26).
+            bus_bw = ppn * bw;
+            if input.n_nodes > 1 {
+                if !input.collnet_enable {
+                    bus_bw = 0.0;
+                    cell.push(MaskReason::CollnetCollectiveMissing);
+                } else if ppn > input.collnet_heads as f32 {
+                    bus_bw = 0.0;
+                    cell.push(MaskReason::CollnetHeads {
+                        local_ranks: input.local_ranks,
+                        heads: input.collnet_heads,
+                    });
+                }
+            }
+            // Measured at 1 and 8 GPUs per node, interpolated.
+            let w: f32 = (ppn - 1.0) / (8.0 - 1.0);
+            bus_bw = (bus_bw as f64 * (w as f64 * 0.85 + (1.0 - w) as f64 * 0.95)) as f32;
+        } else if c.is_ag_rs() {
+            bus_bw = ppn
+                * g.bw_intra
+                    .min(g.bw_inter * f.collnet_direct_inter_bw as f32);
+        } else {
+            // GPU/NIC ratio: collnet direct wants a NIC per GPU.
+            let n_ch_f = g.n_channels as i64 as f64;
+            let mut factor: f32 = (ppn as f64 / (1.0 * n_ch_f)) as f32;
+            factor -= (factor - 1.0) / 2.0;
+            bus_bw /= factor;
+            if input.min_sm >= 90 {
+                bus_bw = (bus_bw as f64 * f.collnet_direct_sm90_bw) as f32;
+            }
+        }
+        bus_bw
+    }
+
+    /// 2.27+: NVLS and CollNetDirect AllGather/ReduceScatter across nodes run the
+    /// collnet plugin's collective, present iff collnet is on.
+    fn collnet_plugin_gate(
+        &self,
+        c: Coll,
+        a: Algo,
+        p: Proto,
+        bus_bw: f32,
+        cell: &mut Vec<MaskReason>,
+    ) -> f32 {
+        let input = self.input;
+        if !((a == Algo::Nvls || a == Algo::CollNetDirect)
+            && p == Proto::Simple
+            && c.is_ag_rs()
+            && input.n_nodes > 1
+            && self.table.has(Rule::CollnetAllGatherReduceScatterHeads))
+        {
+            return bus_bw;
+        }
+        if !input.collnet_enable {
+            cell.push(MaskReason::CollnetCollectiveMissing);
+            return 0.0;
+        }
+        if bus_bw > 0.0 && input.local_ranks > input.collnet_heads {
+            cell.push(MaskReason::CollnetHeads {
+                local_ranks: input.local_ranks,
+                heads: input.collnet_heads,
+            });
+            return 0.0;
+        }
+        bus_bw
+    }
+
+    /// Bus bandwidth to algorithm bandwidth, except non-ring AllGather/ReduceScatter
+    /// (before 2.23: except CollNetDirect AllGather/ReduceScatter only).
+    fn algo_bandwidth(&self, c: Coll, a: Algo, nsteps: i64, bus_bw: f32) -> f32 {
+        let t = self.table;
+        let skip_ratio = if t.has(Rule::AlgbwSkipNonRingAllGatherReduceScatter) {
+            a != Algo::Ring && c.is_ag_rs()
+        } else {
+            a == Algo::CollNetDirect && c.is_ag_rs()
+        };
+        if skip_ratio {
+            return bus_bw;
+        }
+        let n_nodes = self.input.n_nodes;
+        let ratio: f32 = if a == Algo::Ring || (a.is_nvls() && t.has(Rule::NvlsEfficiency)) {
+            ((1.0 * self.input.n_ranks as f64) / nsteps as f64) as f32
+        } else if a == Algo::NvlsTree && t.has(Rule::NvlsModel2_18) {
+            // v2.18.6-1 src/graph/tuning.cc:198 (infinite on one node,
+            // where NVLSTree is disabled anyway).
+            (0.70 * n_nodes as f64 / (2 * (n_nodes as i64 - 1)) as f64) as f32
+        } else if a.is_nvls() {
+            // v2.18.6-1 :197, v2.19.4-1 :199
+            (5.0f64 / 6.0) as f32
+        } else {
+            0.5
+        };
+        bus_bw * ratio
+    }
+
+    /// Latency: the base, plus the hardware latencies the algorithm's steps expose.
+    fn latency(&self, c: Coll, a: Algo, p: Proto, nsteps: i64) -> f32 {
+        let g = self.input.graph(a);
+        let intra_hw = if g.type_intra == PathType::Nvl {
+            Hw::NvLink
+        } else {
+            Hw::Pci
+        };
+        let base: f32 = self.table.base_latencies[a as usize][p as usize] as f32;
+        let intra_lat: f32 = self.hw_lat(intra_hw, a, p);
+        // With one GPU per node latencies are fully exposed: use the Tree network latency.
+        let mut inter_lat: f32 =
+            if self.ppn == 1.0 && self.table.has(Rule::InterLatencyTreeRowOnePerNode) {
+                self.hw_lat(Hw::Net, Algo::Tree, p)
+            } else {
+                self.hw_lat(Hw::Net, a, p)
+            };
+        inter_lat += g.latency_inter;
+        if p == Proto::Simple {
+            // Flush latency.
+            inter_lat += g.latency_inter;
+        }
+        let lat = Latency {
+            base,
+            intra: intra_lat,
+            inter: inter_lat,
+        };
+        match a {
+            Algo::Ring => self.ring_latency(c, p, nsteps, intra_hw, lat),
+            Algo::Tree => self.tree_latency(c, lat),
+            Algo::CollNetDirect => self.collnet_direct_latency(lat),
+            Algo::CollNetChain => {
+                lat.base + ((2 * (self.ppn_int - 1)) as f32 * lat.intra + lat.inter)
+            }
+            Algo::Nvls => self.nvls_latency(p, lat),
+            Algo::NvlsTree => self.nvls_tree_latency(p, lat),
+            Algo::Pat => self.pat_latency(c, lat),
+            Algo::OneShot | Algo::TwoShot => lat.base,
+        }
+    }
+
+    fn ring_latency(&self, c: Coll, p: Proto, nsteps: i64, intra_hw: Hw, l: Latency) -> f32 {
+        let (t, n_nodes) = (self.table, self.input.n_nodes);
+        let hw = if n_nodes == 1 { intra_hw } else { Hw::Net };
+        let mut lat = l.base;
+        let mut step_lat: f32 = self.hw_lat(hw, Algo::Ring, p);
+        if matches!(c, Coll::Reduce | Coll::Broadcast) {
+            if self.input.ring.same_channels {
+                lat += step_lat;
+            } else {
+                if p == Proto::Simple {
+                    step_lat = self.hw_lat(hw, Algo::Tree, p);
+                }
+                lat += nsteps as f32 * step_lat;
+            }
+            return lat;
+        }
+        // Inter-node rings still launch nsteps network posts.
+        let mut overhead: f32 = 0.0;
+        if n_nodes > 1 {
+            overhead = self.selected.net_overhead_us;
+            if p == Proto::Simple {
+                overhead = (overhead as f64 * t.net_overhead_us.simple_multiplier) as f32;
+            }
+        }
+        let intra_lat = l.intra.max(overhead);
+        let n_inter: i64 = if t.has(Rule::RingInterStepsTwiceNodes) {
+            // v2.22.3-1 src/graph/tuning.cc:159-161
+            match c {
+                Coll::AllReduce if n_nodes > 1 => 2 * n_nodes as i64,
+                Coll::AllReduce => 0,
+                Coll::AllGather | Coll::ReduceScatter => n_nodes as i64 - 1,
+                Coll::Broadcast | Coll::Reduce => n_nodes as i64,
+            }
+        } else if n_nodes == 1 {
+            0
+        } else if c == Coll::AllReduce {
+            2 * (n_nodes as i64 - 1)
+        } else {
+            n_nodes as i64 - 1
+        };
+        lat + ((nsteps - n_inter) as f32 * intra_lat + n_inter as f32 * l.inter)
+    }
+
+    fn tree_latency(&self, c: Coll, l: Latency) -> f32 {
+        if c != Coll::AllReduce {
+            return l.base;
+        }
+        l.base + 2.0 * ((self.ppn_int - 1) as f32 * l.intra + self.log_nodes as f32 * l.inter)
+    }
+
+    fn collnet_direct_latency(&self, l: Latency) -> f32 {
+        let ppn_int = self.ppn_int;
+        // 0.4 µs arity serialization per extra local rank (double in NCCL).
+        let extra: f64 = 2.0
+            * (((1i64.min(ppn_int - 1)) as f32 * l.intra) as f64
+                + (ppn_int - 1) as f64 * self.table.factors.collnet_direct_arity_latency_us)
+            + l.inter as f64;
+        (l.base as f64 + extra) as f32
+    }
+
+    fn nvls_latency(&self, p: Proto, l: Latency) -> f32 {
+        let multi_node = self.input.n_nodes > 1;
+        if self.table.has(Rule::NvlsModel2_18) {
+            // v2.18.6-1 src/graph/tuning.cc:236
+            return if multi_node {
+                l.base + self.hw_lat(Hw::Net, Algo::Nvls, p)
+            } else {
+                l.base
+            };
+        }
+        if multi_node {
+            l.intra + l.inter
+        } else {
+            l.intra
+        }
+    }
+
+    fn nvls_tree_latency(&self, p: Proto, l: Latency) -> f32 {
+        if self.table.has(Rule::NvlsModel2_18) {
+            // v2.18.6-1 src/graph/tuning.cc:238
+            return l.base
+                + (2 * (self.input.n_nodes as i64 - 1)) as f32
+                    * self.hw_lat(Hw::Net, Algo::NvlsTree, p);
+        }
+        l.base + (l.intra + (2 * self.log_nodes) as f32 * l.inter)
+    }
+
+    fn pat_latency(&self, c: Coll, l: Latency) -> f32 {
+        if !c.is_ag_rs() {
+            return l.base;
+        }
+        let f = &self.table.factors;
+        // 2.23-2.27 start from a literal 8 µs (v2.23.4-1 src/graph/tuning.cc:278).
+        let base = if self.table.has(Rule::PatLatencyHardCoded) {
+            8.0
+        } else {
+            l.base as f64
+        };
+        let extra: f64 = self.log_nodes as f64 * (l.inter as f64 / f.pat_log_latency_divisor)
+            + self.input.n_ranks as f64 * f.pat_rank_latency_us;
+        (base + extra) as f32
+    }
+}
+
+/// One entry's latency terms (`baseLat`, `intraLat`, `interLat` in NCCL).
+#[derive(Clone, Copy)]
+struct Latency {
+    base: f32,
+    intra: f32,
+    inter: f32,
+}
+
+/// CollNet runs Simple only: other protocols get bandwidth 0.
+fn collnet_simple_only(p: Proto, bus_bw: f32, cell: &mut Vec<MaskReason>) -> f32 {
+    if p == Proto::Simple {
+        return bus_bw;
+    }
+    cell.push(MaskReason::SimpleOnly);
+    0.0
+}
+
+/// `hwLat`, with Tree/Simple de-penalized on POWER (PCI Tree/Simple takes
+/// Ring/Simple's latency).
+fn hw_latencies(input: &ModelInput, table: &TuningTable) -> [AlgoProto<f64>; 3] {
     let mut hw_lat = table.hw_latencies;
     if input.cpu_arch == CpuArch::Power {
-        // De-penalize Tree/Simple on POWER: PCI Tree/Simple takes Ring/Simple's latency.
         hw_lat[Hw::Pci as usize][Algo::Tree as usize][Proto::Simple as usize] =
             hw_lat[Hw::Pci as usize][Algo::Ring as usize][Proto::Simple as usize];
     }
-    let ppn: f32 = n_ranks as f32 / n_nodes as f32;
-    let ppn_int = input.ppn() as i64;
-    let log_nodes = log2i(n_nodes as u64);
-    let nvls_eff = table.nvls_efficiency[compcap_index] as f32;
-    let f = &table.factors;
-    let pat_enabled = pat_enable(input, env, table);
-    // Ring bandwidths before the enable layer (`comm->ringbdw`, 2.19-2.23).
-    let mut ring_backup = [[0f32; 3]; 5];
+    hw_lat
+}
 
-    for c in Coll::ALL {
-        let nsteps = c.ring_steps(n_ranks) as i64;
-        for a in Algo::ALL {
-            let g = input.graph(a);
-            if let Some(first) = first_family_of_kernel(c, a, table) {
-                for p in Proto::ALL {
-                    masks[c as usize][a as usize][p as usize].push(MaskReason::NotInFamily {
-                        family: table.family.clone(),
-                        first: first.clone(),
-                    });
-                }
-                continue;
-            }
-            let no_kernel = match c {
-                Coll::Broadcast | Coll::Reduce => a != Algo::Ring,
-                Coll::AllGather | Coll::ReduceScatter => {
-                    !matches!(a, Algo::Pat | Algo::Ring | Algo::Nvls | Algo::CollNetDirect)
-                }
-                Coll::AllReduce => a == Algo::Pat,
-            };
-            if no_kernel {
-                for p in Proto::ALL {
-                    masks[c as usize][a as usize][p as usize].push(MaskReason::NoKernel);
-                }
-                continue;
-            }
-            let intra_hw = if g.type_intra == PathType::Nvl {
-                Hw::NvLink
-            } else {
-                Hw::Pci
-            };
-            let hw = if n_nodes == 1 { intra_hw } else { Hw::Net };
-            for p in Proto::ALL {
-                let cell = &mut masks[c as usize][a as usize][p as usize];
-                if a.is_nvls() && p != Proto::Simple {
-                    cell.push(MaskReason::SimpleOnly);
-                    continue;
-                }
-                if c.is_ag_rs() && a == Algo::Pat {
-                    if p != Proto::Simple {
-                        cell.push(MaskReason::SimpleOnly);
-                        continue;
-                    }
-                    if let Err(why) = &pat_enabled {
-                        cell.push(MaskReason::PatDisabled(why.clone()));
-                        continue;
-                    }
-                }
-                let collnet = a.is_collnet();
-                let mut bw: f32 = if n_nodes <= 2 || collnet {
-                    g.bw_intra
-                } else {
-                    g.bw_inter
-                };
-                let n_ch = g.n_channels as i64;
-                if a.is_nvls() && !table.has(Rule::NvlsEfficiency) {
-                    // Before 2.28 NCCL prices NVLS even without an NVLS graph (bandwidth 0).
-                    if n_ch == 0 {
-                        cell.push(match &input.nvls_state {
-                            NvlsState::Supported => MaskReason::NvlsFewChannels(0),
-                            other => MaskReason::NvlsUnsupported(other.why()),
-                        });
-                    }
-                    if table.has(Rule::NvlsMinIntraInter) {
-                        // v2.19.4-1 src/graph/tuning.cc:175-176; v2.27.7-1 :267-273.
-                        bw = if a == Algo::NvlsTree {
-                            g.bw_intra.min(if n_nodes <= 2 {
-                                g.bw_inter
-                            } else {
-                                g.bw_inter / 2.0
-                            })
-                        } else if c != Coll::AllReduce
-                            && table.has(Rule::NvlsAllGatherReduceScatterBw2_27)
-                        {
-                            (g.bw_intra * (ppn - 1.0) / ppn).min(g.bw_inter * 0.9)
-                        } else {
-                            g.bw_intra.min(g.bw_inter)
-                        };
-                    }
-                    // 2.18 (rule nvls_model_2_18): the ring's bw as computed above.
-                } else if a.is_nvls() {
-                    if n_ch < 2 {
-                        // Without NVLS support there is no NVLS graph: say why.
-                        cell.push(match &input.nvls_state {
-                            NvlsState::Supported => MaskReason::NvlsFewChannels(g.n_channels),
-                            other => MaskReason::NvlsUnsupported(other.why()),
-                        });
-                        continue;
-                    }
-                    let mut intra_bw: f32 = g.bw_intra * nvls_eff * (n_ch - 1) as f32 / n_ch as f32;
-                    if c == Coll::AllReduce {
-                        intra_bw *= 2.0;
-                    } else {
-                        intra_bw *= (ppn - 1.0) / ppn;
-                    }
-                    let inter_mult = if n_nodes <= 2 && a == Algo::NvlsTree {
-                        2
-                    } else {
-                        1
-                    };
-                    let inter_bw: f32 = g.bw_inter * inter_mult as f32;
-                    let cap = if a == Algo::NvlsTree {
-                        selected.per_channel_max_nvls_tree_bw as f32
-                    } else {
-                        f32::MAX
-                    };
-                    bw = intra_bw.min(inter_bw).min(cap);
-                }
-                let mut bus_bw: f32 = n_ch as f32 * bw;
-                let n_ch_f = n_ch as f64;
-                if a == Algo::Ring && p == Proto::Ll {
-                    let k = if table.has(Rule::RingLlQuarterThird) {
-                        // v2.18.6-1 src/graph/tuning.cc:178
-                        if n_nodes > 1 || matches!(c, Coll::AllReduce | Coll::Reduce) {
-                            1.0 / 4.0
-                        } else {
-                            1.0 / 3.0
-                        }
-                    } else {
-                        f.ring_ll_bw
-                    };
-                    bus_bw = selected.ll_max_bw.min(bus_bw as f64 * k) as f32;
-                }
-                if a == Algo::Ring && p == Proto::Ll128 {
-                    // v2.22.3-1 src/graph/tuning.cc:179: x0.7 with one GPU per node.
-                    let k = if table.has(Rule::RingLl128OnePerNodePenalty) && ppn < 2.0 {
-                        0.7
-                    } else {
-                        f.ring_ll128_bw
-                    };
-                    bus_bw = (bus_bw as f64 * k)
-                        .min(n_ch_f * selected.per_channel_max_ring_ll128_bw)
-                        as f32;
-                }
-                if a == Algo::Tree && c == Coll::AllReduce {
-                    bus_bw = (bus_bw as f64 * f.tree_allreduce_bw)
-                        .min(n_ch_f * selected.per_channel_max_tree_bw)
-                        as f32;
-                }
-                if a == Algo::Tree && p == Proto::Ll {
-                    bus_bw = (bus_bw as f64 / f.tree_ll_bw_divisor).min(selected.ll_max_bw) as f32;
-                }
-                if a == Algo::Tree && p == Proto::Ll128 {
-                    let k = if n_nodes == 1 {
-                        f.tree_ll128_bw_one_node
-                    } else {
-                        f.tree_ll128_bw_multi_node
-                    };
-                    bus_bw = (bus_bw as f64 * k)
-                        .min(n_ch_f * selected.per_channel_max_tree_ll128_bw)
-                        as f32;
-                }
-                let tree_pattern = if table.has(Rule::TreePatternMaxOverRanks) {
-                    input.max_tree_pattern
-                } else {
-                    g.pattern
-                };
-                if a == Algo::Tree && tree_pattern == Pattern::Tree {
-                    bus_bw = (bus_bw as f64 * f.tree_pattern_tree_bw) as f32;
-                }
-                if a == Algo::Pat {
-                    bus_bw = (bus_bw as f64 * f.pat_bw) as f32;
-                }
-                if collnet && p != Proto::Simple {
-                    bus_bw = 0.0;
-                    cell.push(MaskReason::SimpleOnly);
-                }
-                if a == Algo::CollNetDirect && p == Proto::Simple {
-                    if c.is_ag_rs() && !table.has(Rule::CollnetAllGatherReduceScatterHeads) {
-                        // v2.20.5-1 src/graph/tuning.cc:189-203 (2.20-2.26).
-                        bus_bw = ppn * bw;
-                        if n_nodes > 1 {
-                            if !input.collnet_enable {
-                                bus_bw = 0.0;
-                                cell.push(MaskReason::CollnetCollectiveMissing);
-                            } else if ppn > input.collnet_heads as f32 {
-                                bus_bw = 0.0;
-                                cell.push(MaskReason::CollnetHeads {
-                                    local_ranks: input.local_ranks,
-                                    heads: input.collnet_heads,
-                                });
-                            }
-                        }
-                        // Measured at 1 and 8 GPUs per node, interpolated.
-                        let w: f32 = (ppn - 1.0) / (8.0 - 1.0);
-                        bus_bw =
-                            (bus_bw as f64 * (w as f64 * 0.85 + (1.0 - w) as f64 * 0.95)) as f32;
-                    } else if c.is_ag_rs() {
-                        bus_bw = ppn
-                            * g.bw_intra
-                                .min(g.bw_inter * f.collnet_direct_inter_bw as f32);
-                    } else {
-                        // GPU/NIC ratio: collnet direct wants a NIC per GPU.
-                        let mut factor: f32 = (ppn as f64 / (1.0 * n_ch_f)) as f32;
-                        factor -= (factor - 1.0) / 2.0;
-                        bus_bw /= factor;
-                        if min_sm >= 90 {
-                            bus_bw = (bus_bw as f64 * f.collnet_direct_sm90_bw) as f32;
-                        }
-                    }
-                }
-                if (a == Algo::Nvls || a == Algo::CollNetDirect)
-                    && p == Proto::Simple
-                    && c.is_ag_rs()
-                    && n_nodes > 1
-                    && table.has(Rule::CollnetAllGatherReduceScatterHeads)
-                {
-                    // The collnet plugin's allgather/reducescatter: present iff collnet is on.
-                    if !input.collnet_enable {
-                        bus_bw = 0.0;
-                        cell.push(MaskReason::CollnetCollectiveMissing);
-                    } else if bus_bw > 0.0 && input.local_ranks > input.collnet_heads {
-                        bus_bw = 0.0;
-                        cell.push(MaskReason::CollnetHeads {
-                            local_ranks: input.local_ranks,
-                            heads: input.collnet_heads,
-                        });
-                    }
-                }
-                // Bus bandwidth to algorithm bandwidth, except non-ring AllGather/ReduceScatter
-                // (before 2.23: except CollNetDirect AllGather/ReduceScatter only).
-                let skip_ratio = if table.has(Rule::AlgbwSkipNonRingAllGatherReduceScatter) {
-                    a != Algo::Ring && c.is_ag_rs()
-                } else {
-                    a == Algo::CollNetDirect && c.is_ag_rs()
-                };
-                if !skip_ratio {
-                    let ratio: f32 =
-                        if a == Algo::Ring || (a.is_nvls() && table.has(Rule::NvlsEfficiency)) {
-                            ((1.0 * n_ranks as f64) / nsteps as f64) as f32
-                        } else if a == Algo::NvlsTree && table.has(Rule::NvlsModel2_18) {
-                            // v2.18.6-1 src/graph/tuning.cc:198 (infinite on one node,
-                            // where NVLSTree is disabled anyway).
-                            (0.70 * n_nodes as f64 / (2 * (n_nodes as i64 - 1)) as f64) as f32
-                        } else if a.is_nvls() {
-                            // v2.18.6-1 :197, v2.19.4-1 :199
-                            (5.0f64 / 6.0) as f32
-                        } else {
-                            0.5
-                        };
-                    bus_bw *= ratio;
-                }
-                bandwidth[c as usize][a as usize][p as usize] = bus_bw;
-                computed[c as usize][a as usize][p as usize] = true;
-                if a == Algo::Ring {
-                    ring_backup[c as usize][p as usize] = bus_bw;
-                }
+/// Why NCCL has no kernel for `coll` x `algo` in the table's family, if it has none.
+fn kernel_missing(c: Coll, a: Algo, table: &TuningTable) -> Option<MaskReason> {
+    if let Some(first) = first_family_of_kernel(c, a, table) {
+        return Some(MaskReason::NotInFamily {
+            family: table.family.clone(),
+            first,
+        });
+    }
+    let no_kernel = match c {
+        Coll::Broadcast | Coll::Reduce => a != Algo::Ring,
+        Coll::AllGather | Coll::ReduceScatter => {
+            !matches!(a, Algo::Pat | Algo::Ring | Algo::Nvls | Algo::CollNetDirect)
+        }
+        Coll::AllReduce => a == Algo::Pat,
+    };
+    no_kernel.then_some(MaskReason::NoKernel)
+}
 
-                let mut lat: f32 = table.base_latencies[a as usize][p as usize] as f32;
-                let mut intra_lat: f32 = hw_lat[intra_hw as usize][a as usize][p as usize] as f32;
-                // With one GPU per node latencies are fully exposed: use the Tree network latency.
-                let mut inter_lat: f32 =
-                    if ppn == 1.0 && table.has(Rule::InterLatencyTreeRowOnePerNode) {
-                        hw_lat[Hw::Net as usize][Algo::Tree as usize][p as usize] as f32
-                    } else {
-                        hw_lat[Hw::Net as usize][a as usize][p as usize] as f32
-                    };
-                inter_lat += g.latency_inter;
-                if p == Proto::Simple {
-                    // Flush latency.
-                    inter_lat += g.latency_inter;
-                }
-                match a {
-                    Algo::Ring => {
-                        let mut step_lat: f32 = hw_lat[hw as usize][a as usize][p as usize] as f32;
-                        if matches!(c, Coll::Reduce | Coll::Broadcast) {
-                            if g.same_channels {
-                                lat += step_lat;
-                            } else {
-                                if p == Proto::Simple {
-                                    step_lat =
-                                        hw_lat[hw as usize][Algo::Tree as usize][p as usize] as f32;
-                                }
-                                lat += nsteps as f32 * step_lat;
-                            }
-                        } else {
-                            // Inter-node rings still launch nsteps network posts.
-                            let mut overhead: f32 = 0.0;
-                            if n_nodes > 1 {
-                                overhead = selected.net_overhead_us;
-                                if p == Proto::Simple {
-                                    overhead = (overhead as f64
-                                        * table.net_overhead_us.simple_multiplier)
-                                        as f32;
-                                }
-                            }
-                            intra_lat = intra_lat.max(overhead);
-                            let n_inter: i64 = if table.has(Rule::RingInterStepsTwiceNodes) {
-                                // v2.22.3-1 src/graph/tuning.cc:159-161
-                                match c {
-                                    Coll::AllReduce if n_nodes > 1 => 2 * n_nodes as i64,
-                                    Coll::AllReduce => 0,
-                                    Coll::AllGather | Coll::ReduceScatter => n_nodes as i64 - 1,
-                                    Coll::Broadcast | Coll::Reduce => n_nodes as i64,
-                                }
-                            } else if n_nodes == 1 {
-                                0
-                            } else if c == Coll::AllReduce {
-                                2 * (n_nodes as i64 - 1)
-                            } else {
-                                n_nodes as i64 - 1
-                            };
-                            lat +=
-                                (nsteps - n_inter) as f32 * intra_lat + n_inter as f32 * inter_lat;
-                        }
-                    }
-                    Algo::Tree => {
-                        if c == Coll::AllReduce {
-                            lat += 2.0
-                                * ((ppn_int - 1) as f32 * intra_lat + log_nodes as f32 * inter_lat);
-                        }
-                    }
-                    Algo::CollNetDirect => {
-                        // 0.4 µs arity serialization per extra local rank (double in NCCL).
-                        let extra: f64 = 2.0
-                            * (((1i64.min(ppn_int - 1)) as f32 * intra_lat) as f64
-                                + (ppn_int - 1) as f64 * f.collnet_direct_arity_latency_us)
-                            + inter_lat as f64;
-                        lat = (lat as f64 + extra) as f32;
-                    }
-                    Algo::CollNetChain => {
-                        lat += (2 * (ppn_int - 1)) as f32 * intra_lat + inter_lat;
-                    }
-                    Algo::Nvls if table.has(Rule::NvlsModel2_18) => {
-                        // v2.18.6-1 src/graph/tuning.cc:236
-                        if n_nodes > 1 {
-                            lat += hw_lat[Hw::Net as usize][a as usize][p as usize] as f32;
-                        }
-                    }
-                    Algo::Nvls => {
-                        lat = intra_lat;
-                        if n_nodes > 1 {
-                            lat += inter_lat;
-                        }
-                    }
-                    Algo::NvlsTree if table.has(Rule::NvlsModel2_18) => {
-                        // v2.18.6-1 src/graph/tuning.cc:238
-                        lat += (2 * (n_nodes as i64 - 1)) as f32
-                            * hw_lat[Hw::Net as usize][a as usize][p as usize] as f32;
-                    }
-                    Algo::NvlsTree => {
-                        lat += intra_lat + (2 * log_nodes) as f32 * inter_lat;
-                    }
-                    // Not in Algo::ALL, which this loop runs over (model::beyond).
-                    Algo::OneShot | Algo::TwoShot => {}
-                    Algo::Pat => {
-                        if c.is_ag_rs() {
-                            // 2.23-2.27 start from a literal 8 µs (v2.23.4-1 src/graph/tuning.cc:278).
-                            let base = if table.has(Rule::PatLatencyHardCoded) {
-                                8.0
-                            } else {
-                                lat as f64
-                            };
-                            let extra: f64 = log_nodes as f64
-                                * (inter_lat as f64 / f.pat_log_latency_divisor)
-                                + n_ranks as f64 * f.pat_rank_latency_us;
-                            lat = (base + extra) as f32;
-                        }
-                    }
-                }
-                latency[c as usize][a as usize][p as usize] = lat;
-            }
-        }
-    }
-    let model_bandwidth = bandwidth;
+/// `algoEnable[func][algo]` as a matrix of 0/1.
+type AlgoRows = [[i32; NUM_ALGORITHMS]; NUM_FUNCTIONS];
 
-    // Enable layer: forced disables, then the LL128 auto gate, then zero the bandwidths.
-    let mut user_algo = enable.algo;
-    if table.has(Rule::CollnetOnlyAlgoIgnored) && !input.collnet_enable {
-        // 2.18-2.23: a list that leaves only CollNet (off here) is ignored for
-        // Ring and Tree; NVLS across nodes and NVLSTree on one node count as off
-        // (v2.23.4-1 src/graph/tuning.cc:304-314).
-        for row in user_algo.iter_mut() {
-            let off = |a: Algo| {
-                row[a as usize] == 0
-                    || (a == Algo::Nvls && n_nodes > 1)
-                    || (a == Algo::NvlsTree && n_nodes == 1)
-            };
-            if off(Algo::Ring) && off(Algo::Tree) && off(Algo::Nvls) && off(Algo::NvlsTree) {
-                row[Algo::Ring as usize] = 1;
-                row[Algo::Tree as usize] = 1;
-            }
-        }
-    }
-    let mut algo_enable = user_algo;
-    let mut forced: Vec<Vec<Vec<MaskReason>>> = vec![vec![Vec::new(); 7]; 5];
-    for c in Coll::ALL {
-        for a in Algo::ALL {
-            let reasons = &mut forced[c as usize][a as usize];
-            if n_nodes == 1 && a == Algo::NvlsTree {
-                reasons.push(MaskReason::NvlsTreeOneNode);
-            }
-            if !input.collnet_enable && a.is_collnet() {
-                reasons.push(MaskReason::CollnetDisabled);
-            }
-            if !input.collnet_enable && a == Algo::Nvls && n_nodes > 1 {
-                reasons.push(MaskReason::NvlsMultiNodeNeedsCollnet);
-            }
-            if table.behaviour.collnet_chain_needs_chain_support
-                && input.collnet_enable
-                && a == Algo::CollNetChain
-                && !input.collnet_chain_support
-            {
-                reasons.push(MaskReason::CollnetChainUnsupported);
-            }
-            // Before 2.24 the NVSwitch test runs only when CollNet is on.
-            if !input.has_nvswitch
-                && a == Algo::CollNetDirect
-                && (input.collnet_enable || table.has(Rule::PerFunctionAlgoProtoLists))
-            {
-                reasons.push(MaskReason::CollnetDirectNoNvswitch);
-            }
-            if !reasons.is_empty() {
-                algo_enable[c as usize][a as usize] = 0;
-            }
-        }
-    }
-    let ll128_c2c = env.ll128_c2c.unwrap_or(1) != 0;
-    for c in Coll::ALL {
-        for a in Algo::ALL {
-            let g = input.graph(a);
-            for p in Proto::ALL {
-                let cell = &mut masks[c as usize][a as usize][p as usize];
-                let mut p_enable = enable.proto[c as usize][p as usize];
-                let mut gate: Vec<MaskReason> = Vec::new();
-                if p_enable == 2 && p == Proto::Ll128 {
-                    // Before 2.27 NCCL_LL128_C2C does not exist: sm90+ allows PXN
-                    // (v2.18.6-1 src/graph/tuning.cc:285).
-                    let c2c = ll128_c2c || !table.has(Rule::Ll128C2cKnob);
-                    let limit = if c2c && min_sm >= 90 {
-                        PathType::Pxn
-                    } else {
-                        PathType::Pxb
-                    };
-                    if g.type_inter > limit {
-                        gate.push(MaskReason::Ll128InterPath {
-                            path: g.type_inter,
-                            limit,
-                        });
-                    }
-                    if g.type_intra > PathType::Nvb {
-                        gate.push(MaskReason::Ll128IntraPath { path: g.type_intra });
-                    }
-                    let mixed_ok = input.min_sm == input.max_sm
-                        || (table.behaviour.ll128_mixed_compcap_allowed_from_sm90 && min_sm >= 90);
-                    if !mixed_ok {
-                        gate.push(MaskReason::Ll128MixedGenerations {
-                            min_sm: input.min_sm,
-                            max_sm: input.max_sm,
-                        });
-                    }
-                    // (NCCL also drops LL128 for Ring AllReduce on 2 sm90 ranks when
-                    // built with CUDA 11.8; planner models CUDA 12+ builds.)
-                    let listed: Option<(&[u32], &str)> = if table.has(Rule::Ll128Sm708090Only) {
-                        // v2.24.3-1 src/graph/tuning.cc:426-431: a switch on minCompCap.
-                        Some((&[70, 80, 90], "sm70, sm80 and sm90"))
-                    } else if table.has(Rule::Ll128Sm70To120List) {
-                        Some((&[70, 80, 90, 100, 120], "sm70, sm80, sm90, sm100 and sm120"))
-                    } else {
-                        None
-                    };
-                    match listed {
-                        Some((list, text)) if !list.contains(&min_sm) => {
-                            gate.push(MaskReason::Ll128UnlistedGpu {
-                                sm: min_sm,
-                                allowed: text.to_string(),
-                            });
-                        }
-                        Some(_) => {}
-                        None if min_sm < 70 => gate.push(MaskReason::Ll128OldGpu(min_sm)),
-                        None => {}
-                    }
-                    p_enable = if gate.is_empty() { 1 } else { 0 };
-                }
-                let mut zero = false;
-                let reached = computed[c as usize][a as usize][p as usize];
-                if p_enable == 0 {
-                    zero = true;
-                    if !reached {
-                        // Already explained by the model layer.
-                    } else if gate.is_empty() {
-                        cell.push(MaskReason::UserProto(env.proto.clone().unwrap_or_default()));
-                    } else {
-                        cell.extend(gate);
-                    }
-                }
-                // 2.18: NCCL_ALGO never disables Ring outside AllReduce
-                // (v2.18.6-1 src/graph/tuning.cc:296-297).
-                let ring_kept = table.has(Rule::RingNeverDisabledOutsideAllReduce)
-                    && a == Algo::Ring
-                    && c != Coll::AllReduce;
-                if algo_enable[c as usize][a as usize] == 0 && !ring_kept {
-                    zero = true;
-                    if reached {
-                        if user_algo[c as usize][a as usize] == 0 {
-                            cell.push(MaskReason::UserAlgo(env.algo.clone().unwrap_or_default()));
-                        }
-                        cell.extend(forced[c as usize][a as usize].iter().cloned());
-                    }
-                }
-                if zero {
-                    bandwidth[c as usize][a as usize][p as usize] = 0.0;
-                }
-                if a == Algo::Ring && p_enable == 0 && table.version >= (2, 22) {
-                    // v2.22.3-1 src/graph/tuning.cc:318: a disabled protocol has no backup.
-                    ring_backup[c as usize][p as usize] = 0.0;
-                }
-            }
-        }
-    }
-    let ring_backup = table.has(Rule::RingBackup).then_some(ring_backup);
-    if let Some(backup) = &ring_backup {
-        // 2.19-2.23: a function left with nothing gets Ring's bandwidths back
-        // (v2.23.4-1 src/graph/tuning.cc:343-357).
+impl TuneCtx<'_> {
+    /// The enable layer: forced disables, then the LL128 auto gate, then zero
+    /// the bandwidths. Returns the algorithm matrix NCCL ends with.
+    fn enable_layer(
+        &self,
+        enable: &EnableMatrix,
+        model: &mut ModelCells,
+        masks: &mut Cells<Vec<MaskReason>>,
+    ) -> AlgoRows {
+        let user_algo = self.user_algo(enable);
+        let (algo_enable, forced) = self.forced_disables(user_algo);
         for c in Coll::ALL {
-            let row = &mut bandwidth[c as usize];
-            if row.iter().flatten().all(|&b| b == 0.0) {
+            for a in Algo::ALL {
                 for p in Proto::ALL {
-                    row[Algo::Ring as usize][p as usize] = backup[c as usize][p as usize];
-                    if backup[c as usize][p as usize] != 0.0 {
-                        masks[c as usize][Algo::Ring as usize][p as usize].clear();
+                    let mut p_enable = enable.proto[c as usize][p as usize];
+                    let mut gate: Vec<MaskReason> = Vec::new();
+                    if p_enable == 2 && p == Proto::Ll128 {
+                        gate = self.ll128_gate(a);
+                        p_enable = if gate.is_empty() { 1 } else { 0 };
                     }
+                    let layer = EnableLayer {
+                        user_algo: &user_algo,
+                        algo_enable: &algo_enable,
+                        forced: &forced,
+                    };
+                    self.disable_cell((c, a, p), p_enable == 0, gate, &layer, model, masks);
+                }
+            }
+        }
+        algo_enable
+    }
+
+    /// 2.18-2.23: a list that leaves only CollNet (off here) is ignored for
+    /// Ring and Tree; NVLS across nodes and NVLSTree on one node count as off
+    /// (v2.23.4-1 src/graph/tuning.cc:304-314).
+    fn user_algo(&self, enable: &EnableMatrix) -> AlgoRows {
+        let mut user_algo = enable.algo;
+        let n_nodes = self.input.n_nodes;
+        if self.table.has(Rule::CollnetOnlyAlgoIgnored) && !self.input.collnet_enable {
+            for row in user_algo.iter_mut() {
+                let off = |a: Algo| {
+                    row[a as usize] == 0
+                        || (a == Algo::Nvls && n_nodes > 1)
+                        || (a == Algo::NvlsTree && n_nodes == 1)
+                };
+                if off(Algo::Ring) && off(Algo::Tree) && off(Algo::Nvls) && off(Algo::NvlsTree) {
+                    row[Algo::Ring as usize] = 1;
+                    row[Algo::Tree as usize] = 1;
+                }
+            }
+        }
+        user_algo
+    }
+
+    /// The algorithms NCCL turns off whatever the user asks, each with its reasons.
+    fn forced_disables(&self, user_algo: AlgoRows) -> (AlgoRows, Vec<Vec<Vec<MaskReason>>>) {
+        let (input, n_nodes) = (self.input, self.input.n_nodes);
+        let mut algo_enable = user_algo;
+        let mut forced: Vec<Vec<Vec<MaskReason>>> =
+            vec![vec![Vec::new(); NUM_ALGORITHMS]; NUM_FUNCTIONS];
+        for c in Coll::ALL {
+            for a in Algo::ALL {
+                let reasons = &mut forced[c as usize][a as usize];
+                if n_nodes == 1 && a == Algo::NvlsTree {
+                    reasons.push(MaskReason::NvlsTreeOneNode);
+                }
+                if !input.collnet_enable && a.is_collnet() {
+                    reasons.push(MaskReason::CollnetDisabled);
+                }
+                if !input.collnet_enable && a == Algo::Nvls && n_nodes > 1 {
+                    reasons.push(MaskReason::NvlsMultiNodeNeedsCollnet);
+                }
+                if self.table.behaviour.collnet_chain_needs_chain_support
+                    && input.collnet_enable
+                    && a == Algo::CollNetChain
+                    && !input.collnet_chain_support
+                {
+                    reasons.push(MaskReason::CollnetChainUnsupported);
+                }
+                // Before 2.24 the NVSwitch test runs only when CollNet is on.
+                if !input.has_nvswitch
+                    && a == Algo::CollNetDirect
+                    && (input.collnet_enable || self.table.has(Rule::PerFunctionAlgoProtoLists))
+                {
+                    reasons.push(MaskReason::CollnetDirectNoNvswitch);
+                }
+                if !reasons.is_empty() {
+                    algo_enable[c as usize][a as usize] = 0;
+                }
+            }
+        }
+        (algo_enable, forced)
+    }
+
+    /// LL128's auto gate (`NCCL_PROTO` value 2): the reasons it stays off, empty when on.
+    fn ll128_gate(&self, a: Algo) -> Vec<MaskReason> {
+        let (input, table, min_sm) = (self.input, self.table, self.input.min_sm);
+        let g = input.graph(a);
+        let mut gate = Vec::new();
+        // Before 2.27 NCCL_LL128_C2C does not exist: sm90+ allows PXN
+        // (v2.18.6-1 src/graph/tuning.cc:285).
+        let c2c = self.env.ll128_c2c.unwrap_or(1) != 0 || !table.has(Rule::Ll128C2cKnob);
+        let limit = if c2c && min_sm >= 90 {
+            PathType::Pxn
+        } else {
+            PathType::Pxb
+        };
+        if g.type_inter > limit {
+            gate.push(MaskReason::Ll128InterPath {
+                path: g.type_inter,
+                limit,
+            });
+        }
+        if g.type_intra > PathType::Nvb {
+            gate.push(MaskReason::Ll128IntraPath { path: g.type_intra });
+        }
+        let mixed_ok = input.min_sm == input.max_sm
+            || (table.behaviour.ll128_mixed_compcap_allowed_from_sm90 && min_sm >= 90);
+        if !mixed_ok {
+            gate.push(MaskReason::Ll128MixedGenerations {
+                min_sm: input.min_sm,
+                max_sm: input.max_sm,
+            });
+        }
+        // (NCCL also drops LL128 for Ring AllReduce on 2 sm90 ranks when
+        // built with CUDA 11.8; planner models CUDA 12+ builds.)
+        let listed: Option<(&[u32], &str)> = if table.has(Rule::Ll128Sm708090Only) {
+            // v2.24.3-1 src/graph/tuning.cc:426-431: a switch on minCompCap.
+            Some((&[70, 80, 90], "sm70, sm80 and sm90"))
+        } else if table.has(Rule::Ll128Sm70To120List) {
+            Some((&[70, 80, 90, 100, 120], "sm70, sm80, sm90, sm100 and sm120"))
+        } else {
+            None
+        };
+        match listed {
+            Some((list, text)) if !list.contains(&min_sm) => {
+                gate.push(MaskReason::Ll128UnlistedGpu {
+                    sm: min_sm,
+                    allowed: text.to_string(),
+                });
+            }
+            Some(_) => {}
+            None if min_sm < 70 => gate.push(MaskReason::Ll128OldGpu(min_sm)),
+            None => {}
+        }
+        gate
+    }
+
+    /// Zero one entry the enable layer turns off, with its reasons.
+    fn disable_cell(
+        &self,
+        (c, a, p): (Coll, Algo, Proto),
+        proto_off: bool,
+        gate: Vec<MaskReason>,
+        layer: &EnableLayer,
+        model: &mut ModelCells,
+        masks: &mut Cells<Vec<MaskReason>>,
+    ) {
+        let (env, table) = (self.env, self.table);
+        let cell = &mut masks[(c, a, p)];
+        let reached = model.computed[(c, a, p)];
+        let mut zero = false;
+        if proto_off {
+            zero = true;
+            if !reached {
+                // Already explained by the model layer.
+            } else if gate.is_empty() {
+                cell.push(MaskReason::UserProto(env.proto.clone().unwrap_or_default()));
+            } else {
+                cell.extend(gate);
+            }
+        }
+        // 2.18: NCCL_ALGO never disables Ring outside AllReduce
+        // (v2.18.6-1 src/graph/tuning.cc:296-297).
+        let ring_kept = table.has(Rule::RingNeverDisabledOutsideAllReduce)
+            && a == Algo::Ring
+            && c != Coll::AllReduce;
+        if layer.algo_enable[c as usize][a as usize] == 0 && !ring_kept {
+            zero = true;
+            if reached {
+                if layer.user_algo[c as usize][a as usize] == 0 {
+                    cell.push(MaskReason::UserAlgo(env.algo.clone().unwrap_or_default()));
+                }
+                cell.extend(layer.forced[c as usize][a as usize].iter().cloned());
+            }
+        }
+        if zero {
+            model.bandwidth[(c, a, p)] = 0.0;
+        }
+        if a == Algo::Ring && proto_off && table.version >= (2, 22) {
+            // v2.22.3-1 src/graph/tuning.cc:318: a disabled protocol has no backup.
+            model.ring_backup[c as usize][p as usize] = 0.0;
+        }
+    }
+}
+
+/// The algorithm side of the enable layer.
+struct EnableLayer<'a> {
+    /// The user's list (`NCCL_ALGO`) as NCCL reads it.
+    user_algo: &'a AlgoRows,
+    /// The user's list after the forced disables.
+    algo_enable: &'a AlgoRows,
+    /// The forced disables' reasons, `[func][algo]`.
+    forced: &'a [Vec<Vec<MaskReason>>],
+}
+
+/// 2.19-2.23: a function left with nothing gets Ring's bandwidths back
+/// (v2.23.4-1 src/graph/tuning.cc:343-357).
+fn restore_ring_backup(
+    backup: &[[f32; NUM_PROTOCOLS]; NUM_FUNCTIONS],
+    bandwidth: &mut Cells<f32>,
+    masks: &mut Cells<Vec<MaskReason>>,
+) {
+    for c in Coll::ALL {
+        let row = bandwidth.of_mut(c);
+        if row.iter().flatten().all(|&b| b == 0.0) {
+            for p in Proto::ALL {
+                row[Algo::Ring as usize][p as usize] = backup[c as usize][p as usize];
+                if backup[c as usize][p as usize] != 0.0 {
+                    masks[(c, Algo::Ring, p)].clear();
                 }
             }
         }
     }
+}
+
+/// An entry the model computed as 0 (or NaN) without any other reason: empty graph.
+fn mark_zero_bandwidth(bandwidth: &Cells<f32>, masks: &mut Cells<Vec<MaskReason>>) {
     for c in Coll::ALL {
         for a in Algo::ALL {
             for p in Proto::ALL {
-                // An entry the model computed as 0 (or NaN) without any other reason: empty graph.
-                let cell = &mut masks[c as usize][a as usize][p as usize];
-                let bw = bandwidth[c as usize][a as usize][p as usize];
+                let cell = &mut masks[(c, a, p)];
+                let bw = bandwidth[(c, a, p)];
                 if cell.is_empty() && (bw.is_nan() || bw == 0.0) {
                     cell.push(MaskReason::ZeroBandwidth);
                 }
             }
         }
     }
+}
 
-    // Per-thread work before more threads/channels are used.
-    for row in thread_thresholds.iter_mut() {
-        *row = [
-            table.thread_thresholds.ll,
-            table.thread_thresholds.ll128,
-            table.thread_thresholds.simple,
-        ];
-    }
-    let ring_ll = &mut thread_thresholds[Algo::Ring as usize][Proto::Ll as usize];
-    *ring_ll = ring_ll.saturating_mul(n_ranks as i64);
-    thread_thresholds[Algo::CollNetDirect as usize][Proto::Simple as usize] =
-        table.thread_thresholds.collnet_simple;
-    thread_thresholds[Algo::CollNetChain as usize][Proto::Simple as usize] =
-        table.thread_thresholds.collnet_simple;
+/// `threadThresholds[algo][proto]`: per-thread work before more threads/channels are used.
+fn thread_thresholds(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> AlgoProto<i64> {
+    let t = &table.thread_thresholds;
+    let mut thresholds = [[t.ll, t.ll128, t.simple]; NUM_ALGORITHMS];
+    let ring_ll = &mut thresholds[Algo::Ring as usize][Proto::Ll as usize];
+    *ring_ll = ring_ll.saturating_mul(input.n_ranks as i64);
+    thresholds[Algo::CollNetDirect as usize][Proto::Simple as usize] = t.collnet_simple;
+    thresholds[Algo::CollNetChain as usize][Proto::Simple as usize] = t.collnet_simple;
     if let Some(text) = &env.thread_thresholds {
         // sscanf("%ld %ld %ld %ld %ld %ld"): Tree LL/LL128/Simple, Ring LL/LL128/Simple;
         // stops at the first field that does not parse; negative values are ignored.
@@ -927,25 +1234,11 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
             let Some(v) = scanf_long(word) else { break };
             if v >= 0 {
                 let algo = if i < 3 { Algo::Tree } else { Algo::Ring };
-                thread_thresholds[algo as usize][i % 3] = v;
+                thresholds[algo as usize][i % 3] = v;
             }
         }
     }
-
-    Ok(Tuned {
-        latency,
-        bandwidth,
-        model_bandwidth,
-        max_threads,
-        thread_thresholds,
-        enable: EnableMatrix {
-            proto: enable.proto,
-            algo: algo_enable,
-        },
-        masks,
-        selected,
-        ring_backup,
-    })
+    thresholds
 }
 
 /// `%ld` as sscanf reads it: leading digits (with sign) of the word.

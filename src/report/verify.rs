@@ -2,9 +2,10 @@
 //! and an SVG of measured and predicted time against size per pair.
 
 use crate::error::{Error, Result};
+use crate::measure::Backend;
 use crate::units::format_size;
 use crate::verify::score::{ran_label, BackendSummary, FreeComparison, Scored, ScoredRow};
-use crate::verify::{coll_label, Backend, RowStatus, VerifyRun};
+use crate::verify::{coll_label, RowStatus, VerifyRun};
 use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
 use serde::Serialize;
 
@@ -631,7 +632,7 @@ pub fn render_svg(run: &VerifyRun, scored: &Scored) -> Result<String> {
     let factor = coll.nccl_tests_bus_factor(scored.world_size);
     let busbw = |bytes: u64, t: f64| crate::measure::algbw_gbs(bytes, t) * factor;
     // Panels: every pinned pair in order, then NCCL's free choice.
-    let mut keys: Vec<Option<crate::verify::Pair>> =
+    let mut keys: Vec<Option<crate::model::Pair>> =
         scored.rows.iter().map(|r| r.row.pair).collect();
     keys.sort_by_key(|p| (p.is_none(), *p));
     keys.dedup();

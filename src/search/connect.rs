@@ -99,10 +99,6 @@ pub fn connect(cluster: &Cluster, graphs: &Graphs, opts: &SearchOptions) -> Resu
     }
     let (cc_min, _) = cluster.node.sm_range();
 
-    // Preset: what each node contributes per search channel.
-    let mut per_channel: Vec<NodeChannel> = (0..nch)
-        .map(|c| node_channel(&ring.channels[c].ranks, gpn))
-        .collect();
     // Tree: node-facing ranks and the chain inside the node.
     let child0_index = if tree.pattern == Pattern::Tree { 0 } else { 1 };
     let child1_index = if tree.pattern == Pattern::SplitTree {
@@ -116,6 +112,76 @@ pub fn connect(cluster: &Cluster, graphs: &Graphs, opts: &SearchOptions) -> Resu
             let at = |i: usize| t[i.min(t.len() - 1)];
             [t[0], at(child0_index), at(child1_index)]
         })
+        .collect();
+    let next = ring_successors(ring, gpn, n_nodes, nch);
+
+    let mut trees = build_trees(tree, &tree_heads, gpn, n_nodes, nch)?;
+    let preset_trees = trees.clone();
+    // Runtime channel count: x2 (channel c + nch repeats ring c with tree 1) ...
+    let mut n_channels = (2 * nch).min(max_channels);
+    let mut ring_of: Vec<usize> = (0..n_channels).map(|c| c % nch).collect();
+    // `copyChannels` (connect.cc:361-370): channel c >= start repeats channel c - start.
+    let copy_channels = |n_channels: &mut usize,
+                         end: usize,
+                         trees: &mut Vec<Vec<TreeLinks>>,
+                         ring_of: &mut Vec<usize>| {
+        let start = *n_channels;
+        for c in start..end {
+            ring_of.push(ring_of[c - start]);
+            let copy = trees[c - start].clone();
+            trees.push(copy);
+        }
+        *n_channels = end.max(start);
+    };
+    // ... x1.5 for CollNet chain when it is faster inside the node than out ...
+    if opts.collnet && n_nodes >= COLLNET_NODE_THRESHOLD {
+        if let Some(chain) = &graphs.collnet_chain {
+            if chain.n_channels > 0 && chain.bw_intra > chain.bw_inter && n_ranks > n_nodes {
+                let end = max_channels.min(n_channels + n_channels / 2);
+                copy_channels(&mut n_channels, end, &mut trees, &mut ring_of);
+            }
+        }
+    }
+    // ... x2 on Hopper+ across nodes with fast NVLink rings and few channels.
+    if cc_min >= 90 && n_nodes > 1 && ring.bw_intra > 45.0 && n_channels < 16 {
+        let end = 2 * n_channels;
+        copy_channels(&mut n_channels, end, &mut trees, &mut ring_of);
+    }
+    // connect.cc:492-506: nChannels = min(ncclMaxNchannels(), nChannels, maxCTAs), then copied up to
+    // max(ncclMinNchannels(), minCTAs): "combining max, then min, to only use the first channels, then duplicate".
+    // `max_channels` is the family's MAXCHANNELS (32 before 2.25, 64 from it).
+    n_channels = n_channels.min(opts.max_channels).clamp(1, max_channels);
+    trees.truncate(n_channels);
+    ring_of.truncate(n_channels);
+    let min_channels = opts.min_channels.min(max_channels);
+    copy_channels(&mut n_channels, min_channels, &mut trees, &mut ring_of);
+
+    let built = build_rings(&next, n_ranks)?;
+    let rings: Vec<Vec<i32>> = ring_of[..n_channels]
+        .iter()
+        .map(|&c| built[c].clone())
+        .collect();
+
+    Ok(Connection {
+        n_channels,
+        rings,
+        trees,
+        preset_trees,
+        search_channels: nch,
+        n_nodes,
+        gpus_per_node: gpn,
+        tree_depth: gpn - 1 + log2_floor(n_nodes),
+        tree_heads,
+    })
+}
+
+/// The ring successor of every global rank, per search channel (`ncclTopoPreset`'s ring part, then
+/// `connectRings`): each node's chain, its last rank sending to the next node's first.
+fn ring_successors(ring: &SearchGraph, gpn: usize, n_nodes: usize, nch: usize) -> Vec<Vec<i32>> {
+    let n_ranks = gpn * n_nodes;
+    // Preset: what each node contributes per search channel.
+    let per_channel: Vec<NodeChannel> = (0..nch)
+        .map(|c| node_channel(&ring.channels[c].ranks, gpn))
         .collect();
 
     // Odd nodes of a crossNic=2 ring swap channel pairs so rings alternate rails.
@@ -147,10 +213,19 @@ pub fn connect(cluster: &Cluster, graphs: &Graphs, opts: &SearchOptions) -> Resu
         }
         next.push(nx);
     }
-    per_channel.clear();
+    next
+}
 
-    // Trees: chain inside the node, then the double binary tree over nodes.
-    // Channel c uses tree 0, channel c + nch the mirrored/shifted tree 1.
+/// Per channel (2 x `nch`), per global rank: the chain inside each node, then the double binary tree over
+/// nodes. Channel c uses tree 0, channel c + nch the mirrored/shifted tree 1.
+fn build_trees(
+    tree: &SearchGraph,
+    tree_heads: &[[i32; 3]],
+    gpn: usize,
+    n_nodes: usize,
+    nch: usize,
+) -> Result<Vec<Vec<TreeLinks>>> {
+    let n_ranks = gpn * n_nodes;
     let none = TreeLinks {
         up: -1,
         down: [-1; 3],
@@ -211,49 +286,12 @@ pub fn connect(cluster: &Cluster, graphs: &Graphs, opts: &SearchOptions) -> Resu
             }
         }
     }
+    Ok(trees)
+}
 
-    let preset_trees = trees.clone();
-    // Runtime channel count: x2 (channel c + nch repeats ring c with tree 1) ...
-    let mut n_channels = (2 * nch).min(max_channels);
-    let mut ring_of: Vec<usize> = (0..n_channels).map(|c| c % nch).collect();
-    // `copyChannels` (connect.cc:361-370): channel c >= start repeats channel c - start.
-    let copy_channels = |n_channels: &mut usize,
-                         end: usize,
-                         trees: &mut Vec<Vec<TreeLinks>>,
-                         ring_of: &mut Vec<usize>| {
-        let start = *n_channels;
-        for c in start..end {
-            ring_of.push(ring_of[c - start]);
-            let copy = trees[c - start].clone();
-            trees.push(copy);
-        }
-        *n_channels = end.max(start);
-    };
-    // ... x1.5 for CollNet chain when it is faster inside the node than out ...
-    if opts.collnet && n_nodes >= COLLNET_NODE_THRESHOLD {
-        if let Some(chain) = &graphs.collnet_chain {
-            if chain.n_channels > 0 && chain.bw_intra > chain.bw_inter && n_ranks > n_nodes {
-                let end = max_channels.min(n_channels + n_channels / 2);
-                copy_channels(&mut n_channels, end, &mut trees, &mut ring_of);
-            }
-        }
-    }
-    // ... x2 on Hopper+ across nodes with fast NVLink rings and few channels.
-    if cc_min >= 90 && n_nodes > 1 && ring.bw_intra > 45.0 && n_channels < 16 {
-        let end = 2 * n_channels;
-        copy_channels(&mut n_channels, end, &mut trees, &mut ring_of);
-    }
-    // connect.cc:492-506: nChannels = min(ncclMaxNchannels(), nChannels, maxCTAs), then copied up to
-    // max(ncclMinNchannels(), minCTAs): "combining max, then min, to only use the first channels, then duplicate".
-    // `max_channels` is the family's MAXCHANNELS (32 before 2.25, 64 from it).
-    n_channels = n_channels.min(opts.max_channels).clamp(1, max_channels);
-    trees.truncate(n_channels);
-    ring_of.truncate(n_channels);
-    let min_channels = opts.min_channels.min(max_channels);
-    copy_channels(&mut n_channels, min_channels, &mut trees, &mut ring_of);
-
-    // Rings as rank sequences starting at rank 0 (`ncclBuildRings`).
-    let mut built: Vec<Vec<i32>> = Vec::with_capacity(nch);
+/// Rings as rank sequences starting at rank 0 (`ncclBuildRings`), one per search channel.
+fn build_rings(next: &[Vec<i32>], n_ranks: usize) -> Result<Vec<Vec<i32>>> {
+    let mut built: Vec<Vec<i32>> = Vec::with_capacity(next.len());
     for (c, nx) in next.iter().enumerate() {
         let mut seq = Vec::with_capacity(n_ranks);
         let mut seen = vec![false; n_ranks];
@@ -275,20 +313,5 @@ pub fn connect(cluster: &Cluster, graphs: &Graphs, opts: &SearchOptions) -> Resu
         }
         built.push(seq);
     }
-    let rings: Vec<Vec<i32>> = ring_of[..n_channels]
-        .iter()
-        .map(|&c| built[c].clone())
-        .collect();
-
-    Ok(Connection {
-        n_channels,
-        rings,
-        trees,
-        preset_trees,
-        search_channels: nch,
-        n_nodes,
-        gpus_per_node: gpn,
-        tree_depth: gpn - 1 + log2_floor(n_nodes),
-        tree_heads,
-    })
+    Ok(built)
 }

@@ -1114,14 +1114,19 @@ pub(crate) fn with_search_stack<T: Send>(ngpus: usize, f: impl FnOnce() -> T + S
     }
 }
 
-/// `compute`, optionally without replaying crossNic twins (to check the replay).
-pub(crate) fn compute_with(
-    sys: &SearchSystem,
-    st: &mut BwState,
-    req: GraphRequest,
-    preset: Option<&Graph>,
-    replay_twins: bool,
-) -> Graph {
+/// The search's bounds that stay fixed over its passes: the crossNic setting, the path-type ranges inside and
+/// between nodes, and whether to try the same channels on every GPU first.
+struct SearchBounds {
+    cross_nic: u32,
+    min_type_intra: PathType,
+    max_type_intra: PathType,
+    min_type_inter: PathType,
+    max_type_inter: PathType,
+    try_same_channels: bool,
+}
+
+/// The empty graph the search starts from (`ncclTopoCompute` up to its presets), with its bounds.
+fn start_graph(sys: &SearchSystem, req: &GraphRequest) -> (Graph, SearchBounds) {
     let ngpus = sys.ngpus;
     let mut graph = Graph::new(
         req.id,
@@ -1154,21 +1159,20 @@ pub(crate) fn compute_with(
     graph.type_inter = min_type_inter;
     let try_same_channels = req.pattern != Pattern::Nvls;
     graph.same_channels = try_same_channels;
+    let bounds = SearchBounds {
+        cross_nic,
+        min_type_intra,
+        max_type_intra,
+        min_type_inter,
+        max_type_inter,
+        try_same_channels,
+    };
+    (graph, bounds)
+}
 
-    if let Some(p) = preset {
-        if p.n_channels > 0 {
-            let mut g = p.clone();
-            g.min_channels = req.min_channels;
-            g.max_channels = req.max_channels;
-            g.coll_net = req.coll_net;
-            return g;
-        }
-    }
-
-    let cc_min = sys.cc_min();
-    if req.pattern == Pattern::Nvls && (sys.n_nvs == 0 || cc_min < 90) {
-        return graph;
-    }
+/// The channel limits of the pattern and the machine (`ncclTopoCompute` after the NVLS check).
+fn limit_channels(sys: &SearchSystem, req: &GraphRequest, graph: &mut Graph) {
+    let ngpus = sys.ngpus;
     if req.pattern == Pattern::Nvls {
         graph.max_channels = MAX_NVLS_ARITY.min(ngpus);
     }
@@ -1190,6 +1194,65 @@ pub(crate) fn compute_with(
         // Two NVLink islands: tree needs 2 channels, and tree uses ring's count.
         graph.min_channels = 2;
     }
+}
+
+/// Nothing fits: one channel in index order at a token bandwidth.
+fn one_token_channel(sys: &SearchSystem, graph: &mut Graph) {
+    for i in 0..sys.ngpus {
+        graph.intra[i] = sys.gpu_rank[i];
+    }
+    graph.inter[0] = 0;
+    graph.inter[1] = 0;
+    graph.bw_intra = 0.1;
+    graph.bw_inter = 0.1;
+    graph.type_intra = PathType::Sys;
+    graph.type_inter = PathType::Sys;
+    graph.n_channels = 1;
+}
+
+/// The index of the first speed of the ladder at most `bw` (the last one if none is).
+fn first_speed_at_most(speeds: &[f32], bw: f32) -> usize {
+    let mut index = 0;
+    while speeds[index] > bw && index < speeds.len() - 1 {
+        index += 1;
+    }
+    index
+}
+
+/// `compute`, optionally without replaying crossNic twins (to check the replay).
+pub(crate) fn compute_with(
+    sys: &SearchSystem,
+    st: &mut BwState,
+    req: GraphRequest,
+    preset: Option<&Graph>,
+    replay_twins: bool,
+) -> Graph {
+    let ngpus = sys.ngpus;
+    let (mut graph, bounds) = start_graph(sys, &req);
+    let SearchBounds {
+        cross_nic,
+        min_type_intra,
+        max_type_intra,
+        min_type_inter,
+        max_type_inter,
+        try_same_channels,
+    } = bounds;
+
+    if let Some(p) = preset {
+        if p.n_channels > 0 {
+            let mut g = p.clone();
+            g.min_channels = req.min_channels;
+            g.max_channels = req.max_channels;
+            g.coll_net = req.coll_net;
+            return g;
+        }
+    }
+
+    let cc_min = sys.cc_min();
+    if req.pattern == Pattern::Nvls && (sys.n_nvs == 0 || cc_min < 90) {
+        return graph;
+    }
+    limit_channels(sys, &req, &mut graph);
 
     let mut tmp = graph.clone();
     let speeds = ladder::ladder(cc_min, sys.inter);
@@ -1285,10 +1348,7 @@ pub(crate) fn compute_with(
                     tmp.bw_inter = speeds[speed_index];
                     continue;
                 }
-                speed_index = 0;
-                while speeds[speed_index] > max_bw && speed_index < nspeeds - 1 {
-                    speed_index += 1;
-                }
+                speed_index = first_speed_at_most(speeds, max_bw);
                 tmp.bw_intra = speeds[speed_index];
                 tmp.bw_inter = speeds[speed_index];
             }
@@ -1300,10 +1360,7 @@ pub(crate) fn compute_with(
                 dup_channels(&mut graph, cc_min, ngpus);
             }
             tmp = graph.clone();
-            speed_index = 0;
-            while speeds[speed_index] > graph.bw_inter && speed_index < nspeeds - 1 {
-                speed_index += 1;
-            }
+            speed_index = first_speed_at_most(speeds, graph.bw_inter);
             tmp.bw_intra = speeds[speed_index];
             tmp.bw_inter = speeds[speed_index];
             tmp.min_channels = graph.n_channels;
@@ -1345,17 +1402,7 @@ pub(crate) fn compute_with(
     }
 
     if graph.n_channels == 0 && !graph.coll_net && graph.pattern != Pattern::Nvls {
-        // Nothing fits: one channel in index order at a token bandwidth.
-        for i in 0..ngpus {
-            graph.intra[i] = sys.gpu_rank[i];
-        }
-        graph.inter[0] = 0;
-        graph.inter[1] = 0;
-        graph.bw_intra = 0.1;
-        graph.bw_inter = 0.1;
-        graph.type_intra = PathType::Sys;
-        graph.type_inter = PathType::Sys;
-        graph.n_channels = 1;
+        one_token_channel(sys, &mut graph);
     }
     if !req.dup_before_pass2 {
         dup_channels(&mut graph, cc_min, ngpus);

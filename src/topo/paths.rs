@@ -210,27 +210,6 @@ impl Default for PathOptions {
     }
 }
 
-impl PathOptions {
-    /// The path knobs of `env` (read once in `crate::nccl_env`), as paths.cc uses them.
-    pub fn from_nccl_env(env: &crate::nccl_env::NcclEnv) -> Self {
-        PathOptions {
-            // paths.cc:288-291 ncclGetUserP2pLevel: NCCL_P2P_DISABLE=1 -> LOC, else NCCL_P2P_LEVEL.
-            p2p_level: env.p2p_level,
-            // paths.cc:80: any non-zero NCCL_NVB_DISABLE.
-            nvb_disable: env.nvb_disable.unwrap_or(0) != 0,
-            // paths.cc:672-687,819: only 1 disables PXN.
-            pxn_disable: env.pxn_disable == Some(1),
-            // paths.cc:828: non-zero = P2C.
-            pxn_c2c: env.pxn_c2c.unwrap_or(1) != 0,
-            // paths.cc:512-514.
-            gdr_level: env.net_gdr_level,
-            gdr_c2c: env.net_gdr_c2c.unwrap_or(1) != 0,
-            // net_ib/init.cc:291: any non-zero NCCL_IB_DISABLE fails the IB plugin's init.
-            ib_disable: env.ib_disable.unwrap_or(0) != 0,
-        }
-    }
-}
-
 /// Fill `topo.paths` as NCCL does.
 pub fn compute(topo: &mut Topology, options: &PathOptions) -> Result<()> {
     if options.ib_disable {

@@ -8,7 +8,7 @@
 use super::{Decision, Reason};
 use crate::calibrate::Calibration;
 use crate::model::{Coll, Pair};
-use crate::verify::score::Predictor;
+use crate::predict::Predictor;
 
 /// Grid points per doubling of the size.
 pub const GRID_STEPS_PER_OCTAVE: u32 = 8;

@@ -15,7 +15,7 @@
 use super::{Decision, Reason};
 use crate::measure::{Backend, Row, RowStatus};
 use crate::model::{Coll, Pair};
-use crate::verify::score::Predictor;
+use crate::predict::Predictor;
 use std::collections::BTreeMap;
 
 /// Every repeat of one (pair or auto, size), pooled over duplicate rows.
@@ -199,7 +199,7 @@ mod tests {
     use super::*;
     use crate::measure::NcclChoice;
     use crate::model::{Algo, Proto};
-    use crate::verify::score::NoModel;
+    use crate::predict::NoModel;
 
     const RING_LL: Pair = Pair {
         algo: Algo::Ring,

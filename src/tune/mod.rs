@@ -23,7 +23,8 @@ use crate::calibrate::{self, Calibration};
 use crate::error::{Error, Result};
 use crate::model::{Algo, Coll, Pair, Proto};
 use crate::pipeline::Source;
-use crate::verify::score::{self, ModelPredictor, Predictor};
+use crate::predict::{ModelPredictor, Predictor};
+use crate::verify::score;
 use crate::verify::VerifyRun;
 use serde::Serialize;
 

@@ -4,9 +4,11 @@
 //! this in-process stand-in; its NCCL side runs in real child processes (`nccl::child`).
 
 use super::run::{NativeBackend, Progress, VerifyRequest};
-use super::{Backend, Pair, Row, RowStatus};
+use super::{Row, RowStatus};
 use crate::error::Result;
+use crate::measure::Backend;
 use crate::measure::FakeBackend;
+use crate::model::Pair;
 use crate::units::format_size;
 
 /// Deterministic native rows, one size every `delay_ms`.

@@ -14,11 +14,12 @@ pub mod score;
 pub mod session;
 pub mod tuner;
 
+use crate::measure::Backend;
 pub use crate::measure::{
-    algbw_gbs, coll_label, coll_label_serde, logged_bytes, median, percentile, Backend, Dtype,
-    GpuInfo, IterPlan, NcclChoice, Row, RowStatus, SymmetricLaunch, TunerDecision,
+    algbw_gbs, coll_label, coll_label_serde, logged_bytes, Dtype, GpuInfo, IterPlan, NcclChoice,
+    Row, RowStatus, SymmetricLaunch, TunerDecision,
 };
-pub use crate::model::Pair;
+use crate::model::Pair;
 
 use crate::error::{Error, Result};
 use crate::model::Coll;
@@ -331,6 +332,7 @@ impl VerifyRun {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::measure::{median, percentile};
     use crate::model::{Algo, Proto};
 
     #[test]

@@ -8,10 +8,12 @@
 //! stays Ring/Tree x LL/LL128/Simple, so result files keep comparing).
 
 use super::run::{NativeBackend, Progress, VerifyRequest};
-use super::{coll_label, Backend, Pair, Row, RowStatus};
+use super::{coll_label, Row, RowStatus};
 use crate::error::{Error, Result};
 use crate::exec::plan::{self, ExecPlan, PlanChoice};
 use crate::exec::runtime::{Executor, RunOptions};
+use crate::measure::Backend;
+use crate::model::Pair;
 use crate::units::format_size;
 
 /// The executor with the rings and trees it runs on.

@@ -5,19 +5,21 @@
 
 use super::keep::{close_run, Gaps, StopReason};
 use super::rendezvous::{LauncherEnv, Rendezvous};
-use super::score::Predictor;
 use super::tuner::TunerSetup;
 use super::{
-    fnv1a64, Backend, Dtype, Fingerprint, GpuInfo, IterPlan, Pair, PairSelection, Row, RowStatus,
-    RunOptions, VerifyRun, RESULT_FORMAT, RESULT_VERSION,
+    fnv1a64, Dtype, Fingerprint, GpuInfo, IterPlan, PairSelection, Row, RowStatus, RunOptions,
+    VerifyRun, RESULT_FORMAT, RESULT_VERSION,
 };
 use crate::error::{Error, Result};
+use crate::measure::Backend;
 use crate::model::Coll;
+use crate::model::Pair;
 use crate::nccl::spawn::{rows_from_outcome, run_child, ChildInit, ChildOutcome, RowKind};
 use crate::nccl::{
     self, choices_from_log, symmetric_from_log, tuner_decisions_from_log, tuner_status_from_log,
     ChildEvent, ChildMode, ChildRanks, ChildSpec, TunerSetting,
 };
+use crate::predict::Predictor;
 use crate::units::format_size;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -477,7 +479,7 @@ fn finish_run(
 ) -> VerifyRun {
     for row in rows.iter_mut() {
         (row.predicted_us, row.predicted_kernel) =
-            super::score::predict_row(predictor, request.collective, request.dtype, row);
+            crate::predict::predict_row(predictor, request.collective, request.dtype, row);
         row.derive_stats();
     }
     rows.sort_by(|a, b| {
@@ -947,7 +949,8 @@ pub fn default_result_path() -> PathBuf {
 mod tests {
     use super::*;
     use crate::model::{Algo, Proto};
-    use crate::verify::score::{score, SymmetricPrediction};
+    use crate::predict::SymmetricPrediction;
+    use crate::verify::score::score;
     use crate::verify::TunerDecision;
 
     const MIB: u64 = 1 << 20;

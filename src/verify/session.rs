@@ -6,10 +6,11 @@ use super::keep::Keeping;
 use super::native::NativeExec;
 use super::rendezvous::LauncherEnv;
 use super::run::{self, Progress, TopologyRecord, VerifyRequest};
-use super::score::{self, ModelPredictor, NoModel, Predictor};
+use super::score;
 use super::{fnv1a64, VerifyRun};
 use crate::error::{Error, Result};
 use crate::pipeline::Source;
+use crate::predict::{ModelPredictor, NoModel, Predictor};
 use crate::topo::Cluster;
 
 /// Measure `request`, record the model's predictions, and save the result file at `out` (default: a timestamped
@@ -103,7 +104,7 @@ pub fn measure(
         let predictions: Vec<(Option<f64>, Option<String>)> = run
             .rows
             .iter()
-            .map(|r| score::predict_row(predictor.as_ref(), coll, dtype, r))
+            .map(|r| crate::predict::predict_row(predictor.as_ref(), coll, dtype, r))
             .collect();
         (predictions, predictor.label())
     };

@@ -5,7 +5,8 @@ use crate::common::planner;
 use planner::audit;
 use planner::audit::log::NcclLog;
 use planner::model::examples::h200x2_capture;
-use planner::model::{table, Algo, Coll, Model, NcclEnv, Proto};
+use planner::model::{table, Algo, Coll, Model, Proto};
+use planner::nccl_env::NcclEnv;
 
 #[test]
 fn the_log_reader_finds_everything_in_the_capture() {

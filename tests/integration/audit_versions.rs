@@ -8,7 +8,8 @@ use planner::audit::log::{CallFormat, NcclLog, PluginOutcome};
 use planner::audit::{self, table_from_log};
 use planner::model::input::NvlsFlag;
 use planner::model::select::Call;
-use planner::model::{table, Algo, Coll, Model, NcclEnv, Proto};
+use planner::model::{table, Algo, Coll, Model, Proto};
+use planner::nccl_env::NcclEnv;
 use planner::pipeline::{self, Source};
 use planner::search::Pattern;
 

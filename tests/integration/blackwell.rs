@@ -5,7 +5,8 @@
 
 use crate::common::{close, planner};
 use planner::model::input::NvlsFlag;
-use planner::model::{Algo, Coll, Model, NcclEnv, Proto};
+use planner::model::{Algo, Coll, Model, Proto};
+use planner::nccl_env::NcclEnv;
 use planner::pipeline::{self, Source};
 use planner::search::{ladder, SearchResult};
 use planner::topo::mnnvl::{self, MnnvlEnable};

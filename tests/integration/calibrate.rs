@@ -2,9 +2,10 @@
 //! model fitted on one committed 2x H200 run and scored on another.
 
 use planner::calibrate::{
-    self, cv::CvSection, Backend, Calibration, FitOptions, InputFormat, Measurements, Pair,
-    ReadOptions,
+    self, cv::CvSection, Calibration, FitOptions, InputFormat, Measurements, ReadOptions,
 };
+use planner::measure::Backend;
+use planner::model::Pair;
 use planner::model::{Algo, Coll, Proto};
 
 fn path(rel: &str) -> String {

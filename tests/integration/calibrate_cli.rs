@@ -865,7 +865,7 @@ fn calibrating_and_applying_work_on_a_full_file() {
         &cluster,
         None,
         table,
-        planner::model::NcclEnv::default(),
+        planner::nccl_env::NcclEnv::default(),
         planner::model::input::NvlsFlag::Off,
     )
     .unwrap();

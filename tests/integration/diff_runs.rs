@@ -3,8 +3,9 @@
 use crate::common::planner;
 use planner::diff::diff_runs;
 use planner::diff::runs::Flag;
+use planner::measure::Backend;
 use planner::model::{Algo, Pair, Proto};
-use planner::verify::{Backend, Fingerprint, VerifyRun};
+use planner::verify::{Fingerprint, VerifyRun};
 use serde_json::Value;
 
 fn result(path: &str) -> String {

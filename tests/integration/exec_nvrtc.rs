@@ -108,13 +108,13 @@ fn a_compile_error_reports_nvrtc_log() {
     }
     let dir = std::env::temp_dir().join(format!("planner-bad-kernels-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    for (name, text) in nvrtc::SOURCE_FILES {
-        let body = if *name == "collectives.cu" {
-            format!("{text}\nthis_is_not_cuda;\n")
+    for file in nvrtc::SOURCE_FILES {
+        let body = if file.name == "collectives.cu" {
+            format!("{}\nthis_is_not_cuda;\n", file.text)
         } else {
-            text.to_string()
+            file.text.to_string()
         };
-        std::fs::write(dir.join(name), body).unwrap();
+        std::fs::write(dir.join(file.name), body).unwrap();
     }
     // SAFETY-free: the variable is only read by planner::gpu::nvrtc::program_source in this process;
     // this test file runs its tests in one process, so set it via a child instead.

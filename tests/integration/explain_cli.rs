@@ -7,7 +7,7 @@ use assert_cmd::Command;
 /// `planner explain --topo topo.xml --graph graph.xml ...` with a clean NCCL environment.
 fn explain(args: &[&str]) -> Command {
     let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("planner"));
-    for var in planner::model::knobs::VARIABLES {
+    for var in planner::nccl_env::VARIABLES {
         cmd.env_remove(var);
     }
     cmd.env_remove("NCCL_CROSS_NIC");
@@ -317,7 +317,7 @@ fn all_gather_sizes_follow_nccl_tests() {
 fn the_planners_own_search_reproduces_the_capture_table_and_choices() {
     // No --graph: topology dump -> planner's search and connection -> model.
     let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("planner"));
-    for var in planner::model::knobs::VARIABLES {
+    for var in planner::nccl_env::VARIABLES {
         cmd.env_remove(var);
     }
     cmd.env("NCCL_NVLS_ENABLE", "0");
@@ -340,7 +340,7 @@ fn the_planners_own_search_reproduces_the_capture_table_and_choices() {
     assert_eq!(out.lines().collect::<Vec<_>>(), expected);
 
     let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("planner"));
-    for var in planner::model::knobs::VARIABLES {
+    for var in planner::nccl_env::VARIABLES {
         cmd.env_remove(var);
     }
     cmd.env("NCCL_NVLS_ENABLE", "0");

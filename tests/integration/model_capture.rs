@@ -6,7 +6,8 @@ use crate::common::golden;
 use planner::model::examples::h200x2_capture;
 use planner::model::select::Call;
 use planner::model::table;
-use planner::model::{Coll, Model, NcclEnv};
+use planner::model::{Coll, Model};
+use planner::nccl_env::NcclEnv;
 use planner::report::explain::{nccl_call_lines, nccl_table_lines};
 
 fn capture_file(name: &str) -> String {

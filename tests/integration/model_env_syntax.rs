@@ -3,8 +3,9 @@
 //! case-insensitive, only the first entry may omit the function prefix, a
 //! prefixed entry resets that function's row first.
 
-use planner::model::knobs::{EnableMatrix, NcclEnv};
+use planner::model::knobs::EnableMatrix;
 use planner::model::{Algo, Coll, Proto};
+use planner::nccl_env::NcclEnv;
 
 fn algos(text: &str) -> EnableMatrix {
     EnableMatrix::from_env(&NcclEnv {

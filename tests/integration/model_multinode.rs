@@ -2,7 +2,8 @@
 
 use crate::common::close;
 use planner::model::input::{GraphInfo, NvlsState};
-use planner::model::{table, Algo, Coll, Model, ModelInput, NcclEnv, Proto};
+use planner::model::{table, Algo, Coll, Model, ModelInput, Proto};
+use planner::nccl_env::NcclEnv;
 use planner::search::Pattern;
 use planner::topo::{CpuArch, CpuVendor, PathType};
 

@@ -4,7 +4,8 @@
 
 use planner::model::examples::h200x2_capture;
 use planner::model::input::GraphInfo;
-use planner::model::{table, Algo, Coll, Model, NcclEnv, Proto, TuningTable};
+use planner::model::{table, Algo, Coll, Model, Proto, TuningTable};
+use planner::nccl_env::NcclEnv;
 use planner::topo::PathType;
 
 const T228: &str = include_str!("../../tuning-tables/nccl-2.28.json");

@@ -3,7 +3,8 @@
 //! lower algorithm index, then the lower protocol index.
 
 use planner::model::examples::h200x2_capture;
-use planner::model::{table, Algo, Coll, Model, NcclEnv, Proto};
+use planner::model::{table, Algo, Coll, Model, Proto};
+use planner::nccl_env::NcclEnv;
 
 #[test]
 fn ties_go_to_the_first_in_scan_order() {

@@ -5,7 +5,8 @@
 
 use crate::common::close;
 use planner::model::examples::h200x2_capture;
-use planner::model::{table, Algo, Coll, Model, NcclEnv, Proto};
+use planner::model::{table, Algo, Coll, Model, Proto};
+use planner::nccl_env::NcclEnv;
 
 fn model(family: &str) -> Model {
     Model::new(

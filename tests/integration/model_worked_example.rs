@@ -4,7 +4,8 @@
 
 use planner::model::examples::hopper8_worked_example;
 use planner::model::select::Call;
-use planner::model::{table, Algo, Coll, Model, NcclEnv, Proto};
+use planner::model::{table, Algo, Coll, Model, Proto};
+use planner::nccl_env::NcclEnv;
 
 fn model() -> Model {
     Model::new(

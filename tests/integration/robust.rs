@@ -616,7 +616,8 @@ fn huge_thread_thresholds_and_nthreads_saturate() {
     // debug builds; in release the product wrapped and the channel count did not drop). Saturated, a threshold of
     // i64::MAX means the fewest channels, as any threshold above the message size does.
     use planner::model::input::NvlsFlag;
-    use planner::model::{Algo, NcclEnv, Proto};
+    use planner::model::{Algo, Proto};
+    use planner::nccl_env::NcclEnv;
     let cluster =
         planner::topo::Cluster::single(planner::pipeline::load_fixture("hgx-h200-8").unwrap());
     let max = i64::MAX.to_string();

@@ -197,7 +197,7 @@ fn bad_input_only<T>(r: planner::Result<T>) -> Result<(), TestCaseError> {
 
 /// The 2x H200 capture's cluster with its searched graphs: the model any table or environment runs on.
 fn capture_model(
-    env: planner::model::NcclEnv,
+    env: planner::nccl_env::NcclEnv,
     table: planner::model::TuningTable,
 ) -> planner::Result<planner::model::Model> {
     use std::sync::OnceLock;
@@ -207,7 +207,7 @@ fn capture_model(
             Cluster::single(planner::pipeline::load_fixture("h200x2-nvswitch-vm").unwrap());
         let (g, c) = planner::pipeline::graphs_for(
             &cluster,
-            &planner::model::NcclEnv::default(),
+            &planner::nccl_env::NcclEnv::default(),
             false,
             None,
         )
@@ -243,7 +243,7 @@ proptest! {
             Err(e) => prop_assert_eq!(e.exit_code(), 2, "{}", e),
             Ok(log) => {
                 bad_input_only(planner::audit::table_from_log(&log))?;
-                let env = planner::model::NcclEnv::from_pairs(
+                let env = planner::nccl_env::NcclEnv::from_pairs(
                     log.env.iter().map(|(n, v, _)| (n.clone(), v.clone())),
                 );
                 if let Ok(model) = capture_model(env, newest_table()) {
@@ -326,7 +326,7 @@ proptest! {
         match planner::model::TuningTable::parse(&text, "m.json") {
             Err(e) => prop_assert_eq!(e.exit_code(), 2, "{}", e),
             Ok(table) => {
-                if let Ok(model) = capture_model(planner::model::NcclEnv::default(), table) {
+                if let Ok(model) = capture_model(planner::nccl_env::NcclEnv::default(), table) {
                     for coll in planner::model::Coll::ALL {
                         for bytes in [1u64, 1 << 20, 1 << 40] {
                             let _ = model.choose(coll, bytes, 1);
@@ -397,7 +397,8 @@ proptest! {
         "[a-zA-Z_-]{0,10}/[a-zA-Z0-9]{0,8}",
         "\\^?([a-z]{0,10}:)?[a-zA-Z0-9,^]{0,20}(;[a-z]{0,10}:[a-zA-Z0-9,^]{0,12}){0,3}",
     ]) {
-        use planner::model::knobs::{EnableMatrix, NcclEnv};
+        use planner::model::knobs::EnableMatrix;
+        use planner::nccl_env::NcclEnv;
         match planner::model::Pair::parse(&text) {
             Err(e) => prop_assert_eq!(e.exit_code(), 2),
             Ok(pair) => prop_assert_eq!(planner::model::Pair::parse(&pair.to_string()).ok(), Some(pair)),
@@ -427,7 +428,8 @@ proptest! {
         ], 6),
     ) {
         use planner::limits::{MAX_CHANNELS, MAX_THREADS};
-        use planner::model::{Algo, NcclEnv, Proto};
+        use planner::model::{Algo, Proto};
+        use planner::nccl_env::NcclEnv;
         let names = ["NCCL_NTHREADS", "NCCL_LL128_NTHREADS", "NCCL_THREAD_THRESHOLDS", "NCCL_NET_OVERHEAD", "NCCL_PAT_ENABLE", "NCCL_NVLS_ENABLE"];
         let env = NcclEnv::from_pairs(names.iter().map(|n| n.to_string()).zip(values));
         match capture_model(env, newest_table()) {

@@ -5,7 +5,8 @@
 use crate::common::planner;
 use planner::audit::log::NcclLog;
 use planner::model::input::NvlsFlag;
-use planner::model::{table, NcclEnv};
+use planner::model::table;
+use planner::nccl_env::NcclEnv;
 use planner::pipeline::{self, Source};
 use planner::search::{self, Pattern, SearchOptions};
 use planner::topo::PathType;

@@ -1,8 +1,10 @@
 //! The result files measured on the lent 2 x H200 (bench/results/verify-*)
 //! load, re-render and re-score without a GPU, and say what they must.
 
+use planner::measure::Backend;
+use planner::model::Pair;
 use planner::verify::score::{predictor_for_run, score};
-use planner::verify::{Backend, Pair, RowStatus, VerifyRun};
+use planner::verify::{RowStatus, VerifyRun};
 
 fn load(name: &str) -> VerifyRun {
     let path = format!("{}/bench/results/{name}", env!("CARGO_MANIFEST_DIR"));

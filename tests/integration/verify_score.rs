@@ -2,8 +2,10 @@
 //! run whose every number is worked out by hand in the comments.
 
 use crate::verify_data::{recorded_run, ring_ll, ring_simple, tree_ll, KIB, MIB};
+use planner::measure::Backend;
+use planner::model::Pair;
 use planner::verify::score::{score, Recorded};
-use planner::verify::{Backend, Pair, Regime, VerifyRun};
+use planner::verify::{Regime, VerifyRun};
 
 fn close(a: Option<f64>, b: f64) -> bool {
     a.is_some_and(|a| (a - b).abs() < 1e-9)
@@ -165,7 +167,7 @@ const CAPTURE_GRAPH_XML: &str = include_str!("../golden/h200x2-nvswitch-vm/graph
 #[test]
 fn the_stock_model_as_predictor_matches_the_capture() {
     use planner::model::Coll;
-    use planner::verify::score::{ModelPredictor, Predictor};
+    use planner::predict::{ModelPredictor, Predictor};
     let node = planner::pipeline::load_fixture("h200x2-nvswitch-vm").unwrap();
     let cluster = planner::topo::Cluster::single(node);
     let model = ModelPredictor::new(&cluster, Some(CAPTURE_GRAPH_XML), Some("2.28.9")).unwrap();

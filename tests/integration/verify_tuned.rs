@@ -4,9 +4,12 @@
 
 use crate::common::planner;
 use crate::verify_data::{self, ring_ll, KIB, MIB};
+use planner::measure::Backend;
 use planner::model::Coll;
-use planner::verify::score::{score, ModelPredictor, Predictor, Recorded};
-use planner::verify::{Backend, Dtype, Pair, TunerDecision, VerifyRun};
+use planner::model::Pair;
+use planner::predict::{ModelPredictor, Predictor};
+use planner::verify::score::{score, Recorded};
+use planner::verify::{Dtype, TunerDecision, VerifyRun};
 
 fn text(out: &std::process::Output) -> String {
     format!(

@@ -11,7 +11,7 @@ pub fn planner() -> Command {
             cmd.env_remove(var);
         }
     }
-    for var in planner::model::knobs::VARIABLES {
+    for var in planner::nccl_env::VARIABLES {
         cmd.env_remove(var);
     }
     cmd

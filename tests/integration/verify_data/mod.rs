@@ -3,11 +3,13 @@
 
 #![allow(dead_code)]
 
+use planner::measure::Backend;
+use planner::model::Pair;
 use planner::model::{Algo, Coll, Proto};
 use planner::verify::tuner::TunerRecord;
 use planner::verify::{
-    Backend, Dtype, Fingerprint, GpuInfo, IterPlan, NcclChoice, Pair, Row, RowStatus, RunOptions,
-    SymmetricLaunch, TunerDecision, VerifyRun, RESULT_FORMAT, RESULT_VERSION,
+    Dtype, Fingerprint, GpuInfo, IterPlan, NcclChoice, Row, RowStatus, RunOptions, SymmetricLaunch,
+    TunerDecision, VerifyRun, RESULT_FORMAT, RESULT_VERSION,
 };
 
 pub const KIB: u64 = 1024;
