@@ -115,7 +115,7 @@ fn pcie_rate(rates: &Rates, gen: u32, width: u32, eff: f64) -> Option<(f64, Stri
     ))
 }
 
-fn gpu<'a>(gpus: &'a [GpuHealth], index: u32) -> Option<&'a GpuHealth> {
+fn gpu(gpus: &[GpuHealth], index: u32) -> Option<&GpuHealth> {
     gpus.iter().find(|g| g.index == index)
 }
 

@@ -621,6 +621,8 @@ impl<'a> Fitter<'a> {
         let mut step = vec![0.4f64; self.slots.len()];
         for _ in 0..sweeps {
             let mut moved = false;
+            // k indexes slots, affects, priors and step together.
+            #[allow(clippy::needless_range_loop)]
             for k in 0..self.slots.len() {
                 if self.affects[k].is_empty() || step[k] < 0.01 {
                     continue;

@@ -47,6 +47,17 @@ pub enum Engine {
     Sm,
 }
 
+/// A copy between two GPUs: `from` -> `to`, issued by the reader (`read`: `to` pulls) or the writer, both ways
+/// at once when `bidirectional`, through `engine`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerCopy {
+    pub from: u32,
+    pub to: u32,
+    pub read: bool,
+    pub bidirectional: bool,
+    pub engine: Engine,
+}
+
 /// One direction of a copy: on `issuer`'s stream `lane`, from `src` to `dst` (UVA addresses).
 #[derive(Debug, Clone, Copy)]
 struct Copy {
@@ -269,14 +280,17 @@ impl CopyTester {
     /// Peer access must be enabled both ways.
     pub fn peer_copy(
         &mut self,
-        from: u32,
-        to: u32,
-        read: bool,
-        bidirectional: bool,
-        engine: Engine,
+        p: PeerCopy,
         bytes: usize,
         repeats: u32,
     ) -> Result<(Vec<f64>, Vec<f64>)> {
+        let PeerCopy {
+            from,
+            to,
+            read,
+            bidirectional,
+            engine,
+        } = p;
         let [f0, f1] = self.ensure_buffers(from, bytes)?;
         let [t0, t1] = self.ensure_buffers(to, bytes)?;
         let issuer = |src_gpu: u32, dst_gpu: u32| if read { dst_gpu } else { src_gpu } as usize;
