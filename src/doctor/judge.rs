@@ -647,3 +647,86 @@ fn verdict(run: &DoctorRun) -> Verdict {
         figures_fast: count(FigureStatus::SuspiciouslyFast),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doctor::{DoctorMachine, DoctorOptions, NcclPoint};
+
+    struct Hand;
+    impl NcclExpectation for Hand {
+        fn label(&self) -> String {
+            "hand".into()
+        }
+        fn all_reduce_busbw_gbs(&self, _bytes: u64, ranks: usize) -> Option<(f64, f64, f64)> {
+            (ranks == 4).then_some((300.0, 270.0, 330.0))
+        }
+    }
+
+    fn run_with(times_us: f64) -> DoctorRun {
+        DoctorRun {
+            format: crate::doctor::DOCTOR_FORMAT.into(),
+            version: 1,
+            planner_version: "t".into(),
+            created_unix: 0,
+            created_utc: String::new(),
+            machine: DoctorMachine {
+                hosts: vec![],
+                backend: "t".into(),
+                gpus: vec![],
+                driver_version: None,
+                cuda_driver_version: None,
+                nccl_version: None,
+                cuda_version: None,
+                nccl_ranks: 4,
+                launch: "one process".into(),
+            },
+            options: DoctorOptions {
+                bytes: 1 << 30,
+                repeats: 1,
+                timeout_s: 1,
+                nccl_sizes: vec![1 << 30],
+                command: String::new(),
+            },
+            links: vec![],
+            nccl: vec![NcclPoint {
+                bytes: 1 << 30,
+                status: "ok".into(),
+                note: None,
+                times_us: vec![times_us],
+                nccl_choice: None,
+                figure: None,
+            }],
+            complete: true,
+            stopped: None,
+            verdict: None,
+        }
+    }
+
+    #[test]
+    fn the_nccl_sweep_is_judged_by_the_band_and_keeps_it_on_reload() {
+        let rates = Rates::built_in().unwrap();
+        // 1 GiB over 4 ranks in 5000 us: algbw 214.7 GB/s, busbw x 1.5 = 322.1: inside 270..330.
+        let mut run = run_with(5000.0);
+        judge_with(&mut run, &rates, Some(&Hand));
+        let f = run.nccl[0].figure.clone().unwrap();
+        assert!((f.measured_gbs.unwrap() - 322.1).abs() < 0.1, "{f:?}");
+        assert_eq!(f.status, FigureStatus::Ok);
+        // 8000 us: busbw 201.3, below the band: slow, and a culprit.
+        let mut run = run_with(8000.0);
+        judge_with(&mut run, &rates, Some(&Hand));
+        assert_eq!(
+            run.nccl[0].figure.as_ref().unwrap().status,
+            FigureStatus::Slow
+        );
+        assert_eq!(run.verdict.as_ref().unwrap().summary, "unhealthy");
+        // Re-judged without the model (--load): the recorded band still judges it.
+        judge(&mut run, &rates);
+        let f = run.nccl[0].figure.as_ref().unwrap();
+        assert_eq!(
+            (f.status, f.expected_low_gbs),
+            (FigureStatus::Slow, Some(270.0))
+        );
+        assert_eq!(f.expected_from, "hand");
+    }
+}

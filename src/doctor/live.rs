@@ -5,7 +5,7 @@
 use super::run::{DoctorBackend, DoctorProgress, LinkTester, NcclSweep, TesterFactory};
 use super::{LinkResult, LinkTest, NcclPoint, TestKind, TestStatus};
 use crate::error::{Error, Result};
-use crate::gpu::bandwidth::{CopyTester, Engine};
+use crate::gpu::bandwidth::{CopyTester, Engine, PeerCopy};
 use crate::measure::{Backend, Dtype, IterPlan};
 use crate::model::Coll;
 use crate::predict::NoModel;
@@ -171,15 +171,14 @@ impl LinkTester for LiveTester {
                 } else {
                     Engine::CopyEngine
                 };
-                self.copies.peer_copy(
-                    test.gpu,
-                    peer,
-                    kind.is_read(),
-                    kind.is_bidirectional(),
+                let copy = PeerCopy {
+                    from: test.gpu,
+                    to: peer,
+                    read: kind.is_read(),
+                    bidirectional: kind.is_bidirectional(),
                     engine,
-                    bytes,
-                    n,
-                )
+                };
+                self.copies.peer_copy(copy, bytes, n)
             }
             (_, None) => Err(Error::runtime("a peer test without a peer")),
         };

@@ -47,6 +47,17 @@ pub enum Engine {
     Sm,
 }
 
+/// A copy between two GPUs: `from` -> `to`, issued by the reader (`read`: `to` pulls) or the writer, both ways
+/// at once when `bidirectional`, through `engine`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerCopy {
+    pub from: u32,
+    pub to: u32,
+    pub read: bool,
+    pub bidirectional: bool,
+    pub engine: Engine,
+}
+
 /// One direction of a copy: on `issuer`'s stream `lane`, from `src` to `dst` (UVA addresses).
 #[derive(Debug, Clone, Copy)]
 struct Copy {
@@ -267,19 +278,19 @@ impl CopyTester {
     /// GPU `from` to GPU `to`: issued by the reader (`read`: `to` pulls) or the writer (`from` pushes), through
     /// `engine`. Bidirectional: both ways at once, each issued the same way; the second list is `to` -> `from`.
     /// Peer access must be enabled both ways.
-    // The copy engine and SM variants share one signature (the pair, direction, bytes, repeats): a struct would add
-    // nothing at the one call site.
-    #[allow(clippy::too_many_arguments)]
     pub fn peer_copy(
         &mut self,
-        from: u32,
-        to: u32,
-        read: bool,
-        bidirectional: bool,
-        engine: Engine,
+        p: PeerCopy,
         bytes: usize,
         repeats: u32,
     ) -> Result<(Vec<f64>, Vec<f64>)> {
+        let PeerCopy {
+            from,
+            to,
+            read,
+            bidirectional,
+            engine,
+        } = p;
         let [f0, f1] = self.ensure_buffers(from, bytes)?;
         let [t0, t1] = self.ensure_buffers(to, bytes)?;
         let issuer = |src_gpu: u32, dst_gpu: u32| if read { dst_gpu } else { src_gpu } as usize;
@@ -362,8 +373,7 @@ impl CopyTester {
         if g.copy_kernel.is_some() {
             return Ok(());
         }
-        let source = nvrtc::program_source("planner_copy", &[], &[nvrtc::COPY_CU])?;
-        let cubin = nvrtc::compile("planner_copy", &source, &nvrtc::arch_of(g.cc), &[])?;
+        let cubin = compile_copy_kernel(&nvrtc::arch_of(g.cc))?;
         bind(g)?;
         // SAFETY: a complete CUBIN NVRTC produced for this GPU's architecture.
         let module = unsafe { result::module::load_data(cubin.image.as_ptr() as *const c_void) }
@@ -376,6 +386,12 @@ impl CopyTester {
         g.copy_kernel = Some((module, function));
         Ok(())
     }
+}
+
+/// The SM copy kernel (`kernels/copy.cu`, `planner_copy`) compiled for `arch` ("sm_90").
+pub fn compile_copy_kernel(arch: &str) -> Result<nvrtc::Cubin> {
+    let source = nvrtc::program_source("planner_copy", &[], &[nvrtc::COPY_CU])?;
+    nvrtc::compile("planner_copy", &source, arch, &[])
 }
 
 /// NVML's `00000000:18:00.0` as `0000:18:00.0`, lower case.

@@ -267,7 +267,7 @@ fn nccl_table(run: &DoctorRun) -> String {
             crate::measure::median(&p.times_us)
                 .map(|v| format!("{v:.1}"))
                 .unwrap_or_else(|| "-".into()),
-            gbs(p.busbw_gbs(ranks).filter(|_| p.status == "ok")),
+            gbs(p.busbw_gbs(ranks).filter(|_| p.status == "ok" && ranks > 1)),
             gbs(f.and_then(|f| f.expected_gbs)),
             status,
             p.nccl_choice.clone().unwrap_or_else(|| "-".into()),

@@ -343,3 +343,30 @@ fn tempdir(what: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// The README's quoted lines of the committed H200 run.
+#[test]
+fn the_readme_quotes_the_committed_h200_run() {
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/bench/results/doctor-2026-12-01-h200/doctor-h200.json"
+    );
+    let out = planner().args(["doctor", "--load", file]).output().unwrap();
+    assert_exit(&out, 0);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let section = &readme[readme.find("### planner doctor").unwrap()..];
+    let quoted = &section[section.find("```\n$ planner doctor --load").unwrap()..];
+    let quoted = &quoted[..quoted[4..].find("```").unwrap()];
+    for line in quoted
+        .lines()
+        .skip(2)
+        .filter(|l| *l != "..." && !l.is_empty())
+    {
+        assert!(
+            text.contains(line),
+            "README line not in the output: {line}\n{text}"
+        );
+    }
+}

@@ -71,6 +71,17 @@ fn every_data_kernel_compiles_to_sm90_cubin() {
     }
 }
 
+/// The doctor's SM copy kernel (the `*_sm` link tests).
+#[test]
+fn the_doctor_copy_kernel_compiles_to_sm90_cubin() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let cubin = planner::gpu::bandwidth::compile_copy_kernel("sm_90").unwrap();
+    assert_clean_cubin("planner_copy", &cubin);
+    assert!(holds_symbol(&cubin, "planner_copy"));
+}
+
 /// A CUBIN is an ELF file, and NVRTC had nothing to warn about.
 fn assert_clean_cubin(name: &str, cubin: &Cubin) {
     assert_eq!(&cubin.image[..4], b"\x7fELF", "{name} is not an ELF image");
