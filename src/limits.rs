@@ -34,11 +34,18 @@ pub const MAX_XML_STRING: usize = 255;
 /// read whole.
 pub const MAX_INPUT_FILE_BYTES: u64 = 64 << 20;
 
-/// Most nodes (`--nodes`, a log's `nNodes`, a result file's `nodes`).
-pub const MAX_NODES: usize = 4096;
-/// Most ranks (nodes x GPUs per node) planner connects: the per-rank ring and tree tables of all channels then
-/// stay under ~100 MB. NCCL itself has no such limit; planner's, for memory.
-pub const MAX_RANKS: usize = 65_536;
+/// Most nodes (`--nodes`, a log's `nNodes`, a result file's `nodes`). NCCL has no node limit; the largest jobs of
+/// 2026 run 100k-200k GPUs, 12,500-25,000 nodes of 8.
+pub const MAX_NODES: usize = 65_536;
+/// Most ranks (nodes x GPUs per node) planner connects: 65,536 nodes of 8 GPUs. The per-rank ring and tree tables
+/// of every runtime channel are held in memory (16 bytes per rank and channel for the trees, twice), so at this
+/// count they take about 330 MB with 16 channels and 830 MB with 64 (`NCCL_MIN_NCHANNELS=64`;
+/// bench/results/large-cluster-2026-12-01). NCCL itself has no such limit; planner's, for memory.
+pub const MAX_RANKS: usize = 65_536 * 8;
+/// Most ranks whose rings and trees `channels --json` lists rank by rank (the former rank limit, so every output
+/// of a job planner accepted before is unchanged); above it the JSON gives one rank's neighbours instead of
+/// millions of lines (`report::channels::ConnectionJson`).
+pub const MAX_LISTED_RANKS: usize = 65_536;
 
 /// Largest network latency (`--net-latency`, `<net latency>`) in µs: one second. Real networks add µs; a larger
 /// value only makes every time infinite.
@@ -87,12 +94,16 @@ mod tests {
 
     #[test]
     fn node_and_latency_checks_name_input_and_limit() {
-        assert!(check_nodes("--nodes", 4096, 8).is_ok());
+        assert!(check_nodes("--nodes", 65_536, 8).is_ok());
+        let e = check_nodes("--nodes", 65_537, 1).unwrap_err();
+        assert!(e.to_string().contains("between 1 and 65536"), "{e}");
         let e = check_nodes("nccl.log: nNodes", u64::MAX, 8).unwrap_err();
         assert_eq!(e.exit_code(), 2);
-        assert!(e.to_string().contains("nccl.log: nNodes") && e.to_string().contains("4096"));
+        assert!(e.to_string().contains("nccl.log: nNodes") && e.to_string().contains("65536"));
+        // 65,536 x 8 = 524,288 ranks is the most; 4,096 nodes of 576 GPUs (2.4 M ranks) are refused.
+        assert!(check_nodes("--nodes", 65_536, 9).is_err());
         let e = check_nodes("--nodes", 4096, 576).unwrap_err();
-        assert!(e.to_string().contains("65536 ranks"), "{e}");
+        assert!(e.to_string().contains("524288 ranks"), "{e}");
         assert!(check_nodes("--nodes", 0, 8).is_err());
         assert!(check_net_latency_us("--net-latency", 2.0).is_ok());
         for bad in [f64::NAN, f64::INFINITY, -1.0, 1e308] {

@@ -95,7 +95,10 @@ pub fn run(args: &ChannelsArgs) -> Result<()> {
             graphs_from: &origin,
             mnnvl: crate::topo::mnnvl::info(&cluster),
             graphs: &result.graphs,
-            connection: &result.connection,
+            connection: crate::report::channels::ConnectionJson::of(
+                &result.connection,
+                args.rank as i32,
+            ),
         };
         println!(
             "{}",

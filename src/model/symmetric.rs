@@ -51,8 +51,8 @@ pub const EMBEDDED: &[(&str, &str)] = &[
     ),
 ];
 
-/// Largest rank count accepted (keeps every product of bytes and ranks in u64).
-pub const MAX_RANKS: usize = 1 << 16;
+/// Largest rank count accepted: planner's rank limit (2^40 bytes x 2^19 ranks keeps every product in u64).
+pub const MAX_RANKS: usize = crate::limits::MAX_RANKS;
 
 // ---------------------------------------------------------------- vocabulary
 

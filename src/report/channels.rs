@@ -312,6 +312,12 @@ pub fn render_text(
         },
         conn.tree_depth
     ));
+    if conn.n_ranks() > crate::limits::MAX_LISTED_RANKS {
+        out.push_str(&format!(
+            "More than {} ranks: --json summarises the connection (rank {rank}'s ring neighbours and tree links, not every rank's)\n",
+            crate::limits::MAX_LISTED_RANKS
+        ));
+    }
     out.push_str(&format!("\nNCCL log lines as rank {rank} prints them:\n"));
     // On an MNNVL domain NCCL logs the fabric lines before the graphs and the `comm ... MNNVL 1` line after them
     // (init.cc:669, mnnvl.cc:87, init.cc:1170).
@@ -360,5 +366,133 @@ pub struct ChannelsJson<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mnnvl: Option<crate::topo::mnnvl::MnnvlInfo>,
     pub graphs: &'a Graphs,
-    pub connection: &'a Connection,
+    pub connection: ConnectionJson<'a>,
+}
+
+/// `connection` in `channels --json`: every rank's rings and trees up to `limits::MAX_LISTED_RANKS` ranks (the
+/// `Connection` as it is), above that a summary of the same keys with `rings` and `trees` null and one rank's
+/// neighbours (`rank_view`), so 65,536 nodes give a few KB instead of a GB.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum ConnectionJson<'a> {
+    Listed(&'a Connection),
+    Summarised(ConnectionSummary),
+}
+
+/// The `connection` of a job above `limits::MAX_LISTED_RANKS` ranks.
+#[derive(Debug, Serialize)]
+pub struct ConnectionSummary {
+    pub n_channels: usize,
+    /// Null: not listed rank by rank (see `per_rank_listed_up_to_ranks`).
+    pub rings: Option<()>,
+    pub trees: Option<()>,
+    pub search_channels: usize,
+    pub n_nodes: usize,
+    pub gpus_per_node: usize,
+    pub tree_depth: usize,
+    pub tree_heads: Vec<[i32; 3]>,
+    /// `limits::MAX_LISTED_RANKS`: the most ranks whose rings and trees are listed.
+    pub per_rank_listed_up_to_ranks: usize,
+    pub rank_view: RankView,
+}
+
+/// One rank's ring neighbours and tree links on every runtime channel (what its NCCL log lines say).
+#[derive(Debug, Serialize)]
+pub struct RankView {
+    pub rank: i32,
+    /// Per runtime channel: the rank it receives from and the rank it sends to.
+    pub rings: Vec<RingNeighbours>,
+    /// Per runtime channel: its tree parent and children.
+    pub trees: Vec<crate::search::TreeLinks>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RingNeighbours {
+    pub prev: i32,
+    pub next: i32,
+}
+
+impl<'a> ConnectionJson<'a> {
+    /// The whole connection up to `limits::MAX_LISTED_RANKS` ranks, else its summary with `rank`'s view.
+    pub fn of(conn: &'a Connection, rank: i32) -> Self {
+        if conn.n_ranks() <= crate::limits::MAX_LISTED_RANKS {
+            return ConnectionJson::Listed(conn);
+        }
+        let rings = (0..conn.n_channels)
+            .filter_map(|c| conn.ring_neighbours(c, rank))
+            .map(|(prev, next)| RingNeighbours { prev, next })
+            .collect();
+        let trees = conn
+            .trees
+            .iter()
+            .filter_map(|per_rank| per_rank.get(rank as usize).copied())
+            .collect();
+        ConnectionJson::Summarised(ConnectionSummary {
+            n_channels: conn.n_channels,
+            rings: None,
+            trees: None,
+            search_channels: conn.search_channels,
+            n_nodes: conn.n_nodes,
+            gpus_per_node: conn.gpus_per_node,
+            tree_depth: conn.tree_depth,
+            tree_heads: conn.tree_heads.clone(),
+            per_rank_listed_up_to_ranks: crate::limits::MAX_LISTED_RANKS,
+            rank_view: RankView { rank, rings, trees },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::search::TreeLinks;
+
+    /// A one-channel connection of `ranks` single-GPU nodes: ring 0, 1, ..., every rank a tree root.
+    fn connection(ranks: usize) -> Connection {
+        let root = TreeLinks {
+            up: -1,
+            down: [-1; 3],
+        };
+        Connection {
+            n_channels: 1,
+            rings: vec![(0..ranks as i32).collect()],
+            trees: vec![vec![root; ranks]],
+            preset_trees: Vec::new(),
+            search_channels: 1,
+            n_nodes: ranks,
+            gpus_per_node: 1,
+            tree_depth: 0,
+            tree_heads: vec![[0, 0, 0]],
+        }
+    }
+
+    #[test]
+    fn connection_json_lists_every_rank_up_to_the_limit_then_summarises() {
+        let limit = crate::limits::MAX_LISTED_RANKS;
+        let listed = connection(limit);
+        assert!(matches!(
+            ConnectionJson::of(&listed, 0),
+            ConnectionJson::Listed(_)
+        ));
+        let big = connection(limit + 1);
+        let ConnectionJson::Summarised(summary) = ConnectionJson::of(&big, 5) else {
+            panic!("{} ranks listed", limit + 1);
+        };
+        // Rank 5 of the ring 0, 1, ..., 65536 receives from 4 and sends to 6.
+        assert_eq!(summary.rank_view.rank, 5);
+        assert_eq!(summary.rank_view.rings.len(), 1);
+        assert_eq!(
+            (
+                summary.rank_view.rings[0].prev,
+                summary.rank_view.rings[0].next
+            ),
+            (4, 6)
+        );
+        assert_eq!(summary.rank_view.trees[0].up, -1);
+        let json = serde_json::to_value(ConnectionJson::of(&big, 0)).unwrap();
+        assert!(json["rings"].is_null() && json["trees"].is_null());
+        // Rank 0 closes the ring: it receives from the last rank.
+        assert_eq!(json["rank_view"]["rings"][0]["prev"], limit);
+        assert_eq!(json["per_rank_listed_up_to_ranks"], limit);
+    }
 }

@@ -475,6 +475,7 @@ impl<'a> Builder<'a> {
                 sm: sm as u32,
                 gdr: self.int_attr(gpu, "gdr")?.unwrap_or(0) != 0,
                 busid: busid.to_lowercase(),
+                nvml_p2p: self.int_attr(gpu, "nvml_p2p")?.unwrap_or(1) != 0,
             };
             if self.find(NodeKind::Gpu, topo_id(system, bus)).is_some() {
                 return Err(self.bad(xml, format!("GPU {busid} appears twice")));

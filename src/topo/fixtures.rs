@@ -67,6 +67,46 @@ pub const FIXTURES: &[Fixture] = &[
         xml: include_str!("../../fixtures/pcie-rtxpro6000-8.xml"),
     },
     Fixture {
+        name: "pcie-rtx4090-8",
+        description:
+            "8x GeForce RTX 4090 (PCIe Gen4, no NVLink, driver refuses P2P: SHM), 2 sockets over UPI, 2 PCIe switches per socket",
+        xml: include_str!("../../fixtures/pcie-rtx4090-8.xml"),
+    },
+    Fixture {
+        name: "pcie-rtx5090-8",
+        description:
+            "8x GeForce RTX 5090 (PCIe Gen5, no NVLink, driver refuses P2P: SHM), 2 sockets over UPI, GPUs on root ports",
+        xml: include_str!("../../fixtures/pcie-rtx5090-8.xml"),
+    },
+    Fixture {
+        name: "pcie-l40s-4",
+        description: "4x L40S (PCIe Gen4, no NVLink) behind one PCIe switch, 1 socket: P2P between all",
+        xml: include_str!("../../fixtures/pcie-l40s-4.xml"),
+    },
+    Fixture {
+        name: "pcie-l40s-8",
+        description:
+            "8x L40S (PCIe Gen4, no NVLink), one PCIe switch of 4 per socket, 2 sockets over UPI: P2P within a socket",
+        xml: include_str!("../../fixtures/pcie-l40s-8.xml"),
+    },
+    Fixture {
+        name: "pcie-h100-2-nvbridge",
+        description: "2x H100 PCIe joined by an NVLink bridge (12 NVLink 4 links, 600 GB/s), 1 socket",
+        xml: include_str!("../../fixtures/pcie-h100-2-nvbridge.xml"),
+    },
+    Fixture {
+        name: "hgx-h100-4",
+        description:
+            "HGX H100 4-GPU: 4x H100 SXM, 6 NVLinks to each peer (no NVSwitch), 2 Sapphire Rapids sockets, 4x 400 Gb/s NICs",
+        xml: include_str!("../../fixtures/hgx-h100-4.xml"),
+    },
+    Fixture {
+        name: "hgx-h800-8",
+        description:
+            "8x H800 SXM, NVLink 4 x8 to 4 NVSwitches (400 GB/s), 2 Sapphire Rapids sockets, 8x 400 Gb/s NICs",
+        xml: include_str!("../../fixtures/hgx-h800-8.xml"),
+    },
+    Fixture {
         name: "aws-p4d",
         description:
             "AWS p4d.24xlarge: 8x A100 SXM, NVLink 3 x12, 2 Cascade Lake sockets, 4x 100 Gb/s EFA",

@@ -19,6 +19,11 @@ pub struct GpuModel {
     pub reference_nic_gbits: u32,
     /// The reference system's NIC, for the warning.
     pub reference_nic: &'static str,
+    /// Whether the driver allows P2P between these GPUs over PCIe (false on GeForce cards: written as planner's
+    /// `nvml_p2p="0"`, so NCCL's paths go through the CPU and its SHM transport carries every hop).
+    pub driver_p2p: bool,
+    /// GPUDirect RDMA (`gdr`): data-center and professional boards; not GeForce.
+    pub gdr: bool,
 }
 
 /// The known models. Sources:
@@ -33,6 +38,13 @@ pub struct GpuModel {
 ///   DGX H200: 8x ConnectX-7 400 Gb/s.
 /// - B200: NVIDIA DGX B200 datasheet: fifth-generation NVLink 1.8 TB/s per GPU (18 links) through NVSwitch, 8x
 ///   ConnectX-7 400 Gb/s.
+/// - H800 SXM5: NVIDIA H800 product brief: NVLink 400 GB/s, i.e. 8 NVLink 4 links (50 GB/s each, both directions),
+///   to NVSwitch on HGX H800; NIC as DGX H100 (ASSUMED).
+/// - L40S: NVIDIA L40S datasheet: sm 89 (Ada), PCIe Gen4 x16, "NVLink support: No"; a data-center board (P2P, GPUDirect
+///   RDMA). Reference NIC ASSUMED 200 Gb/s (NVIDIA's L40S reference servers: ConnectX-7 200 Gb/s per 2 GPUs).
+/// - GeForce RTX 4090 (sm 89, Gen4) and RTX 5090 (sm 120, Gen5): NVIDIA's product specifications, no NVLink; the
+///   driver refuses P2P (NVIDIA/nccl#1637, tinygrad/open-gpu-kernel-modules#17) and gives no GPUDirect RDMA. Their
+///   servers seldom have a fast NIC: reference NIC ASSUMED 100 Gb/s Ethernet.
 pub const GPU_MODELS: &[GpuModel] = &[
     GpuModel {
         name: "a100-sxm",
@@ -42,6 +54,8 @@ pub const GPU_MODELS: &[GpuModel] = &[
         nvlink_gen: 3,
         reference_nic_gbits: 200,
         reference_nic: "HDR InfiniBand, as in DGX A100",
+        driver_p2p: true,
+        gdr: true,
     },
     GpuModel {
         name: "a100-pcie",
@@ -51,6 +65,8 @@ pub const GPU_MODELS: &[GpuModel] = &[
         nvlink_gen: 3,
         reference_nic_gbits: 200,
         reference_nic: "HDR InfiniBand, as in DGX A100",
+        driver_p2p: true,
+        gdr: true,
     },
     GpuModel {
         name: "h100-sxm",
@@ -60,6 +76,8 @@ pub const GPU_MODELS: &[GpuModel] = &[
         nvlink_gen: 4,
         reference_nic_gbits: 400,
         reference_nic: "NDR InfiniBand, as in DGX H100",
+        driver_p2p: true,
+        gdr: true,
     },
     GpuModel {
         name: "h100-pcie",
@@ -69,6 +87,8 @@ pub const GPU_MODELS: &[GpuModel] = &[
         nvlink_gen: 4,
         reference_nic_gbits: 400,
         reference_nic: "NDR InfiniBand, as in DGX H100",
+        driver_p2p: true,
+        gdr: true,
     },
     GpuModel {
         name: "h200-sxm",
@@ -78,6 +98,8 @@ pub const GPU_MODELS: &[GpuModel] = &[
         nvlink_gen: 4,
         reference_nic_gbits: 400,
         reference_nic: "NDR InfiniBand, as in DGX H200",
+        driver_p2p: true,
+        gdr: true,
     },
     GpuModel {
         name: "b200-sxm",
@@ -87,6 +109,52 @@ pub const GPU_MODELS: &[GpuModel] = &[
         nvlink_gen: 5,
         reference_nic_gbits: 400,
         reference_nic: "NDR InfiniBand, as in DGX B200",
+        driver_p2p: true,
+        gdr: true,
+    },
+    GpuModel {
+        name: "h800-sxm",
+        description: "H800 SXM5 (sm 90, 8 NVLink 4 links to NVSwitch)",
+        sm: 90,
+        nvlinks: 8,
+        nvlink_gen: 4,
+        reference_nic_gbits: 400,
+        reference_nic: "NDR InfiniBand, as in DGX H100",
+        driver_p2p: true,
+        gdr: true,
+    },
+    GpuModel {
+        name: "l40s",
+        description: "L40S (sm 89, PCIe Gen4, no NVLink)",
+        sm: 89,
+        nvlinks: 0,
+        nvlink_gen: 0,
+        reference_nic_gbits: 200,
+        reference_nic: "200 Gb/s ConnectX-7, as in NVIDIA's L40S reference servers",
+        driver_p2p: true,
+        gdr: true,
+    },
+    GpuModel {
+        name: "rtx4090",
+        description: "GeForce RTX 4090 (sm 89, PCIe Gen4, no NVLink, no P2P)",
+        sm: 89,
+        nvlinks: 0,
+        nvlink_gen: 0,
+        reference_nic_gbits: 100,
+        reference_nic: "100 Gb/s Ethernet (ASSUMED)",
+        driver_p2p: false,
+        gdr: false,
+    },
+    GpuModel {
+        name: "rtx5090",
+        description: "GeForce RTX 5090 (sm 120, PCIe Gen5, no NVLink, no P2P)",
+        sm: 120,
+        nvlinks: 0,
+        nvlink_gen: 0,
+        reference_nic_gbits: 100,
+        reference_nic: "100 Gb/s Ethernet (ASSUMED)",
+        driver_p2p: false,
+        gdr: false,
     },
 ];
 

@@ -167,6 +167,11 @@ pub struct GpuNode {
     pub gdr: bool,
     /// PCI bus id, lower case (`0000:00:06.0`).
     pub busid: String,
+    /// Whether the driver allows P2P between this GPU and its PCIe peers: planner's `nvml_p2p` attribute (NCCL
+    /// ignores it; at init it asks NVML, `nvmlDeviceGetP2PStatus` in `ncclTopoCheckP2p`), `nvml_p2p="0"` on
+    /// GeForce cards, whose driver refuses P2P. Default: allowed.
+    #[serde(skip)]
+    pub nvml_p2p: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -265,10 +265,20 @@ pub fn compute(topo: &mut Topology, options: &PathOptions) -> Result<()> {
             PathType::Pxb
         }
     });
+    // ncclTopoCheckP2p also asks NVML whether the pair may use P2P; where the driver refuses (GeForce cards, NVML's
+    // P2P status not OK) a PCIe pair within the level is routed through the CPU too, so NCCL's P2P transport
+    // refuses it and the SHM transport stages it through host memory ("P2P is disabled between connected GPUs").
+    // NVLink pairs NCCL refuses instead (an init error), so they are left as they are.
+    let nvml_p2p = |topo: &Topology, g: NodeIndex| match &topo.node(g).data {
+        super::NodeData::Gpu(gpu) => gpu.nvml_p2p,
+        _ => true,
+    };
     for &g in &gpus {
         for &p in &gpus {
             let ptype = topo.path(p, g).map(|x| x.ptype).unwrap_or(PathType::Dis);
-            if ptype > p2p_level {
+            let driver_refuses =
+                p != g && ptype > PathType::Nvb && !(nvml_p2p(topo, p) && nvml_p2p(topo, g));
+            if ptype > p2p_level || driver_refuses {
                 let cpu = local_cpu(topo, g)?;
                 add_inter_step(topo, cpu, p, g)?;
             }

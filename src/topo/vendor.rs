@@ -379,7 +379,10 @@ pub fn fill_from_model(
             .with_attr("dev", rank.to_string())
             .with_attr("sm", model.sm.to_string())
             .with_attr("rank", rank.to_string())
-            .with_attr("gdr", "1");
+            .with_attr("gdr", if model.gdr { "1" } else { "0" });
+        if !model.driver_p2p {
+            gpu = gpu.with_attr("nvml_p2p", "0");
+        }
         if model.nvlinks > 0 {
             gpu.children.push(
                 XmlNode::new("nvlink")
@@ -415,6 +418,13 @@ pub fn fill_from_model(
             format!("{source}: assumed no NVLink between the GPUs ({} has no NVLink without a bridge)", model.name)
         },
     ];
+    if !model.driver_p2p {
+        warnings.push(format!(
+            "{source}: assumed the driver refuses P2P between the GPUs ({} is a GeForce card; written as nvml_p2p=\"0\"): \
+             NCCL routes every GPU pair through the CPU and uses SHM",
+            model.name
+        ));
+    }
     let mut nic_notes: Vec<String> = Vec::new();
     for (dev, (_, path)) in nics.iter().enumerate() {
         let pci = node_at(&out, path);

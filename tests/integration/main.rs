@@ -37,6 +37,7 @@ mod model_ties;
 mod model_tree_correction;
 mod model_versions;
 mod model_worked_example;
+mod more_fixtures;
 mod nccl_env;
 mod plots;
 mod probe_detect;
