@@ -6,6 +6,7 @@ pub mod audit;
 pub mod calibrate;
 pub mod channels;
 pub mod diff;
+pub mod env;
 pub mod explain;
 pub mod run;
 pub mod source;
@@ -55,6 +56,8 @@ pub enum Command {
     Tune(tune::TuneArgs),
     /// What changed: two NCCL versions on this machine (--nccl-version A --against B), or two verify result files
     Diff(diff::DiffArgs),
+    /// Shell exports that make NCCL load planner's tuner plugin with a plan: eval "$(planner env --plan plan.json)"
+    Env(env::EnvArgs),
 }
 
 pub fn run(mut cli: Cli) -> Result<()> {
@@ -81,6 +84,7 @@ pub fn run(mut cli: Cli) -> Result<()> {
         Command::Run(args) => run::run(args),
         Command::Tune(args) => tune::run(args),
         Command::Diff(args) => diff::run(args),
+        Command::Env(args) => env::run(&args),
     }
 }
 
@@ -155,6 +159,7 @@ impl Command {
             Command::Diff(a) => Some(&mut a.source),
             Command::Audit(_)
             | Command::Fixtures(_)
+            | Command::Env(_)
             | Command::NcclChild
             | Command::RendezvousCheck(_) => None,
         }
@@ -174,6 +179,7 @@ impl Cli {
             "run",
             "tune",
             "diff",
+            "env",
         ]
     }
 }

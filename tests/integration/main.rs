@@ -14,6 +14,7 @@ mod calibrate_cli;
 mod cloud_fixtures;
 mod diff_runs;
 mod diff_versions;
+mod env_cli;
 mod exec_beyond;
 mod exec_cli;
 mod exec_faults;
