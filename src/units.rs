@@ -238,6 +238,16 @@ pub fn c_strtol(text: &str) -> (Option<i64>, &str) {
     (value, rest)
 }
 
+/// "1 rank", "2 ranks": a count with its noun, plural by English's regular rule (the nouns planner counts are all
+/// regular).
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -334,5 +344,8 @@ mod tests {
         assert_eq!(format_size(16 << 20), "16 MiB");
         assert_eq!(format_size(1536), "1.5 KiB");
         assert_eq!(format_size(8), "8 B");
+        assert_eq!(count(1, "rank"), "1 rank");
+        assert_eq!(count(0, "channel"), "0 channels");
+        assert_eq!(count(16, "constant"), "16 constants");
     }
 }

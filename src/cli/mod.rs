@@ -9,6 +9,7 @@ pub mod check;
 pub mod diff;
 pub mod doctor;
 pub mod expect;
+pub mod env;
 pub mod explain;
 pub mod run;
 pub mod source;
@@ -64,6 +65,8 @@ pub enum Command {
     Diff(diff::DiffArgs),
     /// Is this machine healthy: NVML per GPU, link tests (nvbandwidth's), a short NCCL sweep, each beside its expectation
     Doctor(doctor::DoctorArgs),
+    /// Shell exports that make NCCL load planner's tuner plugin with a plan: eval "$(planner env --plan plan.json)"
+    Env(env::EnvArgs),
 }
 
 pub fn run(mut cli: Cli) -> Result<()> {
@@ -93,6 +96,7 @@ pub fn run(mut cli: Cli) -> Result<()> {
         Command::Tune(args) => tune::run(args),
         Command::Diff(args) => diff::run(args),
         Command::Doctor(args) => doctor::run(args),
+        Command::Env(args) => env::run(&args),
     }
 }
 
@@ -171,6 +175,7 @@ impl Command {
             | Command::Check(_)
             | Command::Fixtures(_)
             | Command::Doctor(_)
+            | Command::Env(_)
             | Command::NcclChild
             | Command::RendezvousCheck(_) => None,
         }
@@ -192,6 +197,7 @@ impl Cli {
             "tune",
             "diff",
             "doctor",
+            "env",
         ]
     }
 }

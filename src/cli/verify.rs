@@ -146,7 +146,21 @@ fn tuner_from(args: &VerifyArgs, backends: &[Backend]) -> Result<Option<TunerSet
             "cannot find the planner binary to look for the tuner plugin beside it: {e}"
         ))
     })?;
-    TunerSetup::resolve(plan, args.tuner_plugin.as_deref(), &exe).map(Some)
+    let setup = TunerSetup::resolve(plan, args.tuner_plugin.as_deref(), &exe)?;
+    if let Some(current) = crate::nccl::tuner_plugin::from_process().filter(|v| !v.is_empty()) {
+        eprintln!("planner: {}", tuner_conflict_note(&current, &setup.plugin));
+    }
+    Ok(Some(setup))
+}
+
+/// What verify does with a tuner already named by `NCCL_TUNER_PLUGIN`: NCCL loads one tuner, and verify sets the
+/// variable in every child (planner's plugin for the tuned row, `none` for the others).
+fn tuner_conflict_note(current: &str, ours: &std::path::Path) -> String {
+    format!(
+        "NCCL_TUNER_PLUGIN={current} is set, and NCCL loads only one tuner plugin: the tuned row loads planner's {} \
+         and every other row runs with NCCL_TUNER_PLUGIN=none, so {current} is not measured",
+        ours.display()
+    )
 }
 
 /// A progress bar on stderr.

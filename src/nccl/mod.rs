@@ -28,6 +28,7 @@
 
 pub mod child;
 pub mod spawn;
+pub mod tuner_plugin;
 
 use crate::error::{Error, Result};
 use crate::measure::{

@@ -29,7 +29,8 @@ fn range_text(min_bytes: u64, max_bytes: u64) -> String {
 
 fn table(header: Vec<&str>, right_aligned: &[usize]) -> Table {
     let mut t = Table::new();
-    t.load_style(presets::ASCII_MARKDOWN)
+    // The same box style as every other command's tables: `report::text` turns it into plain `+-|` when piped.
+    t.load_style(presets::UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Disabled)
         .set_header(header);
     for &i in right_aligned {
@@ -44,11 +45,11 @@ fn table(header: Vec<&str>, right_aligned: &[usize]) -> Table {
 pub fn provenance_lines(plan: &Plan) -> String {
     let p = &plan.provenance;
     format!(
-        "# plan v{} for the NCCL tuner plugin: {} rule(s), made by planner {} at unix {}\n\
+        "# plan v{} for the NCCL tuner plugin: {}, made by planner {} at unix {}\n\
          # machine: {}; NCCL {}; topology {}\n\
          # from {} {} (FNV-1a 64 {}), margin {}%\n",
         plan.version,
-        plan.rules.len(),
+        crate::units::count(plan.rules.len(), "rule"),
         p.planner_version,
         p.created_unix,
         p.machine,

@@ -10,9 +10,7 @@ use nccl_tuner_planner::plan::{fnv1a64_hex, Plan};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-/// The plugin's file name, as `cargo build --release` writes it into
-/// `target/release/` beside the planner binary (tuner/README.md).
-pub const PLUGIN_FILE: &str = "libnccl_tuner_planner.so";
+pub use crate::nccl::tuner_plugin::PLUGIN_FILE;
 
 /// A checked `--tuner` request: the plan parses, the plugin exists.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,8 +42,8 @@ pub struct TunerRecord {
 
 impl TunerSetup {
     /// Check `--tuner PLAN` and find the plugin: `--tuner-plugin PATH`, else
-    /// `libnccl_tuner_planner.so` in the directory of `exe` (the planner
-    /// binary). Bad input (exit 2, one line naming the file) when the plan
+    /// `libnccl_tuner_planner.so` beside `exe` (the planner binary) or in its
+    /// `../lib` (the wheel). Bad input (exit 2, one line naming the file) when the plan
     /// cannot be read or is not a valid plan, or the plugin is not there.
     pub fn resolve(plan: &str, plugin: Option<&str>, exe: &Path) -> Result<TunerSetup> {
         // Capped like every input file (limits::MAX_INPUT_FILE_BYTES); the message names the flag too.
@@ -71,18 +69,14 @@ impl TunerSetup {
                 }
                 path
             }
-            None => {
+            None => crate::nccl::tuner_plugin::find_installed(exe).ok_or_else(|| {
                 let dir = exe.parent().unwrap_or_else(|| Path::new("."));
-                let path = dir.join(PLUGIN_FILE);
-                if !path.is_file() {
-                    return Err(Error::bad_input(format!(
-                        "--tuner: no {PLUGIN_FILE} next to the planner binary in {}; build it with \
-                         `cargo build --release` (workspace member tuner/) or give --tuner-plugin PATH",
-                        dir.display()
-                    )));
-                }
-                path
-            }
+                Error::bad_input(format!(
+                    "--tuner: no {PLUGIN_FILE} next to the planner binary in {} nor in its ../lib; build it with \
+                     `cargo build --release` (workspace member tuner/), install the wheel, or give --tuner-plugin PATH",
+                    dir.display()
+                ))
+            })?,
         };
         Ok(TunerSetup {
             plan: absolute(Path::new(plan)),

@@ -16,6 +16,7 @@ mod cloud_fixtures;
 mod diff_runs;
 mod diff_versions;
 mod doctor;
+mod env_cli;
 mod exec_beyond;
 mod exec_cli;
 mod exec_faults;

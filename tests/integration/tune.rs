@@ -212,7 +212,7 @@ fn show_prints_the_bands_and_json() {
     for row in expected_rows {
         assert!(stdout.lines().any(|l| l == row), "missing {row}\n{stdout}");
     }
-    assert!(stdout.starts_with("# plan v1 for the NCCL tuner plugin: 3 rule(s), made by planner 0.1.0 at unix 1796000000\n# machine: 2x NVIDIA H200 on vm; NCCL 2.28.3; topology d08830d0a48245b4\n"), "{stdout}");
+    assert!(stdout.starts_with("# plan v1 for the NCCL tuner plugin: 3 rules, made by planner 0.1.0 at unix 1796000000\n# machine: 2x NVIDIA H200 on vm; NCCL 2.28.3; topology d08830d0a48245b4\n"), "{stdout}");
     let output = planner()
         .arg("tune")
         .arg("--show")
