@@ -6,6 +6,7 @@
 //! `report` -> `cli`. Each stage reads only the stages before it; `exec` and `nccl` never read each other.
 
 pub mod error;
+pub mod fsio;
 pub mod units;
 
 pub mod audit;

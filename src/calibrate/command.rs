@@ -187,8 +187,7 @@ pub fn calibrate(
     };
     if let Some(path) = &request.plot {
         let svg = super::plot::render_svg(&calibration, &inputs)?;
-        std::fs::write(path, svg)
-            .map_err(|e| Error::runtime(format!("{path}: cannot write the plot: {e}")))?;
+        crate::fsio::write_output(path, svg.as_bytes())?;
         progress(&format!("wrote {path}"));
     }
     if let Some(path) = &request.out {

@@ -88,8 +88,7 @@ pub fn run(args: TuneArgs) -> Result<()> {
         PlanFormat::NcclCsv => tuned.plan.to_nccl_csv(),
     };
     let out = args.out.as_deref().unwrap_or("plan.json");
-    std::fs::write(out, text)
-        .map_err(|e| Error::runtime(format!("{out}: cannot write the plan: {e}")))?;
+    crate::fsio::write_output(out, text.as_bytes())?;
     if args.json {
         println!("{}", pretty(render::tuned_json(&tuned))?);
     } else {

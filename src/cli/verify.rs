@@ -191,13 +191,10 @@ fn output(
 ) -> Result<()> {
     let scored = score::score(run, predictor);
     if let Some(path) = &args.csv {
-        // A path the user named that cannot be written is bad input (exit 2), as for `topo -o`.
-        std::fs::write(path, report::render_csv(&scored))
-            .map_err(|e| Error::bad_input(format!("{path}: cannot write: {e}")))?;
+        crate::fsio::write_output(path, report::render_csv(&scored).as_bytes())?;
     }
     if let Some(path) = &args.plot {
-        std::fs::write(path, report::render_svg(run, &scored)?)
-            .map_err(|e| Error::bad_input(format!("{path}: cannot write: {e}")))?;
+        crate::fsio::write_output(path, report::render_svg(run, &scored)?.as_bytes())?;
     }
     if args.json {
         println!("{}", report::render_json_compared(run, &scored, stock)?);
