@@ -13,6 +13,11 @@
 //! a full disk or an I/O error: runtime (1).
 
 use crate::error::{Error, Result};
+
+/// Text from an input file (a log, a plan, a result file) made safe to echo on a terminal or into a log: one
+/// line, every control character (newline, ESC of an escape sequence) replaced by a space. The tuner plugin uses
+/// the same function for what it writes into NCCL's log.
+pub use nccl_tuner_planner::plan::printable;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};

@@ -227,6 +227,10 @@ pub fn run(args: VerifyArgs) -> Result<()> {
         return output(&run, predictor.as_ref(), None, &args);
     }
     let request = request_from(&args)?;
+    // Written after the run: a path that cannot be written is refused before it.
+    for path in args.csv.iter().chain(&args.plot) {
+        crate::fsio::check_output_path(path)?;
+    }
     // The hidden fake backend (PLANNER_FAKE_BACKEND=1, CPU-only tests) drives GPUs that are not there.
     if crate::measure::FakeBackend::from_env()?.is_none() {
         super::require_gpu("verify")?;

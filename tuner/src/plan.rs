@@ -467,15 +467,26 @@ impl Plan {
         Ok(())
     }
 
-    /// The plan as pretty JSON (validated first, so the plugin can always read what this writes).
+    /// The plan as pretty JSON (validated first, and refused above the plugin's `MAX_PLAN_BYTES`, so the plugin
+    /// can always read what this writes).
     pub fn to_json(&self) -> Result<String, PlanError> {
         self.validate()?;
-        serde_json::to_string_pretty(self)
-            .map(|mut s| {
-                s.push('\n');
-                s
-            })
-            .map_err(|e| PlanError::invalid("plan", e.to_string()))
+        let mut text = serde_json::to_string_pretty(self)
+            .map_err(|e| PlanError::invalid("plan", e.to_string()))?;
+        text.push('\n');
+        let limit = crate::context::MAX_PLAN_BYTES;
+        if text.len() as u64 > limit {
+            return Err(PlanError::invalid(
+                "plan",
+                format!(
+                    "{} rules make {} bytes, more than the plugin reads ({} MiB): it would keep NCCL's choices",
+                    self.rules.len(),
+                    text.len(),
+                    limit >> 20
+                ),
+            ));
+        }
+        Ok(text)
     }
 
     /// The rule for one call: `coll_index` is the `ncclFunc_t` value NCCL passes (not a tuned collective -> None).

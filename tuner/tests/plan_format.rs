@@ -705,3 +705,36 @@ fn a_pair_nccl_never_runs_is_refused() {
     assert!(nccl_runs(Coll::AllGather, Algo::Pat, Proto::Simple));
     assert!(nccl_runs(Coll::Broadcast, Algo::Ring, Proto::Ll128));
 }
+
+#[test]
+fn a_plan_the_plugin_would_not_read_is_never_written() {
+    // Disjoint 1-byte bands, each about 250 bytes of pretty JSON: 100,000 of them pass 16 MiB.
+    let rules: Vec<Rule> = (0..100_000u64)
+        .map(|i| {
+            rule(
+                Coll::AllReduce,
+                Some(2),
+                Some(1),
+                i,
+                i,
+                Algo::Ring,
+                Proto::Simple,
+            )
+        })
+        .collect();
+    let big = plan(rules);
+    let text = serde_json::to_string_pretty(&big).expect("serialise");
+    assert!(text.len() as u64 > nccl_tuner_planner::context::MAX_PLAN_BYTES);
+    match big.to_json() {
+        Err(PlanError::Invalid { field, message }) => {
+            assert_eq!(field, "plan");
+            assert!(
+                message.contains("100000 rules") && message.contains("16 MiB"),
+                "{message}"
+            );
+        }
+        other => panic!("expected the size limit, got {other:?}"),
+    }
+    let small = plan(big.rules[..1000].to_vec());
+    assert!(small.to_json().is_ok());
+}
