@@ -16,9 +16,10 @@
 //! - `calibrate::calibrate`, `audit::audit`, `diff::diff_runs`, `diff::diff_versions`;
 //! - `cli` is the binary's (`cli::run`): no stage or test imports it.
 
-// Foundations: errors, NCCL's fixed limits, units, the XML reader, the SVG plotter.
+// Foundations: errors, NCCL's fixed limits, file input/output, units, the XML reader, the SVG plotter.
 pub mod error;
 pub mod limits;
+pub mod fsio;
 pub mod units;
 pub mod xml;
 pub mod plot;

@@ -482,11 +482,12 @@ pub fn hostname() -> String {
 }
 
 // ---------------------------------------------------------------------------
-// Stopping a measurement: Ctrl-C (SIGINT) or SIGTERM, and the child process being waited on.
+// Stopping a measurement: Ctrl-C (SIGINT), SIGTERM or SIGHUP (a dropped ssh connection), and the child process
+// being waited on.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
-/// Set by the first SIGINT/SIGTERM: finish the current size, keep what was measured, stop.
+/// Set by the first SIGINT/SIGTERM/SIGHUP: finish the current size, keep what was measured, stop.
 static STOP_REQUESTED: AtomicBool = AtomicBool::new(false);
 /// The signal that asked (0: none).
 static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
@@ -511,6 +512,7 @@ pub fn signal_name(signal: i32) -> String {
     match signal {
         libc::SIGINT => "SIGINT (Ctrl-C)".into(),
         libc::SIGTERM => "SIGTERM".into(),
+        libc::SIGHUP => "SIGHUP (terminal or ssh connection closed)".into(),
         n => format!("signal {n}"),
     }
 }
@@ -543,11 +545,12 @@ extern "C" fn on_stop_signal(signal: libc::c_int) {
     }
 }
 
-/// Install the SIGINT/SIGTERM handler of a measurement: the first signal sets a flag the loops
-/// read between sizes, the second kills the running child and exits with 128 + the signal.
+/// Install the SIGINT/SIGTERM/SIGHUP handler of a measurement: the first signal sets a flag the loops
+/// read between sizes, the second kills the running child and exits with 128 + the signal. SIGHUP (the
+/// terminal or ssh connection went away) would otherwise kill planner before it marks its result file.
 pub fn install_stop_handler() {
     let handler = on_stop_signal as extern "C" fn(libc::c_int);
-    for signal in [libc::SIGINT, libc::SIGTERM] {
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: the handler only touches atomics and calls async-signal-safe functions
         // (write, kill, _exit); installing it has no other effect on memory.
         unsafe {

@@ -148,6 +148,10 @@ pub fn calibrate(
     if request.files.is_empty() {
         return Err(Error::bad_input("calibrate: give at least one input file"));
     }
+    // A path that cannot be written is refused before the fit, not after it.
+    for path in request.out.iter().chain(&request.plot) {
+        crate::fsio::check_output_path(path)?;
+    }
     let mut inputs = Vec::with_capacity(request.files.len());
     for path in &request.files {
         let m = read_file(path, &request.read)?;
@@ -187,8 +191,7 @@ pub fn calibrate(
     };
     if let Some(path) = &request.plot {
         let svg = super::plot::render_svg(&calibration, &inputs)?;
-        std::fs::write(path, svg)
-            .map_err(|e| Error::runtime(format!("{path}: cannot write the plot: {e}")))?;
+        crate::fsio::write_output(path, svg.as_bytes())?;
         progress(&format!("wrote {path}"));
     }
     if let Some(path) = &request.out {

@@ -298,8 +298,7 @@ impl Calibration {
     }
 
     pub fn save(&self, path: &str) -> Result<()> {
-        std::fs::write(path, self.to_json()? + "\n")
-            .map_err(|e| Error::runtime(format!("{path}: cannot write the calibration: {e}")))
+        crate::fsio::write_output(path, (self.to_json()? + "\n").as_bytes())
     }
 }
 

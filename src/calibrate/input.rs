@@ -717,16 +717,34 @@ fn read_nccl_tests_json(text: &str, source: &str, options: &ReadOptions) -> Resu
         .and_then(|v| v.as_u64())
         .map(nccl_version_of_code);
     let config = value.get("config");
-    let per_process = config
-        .and_then(|c| Some(c.get("nthreads")?.as_u64()? * c.get("ngpus")?.as_u64()?))
-        .map(|n| n as usize);
     let devices: Vec<&serde_json::Value> = config
         .and_then(|c| c.get("devices"))
         .and_then(|d| d.as_array())
         .map(|d| d.iter().collect())
         .unwrap_or_default();
-    // nccl-tests lists one device per process (the first of its GPUs).
-    out.machine.gpu_count = per_process.map(|n| n * devices.len().max(1));
+    // nccl-tests lists one device per process (the first of its GPUs). Untrusted counts, as in the text reader:
+    // nthreads x ngpus x devices is checked against the rank limit, not overflowed.
+    let counts =
+        config.and_then(|c| Some((c.get("nthreads")?.as_u64()?, c.get("ngpus")?.as_u64()?)));
+    out.machine.gpu_count = match counts {
+        None => None,
+        Some((threads, gpus)) => {
+            let processes = devices.len().max(1) as u64;
+            let max = crate::limits::MAX_RANKS;
+            match threads
+                .checked_mul(gpus)
+                .and_then(|n| n.checked_mul(processes))
+                .filter(|n| *n <= max as u64)
+            {
+                Some(n) => Some(n as usize),
+                None => {
+                    return Err(Error::bad_input(format!(
+                        "{source}: config nthreads {threads} x ngpus {gpus} x {processes} devices is more than planner's limit of {max} ranks"
+                    )))
+                }
+            }
+        }
+    };
     for d in &devices {
         if let Some(name) = d.get("device_info").and_then(|v| v.as_str()) {
             out.machine.gpus.push(name.to_string());
@@ -868,7 +886,15 @@ fn read_inspector(text: &str, source: &str, options: &ReadOptions) -> Result<Mea
         let msg = uint(perf.get("coll_msg_size_bytes"), "coll_msg_size_bytes")?;
         // AG/RS report one rank's share (inspector.cc:1363-1369 of v2.28.3-1
         // multiply it by nranks for the bandwidth); the model counts all of it.
-        let bytes = if coll.is_ag_rs() { msg * n_ranks } else { msg };
+        let bytes = if coll.is_ag_rs() {
+            msg.checked_mul(n_ranks).ok_or_else(|| {
+                bad(&format!(
+                    "coll_msg_size_bytes {msg} x n_ranks {n_ranks} overflows a byte count"
+                ))
+            })?
+        } else {
+            msg
+        };
         let time_us = perf
             .get("coll_exec_time_us")
             .and_then(|t| t.as_f64())

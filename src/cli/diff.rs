@@ -88,8 +88,7 @@ pub fn run(args: DiffArgs) -> Result<()> {
             let d = diff_runs(&ra, a, &rb, b)?;
             if let Some(path) = &args.plot {
                 let svg = out::runs_svg(&d)?;
-                std::fs::write(path, svg)
-                    .map_err(|e| Error::bad_input(format!("{path}: cannot write: {e}")))?;
+                crate::fsio::write_output(path, svg.as_bytes())?;
                 eprintln!("planner: wrote {path}");
             }
             if args.json {

@@ -239,8 +239,7 @@ fn run_explain(args: ExplainArgs, stderr_lines: &mut Vec<String>) -> Result<()> 
             None => parse_size_range("8..4G")?,
         };
         let svg = out::plot_svg(&model, coll, &sizes, args.ops)?;
-        std::fs::write(path, svg)
-            .map_err(|e| Error::bad_input(format!("{path}: cannot write: {e}")))?;
+        crate::fsio::write_output(path, svg.as_bytes())?;
         eprintln!("planner: wrote {path}");
         if calibration.is_some() {
             eprintln!(

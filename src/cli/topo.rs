@@ -71,13 +71,7 @@ fn write_out(
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<()> {
     match output {
-        Some(path) => std::fs::File::create(path)
-            .and_then(|file| {
-                let mut w = BufWriter::new(file);
-                write(&mut w)?;
-                w.flush()
-            })
-            .map_err(|e| Error::bad_input(format!("{path}: cannot write: {e}"))),
+        Some(path) => crate::fsio::write_output_with(path, write),
         None => {
             let mut w = BufWriter::new(std::io::stdout().lock());
             // A closed pipe (`planner topo | head`) is not an error worth a message.

@@ -81,15 +81,17 @@ pub fn run(args: TuneArgs) -> Result<()> {
         eprintln!("planner: {note}");
     }
     let text = match args.format {
-        PlanFormat::Json => tuned
-            .plan
-            .to_json()
-            .map_err(|e| Error::runtime(format!("cannot write the plan: {e}")))?,
+        // The plan is made from the input: one the plugin could not read (too many bands) is that input's fault.
+        PlanFormat::Json => tuned.plan.to_json().map_err(|e| {
+            Error::bad_input(format!(
+                "{}: the plan made from it cannot be written: {e}",
+                request.input.path()
+            ))
+        })?,
         PlanFormat::NcclCsv => tuned.plan.to_nccl_csv(),
     };
     let out = args.out.as_deref().unwrap_or("plan.json");
-    std::fs::write(out, text)
-        .map_err(|e| Error::runtime(format!("{out}: cannot write the plan: {e}")))?;
+    crate::fsio::write_output(out, text.as_bytes())?;
     if args.json {
         println!("{}", pretty(render::tuned_json(&tuned))?);
     } else {

@@ -207,13 +207,10 @@ fn output(
 ) -> Result<()> {
     let scored = score::score(run, predictor);
     if let Some(path) = &args.csv {
-        // A path the user named that cannot be written is bad input (exit 2), as for `topo -o`.
-        std::fs::write(path, report::render_csv(&scored))
-            .map_err(|e| Error::bad_input(format!("{path}: cannot write: {e}")))?;
+        crate::fsio::write_output(path, report::render_csv(&scored).as_bytes())?;
     }
     if let Some(path) = &args.plot {
-        std::fs::write(path, report::render_svg(run, &scored)?)
-            .map_err(|e| Error::bad_input(format!("{path}: cannot write: {e}")))?;
+        crate::fsio::write_output(path, report::render_svg(run, &scored)?.as_bytes())?;
     }
     if args.json {
         println!("{}", report::render_json_compared(run, &scored, stock)?);
@@ -246,6 +243,10 @@ pub fn run(args: VerifyArgs) -> Result<()> {
         return output(&run, predictor.as_ref(), None, &args);
     }
     let request = request_from(&args)?;
+    // Written after the run: a path that cannot be written is refused before it.
+    for path in args.csv.iter().chain(&args.plot) {
+        crate::fsio::check_output_path(path)?;
+    }
     // The hidden fake backend (PLANNER_FAKE_BACKEND=1, CPU-only tests) drives GPUs that are not there.
     if crate::measure::FakeBackend::from_env()?.is_none() {
         super::require_gpu("verify")?;

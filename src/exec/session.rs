@@ -145,7 +145,11 @@ fn shapes(
 
 /// The runtime error for a report with wrong elements, if any.
 pub fn wrong_elements(report: &RunReport) -> Option<Error> {
-    let wrong: u64 = report.results.iter().map(|r| r.wrong).sum();
+    let wrong = report
+        .results
+        .iter()
+        .map(|r| r.wrong)
+        .fold(0u64, u64::saturating_add);
     if wrong == 0 {
         return None;
     }

@@ -74,7 +74,11 @@ pub fn table(report: &RunReport) -> String {
     }
     out.push_str(&t.to_string());
     out.push('\n');
-    let wrong: u64 = report.results.iter().map(|r| r.wrong).sum();
+    let wrong = report
+        .results
+        .iter()
+        .map(|r| r.wrong)
+        .fold(0u64, u64::saturating_add);
     out.push_str(&format!(
         "# Out of bounds values : {wrong} {}\n",
         if wrong == 0 { "OK" } else { "FAILED" }

@@ -359,8 +359,10 @@ impl<'a> XmlFacts<'a> {
                         .map(|l| {
                             (
                                 l.attr("target").unwrap_or("").to_ascii_lowercase(),
+                                // As the topology builds it (and NCCL, strtol base 0): "0x12" is 18.
                                 l.attr("count")
-                                    .and_then(|c| c.trim().parse::<u32>().ok())
+                                    .and_then(crate::xml::parse_int)
+                                    .and_then(|c| u32::try_from(c).ok())
                                     .unwrap_or(0),
                                 l.attr("tclass").unwrap_or("").to_ascii_lowercase(),
                             )

@@ -290,7 +290,7 @@ pub fn parse_graphs(root: &XmlNode, sys: &SearchSystem, source: &str) -> Result<
                         gpus.push(rank);
                     }
                     "net" => {
-                        if sys.inter && sys.net_index_of_id(dev).is_none() {
+                        if sys.net_index_of_id(dev).is_none() {
                             return Err(Error::bad_input(format!(
                                 "{source}:{}: <net dev=\"{dev_text}\">: no such NET in the topology",
                                 sub.line

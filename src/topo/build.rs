@@ -606,6 +606,18 @@ impl<'a> Builder<'a> {
             .ok_or_else(|| self.bad(xml, "missing the attribute 'tclass'"))?;
         let sm = self.graph[gpu].gpu().map(|g| g.sm).unwrap_or(0);
         let bw = count as f32 * nvlink_bw(sm);
+        // A link to the GPU's own bus id is no link (a GPU "peer" at itself, or a GPU at the NVSwitch's address):
+        // NCCL would connect the GPU to itself and count bandwidth that is not there.
+        if let (Some(target), Some(own)) = (xml.attr("target"), parent_busid) {
+            if !target.trim().is_empty() && bus_id_to_u64(target) == bus_id_to_u64(own) {
+                let what = if tclass.starts_with("0x03") {
+                    "an NVLink from the GPU to itself"
+                } else {
+                    "the GPU has the bus id of the device its NVLinks go to (the NVSwitch's)"
+                };
+                return Err(self.bad(xml, format!("target=\"{target}\": {what}")));
+            }
+        }
         let remote = if tclass.starts_with("0x03") {
             let target = xml
                 .attr("target")
@@ -1029,6 +1041,37 @@ mod tests {
             let err = from_xml(&root, "capture.xml").unwrap_err();
             assert_eq!(err.exit_code(), 2, "{err}");
             assert!(err.to_string().contains(expected), "{err} lacks {expected}");
+        }
+    }
+
+    #[test]
+    fn a_gpu_linked_to_its_own_bus_id_is_refused() {
+        let capture = include_str!("../../tests/golden/h200x2-nvswitch-vm/topo.xml");
+        assert!(from_xml(&xml::parse(capture, "t.xml").unwrap(), "t.xml").is_ok());
+        let first_gpu_bus = "0000:00:06.0";
+        assert!(capture.contains(first_gpu_bus));
+        let cases = [
+            // GPU 0's NVLinks go to a GPU at its own bus id.
+            (
+                capture.replacen(
+                    "target=\"fffffff:ff:ff.0\" count=\"18\" tclass=\"0x068000\"",
+                    &format!("target=\"{first_gpu_bus}\" count=\"18\" tclass=\"0x030200\""),
+                    1,
+                ),
+                "an NVLink from the GPU to itself",
+            ),
+            // GPU 0 sits at the NVSwitch's bus id.
+            (
+                capture.replacen(first_gpu_bus, "fffffff:ff:ff.0", 1),
+                "the NVSwitch's",
+            ),
+        ];
+        for (text, says) in cases {
+            assert_ne!(text, capture);
+            let err = from_xml(&xml::parse(&text, "t.xml").unwrap(), "t.xml").unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{err}");
+            assert!(err.to_string().contains(says), "{err}");
+            assert!(err.to_string().contains("t.xml:"), "{err}");
         }
     }
 }

@@ -100,6 +100,15 @@ pub enum TuneInput {
     Calibration(String),
 }
 
+impl TuneInput {
+    /// The file the plan is made from.
+    pub fn path(&self) -> &str {
+        match self {
+            TuneInput::Verify(path) | TuneInput::Calibration(path) => path,
+        }
+    }
+}
+
 /// Everything `planner tune` needs to make a plan.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TuneRequest {

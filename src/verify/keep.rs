@@ -101,20 +101,9 @@ pub fn close_run(run: &mut VerifyRun, gaps: &Gaps) {
     run.complete = run.stopped.is_none();
 }
 
-/// Write `text` to `path` through `path.tmp` and a rename (atomic on one file system).
+/// Write `text` to `path` atomically (`fsio::write_output`: an exclusive temporary file beside it and a rename).
 pub fn write_atomically(path: &str, text: &str) -> Result<()> {
-    use std::io::Write;
-    let tmp = format!("{path}.tmp");
-    let write = || -> std::io::Result<()> {
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(text.as_bytes())?;
-        file.sync_data()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::runtime(format!("{path}: cannot write the result file: {e}"))
-    })
+    crate::fsio::write_output(path, text.as_bytes())
 }
 
 /// The progress of a run that also keeps its result file up to date: rows are appended as each
@@ -226,6 +215,14 @@ pub fn incomplete_line(run: &VerifyRun) -> Option<String> {
             .collect::<Vec<_>>()
             .join(", ")
     };
+    if !present.is_empty() && present.len() == run.options.sizes.len() {
+        // Rows are written job by job (one pair over all its sizes): that every size has rows says nothing of the
+        // jobs that never started, so an incomplete file never says "sizes measured: N of N".
+        return Some(format!(
+            "incomplete run ({why}); every size has rows, but the run stopped before its end: the pairs or \
+             backends that had not finished are missing"
+        ));
+    }
     Some(format!(
         "incomplete run ({why}); sizes measured: {} of {}: {list}",
         present.len(),

@@ -303,18 +303,77 @@ impl VerifyRun {
         }
         let mut run: VerifyRun = serde_json::from_value(value)
             .map_err(|e| Error::bad_input(format!("{source}: bad result file: {e}")))?;
-        for (i, row) in run.rows.iter_mut().enumerate() {
-            if row.times_us.iter().any(|t| !t.is_finite() || *t < 0.0) {
-                return Err(Error::bad_input(format!(
-                    "{source}: row {i} ({} {} {} B) has a negative or non-finite time",
-                    row.backend,
-                    row.pair_label(),
-                    row.bytes
-                )));
-            }
+        run.check(source)?;
+        for row in &mut run.rows {
             row.derive_stats();
         }
         Ok(run)
+    }
+
+    /// The file against its own header and against physics, naming the row: a world of at least one rank, sizes
+    /// of 1 B to 1 TiB, times that are positive normal numbers (0, subnormal, negative, inf and NaN are no
+    /// measurement), one row per (backend, pair, size), and a topology that matches its recorded hash.
+    /// Linear in the rows (the duplicate check is a hash set).
+    fn check(&self, source: &str) -> Result<()> {
+        let m = &self.machine;
+        if m.world_size == 0 {
+            return Err(Error::bad_input(format!(
+                "{source}: machine.world_size is 0: a run has at least one rank"
+            )));
+        }
+        if !m.gpus.is_empty() && m.gpus.len() != m.world_size {
+            return Err(Error::bad_input(format!(
+                "{source}: machine.world_size {} but {} GPUs listed",
+                m.world_size,
+                m.gpus.len()
+            )));
+        }
+        if !m.topology_hash.is_empty() {
+            let dumps = [m.topology_xml.as_ref(), m.nccl_topology_xml.as_ref()];
+            let hashes: Vec<String> = dumps
+                .iter()
+                .flatten()
+                .map(|x| format!("{:016x}", fnv1a64(x.as_bytes())))
+                .collect();
+            if !hashes.is_empty() && !hashes.contains(&m.topology_hash.to_ascii_lowercase()) {
+                return Err(Error::bad_input(format!(
+                    "{source}: machine.topology_hash {} is not the hash of the topology the file holds ({})",
+                    crate::fsio::printable(&m.topology_hash),
+                    hashes.join(" / ")
+                )));
+            }
+        }
+        let mut seen = std::collections::HashSet::with_capacity(self.rows.len());
+        for (i, row) in self.rows.iter().enumerate() {
+            let label = || {
+                format!(
+                    "{source}: row {i} ({} {} {} B)",
+                    row.backend,
+                    row.pair_label(),
+                    row.bytes
+                )
+            };
+            if row.bytes == 0 || row.bytes > crate::units::MAX_SIZE {
+                return Err(Error::bad_input(format!(
+                    "{}: the size must be 1 B to 1 TiB",
+                    label()
+                )));
+            }
+            if let Some(t) = row.times_us.iter().find(|t| !(t.is_normal() && **t > 0.0)) {
+                return Err(Error::bad_input(format!(
+                    "{}: has a negative or non-finite time, or one of 0 or below 2.2e-308: {} µs",
+                    label(),
+                    crate::limits::short_number(*t)
+                )));
+            }
+            if !seen.insert((row.backend, row.pair, row.tuned, row.bytes)) {
+                return Err(Error::bad_input(format!(
+                    "{}: a second row for the same backend, pair and size",
+                    label()
+                )));
+            }
+        }
+        Ok(())
     }
 
     pub fn load(path: &str) -> Result<VerifyRun> {

@@ -156,7 +156,7 @@ impl NativeBackend for NativeExec {
                 };
                 match executor.run(&plan, &opts) {
                     Ok(result) => {
-                        wrong += result.wrong;
+                        wrong = wrong.saturating_add(result.wrong);
                         let slowest = result.gpu_time_us.iter().copied().fold(0.0, f64::max);
                         row.times_us.push(slowest);
                     }

@@ -474,7 +474,11 @@ pub fn score(run: &VerifyRun, predictor: &dyn Predictor) -> Scored {
             rows_ok: count(RowStatus::Ok),
             rows_unavailable: count(RowStatus::Unavailable),
             rows_failed: count(RowStatus::Failed),
-            wrong: mine.iter().filter_map(|r| r.row.wrong).sum(),
+            // Counts from a file: saturating, so two huge counts never wrap to "#wrong 0".
+            wrong: mine
+                .iter()
+                .filter_map(|r| r.row.wrong)
+                .fold(0u64, u64::saturating_add),
         });
     }
 

@@ -55,6 +55,8 @@ pub fn measure(
         Some(p) => p.to_string(),
         None => run::default_result_path().to_string_lossy().into_owned(),
     };
+    // Refused before anything runs: a FIFO, device or directory at `--out`, or a missing directory.
+    crate::fsio::check_output_path(&path)?;
     let keeping = Keeping::new(progress, &path);
     crate::measure::install_stop_handler();
     let measured = match LauncherEnv::from_env()? {

@@ -741,9 +741,9 @@ fn calibrate_bad_inputs_exit_2_naming_file_and_line() {
     );
     // no file at all: clap's usage error, exit 2
     assert_eq!(run(&["calibrate"]).status.code(), Some(2));
-    // an output that cannot be written is a runtime error
+    // an output in a missing directory is bad input, as from every command (a full disk would be exit 1)
     let out = run(&["calibrate", &repo(FINAL), "-o", "/nonexistent/dir/cal.json"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
 
 #[test]

@@ -413,7 +413,8 @@ fn the_channel_search_at_256_gpus_fits_its_stack() {
 
 #[test]
 fn endless_and_huge_input_files_are_refused_at_the_size_limit() {
-    // /dev/zero read forever; a sparse 65 MiB file is refused from its size without reading it.
+    // A sparse 65 MiB file is refused from its size without reading it; /dev/zero (read forever before the cap)
+    // and a FIFO without a writer (its open blocked forever) are refused as not regular files, at once.
     let huge = scratch("huge.xml", b"");
     std::fs::File::options()
         .write(true)
@@ -422,16 +423,40 @@ fn endless_and_huge_input_files_are_refused_at_the_size_limit() {
         .set_len((64 << 20) + 1)
         .unwrap();
     let huge = huge.to_str().unwrap().to_string();
-    for file in ["/dev/zero", huge.as_str()] {
-        let topo = golden("topo.xml");
+    let fifo = scratch("fifo-dir-marker", b"").with_file_name("input.fifo");
+    let _ = std::fs::remove_file(&fifo);
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path in the test's own directory; mkfifo only creates an entry.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let fifo = fifo.to_str().unwrap().to_string();
+    let topo = golden("topo.xml");
+    let log = golden("nccl-init-rank0.log");
+    for (file, says) in [
+        (huge.as_str(), "64 MiB input file limit"),
+        ("/dev/zero", "is a character device, not a regular file"),
+        (fifo.as_str(), "is a FIFO, not a regular file"),
+    ] {
         for args in [
             vec!["topo", "--topo", file],
             vec!["channels", "--topo", &topo, "--graph", file],
             vec!["audit", file, "--topo", &topo],
+            vec!["audit", &log, "--topo", &topo, "--graph", file],
             vec!["explain", "--fixture", "hgx-h200-8", "--tuning-table", file],
+            vec!["explain", "--fixture", "hgx-h200-8", "--calibration", file],
             vec!["verify", "--load", file],
+            vec!["calibrate", file],
+            vec!["tune", "--show", file],
+            vec!["tune", "--from", file, "-o", "/nonexistent-dir/plan.json"],
+            vec![
+                "tune",
+                "--calibration",
+                file,
+                "-o",
+                "/nonexistent-dir/plan.json",
+            ],
+            vec!["diff", file, file],
         ] {
-            refused(&args, &[file, "64 MiB input file limit"]);
+            refused(&args, &[file, says]);
         }
     }
 }
@@ -573,7 +598,7 @@ fn a_bad_graph_file_under_audit_is_bad_input() {
     );
     refused(
         &["audit", &log, "--topo", &topo, "--graph", "/dev/zero"],
-        &["/dev/zero", "64 MiB input file limit"],
+        &["/dev/zero", "not a regular file"],
     );
     // The committed graph dump still audits.
     let graph = golden("graph.xml");
@@ -625,6 +650,18 @@ fn verify_plots_skip_rows_a_log_axis_cannot_hold() {
     for (name, edit) in cases {
         let f = result_file_with(name, edit);
         let _ = std::fs::remove_file(&svg);
+        if name == "plot-zero-bytes.json" {
+            // A row of 0 bytes is no measurement: the file is refused where it is read, naming the row.
+            let args = [
+                "verify",
+                "--load",
+                f.to_str().unwrap(),
+                "--plot",
+                svg.to_str().unwrap(),
+            ];
+            refused(&args, &["row 0", "the size must be 1 B to 1 TiB"]);
+            continue;
+        }
         let (code, err, took) = run(&[
             "verify",
             "--load",
@@ -650,7 +687,7 @@ fn tuner_plans_are_read_with_the_input_file_cap() {
             "--tuner-plugin",
             "/dev/null",
         ],
-        &["--tuner /dev/zero", "64 MiB input file limit"],
+        &["--tuner /dev/zero", "not a regular file"],
     );
     refused(
         &[
@@ -660,11 +697,11 @@ fn tuner_plans_are_read_with_the_input_file_cap() {
             "--out",
             "/nonexistent-dir/plan.json",
         ],
-        &["/dev/zero", "64 MiB input file limit"],
+        &["/dev/zero", "not a regular file"],
     );
     refused(
         &["tune", "--show", "/dev/zero"],
-        &["/dev/zero", "64 MiB input file limit"],
+        &["/dev/zero", "not a regular file"],
     );
 }
 
@@ -1001,4 +1038,106 @@ fn fuzz_campaign_findings_stay_fixed() {
         let (code, err, _) = run(&["channels", "--topo", f.to_str().unwrap()]);
         assert!(code == 0 || code == 2, "exit {code}: {err}");
     }
+}
+
+#[test]
+fn every_writer_refuses_what_is_not_a_regular_file_and_writes_through_links() {
+    // `verify --out` renamed OUT.tmp over OUT, so it replaced device nodes, FIFOs and symlinks; the other writers
+    // opened the path (blocking on a FIFO) and gave exit 1 or 2 for the same missing directory.
+    let results = format!(
+        "{}/bench/results/verify-h200x2-both-eager.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let dir = scratch("writers-marker", b"").with_file_name("writers");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("real")).unwrap();
+    let fifo = dir.join("out.fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path in the test's own directory; mkfifo only creates an entry.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let writers: Vec<(&str, Vec<&str>)> = vec![
+        (
+            "topo.xml",
+            vec!["topo", "--fixture", "hgx-h200-8", "--xml", "-o"],
+        ),
+        (
+            "plot.svg",
+            vec!["explain", "--fixture", "hgx-h200-8", "--plot"],
+        ),
+        ("rows.csv", vec!["verify", "--load", &results, "--csv"]),
+        ("rows.svg", vec!["verify", "--load", &results, "--plot"]),
+        ("plan.json", vec!["tune", "--from", &results, "-o"]),
+        ("cal.json", vec!["calibrate", &results, "-o"]),
+        ("diff.svg", vec!["diff", &results, &results, "--plot"]),
+    ];
+    for (name, args) in &writers {
+        let with = |path: &str| {
+            let mut a = args.clone();
+            a.push(path);
+            a.into_iter().map(String::from).collect::<Vec<_>>()
+        };
+        let refs = |v: &[String]| v.iter().map(String::as_str).collect::<Vec<_>>().join(" ");
+        // A FIFO: refused at once (exit 2, naming it) and left a FIFO.
+        let a = with(fifo.to_str().unwrap());
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        refused(&a, &[fifo.to_str().unwrap(), "a FIFO, not a regular file"]);
+        use std::os::unix::fs::FileTypeExt;
+        assert!(std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo());
+        // A missing directory: bad input, 2, from every command.
+        let missing = dir.join("no-such-dir").join(name);
+        let a = with(missing.to_str().unwrap());
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        refused(&a, &["does not exist"]);
+        // A symlink: its target is written, the link stays.
+        let target = dir.join("real").join(name);
+        let link = dir.join(name);
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let a = with(link.to_str().unwrap());
+        let out = planner().args(&a).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            refs(&a),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert!(std::fs::metadata(&target).unwrap().len() > 0, "{name}");
+    }
+    // No temporary file is left anywhere.
+    for sub in [dir.clone(), dir.join("real")] {
+        for entry in std::fs::read_dir(&sub).unwrap() {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            assert!(!name.ends_with(".tmp"), "{name} left in {}", sub.display());
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_graph_naming_a_net_the_topology_lacks_is_refused() {
+    // Checked only across nodes before: on one node a graph could name any NET.
+    let graph = std::fs::read_to_string(golden("graph.xml")).unwrap();
+    let with_net = graph.replacen(
+        "<channel>\n      <gpu dev=\"0\"/>",
+        "<channel>\n      <net dev=\"0x7\"/>\n      <gpu dev=\"0\"/>",
+        1,
+    );
+    assert_ne!(with_net, graph);
+    let path = scratch("graph-unknown-net.xml", with_net.as_bytes());
+    refused(
+        &[
+            "channels",
+            "--topo",
+            &golden("topo.xml"),
+            "--graph",
+            path.to_str().unwrap(),
+        ],
+        &["graph-unknown-net.xml:", "<net dev=\"0x7\">: no such NET"],
+    );
 }

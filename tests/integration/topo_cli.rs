@@ -346,3 +346,19 @@ fn unwritable_output_file_is_bad_input() {
     ]);
     assert!(line.contains("/nonexistent-dir/x.xml"), "{line}");
 }
+
+#[test]
+fn the_matrix_reads_hex_nvlink_counts_as_the_paths_and_nccl_do() {
+    // NCCL reads `count` with strtol base 0: "0x12" is 18. The path table did; the matrix showed no NVLink.
+    let text = std::fs::read_to_string(crate::common::golden("topo.xml")).unwrap();
+    assert!(text.contains("count=\"18\""));
+    let hex = scratch(
+        "hex-nvlink-count.xml",
+        &text.replace("count=\"18\"", "count=\"0x12\""),
+    );
+    let decimal = stdout_of(&["topo", "--topo", &crate::common::golden("topo.xml")]);
+    let from_hex = stdout_of(&["topo", "--topo", hex.to_str().unwrap()]);
+    let body = |s: &str| s.lines().skip(1).collect::<Vec<_>>().join("\n");
+    assert!(decimal.contains("NV18"), "{decimal}");
+    assert_eq!(body(&from_hex), body(&decimal));
+}

@@ -379,6 +379,51 @@ fn a_partial_file_round_trips_with_its_reason() {
 }
 
 #[test]
+fn an_interrupted_file_never_says_every_size_was_measured() {
+    use planner::verify::keep::{incomplete_line, StopReason, Stopped};
+    let mut run = crate::verify_data::recorded_run();
+    run.complete = false;
+    run.stopped = Some(Stopped {
+        reason: StopReason::Interrupted,
+        detail: "SIGHUP (terminal or ssh connection closed)".into(),
+    });
+    // Every size has rows, but the run stopped: it does not say "3 of 3".
+    let line = incomplete_line(&run).unwrap();
+    assert!(!line.contains("3 of 3"), "{line}");
+    assert!(line.contains("stopped before its end"), "{line}");
+    // Only the sizes that have an ok row count when some are missing.
+    run.rows.retain(|r| r.bytes != 64 * crate::verify_data::MIB);
+    let line = incomplete_line(&run).unwrap();
+    assert!(
+        line.ends_with("sizes measured: 2 of 3: 1 KiB, 1 MiB"),
+        "{line}"
+    );
+}
+
+#[test]
+fn sighup_a_dropped_ssh_connection_stops_like_sigterm() {
+    let d = dir("sighup");
+    let out = d.join("run.json");
+    let mut child = fake_verify(&out, "1K..1M", 100, None).spawn().unwrap();
+    wait_rows(&out, 2, &mut child);
+    signal(&child, libc::SIGHUP);
+    let (code, err) = wait_exit(&mut child, Duration::from_secs(30));
+    assert_eq!(code, Some(128 + libc::SIGHUP), "{err}");
+    let file = read(&out).unwrap();
+    assert_eq!(file["complete"], false);
+    assert_eq!(file["stopped"]["reason"], "interrupted");
+    assert!(
+        file["stopped"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("SIGHUP"),
+        "{}",
+        file["stopped"]
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
 fn sigterm_stops_the_same_way_with_143() {
     let d = dir("sigterm");
     let out = d.join("run.json");

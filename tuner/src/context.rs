@@ -12,7 +12,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::abi::{NcclDebugLogger, NCCL_ALL, NCCL_INIT, NCCL_LOG_INFO, NCCL_LOG_WARN, NCCL_TUNING};
-use crate::plan::{parse_nccl_version, Coll, Pick, Plan, ShapeIndex};
+use crate::plan::{parse_nccl_version, printable, Coll, Pick, Plan, ShapeIndex};
 
 /// The environment variable naming the plan file.
 pub const PLAN_ENV: &str = "PLANNER_TUNER_PLAN";
@@ -323,8 +323,23 @@ pub fn nccl_prints_tuning_info(nccl_debug: Option<&str>, nccl_debug_subsys: Opti
     names_tuning != invert
 }
 
+/// The plan's text. NCCL calls `init` while it creates a communicator, so this must never block: the file is
+/// opened with `O_NONBLOCK` (a FIFO without a writer would otherwise hang the open, and NCCL with it) and must be a
+/// regular file (a FIFO, socket or device has no bounded read).
 fn read_plan_file(path: &Path) -> Result<String, String> {
-    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| e.to_string())?;
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a regular file".to_string());
+    }
+    if meta.len() > MAX_PLAN_BYTES {
+        return Err(format!("larger than {MAX_PLAN_BYTES} bytes"));
+    }
     let mut bytes = Vec::new();
     file.take(MAX_PLAN_BYTES + 1)
         .read_to_end(&mut bytes)
@@ -406,7 +421,9 @@ fn emit(logger: NcclDebugLogger, level: c_int, flags: c_ulong, line: u32, messag
     let Some(log) = logger else {
         return;
     };
-    let Ok(text) = CString::new(message.replace('\0', "?")) else {
+    // One message is one log line: a newline or escape sequence from the plan (its path, provenance, an error
+    // quoting it) could otherwise forge a line `planner audit` reads, or drive the terminal.
+    let Ok(text) = CString::new(printable(message)) else {
         return;
     };
     let file: *const c_char = c"planner_tuner".as_ptr();

@@ -163,6 +163,21 @@ impl Proto {
     }
 }
 
+/// Whether NCCL has a kernel for `algorithm`/`protocol` of `coll` (`src/device/generate.py` at v2.28: AllGather and
+/// ReduceScatter run Ring, CollNetDirect, NVLS and PAT; AllReduce everything but PAT; Broadcast and Reduce only
+/// Ring; LL and LL128 only with Ring and Tree). NCCL never runs any other pair, so a rule naming one is refused.
+pub fn nccl_runs(coll: Coll, algorithm: Algo, protocol: Proto) -> bool {
+    let algorithm_ok = match coll {
+        Coll::Broadcast | Coll::Reduce => algorithm == Algo::Ring,
+        Coll::AllGather | Coll::ReduceScatter => matches!(
+            algorithm,
+            Algo::Ring | Algo::CollNetDirect | Algo::Nvls | Algo::Pat
+        ),
+        Coll::AllReduce => algorithm != Algo::Pat,
+    };
+    algorithm_ok && (protocol == Proto::Simple || matches!(algorithm, Algo::Ring | Algo::Tree))
+}
+
 /// What the plan was made from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -311,7 +326,7 @@ impl Plan {
 
     /// Parses and validates a plan. Never panics, whatever the input (see `tests/plan_format.rs`).
     pub fn from_json(text: &str) -> Result<Plan, PlanError> {
-        let value: Value = serde_json::from_str(text).map_err(|e| {
+        let value: Value = strict_json(text).map_err(|e| {
             let (line, column) = (e.line(), e.column());
             let full = e.to_string();
             let suffix = format!(" at line {line} column {column}");
@@ -452,15 +467,26 @@ impl Plan {
         Ok(())
     }
 
-    /// The plan as pretty JSON (validated first, so the plugin can always read what this writes).
+    /// The plan as pretty JSON (validated first, and refused above the plugin's `MAX_PLAN_BYTES`, so the plugin
+    /// can always read what this writes).
     pub fn to_json(&self) -> Result<String, PlanError> {
         self.validate()?;
-        serde_json::to_string_pretty(self)
-            .map(|mut s| {
-                s.push('\n');
-                s
-            })
-            .map_err(|e| PlanError::invalid("plan", e.to_string()))
+        let mut text = serde_json::to_string_pretty(self)
+            .map_err(|e| PlanError::invalid("plan", e.to_string()))?;
+        text.push('\n');
+        let limit = crate::context::MAX_PLAN_BYTES;
+        if text.len() as u64 > limit {
+            return Err(PlanError::invalid(
+                "plan",
+                format!(
+                    "{} rules make {} bytes, more than the plugin reads ({} MiB): it would keep NCCL's choices",
+                    self.rules.len(),
+                    text.len(),
+                    limit >> 20
+                ),
+            ));
+        }
+        Ok(text)
     }
 
     /// The rule for one call: `coll_index` is the `ncclFunc_t` value NCCL passes (not a tuned collective -> None).
@@ -534,16 +560,16 @@ impl Plan {
         out.push_str(" from ");
         out.push_str(self.provenance.source_kind.name());
         out.push(' ');
-        out.push_str(&sanitize_line(&self.provenance.source_file));
+        out.push_str(&printable(&self.provenance.source_file));
         out.push_str(" (");
-        out.push_str(&sanitize_line(&self.provenance.machine));
+        out.push_str(&printable(&self.provenance.machine));
         out.push_str(", NCCL ");
         out.push_str(
             &self
                 .provenance
                 .nccl_version
                 .as_deref()
-                .map_or_else(|| "unknown".to_string(), sanitize_line),
+                .map_or_else(|| "unknown".to_string(), printable),
         );
         out.push_str(")\n");
         out.push_str("# collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff\n");
@@ -643,6 +669,17 @@ pub fn fnv1a64_hex(bytes: &[u8]) -> String {
 }
 
 fn validate_rule(rule: &Rule, path: &str) -> Result<(), PlanError> {
+    if !nccl_runs(rule.collective, rule.algorithm, rule.protocol) {
+        return Err(PlanError::invalid(
+            format!("{path}.protocol"),
+            format!(
+                "NCCL never runs {} {}/{} (it has no such kernel)",
+                rule.collective.nccl_name(),
+                rule.algorithm.nccl_name(),
+                rule.protocol.nccl_name()
+            ),
+        ));
+    }
     if rule.n_ranks == Some(0) {
         return Err(PlanError::invalid(
             format!("{path}.n_ranks"),
@@ -943,8 +980,90 @@ fn minus_one_or(value: Option<u32>) -> String {
 }
 
 /// Keeps a free-text field on one CSV comment line.
-fn sanitize_line(text: &str) -> String {
+/// `text` as one printable line: every control character (newline, carriage return, ESC of a terminal escape
+/// sequence, NUL, C1 controls) becomes a space, and so do the Unicode line and paragraph separators and the
+/// bidirectional overrides that make a terminal show text in another order than it is.
+pub fn printable(text: &str) -> String {
     text.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
+        .map(|c| {
+            let invisible = matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+            if c.is_control() || invisible {
+                ' '
+            } else {
+                c
+            }
+        })
         .collect()
+}
+
+/// `text` as a JSON value, refusing an object with a key twice (serde_json keeps the last, so a plan could say one
+/// thing to a reader of the file and another to the plugin).
+pub fn strict_json(text: &str) -> Result<Value, serde_json::Error> {
+    use serde::de::DeserializeSeed;
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let value = StrictValue.deserialize(&mut deserializer)?;
+    deserializer.end()?;
+    Ok(value)
+}
+
+/// Builds a `serde_json::Value` as `Value::deserialize` does, with an error at a repeated key.
+struct StrictValue;
+
+impl<'de> serde::de::DeserializeSeed<'de> for StrictValue {
+    type Value = Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for StrictValue {
+    type Value = Value;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(StrictValue)? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if out.contains_key(&key) {
+                return Err(serde::de::Error::custom(format!(
+                    "duplicate key {:?}",
+                    printable(&key)
+                )));
+            }
+            let value = map.next_value_seed(StrictValue)?;
+            out.insert(key, value);
+        }
+        Ok(Value::Object(out))
+    }
 }

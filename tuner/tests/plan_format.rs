@@ -96,7 +96,7 @@ fn sample() -> Plan {
         None,
         4096,
         8191,
-        Algo::Pat,
+        Algo::Ring,
         Proto::Ll128,
     );
     let nodes_only = rule(
@@ -105,8 +105,8 @@ fn sample() -> Plan {
         Some(2),
         0,
         4095,
-        Algo::CollNetChain,
-        Proto::Ll,
+        Algo::CollNetDirect,
+        Proto::Simple,
     );
     plan(vec![small, mid, large, any, ranks_only, nodes_only])
 }
@@ -525,8 +525,8 @@ fn nccl_csv_matches_the_example_plugin_format() {
 allreduce,0,65535,ring,ll,-1,1,2,-1,-1
 allreduce,65536,1048575,tree,simple,4,1,2,-1,-1
 allreduce,1048576,18446744073709551615,ring,simple,-1,1,2,-1,-1
-allgather,4096,8191,pat,ll128,-1,-1,8,-1,-1
-reducescatter,0,4095,collnet_chain,ll,-1,2,-1,-1,-1
+allgather,4096,8191,ring,ll128,-1,-1,8,-1,-1
+reducescatter,0,4095,collnet_direct,simple,-1,2,-1,-1,-1
 allreduce,0,18446744073709551615,nvls,simple,16,-1,-1,-1,-1
 ";
     assert_eq!(sample().to_nccl_csv(), expected);
@@ -641,4 +641,100 @@ fn helpers_match_their_definitions() {
         decision_line(9, 8, 2, 1, Decision::Unsupported("collective")),
         "planner-tuner: func9 8 bytes nRanks 2 nNodes 1 -> kept (unsupported collective)"
     );
+}
+
+#[test]
+fn a_key_given_twice_is_refused_not_read_as_the_last() {
+    let text = sample().to_json().expect("valid");
+    // The plugin would apply Tree while a reader of the file sees Ring.
+    let twice = text.replacen(
+        "\"algorithm\": \"Ring\",",
+        "\"algorithm\": \"Ring\", \"algorithm\": \"Tree\",",
+        1,
+    );
+    assert_ne!(twice, text);
+    match Plan::from_json(&twice) {
+        Err(PlanError::Syntax { message, line, .. }) => {
+            assert!(message.contains("duplicate key \"algorithm\""), "{message}");
+            assert!(line > 1);
+        }
+        other => panic!("expected a syntax error, got {other:?}"),
+    }
+    let top = text.replacen("\"version\": 1,", "\"version\": 1, \"version\": 1,", 1);
+    assert!(Plan::from_json(&top).is_err());
+    // A key repeated in different objects is fine.
+    assert!(Plan::from_json(&text).is_ok());
+}
+
+#[test]
+fn a_pair_nccl_never_runs_is_refused() {
+    use nccl_tuner_planner::plan::nccl_runs;
+    for (coll, algo, proto) in [
+        (Coll::AllReduce, Algo::Nvls, Proto::Ll),
+        (Coll::AllReduce, Algo::NvlsTree, Proto::Ll128),
+        (Coll::AllReduce, Algo::CollNetDirect, Proto::Ll),
+        (Coll::AllReduce, Algo::Pat, Proto::Simple),
+        (Coll::AllGather, Algo::Pat, Proto::Ll128),
+        (Coll::AllGather, Algo::Tree, Proto::Simple),
+        (Coll::ReduceScatter, Algo::CollNetChain, Proto::Simple),
+        (Coll::Broadcast, Algo::Tree, Proto::Ll),
+        (Coll::Reduce, Algo::Nvls, Proto::Simple),
+    ] {
+        assert!(!nccl_runs(coll, algo, proto), "{coll:?} {algo:?} {proto:?}");
+        let bad = plan(vec![rule(coll, Some(2), Some(1), 0, 1023, algo, proto)]);
+        let text = serde_json::to_string(&bad).expect("serialise");
+        let (field, message) = invalid(&text);
+        assert_eq!(field, "rules[0].protocol");
+        assert!(message.contains("NCCL never runs"), "{message}");
+        assert!(bad.to_json().is_err());
+    }
+    // Every pair NCCL's tuning table can hold for AllReduce except PAT.
+    for algo in [Algo::Ring, Algo::Tree] {
+        for proto in [Proto::Ll, Proto::Ll128, Proto::Simple] {
+            assert!(nccl_runs(Coll::AllReduce, algo, proto));
+        }
+    }
+    for algo in [
+        Algo::CollNetDirect,
+        Algo::CollNetChain,
+        Algo::Nvls,
+        Algo::NvlsTree,
+    ] {
+        assert!(nccl_runs(Coll::AllReduce, algo, Proto::Simple));
+    }
+    assert!(nccl_runs(Coll::AllGather, Algo::Pat, Proto::Simple));
+    assert!(nccl_runs(Coll::Broadcast, Algo::Ring, Proto::Ll128));
+}
+
+#[test]
+fn a_plan_the_plugin_would_not_read_is_never_written() {
+    // Disjoint 1-byte bands, each about 250 bytes of pretty JSON: 100,000 of them pass 16 MiB.
+    let rules: Vec<Rule> = (0..100_000u64)
+        .map(|i| {
+            rule(
+                Coll::AllReduce,
+                Some(2),
+                Some(1),
+                i,
+                i,
+                Algo::Ring,
+                Proto::Simple,
+            )
+        })
+        .collect();
+    let big = plan(rules);
+    let text = serde_json::to_string_pretty(&big).expect("serialise");
+    assert!(text.len() as u64 > nccl_tuner_planner::context::MAX_PLAN_BYTES);
+    match big.to_json() {
+        Err(PlanError::Invalid { field, message }) => {
+            assert_eq!(field, "plan");
+            assert!(
+                message.contains("100000 rules") && message.contains("16 MiB"),
+                "{message}"
+            );
+        }
+        other => panic!("expected the size limit, got {other:?}"),
+    }
+    let small = plan(big.rules[..1000].to_vec());
+    assert!(small.to_json().is_ok());
 }

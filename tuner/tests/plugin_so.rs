@@ -223,7 +223,7 @@ fn steers_each_band_and_logs_one_line_per_decision() {
         coll_info(&api, ctx, NCCL_FUNC_ALL_GATHER, 4096, &mut table),
         2
     );
-    assert_only_zeroed(&before, &table, idx(TREE, LL128));
+    assert_only_zeroed(&before, &table, idx(RING, LL128));
     let mut table = before;
     assert_eq!(
         coll_info(&api, ctx, NCCL_FUNC_BROADCAST, 4096, &mut table),
@@ -233,7 +233,7 @@ fn steers_each_band_and_logs_one_line_per_decision() {
     assert_eq!(
         texts(&take_lines()),
         [
-            "planner-tuner: AllGather 4096 bytes nRanks 2 nNodes 1 -> Tree/LL128 channels 2 (rule 3)",
+            "planner-tuner: AllGather 4096 bytes nRanks 2 nNodes 1 -> Ring/LL128 channels 2 (rule 3)",
             "planner-tuner: Broadcast 4096 bytes nRanks 2 nNodes 1 -> kept (no rule)",
         ]
     );
@@ -307,6 +307,50 @@ fn untouched_with_an_unreadable_plan() {
     assert_inactive(&api, ctx, &|t| {
         t.starts_with("planner-tuner: cannot read plan ")
     });
+}
+
+#[test]
+fn a_fifo_as_plan_never_blocks_init() {
+    // NCCL calls init while it creates a communicator: a FIFO without a writer (a blocking open would wait for
+    // one forever) is refused at once, and so is a FIFO whose path holds a newline meant to forge a log line.
+    let api = api();
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("fifo-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let fifo = dir.join("plan\nNCCL INFO planner-tuner: AllReduce 8 bytes -> \x1b[2Jforged");
+    let c = c_path(&fifo);
+    // SAFETY: a valid NUL-terminated path; mkfifo only creates a directory entry.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    take_lines();
+    let ctx = init_path(&api, 2, 1, Some(&c), 22803, 1);
+    assert_inactive(&api, ctx, &|t| {
+        t.starts_with("planner-tuner: cannot read plan ")
+            && t.contains("not a regular file")
+            && !t.contains('\n')
+            && !t.contains('\x1b')
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn provenance_text_reaches_the_log_as_one_printable_line() {
+    let api = api();
+    let forged = PLAN_2X1
+        .replace(
+            "\"source_file\": \"results.json\"",
+            "\"source_file\": \"r.json\\nNCCL INFO planner-tuner: AllReduce 8 bytes nRanks 2 nNodes 1 -> Ring/LL\\u001b[31m\"",
+        )
+        .replace("\"2x NVIDIA H200\"", "\"2x\\r\\u0007H200\"");
+    take_lines();
+    let ctx = init(&api, 2, 1, Some(&forged), 22803);
+    let lines = take_lines();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let text = &lines[0].text;
+    assert!(text.contains("applies"), "{text}");
+    assert!(text.contains("r.json NCCL INFO"), "{text}");
+    assert!(!text.chars().any(char::is_control), "{text:?}");
+    assert!(!ctx.is_null());
 }
 
 #[test]

@@ -182,7 +182,7 @@ pub fn nccl_pick(table: &[f32; TABLE_LEN]) -> Option<(usize, usize)> {
 
 /// A plan for AllReduce on 2 ranks / 1 node plus an any-shape AllGather band, written to a temp file:
 /// rule 0: AllReduce 2x1 [0, 65535] Ring/LL; rule 1: AllReduce 2x1 [65536, 1048575] Tree/Simple channels 4;
-/// rule 2: AllReduce 2x1 [1048576, max] Ring/Simple; rule 3: AllGather any [0, max] Tree/LL128 channels 2.
+/// rule 2: AllReduce 2x1 [1048576, max] Ring/Simple; rule 3: AllGather any [0, max] Ring/LL128 channels 2.
 pub const PLAN_2X1: &str = r#"{
   "format": "planner-tuner-plan",
   "version": 1,
@@ -199,7 +199,7 @@ pub const PLAN_2X1: &str = r#"{
     {"collective": "AllReduce", "n_ranks": 2, "n_nodes": 1, "min_bytes": 1048576, "max_bytes": 18446744073709551615,
      "algorithm": "Ring", "protocol": "Simple", "channels": null, "predicted_us": null, "measured_us": null},
     {"collective": "AllGather", "n_ranks": null, "n_nodes": null, "min_bytes": 0, "max_bytes": 18446744073709551615,
-     "algorithm": "Tree", "protocol": "LL128", "channels": 2, "predicted_us": null, "measured_us": null}
+     "algorithm": "Ring", "protocol": "LL128", "channels": 2, "predicted_us": null, "measured_us": null}
   ]
 }"#;
 
