@@ -327,7 +327,7 @@ fn graph_channel_line(msg: &str) -> bool {
 }
 
 /// `NCCL version 2.20.5+cuda12.4` anywhere in a line: the version word.
-fn bare_version(raw: &str) -> Option<String> {
+pub(crate) fn bare_version(raw: &str) -> Option<String> {
     let pos = raw.find("NCCL version ")?;
     let word = raw[pos + "NCCL version ".len()..]
         .split_whitespace()

@@ -8,6 +8,7 @@
 //! Every line is read on its own and a line this reader does not know is skipped: a log is evidence, never a
 //! format to refuse (a log from any NCCL version, cut or interleaved with other output, still says what it says).
 
+use crate::audit::log::bare_version;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -171,16 +172,6 @@ pub fn scan(text: &str) -> LogEvidence {
         }
     }
     ev
-}
-
-/// `NCCL version 2.20.5+cuda12.4` anywhere in a line.
-fn bare_version(raw: &str) -> Option<String> {
-    let pos = raw.find("NCCL version ")?;
-    let word = raw[pos + "NCCL version ".len()..]
-        .split_whitespace()
-        .next()?;
-    word.starts_with(|c: char| c.is_ascii_digit())
-        .then(|| word.to_string())
 }
 
 /// `NCCL_P2P_DISABLE=1 ./build/all_reduce_perf ...` or `mpirun -x NCCL_IB_HCA=mlx5_0 ... all_reduce_perf`: the

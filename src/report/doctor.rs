@@ -2,28 +2,13 @@
 //! the verdict with the causes first. Peer tests are summarised per test (count, lowest, median, highest) and
 //! every pair that is not ok gets a row of its own; `--json` has them all.
 
+use super::{right_align, table};
 use crate::doctor::judge::FigureStatus;
 use crate::doctor::{DoctorRun, LinkResult, TestKind, TestStatus};
 use crate::error::Result;
 use crate::probe::health::GpuHealth;
 use crate::units::format_size;
-use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
-
-fn table(header: Vec<&str>) -> Table {
-    let mut t = Table::new();
-    t.load_style(presets::UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(header);
-    t
-}
-
-fn right_align(t: &mut Table, columns: &[usize]) {
-    for &c in columns {
-        if let Some(col) = t.column_mut(c) {
-            col.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-}
+use comfy_table::Table;
 
 const NOT_REPORTED: &str = "not reported";
 

@@ -12,6 +12,26 @@ pub mod run;
 pub mod topo;
 pub mod verify;
 
+use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
+
+/// A table in the reports' style (condensed box borders, no wrapping) with this header.
+pub(crate) fn table(header: Vec<&str>) -> Table {
+    let mut t = Table::new();
+    t.load_style(presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(header);
+    t
+}
+
+/// Right-align these columns (numbers).
+pub(crate) fn right_align(t: &mut Table, columns: &[usize]) {
+    for &c in columns {
+        if let Some(col) = t.column_mut(c) {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+}
+
 /// Text for stdout: as rendered on a terminal; piped or redirected, plain ASCII (box borders as `+-|`, `µs` as
 /// `us`, the pick marker `▶` as `>`), so logs, `grep` and old terminals read it. Each table character maps to one
 /// ASCII character: columns stay aligned.

@@ -1,12 +1,12 @@
 //! Output of `planner verify`: tables for people, JSON for scripts, CSV rows,
 //! and an SVG of measured and predicted time against size per pair.
 
+use super::{right_align, table};
 use crate::error::{Error, Result};
 use crate::measure::Backend;
 use crate::units::format_size;
 use crate::verify::score::{ran_label, BackendSummary, FreeComparison, Scored, ScoredRow};
 use crate::verify::{coll_label, RowStatus, VerifyRun};
-use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
 use serde::Serialize;
 
 /// Microseconds with sensible precision.
@@ -26,22 +26,6 @@ fn opt<T>(v: Option<T>, f: impl Fn(T) -> String) -> String {
 
 fn pct(v: f64) -> String {
     format!("{v:+.1}%")
-}
-
-fn table(header: Vec<&str>) -> Table {
-    let mut t = Table::new();
-    t.load_style(presets::UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(header);
-    t
-}
-
-fn right_align(t: &mut Table, columns: &[usize]) {
-    for &c in columns {
-        if let Some(col) = t.column_mut(c) {
-            col.set_cell_alignment(CellAlignment::Right);
-        }
-    }
 }
 
 /// One line about the machine and the run.
