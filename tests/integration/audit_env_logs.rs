@@ -6,11 +6,8 @@ fn data(name: &str) -> String {
     format!("{}/tests/data/logs/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
-/// NCCL_MAX_CTAS=8 on one H200: 8 runtime channels (`8 coll channels`, `Trees [0]..[7]`), but the 64 `Tree c :`
-/// lines `connectTrees` prints before the cut (2 x 32 search channels) are compared with the trees before the cut.
-#[test]
-fn max_ctas_log_agrees_with_the_model_including_the_pre_cut_tree_lines() {
-    let dir = "h200x1-nccl-2.28.3-max-ctas-8";
+/// `planner audit --topo DIR/topo.xml DIR/nccl.log --json`, which must exit 0; its JSON.
+fn audit_clean(dir: &str) -> serde_json::Value {
     let out = planner()
         .args([
             "audit",
@@ -22,8 +19,16 @@ fn max_ctas_log_agrees_with_the_model_including_the_pre_cut_tree_lines() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{dir}: {stderr}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// NCCL_MAX_CTAS=8 on one H200: 8 runtime channels (`8 coll channels`, `Trees [0]..[7]`), but the 64 `Tree c :`
+/// lines `connectTrees` prints before the cut (2 x 32 search channels) are compared with the trees before the cut.
+#[test]
+fn max_ctas_log_agrees_with_the_model_including_the_pre_cut_tree_lines() {
+    let dir = "h200x1-nccl-2.28.3-max-ctas-8";
+    let json = audit_clean(dir);
     assert_eq!(json["differences"].as_array().map(Vec::len), Some(0));
     // 64 `Tree c :` lines, 8 Trees entries, the channel count and the graphs were all compared.
     assert!(json["compared"].as_u64().unwrap() >= 64 + 8 + 2, "{json}");
@@ -37,19 +42,7 @@ fn max_ctas_log_agrees_with_the_model_including_the_pre_cut_tree_lines() {
 fn socket_logs_of_two_hosts_on_one_gpu_agree_with_the_model() {
     for case in ["default", "tree"] {
         let dir = format!("h200x1-nccl-2.28.9-socket-2hosts/{case}");
-        let out = planner()
-            .args([
-                "audit",
-                "--topo",
-                &data(&format!("{dir}/topo.xml")),
-                &data(&format!("{dir}/nccl.log")),
-                "--json",
-            ])
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(0), "{case}: {stderr}");
-        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let json = audit_clean(&dir);
         assert_eq!(
             json["differences"].as_array().map(Vec::len),
             Some(0),
