@@ -13,6 +13,7 @@
 //! - `nccl_env::NcclEnv` (the NCCL_* variables, read once);
 //! - `predict::Predictor` (what a pair should take at a size) and `predict::ModelPredictor`;
 //! - `verify::VerifyRun` (a measurement run's result file) and `verify::score::score`;
+//! - `nccl_log::NcclLog` (an NCCL_DEBUG=INFO log, read once);
 //! - `calibrate::calibrate`, `audit::audit`, `diff::diff_runs`, `diff::diff_versions`;
 //! - `cli` is the binary's (`cli::run`): no stage or test imports it.
 
@@ -30,11 +31,14 @@ pub mod topo;
 pub mod nccl_env;
 pub mod search;
 pub mod model;
+// What NCCL logged: one reader of NCCL_DEBUG=INFO logs and their lines, for audit, the NCCL backend, calibrate
+// and `explain --from-log`.
+pub mod nccl_log;
 pub mod pipeline;
 // What the machine should deliver: planner's expected model on the plan the search found.
 pub mod expect;
 
-// What NCCL logged about it.
+// What NCCL logged about it, against the model.
 pub mod audit;
 
 // Measuring it: the vocabulary of a measurement, the prediction seam, the GPU layer, our kernels (`exec`) and

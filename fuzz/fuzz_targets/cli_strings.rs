@@ -100,7 +100,7 @@ fuzz_target!(|data: &[u8]| {
         }
         8 => {
             let _ = planner::model::rules::parse_family(text);
-            let _ = planner::audit::log::version_family(text);
+            let _ = planner::nccl_log::version_family(text);
             let _ = planner::model::knobs::parse_c_integer(text);
             let _ = units::c_strtol(text);
         }

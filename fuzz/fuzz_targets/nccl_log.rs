@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use planner::audit::log::NcclLog;
+use planner::nccl_log::NcclLog;
 use planner::nccl_env::NcclEnv;
 
 #[path = "../common/mod.rs"]
@@ -18,7 +18,7 @@ fuzz_target!(|data: &[u8]| {
         let _ = planner::nccl::parse_tuning_line(line);
         let _ = planner::nccl::parse_tuner_line(line);
         let _ = planner::nccl::ChildEvent::from_line(line);
-        let _ = planner::model::symmetric::parse_symmetric_log_line(line);
+        let _ = planner::nccl_log::symmetric_line(line);
     }
     let log = match NcclLog::parse(&text, "fuzz.log") {
         Err(e) => {
@@ -27,10 +27,10 @@ fuzz_target!(|data: &[u8]| {
         }
         Ok(log) => log,
     };
-    common::bad_input(planner::audit::table_from_log(&log));
+    common::bad_input(planner::nccl_log::table_from_log(&log));
     if let Some(version) = &log.version {
-        let _ = planner::audit::log::version_family(version);
-        let _ = planner::audit::table_for_log(version);
+        let _ = planner::nccl_log::version_family(version);
+        let _ = planner::nccl_log::table_for_log(version);
     }
     let env = NcclEnv::from_pairs(log.env.iter().map(|(n, v, _)| (n.clone(), v.clone())));
     let multi = log.n_nodes.is_some_and(|n| n > 1);

@@ -2,19 +2,14 @@
 //! machine: graphs, channel counts, every cell of the init table, thread
 //! thresholds and every per-call choice.
 
-pub mod cells;
-pub mod log;
-
-pub use cells::{table_from_log, LoggedCells};
-
 use crate::error::{Error, Result};
 use crate::model::input::NvlsFlag;
 use crate::model::select::Call;
-use crate::model::{table, Algo, Coll, Model, Proto, TuningTable};
+use crate::model::{Algo, Coll, Model, Proto};
 use crate::nccl_env::NcclEnv;
+use crate::nccl_log::{table_for_log, CallFormat, LogGraph, NcclLog, PluginOutcome};
 use crate::pipeline::{self, Source};
 use crate::search::{Graphs, Pattern, SearchGraph, SearchResult};
-use log::{CallFormat, NcclLog, PluginOutcome};
 use serde::Serialize;
 use std::path::Path;
 
@@ -194,7 +189,6 @@ pub fn audit(log: &NcclLog, model: &Model, search: Option<&SearchResult>) -> Res
     let mut notices = Vec::new();
     let mut not_checked = Vec::new();
     let input = &model.input;
-    let multi = log.multi_rank();
     if let Some(n) = log.n_ranks {
         c.check(
             log.shape_line,
@@ -211,6 +205,36 @@ pub fn audit(log: &NcclLog, model: &Model, search: Option<&SearchResult>) -> Res
             input.n_nodes.to_string(),
         );
     }
+    compare_graphs(&mut c, log, search, &mut not_checked);
+    compare_channel_counts(&mut c, log, model);
+    compare_table(&mut c, log, model);
+    compare_thread_thresholds(&mut c, log, model);
+    c.rank = None;
+    let plugin = compare_calls(&mut c, log, model, &mut notices);
+    compare_connection(&mut c, log, search, &mut not_checked);
+    c.rank = None;
+    Ok(AuditReport {
+        log: log.source.clone(),
+        nccl_version: log.version.clone(),
+        table_family: model.table.family.clone(),
+        compared: c.compared,
+        differences: c.differences,
+        notices,
+        not_checked,
+        plugin,
+        nccl_env: model.env.applied_map(),
+        env: model.env.clone(),
+    })
+}
+
+/// Each rank's graph lines against the planner's search (nothing when the model was fed the log's graphs).
+fn compare_graphs(
+    c: &mut Collector,
+    log: &NcclLog,
+    search: Option<&SearchResult>,
+    not_checked: &mut Vec<String>,
+) {
+    let multi = log.multi_rank();
     if search.is_some() && log.graphs.is_empty() {
         not_checked.push(
             "graphs: the log has no 'Pattern ...' lines (NCCL_DEBUG_SUBSYS without GRAPH)".into(),
@@ -258,49 +282,7 @@ pub fn audit(log: &NcclLog, model: &Model, search: Option<&SearchResult>) -> Res
                 );
                 continue;
             };
-            let l = lg.line;
-            c.check(
-                l,
-                format!("{name} pattern"),
-                lg.graph.pattern.number().to_string(),
-                pg.pattern.number().to_string(),
-            );
-            c.check(
-                l,
-                format!("{name} channels"),
-                lg.graph.n_channels.to_string(),
-                pg.n_channels.to_string(),
-            );
-            c.check(
-                l,
-                format!("{name} bw intra"),
-                format!("{:.6}", lg.graph.bw_intra),
-                format!("{:.6}", pg.bw_intra),
-            );
-            c.check(
-                l,
-                format!("{name} bw inter"),
-                format!("{:.6}", lg.graph.bw_inter),
-                format!("{:.6}", pg.bw_inter),
-            );
-            c.check(
-                l,
-                format!("{name} type intra"),
-                lg.graph.type_intra.nccl_name().to_string(),
-                pg.type_intra.nccl_name().to_string(),
-            );
-            c.check(
-                l,
-                format!("{name} type inter"),
-                lg.graph.type_inter.nccl_name().to_string(),
-                pg.type_inter.nccl_name().to_string(),
-            );
-            c.check(
-                l,
-                format!("{name} sameChannels"),
-                (lg.graph.same_channels as u8).to_string(),
-                (pg.same_channels as u8).to_string(),
-            );
+            check_graph(c, &name, lg, pg);
         }
         // A graph NCCL did not print after its last one is a difference, unless the rank
         // printed nothing else after its graph lines (the log ends within them).
@@ -322,6 +304,60 @@ pub fn audit(log: &NcclLog, model: &Model, search: Option<&SearchResult>) -> Res
             );
         }
     }
+    c.rank = None;
+}
+
+/// One graph line's fields against the planner's graph of the same place.
+fn check_graph(c: &mut Collector, name: &str, lg: &LogGraph, pg: &SearchGraph) {
+    let l = lg.line;
+    c.check(
+        l,
+        format!("{name} pattern"),
+        lg.graph.pattern.number().to_string(),
+        pg.pattern.number().to_string(),
+    );
+    c.check(
+        l,
+        format!("{name} channels"),
+        lg.graph.n_channels.to_string(),
+        pg.n_channels.to_string(),
+    );
+    c.check(
+        l,
+        format!("{name} bw intra"),
+        format!("{:.6}", lg.graph.bw_intra),
+        format!("{:.6}", pg.bw_intra),
+    );
+    c.check(
+        l,
+        format!("{name} bw inter"),
+        format!("{:.6}", lg.graph.bw_inter),
+        format!("{:.6}", pg.bw_inter),
+    );
+    c.check(
+        l,
+        format!("{name} type intra"),
+        lg.graph.type_intra.nccl_name().to_string(),
+        pg.type_intra.nccl_name().to_string(),
+    );
+    c.check(
+        l,
+        format!("{name} type inter"),
+        lg.graph.type_inter.nccl_name().to_string(),
+        pg.type_inter.nccl_name().to_string(),
+    );
+    c.check(
+        l,
+        format!("{name} sameChannels"),
+        (lg.graph.same_channels as u8).to_string(),
+        (pg.same_channels as u8).to_string(),
+    );
+}
+
+/// Each rank's `N coll channels, .. M nvls channels` line.
+fn compare_channel_counts(c: &mut Collector, log: &NcclLog, model: &Model) {
+    let input = &model.input;
+    let multi = log.multi_rank();
     for counts in &log.channels {
         let prefix = rank_prefix(log, multi, counts.stream);
         c.rank = rank_of(log, multi, counts.stream);
@@ -339,6 +375,10 @@ pub fn audit(log: &NcclLog, model: &Model, search: Option<&SearchResult>) -> Res
         );
     }
     c.rank = None;
+}
+
+/// Every cell of the init table (rank 0's) and its `Max NThreads` row.
+fn compare_table(c: &mut Collector, log: &NcclLog, model: &Model) {
     let tuned = &model.tuned;
     if let Some(table) = &log.table {
         for a in Algo::ALL {
@@ -377,6 +417,12 @@ pub fn audit(log: &NcclLog, model: &Model, search: Option<&SearchResult>) -> Res
             }
         }
     }
+}
+
+/// Each rank's `threadThresholds` line.
+fn compare_thread_thresholds(c: &mut Collector, log: &NcclLog, model: &Model) {
+    let tuned = &model.tuned;
+    let multi = log.multi_rank();
     for thresholds in &log.thread_thresholds {
         let (values, line) = (thresholds.values, thresholds.line);
         let prefix = rank_prefix(log, multi, thresholds.stream);
@@ -405,21 +451,6 @@ pub fn audit(log: &NcclLog, model: &Model, search: Option<&SearchResult>) -> Res
         }
     }
     c.rank = None;
-    let plugin = compare_calls(&mut c, log, model, &mut notices);
-    compare_connection(&mut c, log, search, &mut not_checked);
-    c.rank = None;
-    Ok(AuditReport {
-        log: log.source.clone(),
-        nccl_version: log.version.clone(),
-        table_family: model.table.family.clone(),
-        compared: c.compared,
-        differences: c.differences,
-        notices,
-        not_checked,
-        plugin,
-        nccl_env: model.env.applied_map(),
-        env: model.env.clone(),
-    })
 }
 
 /// Every per-call line against the model, or, where planner's tuner plugin steered the
@@ -718,45 +749,11 @@ pub fn audit_log(opts: &AuditOptions) -> Result<AuditReport> {
     Ok(report)
 }
 
-/// The built-in table for the NCCL version a log names: its family, else the newest
-/// family (for a newer NCCL) or the nearest older one, with a one-line notice.
-pub fn table_for_log(version: &str) -> Result<(TuningTable, Option<String>)> {
-    match table::for_version(version) {
-        Ok(choice) => {
-            let notice = choice.notice.map(|_| {
-                format!(
-                    "the log's NCCL {version} is newer than the newest modelled family {}; compared with the {} model",
-                    choice.family, choice.family
-                )
-            });
-            Ok((table::builtin(choice.family)?, notice))
-        }
-        Err(_) => {
-            let (family, why) = match log::version_family(version) {
-                Some((major, minor)) => (
-                    table::nearest_family(major, minor).0,
-                    format!("no model for NCCL {major}.{minor}"),
-                ),
-                None => (
-                    table::newest_family(),
-                    format!("cannot read the version '{version}'"),
-                ),
-            };
-            Ok((
-                table::builtin(family)?,
-                Some(format!(
-                    "the log's NCCL {version}: {why}; compared with the {family} model"
-                )),
-            ))
-        }
-    }
-}
-
 /// The log's graph lines and its runtime channel count.
 fn graphs_from_log(log: &NcclLog) -> Result<(Graphs, usize)> {
     // Rank 0's graphs (the first rank's when no line names rank 0).
     let sets = log.graph_sets();
-    let first: Vec<&log::LogGraph> = sets.into_iter().next().map(|(_, g)| g).unwrap_or_default();
+    let first: Vec<&LogGraph> = sets.into_iter().next().map(|(_, g)| g).unwrap_or_default();
     let graph = |i: usize, id: u32| -> Option<SearchGraph> {
         let mut g = first.get(i)?.graph.clone();
         g.id = id;

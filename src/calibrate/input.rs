@@ -421,19 +421,6 @@ fn header_columns(line: &str) -> Option<Vec<String>> {
     }
 }
 
-/// `... NCCL INFO NCCL_ALGO set by environment to Ring` -> ("NCCL_ALGO", "Ring").
-fn env_setting(line: &str) -> Option<(&str, &str)> {
-    let at = line.find("NCCL INFO ")?;
-    let rest = &line[at + "NCCL INFO ".len()..];
-    let (name, value) = rest.split_once(" set by environment to ")?;
-    let name = name.trim();
-    if name == "NCCL_ALGO" || name == "NCCL_PROTO" {
-        Some((name, value.trim().trim_end_matches('.')))
-    } else {
-        None
-    }
-}
-
 /// `mpirun --tag-output` prefixes every line with `[job,rank]<stdout>:`.
 fn strip_launcher_tag(line: &str) -> &str {
     if let Some(rest) = line.strip_prefix('[') {
@@ -476,7 +463,9 @@ fn read_nccl_tests_text(text: &str, source: &str, options: &ReadOptions) -> Resu
             continue;
         }
         if line.contains("NCCL INFO") || line.contains("NCCL WARN") {
-            if let Some((name, value)) = env_setting(line) {
+            let setting = crate::nccl_log::env_setting(line)
+                .filter(|(name, _)| matches!(*name, "NCCL_ALGO" | "NCCL_PROTO"));
+            if let Some((name, value)) = setting {
                 if let Some((prev, at)) = env.get(name) {
                     if prev != value {
                         return Err(Error::bad_input(format!(

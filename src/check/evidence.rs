@@ -8,7 +8,7 @@
 //! Every line is read on its own and a line this reader does not know is skipped: a log is evidence, never a
 //! format to refuse (a log from any NCCL version, cut or interleaved with other output, still says what it says).
 
-use crate::audit::log::bare_version;
+use crate::nccl_log::bare_version;
 use serde::Serialize;
 use std::collections::BTreeMap;
 

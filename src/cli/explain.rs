@@ -2,12 +2,12 @@
 //! own table and per-call formats. Thin: build the model, hand to `report`.
 
 use super::source::{GraphArgs, ModelArgs, NvlsArgs, SizeArgs, SourceArgs};
-use crate::audit::{self, log::NcclLog};
 use crate::calibrate;
 use crate::error::{Error, Result};
 use crate::model::select::Call;
 use crate::model::Coll;
 use crate::nccl_env::{NcclEnv, WithNcclEnv};
+use crate::nccl_log::{self, NcclLog};
 use crate::pipeline;
 use crate::report::explain as out;
 use crate::units::parse_size_range;
@@ -156,7 +156,8 @@ fn run_explain(args: ExplainArgs, stderr_lines: &mut Vec<String>) -> Result<()> 
     };
     let table = match &log {
         Some(log) => {
-            let (table, notice) = audit::table_for_log(log.version.as_deref().unwrap_or("2.30"))?;
+            let (table, notice) =
+                nccl_log::table_for_log(log.version.as_deref().unwrap_or("2.30"))?;
             if let Some(notice) = notice {
                 eprintln!("planner: {notice}");
             }
@@ -175,7 +176,7 @@ fn run_explain(args: ExplainArgs, stderr_lines: &mut Vec<String>) -> Result<()> 
         args.nvls.flag(),
     )?;
     if let Some(log) = &log {
-        let cells = audit::table_from_log(log)?;
+        let cells = nccl_log::table_from_log(log)?;
         cells.apply(&mut model);
         let note = format!(
             "latency and bandwidth from the TUNING table in {} (line {}); channels, threads and per-call rules are the model's (NCCL {})",

@@ -10,8 +10,8 @@
 //!   of each constant are in the file).
 //! * [`symmetric_candidates`]: every kernel of the call's collective with its
 //!   eligibility, blocks, predicted time and bus bandwidth, and NCCL's pick.
-//! * [`parse_symmetric_log_line`]: the line in which NCCL reports the kernel
-//!   it actually ran.
+//! * The line in which NCCL reports the kernel it actually ran is read by
+//!   `nccl_log::symmetric_line`.
 //!
 //! The model per kernel (`queryModel`, `sym_kernels.cc:105-203` in v2.28.3,
 //! `:162-165,338-432` in v2.30.7), all in `double` unless noted:
@@ -1099,70 +1099,6 @@ fn query_model(
         }
     }
     (bus_bytes, blocks as u32, time)
-}
-
-// ---------------------------------------------------------------- log
-
-/// One `[Symmetric]` line of an NCCL log: the kernel NCCL actually ran.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SymmetricLogLine {
-    pub coll: Coll,
-    /// `count * typeSize` summed over the works of the launch, unaligned
-    /// (one rank's share for AllGather/ReduceScatter).
-    pub bytes: u64,
-    /// NCCL's kernel name (`AllReduce_AGxLL_R`).
-    pub kernel: String,
-    /// Blocks launched.
-    pub channels: u32,
-    pub threads: u32,
-    /// Calls fused into the launch.
-    pub works: u32,
-}
-
-/// Read the line NCCL prints for every symmetric launch:
-///
-/// ```text
-/// host:pid:tid [0] NCCL INFO AllReduce [Symmetric]: 1024 Bytes -> Kernel AllReduce_AGxLL_R nchannels 1 nthreads 512 nWorks 1
-/// ```
-///
-/// Format string `"%s [Symmetric]: %ld Bytes -> Kernel %s nchannels %d
-/// nthreads %d nWorks %d"` (function name, `logCount * typeSize`, kernel
-/// name, channels used, `nWarps * 32`, works), `INFO(NCCL_TUNING, ...)`,
-/// printed by rank 0 only, in `ncclSymmetricTaskScheduler`:
-/// `src/scheduler/symmetric_sched.cc:225-226` (v2.28.3-1), `:229-230`
-/// (v2.28.9-1), `:356-357` (v2.30.7-1); identical text in all three. It needs
-/// `NCCL_DEBUG=INFO` and `NCCL_DEBUG_SUBSYS` including `TUNING` (the default
-/// mask is INIT,BOOTSTRAP,ENV: `src/debug.cc:44` v2.28.3, `:48` v2.28.9, `:56`
-/// v2.30.7). Calls that take the classic path print the usual
-/// `... Bytes -> Algo ... proto ...` line instead. Prefixes (host/pid, `[dev]
-/// NCCL INFO`, mpirun tags) are skipped; None for any other line.
-pub fn parse_symmetric_log_line(line: &str) -> Option<SymmetricLogLine> {
-    const TAG: &str = " [Symmetric]: ";
-    let at = line.find(TAG)?;
-    let func = line[..at].split_whitespace().last()?;
-    let coll = Coll::ALL.into_iter().find(|c| c.nccl_name() == func)?;
-    let mut words = line[at + TAG.len()..].split_whitespace();
-    let bytes = words.next()?.parse::<u64>().ok()?;
-    let mut expect = |word: &str| words.next().filter(|w| *w == word).map(|_| ());
-    expect("Bytes")?;
-    expect("->")?;
-    expect("Kernel")?;
-    let kernel = words.next()?.to_string();
-    let mut field = |name: &str| -> Option<u32> {
-        words.next().filter(|w| *w == name)?;
-        words.next()?.parse::<u32>().ok()
-    };
-    let channels = field("nchannels")?;
-    let threads = field("nthreads")?;
-    let works = field("nWorks")?;
-    Some(SymmetricLogLine {
-        coll,
-        bytes,
-        kernel,
-        channels,
-        threads,
-        works,
-    })
 }
 
 // ---------------------------------------------------------------- JSON reader

@@ -35,8 +35,8 @@ use crate::measure::{
     coll_label_serde, logged_bytes, Dtype, GpuInfo, IterPlan, NcclChoice, RowStatus,
     SymmetricLaunch, TunerDecision,
 };
-use crate::model::symmetric::parse_symmetric_log_line;
-use crate::model::{Algo, Coll, Pair, Proto};
+use crate::model::{Coll, Pair};
+use crate::nccl_log::{symmetric_line, PluginOutcome};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -261,39 +261,15 @@ pub struct TuningLine {
 
 /// Parse one TUNING line; None for any other line.
 pub fn parse_tuning_line(line: &str) -> Option<TuningLine> {
-    const ARROW: &str = " Bytes -> Algo ";
-    let arrow = line.find(ARROW)?;
-    let head = &line[..arrow];
-    let (func_part, bytes_part) = head.rsplit_once(':')?;
-    let func = func_part.split_whitespace().last()?;
-    let collective = Coll::ALL.into_iter().find(|c| c.nccl_name() == func)?;
-    let bytes: u64 = bytes_part.trim().parse().ok()?;
-
-    let mut words = line[arrow + ARROW.len()..].split_whitespace();
-    let algo_word = words.next()?;
-    let algo = Algo::ALL.into_iter().find(|a| a.log_name() == algo_word)?;
-    if words.next()? != "proto" {
-        return None;
-    }
-    let proto_word = words.next()?;
-    let proto = Proto::ALL
-        .into_iter()
-        .find(|p| p.log_name() == proto_word)?;
-    let range = words.next()?.strip_prefix("channel{Lo..Hi}={")?;
-    let range = range.strip_suffix('}')?;
-    let (lo, hi) = range.split_once("..")?;
-    let channel_lo: u32 = lo.parse().ok()?;
-    let channel_hi: u32 = hi.parse().ok()?;
-    if channel_hi < channel_lo {
-        return None;
-    }
+    let call = crate::nccl_log::tuning_line(line)?;
+    let (lo, hi) = call.channels?;
     Some(TuningLine {
-        collective,
-        bytes,
+        collective: call.coll?,
+        bytes: call.bytes,
         choice: NcclChoice {
-            pair: Pair::new(algo, proto),
-            channel_lo,
-            channel_hi,
+            pair: Pair::new(call.algo, call.proto),
+            channel_lo: u32::try_from(lo).ok()?,
+            channel_hi: u32::try_from(hi).ok()?,
         },
     })
 }
@@ -345,50 +321,25 @@ const TUNER_MARK: &str = "planner-tuner: ";
 /// Parse one per-call decision line of the plugin; None for any other line
 /// (including the plugin's init lines and collectives verify does not know).
 pub fn parse_tuner_line(line: &str) -> Option<TunerLine> {
-    let message = &line[line.find(TUNER_MARK)? + TUNER_MARK.len()..];
-    let (head, outcome) = message.split_once(" -> ")?;
-    let words: Vec<&str> = head.split_whitespace().collect();
-    let [func, bytes, "bytes", "nRanks", n_ranks, "nNodes", n_nodes] = words.as_slice() else {
-        return None;
-    };
-    let collective = Coll::ALL.into_iter().find(|c| c.nccl_name() == *func)?;
-    let bytes: u64 = bytes.parse().ok()?;
-    let n_ranks: u32 = n_ranks.parse().ok()?;
-    let n_nodes: u32 = n_nodes.parse().ok()?;
-    let outcome = outcome.trim_end();
-    let decision = if let Some(why) = outcome.strip_prefix("kept (") {
-        TunerDecision::Kept {
-            why: why.strip_suffix(')')?.to_string(),
-        }
-    } else {
-        // ALGO/PROTO channels C|- (rule I)
-        let mut parts = outcome.split_whitespace();
-        let pair = Pair::parse(parts.next()?).ok()?;
-        if parts.next()? != "channels" {
-            return None;
-        }
-        let channels = match parts.next()? {
-            "-" => None,
-            c => Some(c.parse::<u32>().ok()?),
-        };
-        if parts.next()? != "(rule" {
-            return None;
-        }
-        let rule = parts.next()?.strip_suffix(')')?.parse::<usize>().ok()?;
-        if parts.next().is_some() {
-            return None;
-        }
-        TunerDecision::Steered {
-            pair,
+    let d = crate::nccl_log::tuner_line(line)?;
+    let decision = match d.outcome {
+        PluginOutcome::Kept(why) => TunerDecision::Kept { why },
+        PluginOutcome::Steered {
+            algo,
+            proto,
             channels,
             rule,
-        }
+        } => TunerDecision::Steered {
+            pair: Pair::new(algo, proto),
+            channels,
+            rule,
+        },
     };
     Some(TunerLine {
-        collective,
-        bytes,
-        n_ranks,
-        n_nodes,
+        collective: d.coll?,
+        bytes: d.n_bytes,
+        n_ranks: u32::try_from(d.n_ranks).ok()?,
+        n_nodes: u32::try_from(d.n_nodes).ok()?,
         decision,
     })
 }
@@ -448,7 +399,7 @@ pub fn tuner_status_from_log<'a>(lines: impl IntoIterator<Item = &'a str>) -> Ve
 }
 
 /// The symmetric kernel NCCL ran for each requested size, from its
-/// `[Symmetric]` lines (`crate::model::symmetric::parse_symmetric_log_line`;
+/// `[Symmetric]` lines (`crate::nccl_log::symmetric_line`;
 /// bytes as NCCL logs them, one rank's share for all-gather and
 /// reduce-scatter). None where NCCL took its classic path.
 pub fn symmetric_from_log<'a>(
@@ -459,7 +410,7 @@ pub fn symmetric_from_log<'a>(
 ) -> Vec<(u64, Option<SymmetricLaunch>)> {
     let parsed: Vec<_> = lines
         .into_iter()
-        .filter_map(parse_symmetric_log_line)
+        .filter_map(symmetric_line)
         .filter(|l| l.coll == collective)
         .collect();
     sizes
@@ -588,6 +539,7 @@ pub fn id_from_hex(text: &str) -> Result<[u8; 128]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{Algo, Proto};
     use std::collections::HashMap;
 
     fn envs_of(cmd: &Command) -> HashMap<String, Option<String>> {

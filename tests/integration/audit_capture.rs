@@ -3,10 +3,10 @@
 use crate::common::golden;
 use crate::common::planner;
 use planner::audit;
-use planner::audit::log::NcclLog;
 use planner::model::examples::h200x2_capture;
 use planner::model::{table, Algo, Coll, Model, Proto};
 use planner::nccl_env::NcclEnv;
+use planner::nccl_log::NcclLog;
 
 #[test]
 fn the_log_reader_finds_everything_in_the_capture() {

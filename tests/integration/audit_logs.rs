@@ -5,7 +5,7 @@
 //! and the exit code (0 no difference, 1 differences, 2 bad input).
 
 use crate::common::{assert_exit, golden, json_of, planner};
-use planner::audit::log::NcclLog;
+use planner::nccl_log::NcclLog;
 use serde_json::{json, Value};
 
 fn data(name: &str) -> String {

@@ -4,12 +4,13 @@
 //! the TUNING table as model cells (`table_from_log`).
 
 use crate::common::{assert_exit, golden, planner};
-use planner::audit::log::{CallFormat, NcclLog, PluginOutcome};
-use planner::audit::{self, table_from_log};
+use planner::audit;
 use planner::model::input::NvlsFlag;
 use planner::model::select::Call;
 use planner::model::{table, Algo, Coll, Model, Proto};
 use planner::nccl_env::NcclEnv;
+use planner::nccl_log::{self, table_from_log};
+use planner::nccl_log::{CallFormat, NcclLog, PluginOutcome};
 use planner::pipeline::{self, Source};
 use planner::search::Pattern;
 
@@ -372,7 +373,7 @@ fn tuner_plugin_decisions_are_checked_against_nccls_choice() {
 
 #[test]
 fn a_log_newer_than_the_newest_model_uses_the_newest_with_one_line() {
-    let (t, notice) = audit::table_for_log("2.31.2+cuda13.0").unwrap();
+    let (t, notice) = nccl_log::table_for_log("2.31.2+cuda13.0").unwrap();
     assert_eq!(t.family, table::newest_family());
     assert_eq!(
         notice.unwrap(),
@@ -381,9 +382,9 @@ fn a_log_newer_than_the_newest_model_uses_the_newest_with_one_line() {
             table::newest_family()
         )
     );
-    let (t, notice) = audit::table_for_log("2.22.3").unwrap();
+    let (t, notice) = nccl_log::table_for_log("2.22.3").unwrap();
     assert_eq!((t.family.as_str(), notice), ("2.22", None));
-    let (t, notice) = audit::table_for_log("2.17.1").unwrap();
+    let (t, notice) = nccl_log::table_for_log("2.17.1").unwrap();
     assert_eq!(t.family, "2.18");
     assert!(notice.unwrap().contains("no model for NCCL 2.17"));
     // Through the CLI: the capture log relabelled 2.31: one notice line on stderr.

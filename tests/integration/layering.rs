@@ -163,3 +163,35 @@ fn the_reader_sees_every_spelling_of_a_reference() {
     let code = code_of("use crate::error;\n// crate::cli in a comment\n#[cfg(test)]\nmod tests { use crate::cli; }");
     assert_eq!(referenced_modules(&code, &modules), ["error"]);
 }
+
+#[test]
+fn nccl_logs_are_read_in_one_module_before_every_stage_that_reads_them() {
+    // audit, the NCCL backend, calibrate and `explain --from-log` (cli) read logs through `nccl_log`, which reads
+    // text only: it stands after the vocabulary it fills (model, search, topo) and before its readers.
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let order = stage_order(&std::fs::read_to_string(src.join("lib.rs")).unwrap());
+    let at = |name: &str| {
+        order
+            .iter()
+            .position(|m| m == name)
+            .unwrap_or_else(|| panic!("lib.rs has no `pub mod {name};`"))
+    };
+    for reader in ["audit", "nccl", "calibrate", "verify", "check", "cli"] {
+        assert!(at("nccl_log") < at(reader), "nccl_log after {reader}");
+    }
+    for vocabulary in ["model", "search", "topo", "units"] {
+        assert!(
+            at(vocabulary) < at("nccl_log"),
+            "nccl_log before {vocabulary}"
+        );
+    }
+    // No second reader of the per-call line: its marker appears in nccl_log only.
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let readers: Vec<String> = files
+        .iter()
+        .filter(|f| code_of(&std::fs::read_to_string(f).unwrap()).contains("\"channel{Lo..Hi}={\""))
+        .map(|f| f.strip_prefix(&src).unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(readers, ["nccl_log/lines.rs"], "per-call line readers");
+}

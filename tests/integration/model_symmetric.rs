@@ -4,10 +4,11 @@
 //! `[Symmetric]` log line.
 
 use planner::model::symmetric::{
-    parse_symmetric_log_line, symmetric_candidates, PeerPath, RedOp, Registration, SymCandidate,
-    SymDtype, SymReason, SymmetricChoice, SymmetricInput, SymmetricTable,
+    symmetric_candidates, PeerPath, RedOp, Registration, SymCandidate, SymDtype, SymReason,
+    SymmetricChoice, SymmetricInput, SymmetricTable,
 };
 use planner::model::Coll;
+use planner::nccl_log::symmetric_line as parse_symmetric_log_line;
 use planner::Error;
 
 const KIB: u64 = 1024;

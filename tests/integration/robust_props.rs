@@ -239,10 +239,10 @@ proptest! {
             "tests/data/logs/nccl-2.29.7-rtx5090-2ranks-socket.log",
         ][which];
         let text = mutate(&seed(file), &edits, cut, dup);
-        match planner::audit::log::NcclLog::parse(&text, "m.log") {
+        match planner::nccl_log::NcclLog::parse(&text, "m.log") {
             Err(e) => prop_assert_eq!(e.exit_code(), 2, "{}", e),
             Ok(log) => {
-                bad_input_only(planner::audit::table_from_log(&log))?;
+                bad_input_only(planner::nccl_log::table_from_log(&log))?;
                 let env = planner::nccl_env::NcclEnv::from_pairs(
                     log.env.iter().map(|(n, v, _)| (n.clone(), v.clone())),
                 );

@@ -3,10 +3,10 @@
 //! 2x H200 capture with its second GPU cut out: what the live probe sees on a one-GPU H200 machine).
 
 use crate::common::planner;
-use planner::audit::log::NcclLog;
 use planner::model::input::NvlsFlag;
 use planner::model::table;
 use planner::nccl_env::NcclEnv;
+use planner::nccl_log::NcclLog;
 use planner::pipeline::{self, Source};
 use planner::search::{self, Pattern, SearchOptions};
 use planner::topo::PathType;

@@ -6,7 +6,7 @@
 //! src/graph/tuning.cc:580), so the cells are NCCL's rounded to 0.05 µs and 0.05 GB/s;
 //! channels, threads and the per-call rules stay the model's.
 
-use super::log::NcclLog;
+use super::NcclLog;
 use crate::error::{Error, Result};
 use crate::model::{Algo, Cells, Coll, MaskReason, Model, Proto};
 use serde::Serialize;

@@ -1,0 +1,451 @@
+//! The log read line by line: each line's prefix names its stream (one rank's lines), and its message goes to
+//! the reader of its kind (`lines`, `table`). Per-stream state sits in one vector indexed through a hash map of
+//! the stream keys, so a line costs O(its length) whatever the number of streams and lines before it.
+
+use super::lines::{
+    call_line, channel_counts, coll_op_line, env_line, graph_line, plugin_line, ring_line,
+    ring_link_line, tree_line, trees_line, word_after,
+};
+use super::table::TableBuilder;
+use super::{
+    bare_version, LogChannels, LogRing, LogRingLink, LogStream, LogThresholds, LogTreeLink, NcclLog,
+};
+use crate::error::{Error, Result};
+use crate::model::{Algo, Coll};
+use crate::search::Pattern;
+use std::collections::HashMap;
+
+/// `host:pid` of a line's prefix (`host:pid:tid [dev] `, after any launcher tag), or "".
+fn process_key(prefix: &str) -> String {
+    let words: Vec<&str> = prefix.split_whitespace().collect();
+    // The last word before NCCL's `[dev]` (INFO) or `[dev] ms func:line` (TRACE) is `host:pid:tid`.
+    let id = words
+        .iter()
+        .rev()
+        .find(|w| w.matches(':').count() >= 2 && !w.starts_with('['));
+    match id.and_then(|w| w.rsplit_once(':')) {
+        Some((host_pid, _tid)) => host_pid.to_string(),
+        None => String::new(),
+    }
+}
+
+/// A line's prefix without the thread id (`[tag] host:pid [dev]`, the stream key), the
+/// process (`host:pid`, "" when none) and NCCL's `[dev]`.
+fn stream_key(prefix: &str) -> (String, String, Option<usize>) {
+    let words: Vec<&str> = prefix.split_whitespace().collect();
+    let bracket = |w: &str| {
+        w.strip_prefix('[')
+            .and_then(|w| w.strip_suffix(']'))
+            .and_then(|n| n.parse::<usize>().ok())
+    };
+    // `host:pid:tid` is the last word with two colons (TRACE adds `ms func:line` after `[dev]`).
+    match words
+        .iter()
+        .rposition(|w| w.matches(':').count() >= 2 && !w.starts_with('['))
+    {
+        Some(i) => {
+            let host_pid = words[i].rsplit_once(':').map_or(words[i], |(hp, _)| hp);
+            let dev = words.get(i + 1).and_then(|w| bracket(w));
+            let mut key: Vec<&str> = words[..i].to_vec();
+            key.push(host_pid);
+            if let Some(w) = words.get(i + 1).filter(|w| bracket(w).is_some()) {
+                key.push(w);
+            }
+            (key.join(" "), host_pid.to_string(), dev)
+        }
+        // No `host:pid:tid`: nothing, or only a rank tag such as `[3] `; a TRACE line's
+        // `ms func:line` (from the first number with a decimal point on) is not part of it.
+        None => {
+            let tag: Vec<&str> = words
+                .iter()
+                .copied()
+                .take_while(|w| !(w.contains('.') && w.parse::<f64>().is_ok()))
+                .collect();
+            let dev = tag.last().and_then(|w| bracket(w));
+            (tag.join(" "), String::new(), dev)
+        }
+    }
+}
+
+/// `... rank R nRanks N ...` (the `comm` line) or `... rank R nranks N ... Init START` /
+/// `Init COMPLETE`: the rank of the line's stream (not `Destroy COMPLETE`, which another
+/// thread may print).
+fn rank_of_line(msg: &str) -> Option<usize> {
+    let init = msg.ends_with("Init START") || msg.ends_with("Init COMPLETE");
+    let comm = msg.starts_with("comm ") && msg.contains(" nRanks ");
+    if !(init && msg.contains(" nranks ") || comm) {
+        return None;
+    }
+    word_after(msg, "rank").and_then(|w| w.parse().ok())
+}
+
+/// ` 0 : NET/0 GPU/0 GPU/1 NET/0`: a graph's channel, printed after its `Pattern` line.
+fn graph_channel_line(msg: &str) -> bool {
+    match msg.split_once(" : ") {
+        Some((c, rest)) => {
+            c.parse::<usize>().is_ok()
+                && rest
+                    .split_whitespace()
+                    .all(|w| w.contains('/') || w == "...")
+        }
+        None => false,
+    }
+}
+
+/// What the reader keeps per stream besides `LogStream`.
+#[derive(Default)]
+struct StreamState {
+    /// NCCL's `[dev]` of the prefix.
+    dev: Option<usize>,
+    /// `host:pid` of the prefix ("" when none).
+    process: String,
+    /// Graph lines of this stream kept so far; `graphs_done` once a second ring graph started another
+    /// communicator (only each rank's first set is kept).
+    has_graphs: bool,
+    graphs_done: bool,
+    has_channels: bool,
+    has_thresholds: bool,
+    /// The last `Func: opCount ...` line: (collective, line).
+    last_coll: Option<(Option<Coll>, usize)>,
+}
+
+/// The reader's state between lines.
+struct Reader<'a> {
+    source: &'a str,
+    log: NcclLog,
+    table: TableBuilder,
+    nccl_lines: usize,
+    /// Stream key -> index into `log.streams` and `state`.
+    stream_index: HashMap<String, usize>,
+    state: Vec<StreamState>,
+}
+
+/// One line's stream and prefix facts.
+struct Prefix {
+    stream: usize,
+    /// `host:pid` as `process_key` reads it.
+    process: String,
+}
+
+pub(super) fn parse(text: &str, source: &str) -> Result<NcclLog> {
+    let mut r = Reader {
+        source,
+        log: NcclLog::empty(source),
+        table: TableBuilder::default(),
+        nccl_lines: 0,
+        stream_index: HashMap::new(),
+        state: Vec::new(),
+    };
+    let mut end = 0;
+    for (i, raw) in text.lines().enumerate() {
+        end = i + 1;
+        r.line(raw, end)?;
+    }
+    r.finish(end)
+}
+
+impl Reader<'_> {
+    fn bad(&self, line: usize, what: &str) -> Error {
+        Error::bad_input(format!("{}:{line}: {what}", self.source))
+    }
+
+    fn line(&mut self, raw: &str, line_no: usize) -> Result<()> {
+        let (pos, marker, trace) = if let Some(p) = raw.find("NCCL INFO ") {
+            (p, "NCCL INFO ", false)
+        } else if let Some(p) = raw.find("NCCL TRACE ") {
+            (p, "NCCL TRACE ", true)
+        } else {
+            // Up to 2.21 the version goes to stdout without NCCL's prefix.
+            if self.log.version.is_none() {
+                self.log.version = bare_version(raw);
+            }
+            return Ok(());
+        };
+        self.nccl_lines += 1;
+        let prefix = self.prefix(&raw[..pos], line_no);
+        let msg = &raw[pos + marker.len()..];
+        let trimmed = msg.trim();
+        if !trimmed.starts_with("Pattern ") && !graph_channel_line(trimmed) {
+            self.log.streams[prefix.stream].last_other_line = line_no;
+        }
+        if trace {
+            // Only TRACE's per-call line is read (NCCL_COLL, `ENABLE_TRACE` builds).
+            if trimmed.contains(" Bytes -> Algo ") && trimmed.contains(" time ") {
+                self.call(trimmed, line_no, prefix, true)?;
+            }
+            return Ok(());
+        }
+        if let Some(rank) = rank_of_line(trimmed) {
+            self.log.streams[prefix.stream].rank.get_or_insert(rank);
+        }
+        if self.table.open() && !self.table.accepts(msg) {
+            self.table.finish(self.source, line_no)?;
+        }
+        self.info(msg, trimmed, line_no, prefix)
+    }
+
+    /// The stream of a line's prefix (a new one for a prefix not seen before).
+    fn prefix(&mut self, prefix: &str, line_no: usize) -> Prefix {
+        let process = process_key(prefix);
+        let (key, key_process, dev) = stream_key(prefix);
+        let next = self.log.streams.len();
+        let stream = *self.stream_index.entry(key.clone()).or_insert(next);
+        if stream == next {
+            self.log.streams.push(LogStream {
+                key,
+                rank: None,
+                line: line_no,
+                last_other_line: 0,
+            });
+            self.state.push(StreamState {
+                dev,
+                process: key_process,
+                ..StreamState::default()
+            });
+        }
+        Prefix { stream, process }
+    }
+
+    /// An INFO line's message, by its kind.
+    fn info(&mut self, msg: &str, trimmed: &str, line_no: usize, prefix: Prefix) -> Result<()> {
+        let stream = prefix.stream;
+        if let Some(v) = trimmed.strip_prefix("NCCL version ") {
+            self.log.version = Some(v.trim().to_string());
+        } else if let Some((name, value)) = env_line(trimmed) {
+            self.log
+                .env
+                .push((name.to_string(), value.to_string(), line_no));
+        } else if trimmed.starts_with("comm ") && trimmed.contains(" nRanks ") {
+            self.comm(trimmed, line_no)?;
+        } else if trimmed.contains(" nranks ") && trimmed.ends_with("Init START") {
+            // 2.18-2.19 have no `comm ... nRanks` line; the init line has the rank count.
+            if self.log.n_ranks.is_none() {
+                self.log.n_ranks = word_after(trimmed, "nranks").and_then(|w| w.parse().ok());
+                self.log.shape_line = line_no;
+            }
+        } else if trimmed.starts_with("Pattern ") {
+            self.pattern(trimmed, line_no, stream)?;
+        } else if trimmed.contains(" coll channels,") {
+            let (coll, nvls, line) =
+                channel_counts(trimmed, line_no).map_err(|e| self.bad(line_no, &e))?;
+            if !std::mem::replace(&mut self.state[stream].has_channels, true) {
+                self.log.channels.push(LogChannels {
+                    coll,
+                    nvls,
+                    line,
+                    stream,
+                });
+            }
+        } else if let Some(rest) = trimmed.strip_prefix("threadThresholds ") {
+            self.thresholds(rest, line_no, stream)?;
+        } else if msg.starts_with("  Algorithm   |") {
+            let source = self.source;
+            self.table
+                .header(msg, line_no)
+                .map_err(|e| Error::bad_input(format!("{source}:{line_no}: {e}")))?;
+        } else if self.table.open() && self.table.accepts(msg) {
+            let source = self.source;
+            self.table
+                .row(msg, line_no)
+                .map_err(|e| Error::bad_input(format!("{source}:{line_no}: {e}")))?;
+        } else if trimmed.contains(" Bytes -> Algo ") {
+            self.call(trimmed, line_no, prefix, false)?;
+        } else if let Some((coll, _)) = coll_op_line(trimmed) {
+            self.state[stream].last_coll = Some((coll, line_no));
+        } else if let Some(rest) = trimmed.strip_prefix("planner-tuner: ") {
+            if rest.contains(" bytes nRanks ") {
+                let mut d = plugin_line(rest).map_err(|e| self.bad(line_no, &e))?;
+                d.process = prefix.process;
+                d.line = line_no;
+                self.log.plugin_decisions.push(d);
+            } else if rest.contains(" applies: ") && self.log.plugin_plan.is_none() {
+                self.log.plugin_plan = Some((trimmed.to_string(), line_no));
+            }
+        } else {
+            self.connection(trimmed, line_no)?;
+        }
+        Ok(())
+    }
+
+    /// `comm 0x... rank R nRanks N nNodes M localRanks L ...`.
+    fn comm(&mut self, trimmed: &str, line_no: usize) -> Result<()> {
+        let field = |key: &str| -> Result<Option<usize>> {
+            match word_after(trimmed, key) {
+                None => Ok(None),
+                Some(w) => w
+                    .parse::<usize>()
+                    .map(Some)
+                    .map_err(|_| self.bad(line_no, &format!("'{key} {w}' is not a count"))),
+            }
+        };
+        let (n_ranks, n_nodes, local_ranks) =
+            (field("nRanks")?, field("nNodes")?, field("localRanks")?);
+        // Every rank prints one; the first stands for the log (a 2.18-2.19 init line
+        // may have given the rank count before).
+        let log = &mut self.log;
+        if log.shape_line == 0 || log.n_nodes.is_none() {
+            (log.n_ranks, log.n_nodes, log.local_ranks) = (n_ranks, n_nodes, local_ranks);
+            log.shape_line = line_no;
+        }
+        Ok(())
+    }
+
+    /// `Pattern ...`: kept for the stream's first communicator only.
+    fn pattern(&mut self, trimmed: &str, line_no: usize, stream: usize) -> Result<()> {
+        let mut g = graph_line(trimmed).map_err(|e| self.bad(line_no, &e))?;
+        g.line = line_no;
+        g.stream = stream;
+        // Every rank prints its graphs; the ring graph opens a communicator's set, and
+        // only each rank's first set is kept.
+        let state = &mut self.state[stream];
+        if state.has_graphs && g.graph.pattern == Pattern::Ring {
+            state.graphs_done = true;
+        }
+        if !state.graphs_done {
+            state.has_graphs = true;
+            self.log.graphs.push(g);
+        }
+        Ok(())
+    }
+
+    /// `threadThresholds a/b/c | d/e/f | g | h`: each stream's first.
+    fn thresholds(&mut self, rest: &str, line_no: usize, stream: usize) -> Result<()> {
+        let nums: Vec<i64> = rest
+            .split(['/', '|'])
+            .map(|w| w.trim())
+            .filter(|w| !w.is_empty())
+            .map(|w| w.parse::<i64>())
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|_| self.bad(line_no, &format!("unreadable threadThresholds '{rest}'")))?;
+        let arr: [i64; 8] = nums.try_into().map_err(|_| {
+            self.bad(
+                line_no,
+                &format!("threadThresholds needs 8 values: '{rest}'"),
+            )
+        })?;
+        if !std::mem::replace(&mut self.state[stream].has_thresholds, true) {
+            self.log.thread_thresholds.push(LogThresholds {
+                values: arr,
+                line: line_no,
+                stream,
+            });
+        }
+        Ok(())
+    }
+
+    /// A per-call line; a `Timed` one takes its collective from the last `Func: opCount` line of its stream.
+    fn call(&mut self, trimmed: &str, line_no: usize, prefix: Prefix, trace: bool) -> Result<()> {
+        let mut call = call_line(trimmed, line_no).map_err(|e| self.bad(line_no, &e))?;
+        call.trace = trace;
+        call.process = prefix.process;
+        call.stream = prefix.stream;
+        if call.coll.is_none() {
+            if let Some((coll, line)) = self.state[prefix.stream].last_coll {
+                call.coll = coll;
+                call.coll_line = Some(line);
+            }
+        }
+        self.log.calls.push(call);
+        Ok(())
+    }
+
+    /// Rank 0's ring lines, the ring neighbours and the trees.
+    fn connection(&mut self, trimmed: &str, line_no: usize) -> Result<()> {
+        let source = self.source;
+        let bad = move |e: String| Error::bad_input(format!("{source}:{line_no}: {e}"));
+        if let Some(ring) = ring_line(trimmed).map_err(bad)? {
+            self.log.rings.push(LogRing {
+                line: line_no,
+                ..ring
+            });
+        } else if let Some(link) = ring_link_line(trimmed).map_err(bad)? {
+            self.log.ring_links.push(LogRingLink {
+                line: line_no,
+                ..link
+            });
+        } else if trimmed.starts_with("Trees") {
+            let trees = trees_line(trimmed, line_no).map_err(bad)?;
+            self.log.trees.extend(trees);
+        } else if let Some(link) = tree_line(trimmed).map_err(bad)? {
+            self.log.trees.push(LogTreeLink {
+                line: line_no,
+                ..link
+            });
+        }
+        Ok(())
+    }
+
+    /// After the last line: the table closed and checked, the log checked for anything to compare, the
+    /// streams' ranks resolved.
+    fn finish(mut self, end: usize) -> Result<NcclLog> {
+        let source = self.source;
+        if self.table.open() {
+            self.table.finish(source, end)?;
+        }
+        if let Some(mut t) = self.table.table.take() {
+            let missing: Vec<Algo> = Algo::ALL
+                .into_iter()
+                .filter(|a| !self.table.seen.contains(a))
+                .collect();
+            // Up to 2.22 the table has no PAT block (6 algorithms in two blocks).
+            let six_block_layout =
+                missing == [Algo::Pat] && self.log.family().is_none_or(|f| f < (2, 23));
+            if let Some(first) = missing.first().filter(|_| !six_block_layout) {
+                return Err(Error::bad_input(format!(
+                    "{source}:{end}: the tuning table that starts at line {} is cut short: no {} block",
+                    t.line,
+                    first.nccl_name()
+                )));
+            }
+            t.algorithms = Algo::ALL
+                .into_iter()
+                .filter(|a| self.table.seen.contains(a))
+                .collect();
+            self.log.table = Some(t);
+        }
+        if self.nccl_lines == 0 {
+            return Err(Error::bad_input(format!(
+                "{source}: no 'NCCL INFO' line: not an NCCL_DEBUG=INFO log"
+            )));
+        }
+        let log = &self.log;
+        // A one-rank communicator prints graphs but no table and no per-call line (NCCL only copies).
+        if log.table.is_none()
+            && log.calls.is_empty()
+            && log.graphs.is_empty()
+            && log.channels.is_empty()
+            && log.thread_thresholds.is_empty()
+            && log.rings.is_empty()
+            && log.ring_links.is_empty()
+            && log.trees.is_empty()
+        {
+            return Err(Error::bad_input(format!(
+                "{source}: nothing to compare: no tuning table, per-call, graph, channel, ring or tree line; run NCCL with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH,TUNING"
+            )));
+        }
+        self.resolve_ranks();
+        Ok(self.log)
+    }
+
+    /// Ranks of the streams that no `comm`/`Init` line named: in a log of one process
+    /// (nccl-tests `-g N`, one thread per GPU) or with a rank-only prefix (`[3] NCCL INFO`),
+    /// NCCL's `[dev]`; a log of one stream is rank 0's.
+    fn resolve_ranks(&mut self) {
+        let one_process = self
+            .state
+            .iter()
+            .all(|s| s.process == self.state[0].process);
+        let single = self.log.streams.len() == 1;
+        for (s, state) in self.log.streams.iter_mut().zip(&self.state) {
+            if s.rank.is_none() {
+                s.rank = if single && state.dev.is_none() {
+                    Some(0)
+                } else if one_process {
+                    state.dev
+                } else {
+                    None
+                };
+            }
+        }
+    }
+}
