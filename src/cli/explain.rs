@@ -116,31 +116,128 @@ pub fn run(args: ExplainArgs) -> Result<()> {
     result
 }
 
-fn run_explain(args: ExplainArgs, stderr_lines: &mut Vec<String>) -> Result<()> {
-    let (source, graph) = (&args.source, &args.graph);
-    refuse_calibrated_nccl_formats(&args)?;
-    if let Some(log) = &args.nccl_log {
-        let audit_args = super::audit::AuditArgs {
-            source: super::source::AuditSourceArgs {
-                fixture: source.fixture.clone(),
-                topo: source.topo.clone(),
-                net_latency: source.net_latency,
-            },
-            graph: graph.clone(),
-            log: log.clone(),
-            log_graphs: false,
-            model: args.model.clone(),
-            json: args.json,
-        };
-        return super::audit::run(audit_args);
+/// What `explain` prints, decided from its flags once (clap already refused the combinations that contradict).
+enum ExplainMode {
+    /// `--nccl-log LOG`: the same as `planner audit LOG`.
+    Audit(String),
+    /// `--nccl-table`: NCCL's init TUNING table (every collective and size).
+    NcclTable,
+    /// `--nccl-calls`: NCCL's per-call lines for these sizes.
+    NcclCalls { coll: Coll, sizes: Vec<u64> },
+    /// `--plot FILE` without `--sweep`: the plot of 8..4G, nothing on stdout.
+    Plot { coll: Coll, path: String },
+    /// `--sweep` (with `--plot FILE`, the plot first).
+    Sweep {
+        coll: Coll,
+        sizes: Vec<u64>,
+        plot: Option<String>,
+    },
+    /// One size: NCCL's table for it, then the symmetric, beyond-NCCL and possible sections.
+    Single { coll: Coll, size: u64 },
+}
+
+impl ExplainMode {
+    fn parse(args: &ExplainArgs) -> Result<ExplainMode> {
+        if let Some(log) = &args.nccl_log {
+            return Ok(ExplainMode::Audit(log.clone()));
+        }
+        let coll = Coll::parse(&args.coll)?;
+        // With --sweep the sweep's sizes, else the one size (default 16M).
+        let sizes = args.sizes.sizes("16M")?;
+        let swept = args.sizes.sweep.is_some();
+        Ok(if args.nccl_table {
+            ExplainMode::NcclTable
+        } else if args.nccl_calls {
+            let sizes = if swept { sizes } else { vec![sizes[0]] };
+            ExplainMode::NcclCalls { coll, sizes }
+        } else if swept {
+            ExplainMode::Sweep {
+                coll,
+                sizes,
+                plot: args.plot.clone(),
+            }
+        } else if let Some(path) = &args.plot {
+            ExplainMode::Plot {
+                coll,
+                path: path.clone(),
+            }
+        } else {
+            ExplainMode::Single {
+                coll,
+                size: sizes[0],
+            }
+        })
     }
-    let coll = Coll::parse(&args.coll)?;
-    let size = args.sizes.sizes("16M")?[0];
-    let sweep_sizes = match &args.sizes.sweep {
-        Some(_) => Some(args.sizes.sizes("")?),
-        None => None,
+}
+
+/// What every mode but `--nccl-log` prints from: the model, built once, and the cluster it was built for.
+struct Explained {
+    model: crate::model::Model,
+    cluster: crate::topo::Cluster,
+    small: out::SmallMessageContext,
+    /// The NCCL_* variables applied (`nccl_env` in the JSON).
+    applied: NcclEnv,
+    /// The tuning table before `--from-log` replaced its cells, for planner's expected model.
+    table: crate::model::TuningTable,
+}
+
+fn run_explain(args: ExplainArgs, stderr_lines: &mut Vec<String>) -> Result<()> {
+    refuse_calibrated_nccl_formats(&args)?;
+    match ExplainMode::parse(&args)? {
+        ExplainMode::Audit(log) => run_audit(&args, log),
+        ExplainMode::NcclTable => run_nccl_table(&args, &build(&args, stderr_lines)?),
+        ExplainMode::NcclCalls { coll, sizes } => {
+            run_nccl_calls(&args, &build(&args, stderr_lines)?, coll, sizes)
+        }
+        ExplainMode::Plot { coll, path } => {
+            let ex = build(&args, stderr_lines)?;
+            let calibration = load_calibration(&args, &ex, coll)?;
+            write_plot(
+                &args,
+                &ex,
+                coll,
+                &path,
+                &parse_size_range("8..4G")?,
+                calibration.is_some(),
+            )
+        }
+        ExplainMode::Sweep { coll, sizes, plot } => {
+            let ex = build(&args, stderr_lines)?;
+            let calibration = load_calibration(&args, &ex, coll)?;
+            if let Some(path) = &plot {
+                write_plot(&args, &ex, coll, path, &sizes, calibration.is_some())?;
+            }
+            run_sweep(&args, &ex, coll, &sizes, calibration.as_ref())
+        }
+        ExplainMode::Single { coll, size } => {
+            let ex = build(&args, stderr_lines)?;
+            let calibration = load_calibration(&args, &ex, coll)?;
+            run_single(&args, &ex, coll, size, calibration.as_ref())
+        }
+    }
+}
+
+fn run_audit(args: &ExplainArgs, log: String) -> Result<()> {
+    let source = &args.source;
+    let audit_args = super::audit::AuditArgs {
+        source: super::source::AuditSourceArgs {
+            fixture: source.fixture.clone(),
+            topo: source.topo.clone(),
+            net_latency: source.net_latency,
+        },
+        graph: args.graph.clone(),
+        log,
+        log_graphs: false,
+        model: args.model.clone(),
+        json: args.json,
     };
-    let mut env = source.nccl_env.clone();
+    super::audit::run(audit_args)
+}
+
+/// The environment with `--algo`/`--proto`, the table (or a log's cells), the cluster and the model, in the order
+/// their errors are reported.
+fn build(args: &ExplainArgs, stderr_lines: &mut Vec<String>) -> Result<Explained> {
+    let mut env = args.source.nccl_env.clone();
     if let Some(a) = &args.algo {
         env.algo = Some(a.clone());
         env.overridden("NCCL_ALGO");
@@ -165,13 +262,11 @@ fn run_explain(args: ExplainArgs, stderr_lines: &mut Vec<String>) -> Result<()> 
         }
         None => args.model.table(None)?,
     };
-    let cluster = source.source().load()?;
-    // planner's expected model on the same inputs (JSON: the expected columns beside NCCL's estimate).
-    let expected_inputs = (table.clone(), applied.clone());
+    let cluster = args.source.source().load()?;
     let mut model = pipeline::build_model(
         &cluster,
-        graph.graph.as_deref(),
-        table,
+        args.graph.graph.as_deref(),
+        table.clone(),
         env,
         args.nvls.flag(),
     )?;
@@ -189,7 +284,6 @@ fn run_explain(args: ExplainArgs, stderr_lines: &mut Vec<String>) -> Result<()> 
             println!("{note}");
         }
     }
-    let model = model;
     stderr_lines.extend(applied.announce_lines());
     for note in nvls_priced_as_pci(&model)
         .into_iter()
@@ -198,124 +292,153 @@ fn run_explain(args: ExplainArgs, stderr_lines: &mut Vec<String>) -> Result<()> 
         stderr_lines.push(format!("planner: note: {note}"));
     }
     let small = out::SmallMessageContext::new(&model, &cluster);
-    let n_ranks = model.input.n_ranks;
-    let calibration = match &args.calibration {
-        Some(path) => Some(calibrate::load_for_cluster(
-            path, &cluster, coll, args.ops, args.force,
-        )?),
+    Ok(Explained {
+        model,
+        cluster,
+        small,
+        applied,
+        table,
+    })
+}
+
+/// `--calibration CAL.json`, checked against the cluster the model was built for.
+fn load_calibration(
+    args: &ExplainArgs,
+    ex: &Explained,
+    coll: Coll,
+) -> Result<Option<calibrate::Calibration>> {
+    match &args.calibration {
+        Some(path) => Ok(Some(calibrate::load_for_cluster(
+            path,
+            &ex.cluster,
+            coll,
+            args.ops,
+            args.force,
+        )?)),
+        None => Ok(None),
+    }
+}
+
+fn run_nccl_table(args: &ExplainArgs, ex: &Explained) -> Result<()> {
+    if args.json {
+        return write_json_with_env(&out::nccl_table_json(&ex.model), &ex.applied, "entries");
+    }
+    if ex.model.input.n_ranks <= 1 {
+        eprintln!("planner: NCCL prints no tuning table for a single rank (it only copies)");
+        return Ok(());
+    }
+    for line in out::nccl_table_lines(&ex.model) {
+        println!("{line}");
+    }
+    Ok(())
+}
+
+fn run_nccl_calls(args: &ExplainArgs, ex: &Explained, coll: Coll, sizes: Vec<u64>) -> Result<()> {
+    let mut plans = Vec::new();
+    for s in sizes {
+        let call = Call::new(coll, s, ex.model.input.n_ranks, args.ops)?;
+        plans.push(ex.model.plan(&call)?);
+    }
+    if args.json {
+        return write_json_with_env(&plans, &ex.applied, "calls");
+    }
+    for line in out::nccl_call_lines(&plans) {
+        println!("{line}");
+    }
+    Ok(())
+}
+
+fn write_plot(
+    args: &ExplainArgs,
+    ex: &Explained,
+    coll: Coll,
+    path: &str,
+    sizes: &[u64],
+    calibrated: bool,
+) -> Result<()> {
+    let svg = out::plot_svg(&ex.model, coll, sizes, args.ops)?;
+    crate::fsio::write_output(path, svg.as_bytes())?;
+    eprintln!("planner: wrote {path}");
+    if calibrated {
+        eprintln!("planner: the plot shows NCCL's model; `planner calibrate --plot` draws the calibrated one");
+    }
+    Ok(())
+}
+
+fn run_sweep(
+    args: &ExplainArgs,
+    ex: &Explained,
+    coll: Coll,
+    sizes: &[u64],
+    calibration: Option<&calibrate::Calibration>,
+) -> Result<()> {
+    let model = &ex.model;
+    let sweep = model.sweep(coll, sizes, args.ops)?;
+    let calibrated = match calibration {
+        Some(cal) => Some(calibrate::calibrate_sweep(cal, model, &sweep)?),
         None => None,
     };
+    let possible = possible_bands(model, &ex.small, coll, sizes, args.ops)?;
+    if args.json {
+        let mut json = out::sweep_json_calibrated(model, &sweep, calibrated.as_ref());
+        json.possible = possible;
+        return write_json_with_env(&json, &ex.applied, "");
+    }
+    print!("{}", crate::report::text(&out::sweep_text(model, &sweep)));
+    // Before the calibrated map: the stock model's view stays a prefix of the calibrated output.
+    match &possible {
+        Some(bands) => print!("{}", crate::report::text(&out::possible_text(bands))),
+        None => println!("{ONE_OP_ONLY}"),
+    }
+    if let Some(c) = &calibrated {
+        print!("{}", crate::report::text(&out::calibrated_sweep_text(c)));
+    }
+    Ok(())
+}
 
-    if args.nccl_table {
-        if args.json {
-            return write_json_with_env(&out::nccl_table_json(&model), &applied, "entries");
-        }
-        if n_ranks <= 1 {
-            eprintln!("planner: NCCL prints no tuning table for a single rank (it only copies)");
-            return Ok(());
-        }
-        for line in out::nccl_table_lines(&model) {
-            println!("{line}");
-        }
-        return Ok(());
-    }
-    if args.nccl_calls {
-        let sizes = sweep_sizes.clone().unwrap_or_else(|| vec![size]);
-        let mut plans = Vec::new();
-        for s in sizes {
-            let call = Call::new(coll, s, n_ranks, args.ops)?;
-            plans.push(model.plan(&call)?);
-        }
-        if args.json {
-            return write_json_with_env(&plans, &applied, "calls");
-        }
-        for line in out::nccl_call_lines(&plans) {
-            println!("{line}");
-        }
-        return Ok(());
-    }
-    if let Some(path) = &args.plot {
-        let sizes = match &sweep_sizes {
-            Some(s) => s.clone(),
-            None => parse_size_range("8..4G")?,
-        };
-        let svg = out::plot_svg(&model, coll, &sizes, args.ops)?;
-        crate::fsio::write_output(path, svg.as_bytes())?;
-        eprintln!("planner: wrote {path}");
-        if calibration.is_some() {
-            eprintln!(
-                "planner: the plot shows NCCL's model; `planner calibrate --plot` draws the calibrated one"
-            );
-        }
-        if sweep_sizes.is_none() {
-            return Ok(());
-        }
-    }
-    if let Some(sizes) = &sweep_sizes {
-        let sweep = model.sweep(coll, sizes, args.ops)?;
-        let calibrated = match &calibration {
-            Some(cal) => Some(calibrate::calibrate_sweep(cal, &model, &sweep)?),
-            None => None,
-        };
-        let possible = possible_bands(&model, &small, coll, sizes, args.ops)?;
-        if args.json {
-            let mut json = out::sweep_json_calibrated(&model, &sweep, calibrated.as_ref());
-            json.possible = possible;
-            return write_json_with_env(&json, &applied, "");
-        }
-        print!("{}", crate::report::text(&out::sweep_text(&model, &sweep)));
-        // Before the calibrated map: the stock model's view stays a prefix of the calibrated output.
-        match &possible {
-            Some(bands) => print!("{}", crate::report::text(&out::possible_text(bands))),
-            None => println!("{ONE_OP_ONLY}"),
-        }
-        if let Some(c) = &calibrated {
-            print!("{}", crate::report::text(&out::calibrated_sweep_text(c)));
-        }
-        return Ok(());
-    }
-    let call = Call::new(coll, size, n_ranks, args.ops)?;
+fn run_single(
+    args: &ExplainArgs,
+    ex: &Explained,
+    coll: Coll,
+    size: u64,
+    calibration: Option<&calibrate::Calibration>,
+) -> Result<()> {
+    let (model, small) = (&ex.model, &ex.small);
+    let call = Call::new(coll, size, model.input.n_ranks, args.ops)?;
     let eval = model.evaluate(&call)?;
-    let calibrated = calibration
-        .as_ref()
-        .map(|cal| calibrate::calibrate_call(cal, &eval));
+    let calibrated = calibration.map(|cal| calibrate::calibrate_call(cal, &eval));
     let single_op = args.ops == 1;
     if args.json {
-        let mut json = out::explain_json_calibrated(&model, &eval, calibrated.as_ref());
+        let mut json = out::explain_json_calibrated(model, &eval, calibrated.as_ref());
+        // planner's expected model on the same inputs: the expected columns beside NCCL's estimate.
         let (_, expected) = crate::expect::build(
-            &cluster,
-            graph.graph.as_deref(),
-            expected_inputs.0,
-            expected_inputs.1,
+            &ex.cluster,
+            args.graph.graph.as_deref(),
+            ex.table.clone(),
+            ex.applied.clone(),
             args.nvls.flag(),
             &crate::expect::ExpectOptions::default(),
         )?;
         out::add_expected(&mut json, &expected, coll, size);
         if single_op {
-            json.symmetric = out::symmetric_json(&small, &call);
-            json.beyond_nccl = Some(out::beyond_json(&small, &call));
-            json.possible = Some(out::possible(&small, &eval));
+            json.symmetric = out::symmetric_json(small, &call);
+            json.beyond_nccl = Some(out::beyond_json(small, &call));
+            json.possible = Some(out::possible(small, &eval));
         }
-        return write_json_with_env(&json, &applied, "");
+        return write_json_with_env(&json, &ex.applied, "");
     }
-    print!(
-        "{}",
-        crate::report::text(&out::explain_text_calibrated(
-            &model,
-            &eval,
-            calibrated.as_ref()
-        ))
-    );
+    let text = out::explain_text_calibrated(model, &eval, calibrated.as_ref());
+    print!("{}", crate::report::text(&text));
     if !single_op {
         println!("{ONE_OP_ONLY}");
         return Ok(());
     }
     print!(
         "{}",
-        crate::report::text(&out::symmetric_text(&small, &call))
+        crate::report::text(&out::symmetric_text(small, &call))
     );
-    print!("{}", crate::report::text(&out::beyond_text(&small, &call)));
-    let p = out::possible(&small, &eval);
+    print!("{}", crate::report::text(&out::beyond_text(small, &call)));
+    let p = out::possible(small, &eval);
     print!(
         "{}",
         crate::report::text(&out::possible_text(&out::possible_bands(vec![p])))
