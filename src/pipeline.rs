@@ -55,16 +55,9 @@ impl Source {
     pub fn load_machine(&self) -> Result<Option<Cluster>> {
         self.check()?;
         if !self.is_explicit() {
-            return match probe::probe() {
-                Ok(root) => self
-                    .cluster_of(build::from_xml_with(
-                        &root,
-                        "live probe",
-                        &self.path_options(),
-                    )?)
-                    .map(Some),
-                Err(ProbeError::Unavailable(_)) => Ok(None),
-                Err(ProbeError::Failed(e)) => Err(e),
+            return match self.probe_live()? {
+                Ok(node) => self.cluster_of(node).map(Some),
+                Err(_no_gpu) => Ok(None),
             };
         }
         self.load().map(Some)
@@ -139,15 +132,29 @@ impl Source {
             let (root, label) = self.complete_topo_file(root, path)?;
             return build::from_xml_with(&root, &label, &self.path_options()).map(Some);
         }
-        match probe::probe() {
-            Ok(root) => build::from_xml_with(&root, "live probe", &self.path_options()).map(Some),
-            Err(ProbeError::Unavailable(why)) => {
+        match self.probe_live()? {
+            Ok(node) => Ok(Some(node)),
+            Err(why) => {
                 eprintln!(
                     "planner: no GPU found ({why}); using built-in fixture {}; pass --fixture or --topo to choose",
                     fixtures::DEFAULT_FIXTURE
                 );
                 Ok(None)
             }
+        }
+    }
+
+    /// This machine's topology from the live probe (its warnings on stderr), with the driver's CPU/NUMA affinity
+    /// kept beside NCCL's XML; `Ok(Err(why))` when there is no GPU.
+    fn probe_live(&self) -> Result<std::result::Result<Topology, String>> {
+        match probe::probe_detailed() {
+            Ok(probed) => {
+                eprint!("{}", probed.warnings);
+                let mut node = build::from_xml_with(&probed.xml, "live probe", &self.path_options())?;
+                node.driver_affinity = crate::topo::DriverAffinity::from_facts(&probed.facts);
+                Ok(Ok(node))
+            }
+            Err(ProbeError::Unavailable(why)) => Ok(Err(why)),
             Err(ProbeError::Failed(e)) => Err(e),
         }
     }

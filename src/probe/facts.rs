@@ -43,6 +43,12 @@ pub struct GpuFacts {
     pub pcie_max_width: Option<u32>,
     /// NVML CPU affinity mask, 64 CPUs per word, lowest first.
     pub cpu_affinity: Option<Vec<u64>>,
+    /// NVML memory affinity at NUMA-node scope (`nvmlDeviceGetMemoryAffinity`), 64 nodes per word, lowest first:
+    /// nvidia-smi's "NUMA Affinity" column. Absent in facts recorded before it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_affinity: Option<Vec<u64>>,
+    /// The GPU's own NUMA node (`nvmlDeviceGetNumaNodeId`: GPU memory as a NUMA node, on C2C machines); nvidia-smi's
+    /// "GPU NUMA ID".
     pub numa_node: Option<u32>,
     /// NVML's NVLink fabric identity (`nvmlDeviceGetGpuFabricInfoV`); `None` on GPUs without a fabric (state
     /// NOT_SUPPORTED) and on drivers without the call.

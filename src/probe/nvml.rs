@@ -83,6 +83,15 @@ pub fn read_facts(warnings: &mut Warnings) -> Result<MachineFacts, ProbeError> {
             }
             w
         });
+        // NVML_AFFINITY_SCOPE_NODE: the NUMA nodes nearest the GPU, as nvidia-smi's "NUMA Affinity" reads them.
+        let memory_affinity = dev
+            .memory_affinity(AFFINITY_WORDS, sys::NVML_AFFINITY_SCOPE_NODE)
+            .ok()
+            .map(|words| {
+                #[allow(clippy::unnecessary_cast)]
+                let w: Vec<u64> = words.into_iter().map(|x| x as u64).collect();
+                w
+            });
         facts.gpus.push(GpuFacts {
             index,
             name: dev.name().unwrap_or_default(),
@@ -97,6 +106,7 @@ pub fn read_facts(warnings: &mut Warnings) -> Result<MachineFacts, ProbeError> {
             pcie_max_gen,
             pcie_max_width,
             cpu_affinity,
+            memory_affinity,
             numa_node,
             fabric: read_fabric(&nvml, dev),
         });

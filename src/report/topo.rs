@@ -58,9 +58,9 @@ pub struct GpuInfo {
     pub sm: u32,
     /// NCCL's node label (`GPU/0-18000`).
     pub nccl_label: String,
-    /// NUMA node of its CPU, `None` when unknown (-1).
+    /// NUMA node of its CPU, `None` when unknown (-1): the driver's on a live probe, else the XML's `numaid`.
     pub numa: Option<i64>,
-    /// CPU list of its NUMA node (`0-55,112-167`), from the XML `affinity` mask.
+    /// CPU list of its NUMA node (`0-55,112-167`): the driver's on a live probe, else the XML `affinity` mask.
     pub cpu_affinity: Option<String>,
     /// Total NVLinks of this GPU (sum of `<nvlink count>`).
     pub nvlinks: u32,
@@ -456,6 +456,19 @@ pub fn cpumask_to_list(mask: &str) -> Option<String> {
             }
         }
     }
+    cpus_to_list(&cpus)
+}
+
+/// NVML's CPU mask (64 CPUs per word, lowest word first) as a CPU list (`0-15`); `None` if no CPU is set.
+pub fn cpu_words_to_list(words: &[u64]) -> Option<String> {
+    let cpus: Vec<usize> = (0..words.len() * 64)
+        .filter(|&c| words[c / 64] & (1u64 << (c % 64)) != 0)
+        .collect();
+    cpus_to_list(&cpus)
+}
+
+/// Ascending CPU numbers as ranges (`0-15,32`).
+fn cpus_to_list(cpus: &[usize]) -> Option<String> {
     if cpus.is_empty() {
         return None;
     }
@@ -511,13 +524,23 @@ pub fn report(cluster: &Cluster) -> TopoReport {
             let cpu = facts
                 .place(&g.busid)
                 .and_then(|p| facts.cpus.get(p.cpu).copied());
-            let numa = cpu
-                .and_then(|c| c.attr("numaid"))
-                .and_then(|n| n.trim().parse::<i64>().ok())
-                .filter(|&n| n >= 0);
-            let cpu_affinity = cpu
-                .and_then(|c| c.attr("affinity"))
-                .and_then(cpumask_to_list);
+            // The driver's affinity where the live probe has it (nvidia-smi reads it there), else the XML's.
+            let driver = topo.driver_affinity.iter().find(|d| d.busid == g.busid);
+            let numa = driver
+                .and_then(|d| d.numa_node)
+                .map(i64::from)
+                .or_else(|| {
+                    cpu.and_then(|c| c.attr("numaid"))
+                        .and_then(|n| n.trim().parse::<i64>().ok())
+                        .filter(|&n| n >= 0)
+                });
+            let cpu_affinity = driver
+                .and_then(|d| d.cpu_mask.as_deref())
+                .and_then(cpu_words_to_list)
+                .or_else(|| {
+                    cpu.and_then(|c| c.attr("affinity"))
+                        .and_then(cpumask_to_list)
+                });
             GpuInfo {
                 name: format!("GPU{i}"),
                 dev: g.dev,

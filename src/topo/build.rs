@@ -946,6 +946,7 @@ pub fn from_xml_with(root: &XmlNode, source: &str, options: &PathOptions) -> Res
             .map(str::to_string),
         xml: root.clone(),
         source: source.to_string(),
+        driver_affinity: Vec::new(),
     };
     paths::compute(&mut topo, options)?;
     Ok(topo)

@@ -310,6 +310,44 @@ pub struct Topology {
     pub xml: XmlNode,
     /// Where it came from (`fixture hgx-h200-8`, a file path, `live probe`).
     pub source: String,
+    /// The driver's CPU and NUMA affinity of each GPU, from a live probe (empty otherwise). NCCL's XML may lack them
+    /// (a VM without NUMA information gets numaid=-1 and no affinity) where nvidia-smi, reading the driver, has them.
+    pub driver_affinity: Vec<DriverAffinity>,
+}
+
+/// What NVML says of one GPU's affinity (nvidia-smi topo -m's "CPU Affinity" and "NUMA Affinity").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DriverAffinity {
+    /// NCCL's spelling of the bus id ("0000:00:06.0").
+    pub busid: String,
+    /// CPU mask, 64 CPUs per word, lowest first.
+    pub cpu_mask: Option<Vec<u64>>,
+    /// The nearest NUMA node (the lowest in NVML's node-scope memory affinity).
+    pub numa_node: Option<u32>,
+}
+
+impl DriverAffinity {
+    /// Every probed GPU's affinity.
+    pub fn from_facts(facts: &crate::probe::facts::MachineFacts) -> Vec<DriverAffinity> {
+        facts
+            .gpus
+            .iter()
+            .map(|g| DriverAffinity {
+                busid: g.nccl_bus_id(),
+                cpu_mask: g.cpu_affinity.clone().filter(|w| w.iter().any(|&x| x != 0)),
+                numa_node: g.memory_affinity.as_ref().and_then(|words| lowest_bit(words)),
+            })
+            .collect()
+    }
+}
+
+/// The index of the lowest set bit of a mask of 64-bit words, lowest word first.
+fn lowest_bit(words: &[u64]) -> Option<u32> {
+    words
+        .iter()
+        .enumerate()
+        .find(|(_, w)| **w != 0)
+        .map(|(i, w)| i as u32 * 64 + w.trailing_zeros())
 }
 
 impl Topology {

@@ -325,6 +325,37 @@ fn recorded_h200_vm_gives_nccls_own_dump() {
     assert_eq!(warnings.subjects(Oddity::NonPciNic), ["eth0 (virtio)"]);
 }
 
+/// nvidia-smi reads CPU and NUMA affinity from the driver, which NCCL's XML of this VM lacks (numaid=-1, no
+/// affinity): `planner topo` on a live probe prints the driver's, as nvidia-smi does. The capture's
+/// `nvidia-smi topo -m` (../shared/captures/h200x2-nvswitch-vm/nvidia-smi-topo-m.txt) prints `0-31` and `0`.
+#[test]
+fn a_live_probe_prints_the_drivers_affinity_where_the_xml_has_none() {
+    let mut facts = facts_from_nvml_links(NVML_LINKS_TXT);
+    for g in &mut facts.gpus {
+        // NVML's node-scope memory affinity of a machine with one NUMA node: node 0.
+        g.memory_affinity = Some(vec![1]);
+    }
+    let root = h200_vm_root();
+    let xml = from_facts(
+        &facts,
+        &root.sys(),
+        "x86_64",
+        &env_with_hostid("h200vm"),
+        &mut Warnings::new(),
+    );
+    let mut node = planner::topo::build::from_xml(&xml, "live probe").unwrap();
+    let matrix = |node: &planner::topo::Topology| {
+        let cluster = planner::topo::cluster::Cluster::single(node.clone());
+        planner::report::topo::render_nvidia_smi(&planner::report::topo::report(&cluster))
+    };
+    // The XML alone: nothing to print, as before.
+    assert!(matrix(&node).contains("GPU0\t X \tNV18\tN/A\tN/A\t\tN/A"), "{}", matrix(&node));
+    node.driver_affinity = planner::topo::DriverAffinity::from_facts(&facts);
+    let text = matrix(&node);
+    assert!(text.contains("GPU0\t X \tNV18\t0-31\t0\t\tN/A"), "{text}");
+    assert!(text.contains("GPU1\tNV18\t X \t0-31\t0\t\tN/A"), "{text}");
+}
+
 #[test]
 fn host_hash_follows_ncclhostid_then_hostname_and_boot_id() {
     let facts = facts_from_nvml_links(NVML_LINKS_TXT);
