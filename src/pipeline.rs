@@ -150,7 +150,8 @@ impl Source {
         match probe::probe_detailed() {
             Ok(probed) => {
                 eprint!("{}", probed.warnings);
-                let mut node = build::from_xml_with(&probed.xml, "live probe", &self.path_options())?;
+                let mut node =
+                    build::from_xml_with(&probed.xml, "live probe", &self.path_options())?;
                 node.driver_affinity = crate::topo::DriverAffinity::from_facts(&probed.facts);
                 Ok(Ok(node))
             }
@@ -258,8 +259,10 @@ pub fn choose_table(
     };
     match found {
         Some((major, minor, what)) => {
-            let (family, exact) = table::nearest_family(major, minor);
-            if !exact {
+            let (family, exact, notice) = table::live_family(major, minor);
+            if let Some(notice) = notice {
+                eprintln!("{notice} ({what})");
+            } else if !exact {
                 eprintln!(
                     "planner: no tuning table for NCCL {major}.{minor} ({what}); using the {family} table"
                 );

@@ -67,6 +67,57 @@ impl EnableMatrix {
 }
 
 impl EnableMatrix {
+    /// 2.31 (`algo_env_zero_fills_unnamed_functions`): a non-empty `NCCL_ALGO`
+    /// zero-fills every function's algorithm row before it is parsed, and the
+    /// rows are applied only to functions some list forces (names an element
+    /// for them); so a function `NCCL_PROTO` forces but `NCCL_ALGO` leaves
+    /// out has no algorithm (dev@86fa684d src/tuning/cost_model.cc:315-318,349-361).
+    /// `self` is the matrix of [`EnableMatrix::from_env`], whose lists parsed.
+    pub fn zero_fill_unnamed(mut self, env: &NcclEnv, applies: bool) -> EnableMatrix {
+        let Some(algo) = env.algo.as_deref().filter(|a| applies && !a.is_empty()) else {
+            return self;
+        };
+        let named_by_algo = forced_functions(algo);
+        let forced_by_proto = env
+            .proto
+            .as_deref()
+            .map(forced_functions)
+            .unwrap_or_default();
+        for f in 0..self.algo.len() {
+            if forced_by_proto[f] && !named_by_algo[f] {
+                self.algo[f] = [0; 7];
+            }
+        }
+        self
+    }
+}
+
+/// The functions (NCCL's order) a `parseList` text forces: an entry that names
+/// at least one element forces its prefix's function, or every function
+/// without a prefix (`forced[p] = 1` in NCCL's `parseList`).
+fn forced_functions(text: &str) -> [bool; 5] {
+    let funcs = Coll::ALL.map(|c| c.nccl_name());
+    let mut forced = [false; 5];
+    for (_, token) in strtok(text, ';') {
+        let parts = strtok(token, ':');
+        let (prefix, list) = match parts.as_slice() {
+            [(_, only)] => (None, *only),
+            [(_, p), (_, l), ..] => (Some(*p), *l),
+            [] => continue,
+        };
+        if strtok(list.trim_start_matches('^'), ',').is_empty() {
+            continue;
+        }
+        for (f, name) in funcs.iter().enumerate() {
+            if prefix.is_none_or(|p| p.eq_ignore_ascii_case(name)) {
+                forced[f] = true;
+            }
+        }
+    }
+    forced
+}
+
+impl EnableMatrix {
     /// `NCCL_PROTO` then `NCCL_ALGO` as NCCL 2.18-2.23 read them
     /// (`parseList`, v2.23.4-1 src/graph/tuning.cc:34-52): one list for every
     /// function, `^` as the first character negates, names are
@@ -221,6 +272,49 @@ mod tests {
         let m = EnableMatrix::from_env_flat(&env);
         assert!(m.algo.iter().all(|r| *r == [0, 1, 0, 0, 0, 0, 0]));
         assert!(m.proto.iter().all(|r| *r == [1, 2, 1]));
+    }
+
+    #[test]
+    fn algo_env_zero_fills_functions_it_does_not_name() {
+        // NCCL_PROTO forces every function; NCCL_ALGO names AllReduce only:
+        // in 2.31 the other functions have no algorithm (cost_model.cc:315-318,349-361).
+        let env = NcclEnv {
+            algo: Some("allreduce:ring".to_string()),
+            proto: Some("Simple".to_string()),
+            ..Default::default()
+        };
+        let m = EnableMatrix::from_env(&env).unwrap();
+        let before = m.clone();
+        let after = m.zero_fill_unnamed(&env, true);
+        let ar = Coll::AllReduce as usize;
+        assert_eq!(after.algo[ar], [0, 1, 0, 0, 0, 0, 0]);
+        for f in (0..5).filter(|&f| f != ar) {
+            assert_eq!(before.algo[f], [1; 7], "2.30 keeps function {f}");
+            assert_eq!(after.algo[f], [0; 7], "2.31 zero-fills function {f}");
+        }
+        // Without NCCL_PROTO nothing else is forced: the defaults stay.
+        let alone = NcclEnv {
+            algo: Some("allreduce:ring".to_string()),
+            ..Default::default()
+        };
+        let m = EnableMatrix::from_env(&alone)
+            .unwrap()
+            .zero_fill_unnamed(&alone, true);
+        assert_eq!(m.algo[Coll::AllGather as usize], [1; 7]);
+        // A prefixed NCCL_PROTO entry forces its function only.
+        let env = NcclEnv {
+            algo: Some("allreduce:ring".to_string()),
+            proto: Some("allgather:^LL".to_string()),
+            ..Default::default()
+        };
+        let m = EnableMatrix::from_env(&env)
+            .unwrap()
+            .zero_fill_unnamed(&env, true);
+        assert_eq!(m.algo[Coll::AllGather as usize], [0; 7]);
+        assert_eq!(m.algo[Coll::Broadcast as usize], [1; 7]);
+        // The rule off (2.30): unchanged.
+        let m = EnableMatrix::from_env(&env).unwrap();
+        assert_eq!(m.clone().zero_fill_unnamed(&env, false), m);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The formula and rule changes of NCCL's cost model between release
 //! families, each with the families it applies to and where it was read.
 //! Numbers live in `tuning-tables/*.json`; what NCCL *does* with them, when
-//! that changed between 2.18 and 2.30, is a `Rule` here, switched on by the
+//! that changed between 2.18 and 2.31 (pre-release), is a `Rule` here, switched on by the
 //! table's family (`TuningTable::has`). Sources are `tag file:line` of the
 //! first (or only) tag that has the rule's code.
 
@@ -104,6 +104,25 @@ pub enum Rule {
     WorkElementScheduler,
     /// A group's aggregate gets its own channel count and scaled bandwidth (not modelled).
     AggregateChannels2_18,
+    /// Ring/Simple gets 256 threads when the ring is no faster than `PCI_BW`.
+    RingSimpleLowBwThreads,
+    /// A non-empty `NCCL_ALGO` starts every function's algorithm row at 0: a
+    /// function another list forces (`NCCL_PROTO`) but `NCCL_ALGO` does not name has no algorithm.
+    AlgoEnvZeroFillsUnnamedFunctions,
+    /// The LL128 gate runs only for functions `NCCL_ALGO`/`NCCL_PROTO` force (not modelled).
+    Ll128GateOnlyForForcedFunctions,
+    /// Ring uses `bwInter` from 2 nodes (before: `bwIntra` up to 2 nodes).
+    RingBwInterFromTwoNodes,
+    /// Tree and PAT use `min(bwIntra, bwInter)` (before: `bwIntra` up to 2 nodes, else `bwInter`).
+    TreePatBwMinIntraInter,
+    /// Ring Broadcast/Reduce step latency from the intra-node row across nodes (before: the NET row).
+    RingBroadcastReduceIntraRow,
+    /// PAT adds the graph's `latencyInter` once (before: twice, as a flush).
+    PatFlushLatencyOnce,
+    /// CollNet bandwidths of the 2.31 model (carried-over busBw, no sm90 x0.85, AG/RS x0.5; not modelled).
+    CollnetModel2_31,
+    /// Ties in the per-call argmin go to the highest tuning id (not modelled).
+    ArgminTiesToHighestId,
 }
 
 /// One rule: the families it applies to, what it does, where it was read.
@@ -281,8 +300,8 @@ pub const RULES: &[RuleInfo] = &[
         Rule::InterLatencyTreeRowOnePerNode,
         "inter_latency_tree_row_one_per_node",
         (2, 23),
-        None,
-        "interLat = hwLat[NET][Tree][p] when ppn == 1",
+        Some((2, 30)),
+        "interLat = hwLat[NET][Tree][p] when ppn == 1 (2.31: each model's own NET row)",
         "v2.23.4-1 src/graph/tuning.cc:236",
     ),
     rule(
@@ -508,6 +527,78 @@ pub const RULES: &[RuleInfo] = &[
         Some((2, 21)),
         "channel placement with ncclWorkElem lists (NCCL_MAX_WORK_ELEMENTS 9 per work); planner's scheduler does not model it",
         "v2.18.6-1 src/enqueue.cc:483-605 (to v2.21.5-1 :743-860)",
+    ),
+    rule(
+        Rule::RingSimpleLowBwThreads,
+        "ring_simple_low_bw_threads",
+        (2, 18),
+        Some((2, 30)),
+        "Ring/Simple defaults to 256 threads when ring bwIntra*nChannels <= PCI_BW (12 GB/s); 2.31 always NCCL_SIMPLE_MAX_NTHREADS",
+        "v2.30.7-1 src/graph/tuning.cc:244-245",
+    ),
+    rule(
+        Rule::AlgoEnvZeroFillsUnnamedFunctions,
+        "algo_env_zero_fills_unnamed_functions",
+        (2, 31),
+        None,
+        "a non-empty NCCL_ALGO zero-fills every function's algorithm row; a function forced by NCCL_PROTO but not named in NCCL_ALGO has no algorithm (vllm#58179)",
+        "dev@86fa684d src/tuning/cost_model.cc:315-318,349-361",
+    ),
+    recorded(
+        Rule::Ll128GateOnlyForForcedFunctions,
+        "ll128_gate_only_for_forced_functions",
+        (2, 31),
+        None,
+        "the LL128 gate (path types, compute capability) runs only for functions NCCL_ALGO/NCCL_PROTO force; others keep LL128 on; planner applies the gate to every function",
+        "dev@86fa684d src/tuning/cost_model.cc:349-365",
+    ),
+    rule(
+        Rule::RingBwInterFromTwoNodes,
+        "ring_bw_inter_from_two_nodes",
+        (2, 31),
+        None,
+        "Ring busBw from bwInter as soon as nNodes > 1 (before: bwIntra up to 2 nodes)",
+        "dev@86fa684d src/tuning/ring.cc:35-36",
+    ),
+    rule(
+        Rule::TreePatBwMinIntraInter,
+        "tree_pat_bw_min_intra_inter",
+        (2, 31),
+        None,
+        "Tree and PAT busBw from min(bwIntra, bwInter) (before: bwIntra up to 2 nodes, else bwInter)",
+        "dev@86fa684d src/tuning/tree.cc:28, pat.cc:41",
+    ),
+    rule(
+        Rule::RingBroadcastReduceIntraRow,
+        "ring_broadcast_reduce_intra_row",
+        (2, 31),
+        None,
+        "Ring Broadcast/Reduce step latency from hwLat[intra] (Tree row for Simple without sameChannels) across nodes too (before: hwLat[NET])",
+        "dev@86fa684d src/tuning/ring.cc:57-66",
+    ),
+    rule(
+        Rule::PatFlushLatencyOnce,
+        "pat_flush_latency_once",
+        (2, 31),
+        None,
+        "PAT interLat adds latencyInter once (before: twice, the second as the Simple flush)",
+        "dev@86fa684d src/tuning/pat.cc:47-48",
+    ),
+    recorded(
+        Rule::CollnetModel2_31,
+        "collnet_model_2_31",
+        (2, 31),
+        None,
+        "CollNet AllReduce starts from the busBw left by the ReduceScatter iteration, divided by the GPU/NIC factor (Chain too), without the sm90 x0.85 (compCapIndex >= 90 is never true); AllGather/ReduceScatter x0.5; planner keeps the 2.30 CollNet model",
+        "dev@86fa684d src/tuning/collnet.cc:35,49-57,75-91",
+    ),
+    recorded(
+        Rule::ArgminTiesToHighestId,
+        "argmin_ties_to_highest_id",
+        (2, 31),
+        None,
+        "results are pushed to the front of a list and the first strict minimum wins: ties go to the highest algo*3+proto; planner keeps the lowest",
+        "dev@86fa684d src/tuning/tuning.cc:32-38,130-142,153-167",
     ),
 ];
 

@@ -25,7 +25,16 @@ pub const EMBEDDED: &[(&str, &str)] = &[
     ("2.28", include_str!("../../tuning-tables/nccl-2.28.json")),
     ("2.29", include_str!("../../tuning-tables/nccl-2.29.json")),
     ("2.30", include_str!("../../tuning-tables/nccl-2.30.json")),
+    ("2.31", include_str!("../../tuning-tables/nccl-2.31.json")),
 ];
+
+/// Families read from an unreleased branch (their tables say `"pre_release": true`):
+/// used only when a version, a log or a live libnccl asks for them, never by default.
+pub const PRE_RELEASE_FAMILIES: &[&str] = &["2.31"];
+
+/// The newest NCCL whose libnccl is known to exist (PyPI's nvidia-nccl-cu12/-cu13 wheels),
+/// beyond every modelled family; its source is not public here.
+pub const NEWEST_KNOWN_UNMODELLED: &str = "2.32.3";
 
 /// GPU generations as NCCL indexes its bandwidth tables (`compCapIndex`).
 pub const GENERATIONS: [&str; 4] = ["Volta", "Ampere", "Hopper", "Blackwell"];
@@ -139,6 +148,9 @@ pub struct TuningTable {
     /// `family` as numbers: decides which `rules::Rule`s apply.
     pub version: Family,
     pub verified_against: String,
+    /// Read from an unreleased branch (`"pre_release": true`); absent in released families.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub pre_release: bool,
     /// Where the table came from (`built-in nccl-2.28.json` or a path).
     pub source: String,
     /// By GPU generation.
@@ -170,7 +182,7 @@ pub struct TuningTable {
     pub patch_changes: Vec<PatchChange>,
 }
 
-/// The families built in, oldest first (`2.18` ... `2.30`).
+/// The families built in, oldest first (`2.18` ... `2.31`, the last pre-release).
 pub fn families() -> Vec<&'static str> {
     EMBEDDED.iter().map(|(f, _)| *f).collect()
 }
@@ -220,9 +232,60 @@ pub fn nearest_family(major: u32, minor: u32) -> (&'static str, bool) {
     (best.unwrap_or(EMBEDDED[0].0), false)
 }
 
-/// The newest built-in family.
+/// The newest built-in family of a released NCCL: the default table.
 pub fn newest_family() -> &'static str {
+    EMBEDDED
+        .iter()
+        .rev()
+        .map(|(f, _)| *f)
+        .find(|f| !is_pre_release(f))
+        .unwrap_or(EMBEDDED[0].0)
+}
+
+/// The newest built-in family, pre-release or not.
+pub fn newest_modelled_family() -> &'static str {
     EMBEDDED[EMBEDDED.len() - 1].0
+}
+
+/// Whether `family` was read from an unreleased branch.
+pub fn is_pre_release(family: &str) -> bool {
+    PRE_RELEASE_FAMILIES.contains(&family)
+}
+
+/// The line that says a pre-release family is used.
+fn pre_release_notice(version: &str, family: &str) -> String {
+    format!(
+        "planner: NCCL {version} uses the {family} table, modelled from a pre-release branch (see tuning-tables/VERSIONS.md)"
+    )
+}
+
+/// The line that says a version newer than every modelled family is not modelled.
+fn unmodelled_notice(version: &str, newest: &str) -> String {
+    let pre = if is_pre_release(newest) {
+        " (pre-release)"
+    } else {
+        ""
+    };
+    format!(
+        "planner: NCCL {version} is not modelled; newest modelled {newest}{pre}; using the {newest} table (use explain --from-log with a log of that machine)"
+    )
+}
+
+/// A libnccl found on the machine (`ncclGetVersion`): the family to model it
+/// with and, for a pre-release family or a version newer than every family,
+/// the line to print (other versions: `nearest_family`).
+pub fn live_family(major: u32, minor: u32) -> (&'static str, bool, Option<String>) {
+    let (family, exact) = nearest_family(major, minor);
+    let version = format!("{major}.{minor}");
+    let newest = newest_modelled_family();
+    let notice = if exact && is_pre_release(family) {
+        Some(pre_release_notice(&version, family))
+    } else if rules::parse_family(newest).is_some_and(|n| (major, minor) > n) {
+        Some(unmodelled_notice(&version, newest))
+    } else {
+        None
+    };
+    (family, exact, notice)
 }
 
 /// The oldest built-in family.
@@ -242,7 +305,8 @@ pub struct VersionChoice {
 /// `--nccl-version`: `2.22` or `2.22.3` -> the 2.22 table; a version newer
 /// than the newest family -> the newest family and a notice; an older one
 /// (or one between families, which cannot happen while every family from
-/// 2.18 to 2.30 is built in) is a bad input naming the version.
+/// 2.18 to 2.31 is built in) is a bad input naming the version. A
+/// pre-release family gets a notice too.
 pub fn for_version(version: &str) -> Result<VersionChoice> {
     let family = family_of(version)?;
     let key = rules::parse_family(&family).ok_or_else(|| {
@@ -253,16 +317,14 @@ pub fn for_version(version: &str) -> Result<VersionChoice> {
     if let Some((fam, _)) = EMBEDDED.iter().find(|(f, _)| *f == family) {
         return Ok(VersionChoice {
             family: fam,
-            notice: None,
+            notice: is_pre_release(fam).then(|| pre_release_notice(version, fam)),
         });
     }
-    let newest = newest_family();
+    let newest = newest_modelled_family();
     if rules::parse_family(newest).is_some_and(|n| key > n) {
         return Ok(VersionChoice {
             family: newest,
-            notice: Some(format!(
-                "planner: NCCL {version} is newer than the newest modelled family {newest}; using the {newest} table"
-            )),
+            notice: Some(unmodelled_notice(version, newest)),
         });
     }
     Err(Error::bad_input(format!(
@@ -355,6 +417,7 @@ impl TuningTable {
             family,
             version,
             verified_against: r.string("verified_against")?,
+            pre_release: r.optional_boolean("pre_release")?,
             source: source.to_string(),
             nvls_efficiency,
             base_latencies: algo_rows("base_latencies")?,
@@ -677,6 +740,14 @@ impl Reader<'_> {
                 self.source
             ))
         })
+    }
+
+    /// A top-level flag that may be absent (false then).
+    fn optional_boolean(&self, key: &str) -> Result<bool> {
+        match self.root.get(key) {
+            None => Ok(false),
+            Some(_) => self.boolean(key),
+        }
     }
 
     /// The optional list of objects at `key` (absent = empty).

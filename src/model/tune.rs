@@ -238,6 +238,7 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
     let selected = select_constants(input, env, table);
     let enable = if table.has(Rule::PerFunctionAlgoProtoLists) {
         EnableMatrix::from_env(env)?
+            .zero_fill_unnamed(env, table.has(Rule::AlgoEnvZeroFillsUnnamedFunctions))
     } else {
         EnableMatrix::from_env_flat(env)
     };
@@ -275,7 +276,8 @@ fn max_threads(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> AlgoPr
     let th = &table.threads;
     let mut max_threads = [[0i64; 3]; 7];
     // Ring/Simple gets fewer threads when the ring is slower than one PCIe Gen3 x16.
-    let simple_default = if (input.ring.bw_intra * input.ring.n_channels as f32) as f64 <= th.pci_bw
+    let simple_default = if table.has(Rule::RingSimpleLowBwThreads)
+        && (input.ring.bw_intra * input.ring.n_channels as f32) as f64 <= th.pci_bw
     {
         th.ring_simple_low_bw_nthreads
     } else {
@@ -510,7 +512,17 @@ impl<'a> TuneCtx<'a> {
     /// Per-channel bandwidth of the algorithm's graph (`bw` in NCCL).
     fn channel_bandwidth(&self, c: Coll, a: Algo, cell: &mut Vec<MaskReason>) -> Option<f32> {
         let g = self.input.graph(a);
-        let bw: f32 = if self.input.n_nodes <= 2 || a.is_collnet() {
+        let bw: f32 = if a == Algo::Ring && self.table.has(Rule::RingBwInterFromTwoNodes) {
+            if self.input.n_nodes > 1 {
+                g.bw_inter
+            } else {
+                g.bw_intra
+            }
+        } else if matches!(a, Algo::Tree | Algo::Pat)
+            && self.table.has(Rule::TreePatBwMinIntraInter)
+        {
+            g.bw_intra.min(g.bw_inter)
+        } else if self.input.n_nodes <= 2 || a.is_collnet() {
             g.bw_intra
         } else {
             g.bw_inter
@@ -802,7 +814,7 @@ impl<'a> TuneCtx<'a> {
                 self.hw_lat(Hw::Net, a, p)
             };
         inter_lat += g.latency_inter;
-        if p == Proto::Simple {
+        if p == Proto::Simple && !(a == Algo::Pat && self.table.has(Rule::PatFlushLatencyOnce)) {
             // Flush latency.
             inter_lat += g.latency_inter;
         }
@@ -827,7 +839,11 @@ impl<'a> TuneCtx<'a> {
 
     fn ring_latency(&self, c: Coll, p: Proto, nsteps: i64, intra_hw: Hw, l: Latency) -> f32 {
         let (t, n_nodes) = (self.table, self.input.n_nodes);
-        let hw = if n_nodes == 1 { intra_hw } else { Hw::Net };
+        let hw = if n_nodes == 1 || t.has(Rule::RingBroadcastReduceIntraRow) {
+            intra_hw
+        } else {
+            Hw::Net
+        };
         let mut lat = l.base;
         let mut step_lat: f32 = self.hw_lat(hw, Algo::Ring, p);
         if matches!(c, Coll::Reduce | Coll::Broadcast) {

@@ -33,6 +33,7 @@ mod cells;
 mod lines;
 mod reader;
 mod table;
+pub mod tuning231;
 
 pub use cells::{table_from_log, LoggedCells};
 pub use lines::{env_setting, symmetric_line, tuner_line, tuning_line, SymmetricLogLine};
@@ -247,6 +248,9 @@ pub struct NcclLog {
     /// The plugin's `plan PATH applies: ...` line and its line number.
     pub plugin_plan: Option<(String, usize)>,
     pub plugin_decisions: Vec<PluginDecision>,
+    /// NCCL 2.31's `Input: {` and `Best tuning {` lines (`tuning231`), in log order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tuning231: Vec<tuning231::TuningLineAt>,
 }
 
 /// The family (`(2, 22)`) a version string names, if it names one.
@@ -261,7 +265,15 @@ pub fn version_family(version: &str) -> Option<rules::Family> {
 pub fn table_for_log(version: &str) -> Result<(TuningTable, Option<String>)> {
     match tuning_table::for_version(version) {
         Ok(choice) => {
+            let pre_release = tuning_table::is_pre_release(choice.family)
+                && tuning_table::family_of(version).ok().as_deref() == Some(choice.family);
             let notice = choice.notice.map(|_| {
+                if pre_release {
+                    return format!(
+                        "the log's NCCL {version}: the {} model is read from a pre-release branch",
+                        choice.family
+                    );
+                }
                 format!(
                     "the log's NCCL {version} is newer than the newest modelled family {}; compared with the {} model",
                     choice.family, choice.family
@@ -322,7 +334,13 @@ impl NcclLog {
             calls: Vec::new(),
             plugin_plan: None,
             plugin_decisions: Vec::new(),
+            tuning231: Vec::new(),
         }
+    }
+
+    /// The per-call choices of a 2.31 log (`Input` and `Best tuning` lines paired per stream).
+    pub fn tuning231_calls(&self) -> Vec<tuning231::TuningCall> {
+        tuning231::calls(&self.tuning231)
     }
 
     /// The value of an environment variable the log reports.

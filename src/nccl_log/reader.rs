@@ -248,6 +248,14 @@ impl Reader<'_> {
             self.table
                 .row(msg, line_no)
                 .map_err(|e| Error::bad_input(format!("{source}:{line_no}: {e}")))?;
+        } else if let Some(parsed) = super::tuning231::tuning_line(trimmed) {
+            let parsed = parsed.map_err(|e| self.bad(line_no, &e))?;
+            let (stream, line) = (prefix.stream, line_no);
+            self.log.tuning231.push(super::tuning231::TuningLineAt {
+                parsed,
+                stream,
+                line,
+            });
         } else if trimmed.contains(" Bytes -> Algo ") {
             self.call(trimmed, line_no, prefix, false)?;
         } else if let Some((coll, _)) = coll_op_line(trimmed) {

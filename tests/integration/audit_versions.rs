@@ -373,13 +373,13 @@ fn tuner_plugin_decisions_are_checked_against_nccls_choice() {
 
 #[test]
 fn a_log_newer_than_the_newest_model_uses_the_newest_with_one_line() {
-    let (t, notice) = nccl_log::table_for_log("2.31.2+cuda13.0").unwrap();
-    assert_eq!(t.family, table::newest_family());
+    let (t, notice) = nccl_log::table_for_log("2.32.2+cuda13.0").unwrap();
+    assert_eq!(t.family, table::newest_modelled_family());
     assert_eq!(
         notice.unwrap(),
         format!(
-            "the log's NCCL 2.31.2+cuda13.0 is newer than the newest modelled family {0}; compared with the {0} model",
-            table::newest_family()
+            "the log's NCCL 2.32.2+cuda13.0 is newer than the newest modelled family {0}; compared with the {0} model",
+            table::newest_modelled_family()
         )
     );
     let (t, notice) = nccl_log::table_for_log("2.22.3").unwrap();
@@ -387,12 +387,12 @@ fn a_log_newer_than_the_newest_model_uses_the_newest_with_one_line() {
     let (t, notice) = nccl_log::table_for_log("2.17.1").unwrap();
     assert_eq!(t.family, "2.18");
     assert!(notice.unwrap().contains("no model for NCCL 2.17"));
-    // Through the CLI: the capture log relabelled 2.31: one notice line on stderr.
+    // Through the CLI: the capture log relabelled 2.32: one notice line on stderr.
     let text = std::fs::read_to_string(golden("nccl-init-rank0.log"))
         .unwrap()
         .replace(
             "NCCL version 2.28.9+cuda13.0",
-            "NCCL version 2.31.0+cuda13.0",
+            "NCCL version 2.32.0+cuda13.0",
         );
     let dir = std::env::temp_dir().join(format!("planner-audit-v-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -414,7 +414,7 @@ fn a_log_newer_than_the_newest_model_uses_the_newest_with_one_line() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("0 difference(s)"), "{text}");
     assert!(
-        text.contains("Not checked: NCCL 2.31.0+cuda13.0's own rules (per-call choice, channels, threads): the 2.30 model stands in for them"),
+        text.contains("Not checked: NCCL 2.32.0+cuda13.0's own rules (per-call choice, channels, threads): the 2.31 model stands in for them"),
         "{text}"
     );
 }

@@ -1,4 +1,4 @@
-//! Every NCCL release family 2.18 ... 2.30: the tables load with the tag they
+//! Every NCCL release family 2.18 ... 2.30, and 2.31 read from the pre-release dev branch: the tables load with the tag they
 //! were read from, their `changes_from_previous` lists agree with the data
 //! and with the rule catalogue, `--nccl-version` maps any version, and cells
 //! that differ between families are checked by hand against NCCL's source
@@ -16,7 +16,7 @@ use planner::search::Pattern;
 use planner::topo::PathType;
 use serde_json::Value;
 
-const FAMILIES: [(&str, &str); 13] = [
+const FAMILIES: [(&str, &str); 14] = [
     ("2.18", "v2.18.6-1"),
     ("2.19", "v2.19.4-1"),
     ("2.20", "v2.20.5-1"),
@@ -30,6 +30,7 @@ const FAMILIES: [(&str, &str); 13] = [
     ("2.28", "v2.28.9-1"),
     ("2.29", "v2.29.7-1"),
     ("2.30", "v2.30.7-1"),
+    ("2.31", "dev@86fa684d (2.31.0a7)"),
 ];
 
 const AR: usize = Coll::AllReduce as usize;
@@ -101,9 +102,10 @@ fn every_family_loads_with_the_tag_it_was_read_from() {
 
 /// A table file's constants as dotted paths (`hw_latencies.NET.Tree`).
 fn leaves(v: &Value, prefix: &str, out: &mut Vec<(String, Value)>) {
-    const META: [&str; 6] = [
+    const META: [&str; 7] = [
         "family",
         "verified_against",
+        "pre_release",
         "sources",
         "notes",
         "changes_from_previous",
@@ -151,7 +153,10 @@ fn changes_from_previous_list_exactly_what_differs() {
                     .unwrap_or_else(|| panic!("{name}: {path} changed but is not listed"));
                 assert_eq!(Some(&c.from), old, "{name}: {path}");
                 assert_eq!(&c.to, value, "{name}: {path}");
-                assert!(c.source.starts_with('v'), "{name}: {path} cites a tag");
+                assert!(
+                    c.source.starts_with('v') || c.source.starts_with("dev@"),
+                    "{name}: {path} cites a tag or the pre-release commit"
+                );
             }
         }
         // ... and every rule that starts or ends here.
@@ -210,19 +215,29 @@ fn any_version_maps_to_a_family() {
     let c = table::for_version("2.22.3").unwrap();
     assert_eq!((c.family, c.notice), ("2.22", None));
     assert_eq!(table::for_version("v2.19.4-1").unwrap().family, "2.19");
-    // Newer than the newest family: the newest, and one line saying so.
+    // Newer than the newest family (2.32, whose source is not public here): the
+    // newest modelled (2.31, pre-release), and one line saying so.
     let c = table::for_version("2.32.1").unwrap();
-    assert_eq!(c.family, "2.30");
+    assert_eq!(c.family, "2.31");
     let notice = c.notice.unwrap();
     assert!(
-        notice.contains("2.32.1") && notice.contains("2.30"),
+        notice.contains("2.32.1")
+            && notice.contains("not modelled")
+            && notice.contains("newest modelled 2.31 (pre-release)")
+            && notice.contains("--from-log"),
         "{notice}"
     );
     assert_eq!(notice.lines().count(), 1);
-    assert_eq!(table::for_version("3.0").unwrap().family, "2.30");
+    assert_eq!(table::for_version("3.0").unwrap().family, "2.31");
+    // 2.31 itself: its table, and a line saying it is pre-release.
     let (tb, notice) = table::builtin_for_version("2.31").unwrap();
-    assert_eq!(tb.family, "2.30");
-    assert!(notice.is_some());
+    assert_eq!(tb.family, "2.31");
+    assert!(tb.pre_release);
+    let notice = notice.unwrap();
+    assert!(notice.contains("pre-release"), "{notice}");
+    assert_eq!(notice.lines().count(), 1);
+    // Released families say nothing.
+    assert_eq!(table::for_version("2.30.7").unwrap().notice, None);
     // Older than 2.18, or not a version: bad input naming it.
     for bad in ["2.17", "2.4.8", "two"] {
         let e = table::for_version(bad).unwrap_err();
@@ -744,4 +759,92 @@ fn public_2_29_log_table_and_broadcast_choices() {
             vec![line.to_string()]
         );
     }
+}
+
+#[test]
+fn the_pre_release_family_is_marked_and_never_the_default() {
+    for (family, _) in FAMILIES {
+        let tb = t(family);
+        assert_eq!(tb.pre_release, table::is_pre_release(family), "{family}");
+        assert_eq!(tb.pre_release, family == "2.31", "{family}");
+    }
+    // Without a version the newest released family is used, not the pre-release one.
+    assert_eq!(table::newest_family(), "2.30");
+    assert_eq!(table::newest_modelled_family(), "2.31");
+    // The released tables serialize as before (no `pre_release` key).
+    let json = serde_json::to_value(t("2.30")).unwrap();
+    assert!(json.get("pre_release").is_none());
+    assert_eq!(
+        serde_json::to_value(t("2.31")).unwrap()["pre_release"],
+        true
+    );
+}
+
+#[test]
+fn a_live_libnccl_maps_to_a_family() {
+    // ncclGetVersion 23100 (2.31.0a7 on dev) and 23203 (PyPI's nvidia-nccl-cu12/-cu13 2.32.3).
+    assert_eq!(planner::nccl::version_string(23100), "2.31.0");
+    assert_eq!(planner::nccl::version_string(23203), "2.32.3");
+    let (family, exact, notice) = table::live_family(2, 31);
+    assert_eq!((family, exact), ("2.31", true));
+    assert!(notice.unwrap().contains("pre-release"));
+    let (family, exact, notice) = table::live_family(2, 32);
+    assert_eq!((family, exact), ("2.31", false));
+    let notice = notice.unwrap();
+    assert!(
+        notice.contains("NCCL 2.32 is not modelled")
+            && notice.contains("newest modelled 2.31 (pre-release)")
+            && notice.contains("--from-log"),
+        "{notice}"
+    );
+    assert_eq!(table::live_family(2, 30), ("2.30", true, None));
+    assert_eq!(table::live_family(2, 28), ("2.28", true, None));
+    // Older than every family: the oldest, and the caller's own line (no notice here).
+    assert_eq!(table::live_family(2, 17), ("2.18", false, None));
+    assert_eq!(table::NEWEST_KNOWN_UNMODELLED, "2.32.3");
+}
+
+/// `NCCL_ALGO=allreduce:ring NCCL_PROTO=Simple` on the capture machine: 2.30
+/// keeps every algorithm for the other functions, 2.31 zero-fills them
+/// (dev@86fa684d src/tuning/cost_model.cc:315-318: `std::fill_n(algoEnable, ..., 0)`;
+/// :349-361: a function forced by NCCL_PROTO takes its row from algoEnable).
+#[test]
+fn nccl_algo_for_one_function_zero_fills_the_others_in_2_31() {
+    let env = NcclEnv {
+        algo: Some("allreduce:ring".to_string()),
+        proto: Some("Simple".to_string()),
+        ..capture_env()
+    };
+    let old = model(&h200x2_capture(), &env, "2.30");
+    let new = model(&h200x2_capture(), &env, "2.31");
+    assert!(new.table.has(Rule::AlgoEnvZeroFillsUnnamedFunctions));
+    assert!(!old.table.has(Rule::AlgoEnvZeroFillsUnnamedFunctions));
+    assert!(bw(&old, AG, Algo::Ring, Proto::Simple) > 0.0);
+    for a in Algo::ALL {
+        for p in Proto::ALL {
+            assert_eq!(bw(&new, AG, a, p), 0.0, "AllGather {a:?}/{p:?}");
+        }
+    }
+    // AllReduce, which NCCL_ALGO names, keeps Ring/Simple in both.
+    close(
+        bw(&new, AR, Algo::Ring, Proto::Simple),
+        bw(&old, AR, Algo::Ring, Proto::Simple) as f64,
+        "AllReduce Ring/Simple",
+    );
+}
+
+/// Ring/Simple threads on a ring no faster than PCI_BW (12 GB/s): 256 up to
+/// 2.30 (v2.30.7-1 src/graph/tuning.cc:244-245), NCCL_SIMPLE_MAX_NTHREADS 512 in
+/// 2.31 (dev@86fa684d src/tuning/tuning_general.cc:77-79).
+#[test]
+fn ring_simple_threads_no_longer_drop_on_slow_rings_in_2_31() {
+    let mut input = h200x2_capture();
+    input.ring.bw_intra = 5.0;
+    input.ring.n_channels = 2;
+    let ring_simple = |family: &str| {
+        model(&input, &capture_env(), family).tuned.max_threads[Algo::Ring as usize]
+            [Proto::Simple as usize]
+    };
+    assert_eq!(ring_simple("2.30"), 256);
+    assert_eq!(ring_simple("2.31"), 512);
 }
