@@ -76,7 +76,11 @@ pub struct AuditReport {
     pub table_family: String,
     /// How many values were compared.
     pub compared: usize,
+    /// The differences listed: the first `DIFFERENCES_LISTED_PER_KIND` of each kind.
     pub differences: Vec<Difference>,
+    /// Per kind, how many differences were found beyond those listed (counted, not kept).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub differences_not_listed: std::collections::BTreeMap<DifferenceKind, usize>,
     /// One-line notices: the log is newer than the newest modelled family, calls
     /// compared under an assumption.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -92,6 +96,13 @@ pub struct AuditReport {
     /// The same, as the model read them (for the one stderr line).
     #[serde(skip)]
     pub env: NcclEnv,
+}
+
+impl AuditReport {
+    /// Every difference found: those listed and those only counted.
+    pub fn difference_count(&self) -> usize {
+        self.differences.len() + self.differences_not_listed.values().sum::<usize>()
+    }
 }
 
 /// What planner's tuner plugin did in the log.
@@ -116,9 +127,46 @@ pub fn cell(v: f32) -> String {
     format!("{:.1}", v as f64)
 }
 
+/// How many differences of one kind (`DifferenceKind`) are listed; the rest are counted. A log of 700,000
+/// per-call lines that all disagree would otherwise build (and render) 1.4 million rows.
+pub const DIFFERENCES_LISTED_PER_KIND: usize = 1000;
+
+/// What a compared value belongs to: the unit of the cap on listed differences.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DifferenceKind {
+    Shape,
+    Graphs,
+    ChannelCounts,
+    InitTable,
+    ThreadThresholds,
+    PerCall,
+    Rings,
+    Trees,
+}
+
+impl DifferenceKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            DifferenceKind::Shape => "communicator shape",
+            DifferenceKind::Graphs => "graph",
+            DifferenceKind::ChannelCounts => "channel count",
+            DifferenceKind::InitTable => "init table",
+            DifferenceKind::ThreadThresholds => "thread threshold",
+            DifferenceKind::PerCall => "per-call",
+            DifferenceKind::Rings => "ring",
+            DifferenceKind::Trees => "tree",
+        }
+    }
+}
+
 struct Collector {
     compared: usize,
     differences: Vec<Difference>,
+    /// Differences found per kind, listed or not.
+    found: std::collections::BTreeMap<DifferenceKind, usize>,
+    /// The kind of the next checks.
+    kind: DifferenceKind,
     /// The rank the next checks belong to (set only for a log of several ranks).
     rank: Option<usize>,
 }
@@ -127,14 +175,27 @@ impl Collector {
     fn check(&mut self, line: usize, what: impl Into<String>, nccl: String, planner: String) {
         self.compared += 1;
         if nccl != planner {
-            self.differences.push(Difference {
-                line,
-                rank: self.rank,
-                what: what.into(),
-                nccl,
-                planner,
-            });
+            let found = self.found.entry(self.kind).or_insert(0);
+            *found += 1;
+            if *found <= DIFFERENCES_LISTED_PER_KIND {
+                self.differences.push(Difference {
+                    line,
+                    rank: self.rank,
+                    what: what.into(),
+                    nccl,
+                    planner,
+                });
+            }
         }
+    }
+
+    /// Per kind, the differences found beyond those listed.
+    fn not_listed(&self) -> std::collections::BTreeMap<DifferenceKind, usize> {
+        self.found
+            .iter()
+            .filter(|(_, &n)| n > DIFFERENCES_LISTED_PER_KIND)
+            .map(|(&k, &n)| (k, n - DIFFERENCES_LISTED_PER_KIND))
+            .collect()
     }
 }
 
@@ -184,6 +245,8 @@ pub fn audit(log: &NcclLog, model: &Model, search: Option<&SearchResult>) -> Res
     let mut c = Collector {
         compared: 0,
         differences: Vec::new(),
+        found: Default::default(),
+        kind: DifferenceKind::Shape,
         rank: None,
     };
     let mut notices = Vec::new();
@@ -218,6 +281,7 @@ pub fn audit(log: &NcclLog, model: &Model, search: Option<&SearchResult>) -> Res
         nccl_version: log.version.clone(),
         table_family: model.table.family.clone(),
         compared: c.compared,
+        differences_not_listed: c.not_listed(),
         differences: c.differences,
         notices,
         not_checked,
@@ -234,6 +298,7 @@ fn compare_graphs(
     search: Option<&SearchResult>,
     not_checked: &mut Vec<String>,
 ) {
+    c.kind = DifferenceKind::Graphs;
     let multi = log.multi_rank();
     if search.is_some() && log.graphs.is_empty() {
         not_checked.push(
@@ -356,6 +421,7 @@ fn check_graph(c: &mut Collector, name: &str, lg: &LogGraph, pg: &SearchGraph) {
 
 /// Each rank's `N coll channels, .. M nvls channels` line.
 fn compare_channel_counts(c: &mut Collector, log: &NcclLog, model: &Model) {
+    c.kind = DifferenceKind::ChannelCounts;
     let input = &model.input;
     let multi = log.multi_rank();
     for counts in &log.channels {
@@ -379,6 +445,7 @@ fn compare_channel_counts(c: &mut Collector, log: &NcclLog, model: &Model) {
 
 /// Every cell of the init table (rank 0's) and its `Max NThreads` row.
 fn compare_table(c: &mut Collector, log: &NcclLog, model: &Model) {
+    c.kind = DifferenceKind::InitTable;
     let tuned = &model.tuned;
     if let Some(table) = &log.table {
         for a in Algo::ALL {
@@ -421,6 +488,7 @@ fn compare_table(c: &mut Collector, log: &NcclLog, model: &Model) {
 
 /// Each rank's `threadThresholds` line.
 fn compare_thread_thresholds(c: &mut Collector, log: &NcclLog, model: &Model) {
+    c.kind = DifferenceKind::ThreadThresholds;
     let tuned = &model.tuned;
     let multi = log.multi_rank();
     for thresholds in &log.thread_thresholds {
@@ -453,6 +521,57 @@ fn compare_thread_thresholds(c: &mut Collector, log: &NcclLog, model: &Model) {
     c.rank = None;
 }
 
+/// The plugin's decision lines by (process, collective, bytes), each list in log order, so that finding a
+/// call's decision does not scan every decision line for every call. A decision is filed under its nBytes
+/// and, for AllGather/ReduceScatter, also under its per-rank bytes (what a 2.24+ per-call line prints).
+struct DecisionIndex<'a> {
+    by_key:
+        std::collections::HashMap<(&'a str, Coll, u64, bool), std::collections::VecDeque<usize>>,
+    lines: Vec<usize>,
+}
+
+impl<'a> DecisionIndex<'a> {
+    fn new(decisions: &'a [crate::nccl_log::PluginDecision]) -> Self {
+        let mut by_key: std::collections::HashMap<_, std::collections::VecDeque<usize>> =
+            std::collections::HashMap::new();
+        for (k, d) in decisions.iter().enumerate() {
+            let Some(coll) = d.coll else { continue };
+            by_key
+                .entry((d.process.as_str(), coll, d.n_bytes, false))
+                .or_default()
+                .push_back(k);
+            let ranks = d.n_ranks as u64;
+            if coll.is_ag_rs() && ranks > 0 && d.n_bytes % ranks == 0 {
+                by_key
+                    .entry((d.process.as_str(), coll, d.n_bytes / ranks, true))
+                    .or_default()
+                    .push_back(k);
+            }
+        }
+        DecisionIndex {
+            by_key,
+            lines: decisions.iter().map(|d| d.line).collect(),
+        }
+    }
+
+    /// The first decision not yet used of this process, collective and bytes printed before `line`.
+    fn next_before(
+        &mut self,
+        process: &'a str,
+        coll: Coll,
+        bytes: u64,
+        per_rank: bool,
+        line: usize,
+        used: &[bool],
+    ) -> Option<usize> {
+        let queue = self.by_key.get_mut(&(process, coll, bytes, per_rank))?;
+        while queue.front().is_some_and(|&k| used[k]) {
+            queue.pop_front();
+        }
+        queue.front().copied().filter(|&k| self.lines[k] < line)
+    }
+}
+
 /// Every per-call line against the model, or, where planner's tuner plugin steered the
 /// call, against the plugin's decision (NCCL must have run the pair it was given).
 fn compare_calls(
@@ -461,11 +580,17 @@ fn compare_calls(
     model: &Model,
     notices: &mut Vec<String>,
 ) -> Option<PluginSummary> {
+    c.kind = DifferenceKind::PerCall;
     let n_ranks = model.input.n_ranks;
     let mut used = vec![false; log.plugin_decisions.len()];
     let mut followed = 0usize;
     let mut unnamed = 0usize;
     let multi = log.multi_rank();
+    // The model's answer per (collective, nBytes, per-call format with a channel range): a log repeats the
+    // same calls many times, and each answer is a search through the model.
+    let mut answers: std::collections::HashMap<(Coll, u64, bool), (String, String)> =
+        std::collections::HashMap::new();
+    let mut decisions = DecisionIndex::new(&log.plugin_decisions);
     for call in &log.calls {
         c.rank = rank_of(log, multi, call.stream);
         let coll = call.coll.unwrap_or_else(|| {
@@ -480,17 +605,10 @@ fn compare_calls(
         let pair = |a: Algo, p: Proto| format!("{} {}", a.log_name(), p.log_name());
         // The plugin's decision for this call: the first unused one of the same process,
         // collective and nBytes printed before it.
-        let decision = log.plugin_decisions.iter().enumerate().find(|(k, d)| {
-            !used[*k]
-                && d.line < call.line
-                && d.process == call.process
-                && d.coll == Some(coll)
-                && d.n_bytes
-                    == match call.format {
-                        CallFormat::Named if coll.is_ag_rs() => call.bytes * d.n_ranks as u64,
-                        _ => call.bytes,
-                    }
-        });
+        let per_rank = matches!(call.format, CallFormat::Named) && coll.is_ag_rs();
+        let decision = decisions
+            .next_before(&call.process, coll, call.bytes, per_rank, call.line, &used)
+            .map(|k| (k, &log.plugin_decisions[k]));
         if let Some((k, d)) = decision {
             used[k] = true;
             if let PluginOutcome::Steered {
@@ -519,17 +637,21 @@ fn compare_calls(
         match call.format {
             CallFormat::Named => {
                 let (lo, hi) = call.channels.unwrap_or((0, 0));
-                let (planner_pair, planner_range) =
-                    match Call::new(coll, n_bytes, n_ranks, 1).and_then(|k| model.plan(&k)) {
-                        Ok(plan) => match plan.tasks.first() {
-                            Some(t) => (
-                                pair(t.algo, t.proto),
-                                format!("{}..{}", t.channel_lo, t.channel_hi),
-                            ),
-                            None => ("no task".to_string(), "-".to_string()),
-                        },
-                        Err(e) => (format!("error: {e}"), "-".to_string()),
-                    };
+                let (planner_pair, planner_range) = answers
+                    .entry((coll, n_bytes, true))
+                    .or_insert_with(|| {
+                        match Call::new(coll, n_bytes, n_ranks, 1).and_then(|k| model.plan(&k)) {
+                            Ok(plan) => match plan.tasks.first() {
+                                Some(t) => (
+                                    pair(t.algo, t.proto),
+                                    format!("{}..{}", t.channel_lo, t.channel_hi),
+                                ),
+                                None => ("no task".to_string(), "-".to_string()),
+                            },
+                            Err(e) => (format!("error: {e}"), "-".to_string()),
+                        }
+                    })
+                    .clone();
                 c.check(call.line, what.clone(), nccl_pair, planner_pair);
                 c.check(
                     call.line,
@@ -540,12 +662,19 @@ fn compare_calls(
             }
             CallFormat::NamedTimed | CallFormat::Timed => {
                 // NCCL prints the model's time with `%f` of a float.
-                let (planner_pair, planner_time) = match Call::new(coll, n_bytes, n_ranks, 1)
-                    .and_then(|k| model.choose(coll, k.model_bytes, model.num_pipe_ops(1)))
-                {
-                    Ok(ch) => (pair(ch.algo, ch.proto), format!("{:.6}", ch.time_us as f64)),
-                    Err(e) => (format!("error: {e}"), "-".to_string()),
-                };
+                let (planner_pair, planner_time) = answers
+                    .entry((coll, n_bytes, false))
+                    .or_insert_with(|| {
+                        match Call::new(coll, n_bytes, n_ranks, 1)
+                            .and_then(|k| model.choose(coll, k.model_bytes, model.num_pipe_ops(1)))
+                        {
+                            Ok(ch) => {
+                                (pair(ch.algo, ch.proto), format!("{:.6}", ch.time_us as f64))
+                            }
+                            Err(e) => (format!("error: {e}"), "-".to_string()),
+                        }
+                    })
+                    .clone();
                 let time = call.time_us.clone().unwrap_or_else(|| "?".to_string());
                 c.check(call.line, what.clone(), nccl_pair, planner_pair);
                 c.check(call.line, format!("{what} time_us"), time, planner_time);
@@ -602,6 +731,7 @@ fn compare_connection(
             .collect::<Vec<_>>()
             .join(" ")
     };
+    c.kind = DifferenceKind::Rings;
     if let Some(first) = log.rings.first() {
         c.check(
             first.line,
@@ -640,6 +770,7 @@ fn compare_connection(
     }
     let tree_text =
         |up: i32, rank: i32, d: [i32; 3]| format!("{}/{}/{}->{rank}->{up}", d[0], d[1], d[2]);
+    c.kind = DifferenceKind::Trees;
     for t in &log.trees {
         c.rank = multi
             .then_some(t.rank)
@@ -802,7 +933,7 @@ fn source_for(source: &Source, log: &NcclLog, log_path: &str) -> Result<Source> 
     let dir = Path::parent(Path::new(log_path)).unwrap_or(Path::new("."));
     let dump = log.env_value("NCCL_TOPO_DUMP_FILE").ok_or_else(|| {
         Error::bad_input(format!(
-            "{log_path}: no topology: pass --topo FILE (the log names no NCCL_TOPO_DUMP_FILE)"
+            "{log_path}: no topology: pass --topo FILE or --fixture NAME (the log names no NCCL_TOPO_DUMP_FILE; audit does not fall back to hgx-h200-8, since a guessed machine gives false differences)"
         ))
     })?;
     let name = Path::new(dump)

@@ -3,7 +3,8 @@
 
 use super::source::{AuditSourceArgs, GraphArgs, ModelArgs};
 use crate::audit::{audit_log, AuditOptions};
-use crate::error::{Error, Result};
+use crate::error::Result;
+use std::io::Write;
 
 #[derive(Debug, clap::Args)]
 pub struct AuditArgs {
@@ -44,12 +45,17 @@ pub fn run(args: AuditArgs) -> Result<()> {
             crate::report::text(&crate::report::audit::audit_text(&report))
         );
     }
-    // Differences are a finding, not bad input: exit 1 (bad input exits 2).
-    match report.differences.len() {
+    // Differences are a finding, neither bad input (exit 2) nor an error: exit 1 and say how many.
+    match report.difference_count() {
         0 => Ok(()),
-        n => Err(Error::runtime(format!(
-            "{}: {n} difference(s) between the log and the model",
-            report.log
-        ))),
+        n => {
+            let noun = if n == 1 { "difference" } else { "differences" };
+            let _ = std::io::stdout().flush();
+            eprintln!(
+                "planner: {}: {n} {noun} between the log and the model",
+                report.log
+            );
+            std::process::exit(1);
+        }
     }
 }

@@ -14,7 +14,7 @@ pub fn audit_text(report: &AuditReport) -> String {
             .unwrap_or("(version not in the log)"),
         report.table_family,
         report.compared,
-        report.differences.len()
+        report.difference_count()
     );
     if let Some(p) = &report.plugin {
         let checked = p.steered - p.steered_without_call_line;
@@ -49,5 +49,13 @@ pub fn audit_text(report: &AuditReport) -> String {
     }
     out.push_str(&table.to_string());
     out.push('\n');
+    for (kind, n) in &report.differences_not_listed {
+        out.push_str(&format!(
+            "... and {n} more {} {}, counted, not listed (the first {} of each kind are)\n",
+            kind.name(),
+            if *n == 1 { "difference" } else { "differences" },
+            crate::audit::DIFFERENCES_LISTED_PER_KIND
+        ));
+    }
     out
 }

@@ -4,6 +4,7 @@
 mod common;
 mod verify_data;
 
+mod audit_bounds;
 mod audit_capture;
 mod audit_env_logs;
 mod audit_logs;
