@@ -418,6 +418,10 @@ pub struct Prepared {
     pub volume: f64,
     /// Sequential steps per channel.
     pub steps: f64,
+    /// Of those, the steps that cross the network or are paced by it (the network's per-step cost is theirs): the
+    /// network hops of the first chunk's chain, then every step of the pipeline's steady state, which the slowest
+    /// stage (the network) sets. 0 on one node.
+    pub net_steps: f64,
     pub intra_hops: f64,
     pub net_hops: f64,
     pub nvls_hops: f64,
@@ -510,6 +514,7 @@ pub fn prepare(
         channels: nc,
         volume: 0.0,
         steps: 1.0,
+        net_steps: 0.0,
         intra_hops: 0.0,
         net_hops: 0.0,
         nvls_hops: 0.0,
@@ -550,6 +555,10 @@ pub fn prepare(
                 0.0
             };
             prepared.intra_hops = ring_steps - prepared.net_hops;
+            if multi {
+                // The first chunk's chain crosses the network net_hops times; the later steps follow its pace.
+                prepared.net_steps = prepared.net_hops + (prepared.steps - ring_steps).max(0.0);
+            }
             prepared.volume = volume;
             prepared.loads = loads_of(plan, &plan.ring, nc, 1.0, &[]);
         }
@@ -561,8 +570,13 @@ pub fn prepare(
             prepared.intra_hops = 2.0 * (g - 1) as f64;
             prepared.net_hops = 2.0 * ceil_log2(nodes);
             // Fill and drain: the first chunk crosses every level up and down before the last one can leave.
-            prepared.steps =
-                (d / chunk).ceil().max(1.0) + prepared.intra_hops + prepared.net_hops - 1.0;
+            let chunks = (d / chunk).ceil().max(1.0);
+            prepared.steps = chunks + prepared.intra_hops + prepared.net_hops - 1.0;
+            prepared.net_steps = if multi {
+                prepared.net_hops + chunks - 1.0
+            } else {
+                0.0
+            };
             prepared.volume = d;
             prepared.loads = loads_of(plan, &plan.tree, nc, tree_net_units(nodes), &[]);
         }
@@ -590,7 +604,9 @@ pub fn prepare(
                 // NVLS reduce, the tree between nodes, NVLS broadcast: a chunk fills every stage in turn.
                 prepared.net_hops = 2.0 * ceil_log2(nodes);
                 let net_chunk = step.min(d).max(1.0);
-                prepared.steps = (d / net_chunk).ceil().max(1.0) + hops + prepared.net_hops - 1.0;
+                let chunks = (d / net_chunk).ceil().max(1.0);
+                prepared.steps = chunks + hops + prepared.net_hops - 1.0;
+                prepared.net_steps = prepared.net_hops + chunks - 1.0;
                 tree_net_units(nodes) * d / volume
             } else {
                 0.0
@@ -644,13 +660,18 @@ pub fn evaluate(plan: &Plan, r: &Resolved, pp: &Prepared) -> Option<(f64, Limit)
     if !rate.is_finite() || rate <= 0.0 {
         return None;
     }
-    let step_oh = r.step_us[p] + if pp.multi_node { r.net_step_us } else { 0.0 };
+    let step_oh = r.step_us[p];
+    let net_step_oh = step_oh + r.net_step_us;
     let fill =
         pp.intra_hops * r.hop_us[p] + pp.net_hops * r.net_hop_us + pp.nvls_hops * r.nvls_hop_us;
     let bw_us = pp.volume / (rate * 1e3);
-    let per_step = (bw_us / pp.steps).max(step_oh);
-    let time = r.launch_us + fill + pp.steps * per_step;
-    let limit = if bw_us > r.launch_us + fill + pp.steps * step_oh {
+    let step_bw_us = bw_us / pp.steps;
+    let net_steps = pp.net_steps.min(pp.steps);
+    let time = r.launch_us
+        + fill
+        + (pp.steps - net_steps) * step_bw_us.max(step_oh)
+        + net_steps * step_bw_us.max(net_step_oh);
+    let limit = if bw_us > r.launch_us + fill + pp.steps * step_oh + net_steps * r.net_step_us {
         limit_bw
     } else {
         Limit::Latency
