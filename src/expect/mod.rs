@@ -232,6 +232,53 @@ pub struct LinkRate {
     pub source: String,
 }
 
+/// NCCL's chunk sizes (its protocol constants): a step of each protocol's buffer, and NVLS's own chunk.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Chunking {
+    pub step_bytes: [f64; 3],
+    /// NCCL_NVLS_CHUNKSIZE: NVLS and NVLSTree move this (or less, for small calls) per head and step.
+    pub nvls_bytes: f64,
+    /// NCCL_NVLSTREE_MAX_CHUNKSIZE's default at 4 nodes and more.
+    pub nvls_tree_max_bytes: f64,
+}
+
+const KIB: f64 = 1024.0;
+
+impl Chunking {
+    /// NVLS's chunk for `d` bytes a channel moves over `heads` heads: NCCL's nvlsChunkSize (never above a Simple
+    /// step), halved down to 64/32/16 KiB as the call shrinks below 64/8/2 chunks per head (enqueue.cc,
+    /// calcCollChunking).
+    pub fn nvls(&self, d: f64, heads: f64) -> f64 {
+        let mut chunk = self.nvls_bytes.min(self.step_bytes[Proto::Simple as usize]);
+        for (times, at_most) in [(64.0, 64.0 * KIB), (8.0, 32.0 * KIB), (2.0, 16.0 * KIB)] {
+            if d < times * heads * chunk && chunk > at_most {
+                chunk = at_most;
+            }
+        }
+        chunk
+    }
+
+    /// NVLSTree's chunk: nvlsChunkSize, at most NCCL_NVLSTREE_MAX_CHUNKSIZE from 4 nodes, then down to 128/64/32 KiB
+    /// below 16/4/1 chunks per head.
+    pub fn nvls_tree(&self, d: f64, heads: f64, nodes: usize) -> f64 {
+        let mut chunk = self.nvls_bytes;
+        if nodes >= 4 {
+            chunk = chunk.min(self.nvls_tree_max_bytes);
+        }
+        for (times, at_most) in [
+            (32.0, 256.0 * KIB),
+            (16.0, 128.0 * KIB),
+            (4.0, 64.0 * KIB),
+            (1.0, 32.0 * KIB),
+        ] {
+            if d < times * heads * chunk && chunk > at_most {
+                chunk = at_most;
+            }
+        }
+        chunk
+    }
+}
+
 /// The constants of one machine, resolved from `Params`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Resolved {
@@ -242,7 +289,7 @@ pub struct Resolved {
     pub nvls_efficiency: f64,
     pub nvls_hop_us: f64,
     pub reduce_efficiency: f64,
-    pub step_bytes: [f64; 3],
+    pub chunking: Chunking,
     pub wire_efficiency: [f64; 3],
     pub nvlink: [(f64, f64); 3],
     pub pcie_efficiency: f64,
@@ -286,11 +333,15 @@ impl Resolved {
             nvls_efficiency: g("nvls_efficiency"),
             nvls_hop_us: g("nvls_hop_us"),
             reduce_efficiency: g("reduce_efficiency"),
-            step_bytes: [
-                pr("ll_step_bytes"),
-                pr("ll128_step_bytes"),
-                pr("simple_step_bytes"),
-            ],
+            chunking: Chunking {
+                step_bytes: [
+                    pr("ll_step_bytes"),
+                    pr("ll128_step_bytes"),
+                    pr("simple_step_bytes"),
+                ],
+                nvls_bytes: pr("nvls_chunk_bytes"),
+                nvls_tree_max_bytes: pr("nvls_tree_max_chunk_bytes"),
+            },
             wire_efficiency: [
                 pr("ll_wire_efficiency"),
                 pr("ll128_wire_efficiency"),
@@ -495,7 +546,7 @@ fn loads_of(
 /// planner's own kernels) or the plan has no graph for it.
 pub fn prepare(
     plan: &Plan,
-    step_bytes: [f64; 3],
+    chunking: &Chunking,
     coll: Coll,
     algo: Algo,
     proto: Proto,
@@ -527,7 +578,7 @@ pub fn prepare(
         return Some(prepared);
     }
     let d = s / nc as f64;
-    let step = step_bytes[p];
+    let step = chunking.step_bytes[p];
     let nf = n as f64;
     match algo {
         Algo::Ring => {
@@ -597,13 +648,14 @@ pub fn prepare(
                 .map(|&s| (s, out_u, true))
                 .chain(plan.nvls_in.iter().map(|&s| (s, in_u, true)))
                 .collect();
-            let chunk = step.min(d / gf).max(1.0);
+            let heads = plan.nvls.len().max(1) as f64;
+            let chunk = chunking.nvls(d, heads).min(d / gf).max(1.0);
             prepared.steps = hops * (d / gf / chunk).ceil().max(1.0);
             prepared.nvls_hops = hops;
             let net_units = if multi {
                 // NVLS reduce, the tree between nodes, NVLS broadcast: a chunk fills every stage in turn.
                 prepared.net_hops = 2.0 * ceil_log2(nodes);
-                let net_chunk = step.min(d).max(1.0);
+                let net_chunk = chunking.nvls_tree(d, heads, nodes).min(d).max(1.0);
                 let chunks = (d / net_chunk).ceil().max(1.0);
                 prepared.steps = chunks + hops + prepared.net_hops - 1.0;
                 prepared.net_steps = prepared.net_hops + chunks - 1.0;
@@ -689,7 +741,7 @@ pub fn simulate(
     bytes: u64,
     channels: usize,
 ) -> Option<(f64, Limit)> {
-    let pp = prepare(plan, r.step_bytes, coll, algo, proto, bytes, channels)?;
+    let pp = prepare(plan, &r.chunking, coll, algo, proto, bytes, channels)?;
     evaluate(plan, r, &pp)
 }
 
