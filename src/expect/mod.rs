@@ -277,6 +277,21 @@ impl Chunking {
         }
         chunk
     }
+
+    /// Tree/LL128's chunk: an LL128 step, halved (not below 128 KiB, then 32 KiB) while a channel's bytes hold fewer
+    /// chunks than 64 (then 16) x (1 + log2 nodes + 0.1 ppn) / ppn, so every level of the tree gets a chunk early.
+    pub fn tree_ll128(&self, d: f64, ranks: usize, nodes: usize) -> f64 {
+        let nodes = nodes.max(1);
+        let ppn = ranks as f64 / nodes as f64;
+        let levels = 1.0 + f64::from(nodes.ilog2()) + 0.1 * ppn;
+        let mut chunk = self.step_bytes[Proto::Ll128 as usize];
+        for (per, floor) in [(64.0, 128.0 * KIB), (16.0, 32.0 * KIB)] {
+            while (d / chunk).floor() < levels * per / ppn && chunk > floor {
+                chunk = (chunk / 2.0).floor();
+            }
+        }
+        chunk
+    }
 }
 
 /// The constants of one machine, resolved from `Params`.
@@ -617,6 +632,11 @@ pub fn prepare(
             if plan.tree.is_empty() {
                 return None;
             }
+            let step = if proto == Proto::Ll128 {
+                chunking.tree_ll128(d, n, nodes)
+            } else {
+                step
+            };
             let chunk = step.min(d).max(1.0);
             prepared.intra_hops = 2.0 * (g - 1) as f64;
             prepared.net_hops = 2.0 * ceil_log2(nodes);
