@@ -304,7 +304,7 @@ impl Data {
             skipped: Skipped::default(),
         };
         let mut built: Vec<(String, Option<Built>)> = Vec::new();
-        let step_bytes = Resolved::new(params, "sm90", NetKind::Ib, Launch::Eager).step_bytes;
+        let chunking = Resolved::new(params, "sm90", NetKind::Ib, Launch::Eager).chunking;
         for path in paths {
             let text = crate::units::read_input_file(path)?;
             let rows = csv_rows(&text);
@@ -398,7 +398,7 @@ impl Data {
                 let w = eval.winner();
                 let Some(prepared) = prepare(
                     &expected.plan,
-                    step_bytes,
+                    &chunking,
                     coll,
                     w.algo,
                     w.proto,

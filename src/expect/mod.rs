@@ -232,6 +232,68 @@ pub struct LinkRate {
     pub source: String,
 }
 
+/// NCCL's chunk sizes (its protocol constants): a step of each protocol's buffer, and NVLS's own chunk.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Chunking {
+    pub step_bytes: [f64; 3],
+    /// NCCL_NVLS_CHUNKSIZE: NVLS and NVLSTree move this (or less, for small calls) per head and step.
+    pub nvls_bytes: f64,
+    /// NCCL_NVLSTREE_MAX_CHUNKSIZE's default at 4 nodes and more.
+    pub nvls_tree_max_bytes: f64,
+}
+
+const KIB: f64 = 1024.0;
+
+impl Chunking {
+    /// NVLS's chunk for `d` bytes a channel moves over `heads` heads: NCCL's nvlsChunkSize (never above a Simple
+    /// step), halved down to 64/32/16 KiB as the call shrinks below 64/8/2 chunks per head (enqueue.cc,
+    /// calcCollChunking).
+    pub fn nvls(&self, d: f64, heads: f64) -> f64 {
+        let mut chunk = self.nvls_bytes.min(self.step_bytes[Proto::Simple as usize]);
+        for (times, at_most) in [(64.0, 64.0 * KIB), (8.0, 32.0 * KIB), (2.0, 16.0 * KIB)] {
+            if d < times * heads * chunk && chunk > at_most {
+                chunk = at_most;
+            }
+        }
+        chunk
+    }
+
+    /// NVLSTree's chunk: nvlsChunkSize, at most NCCL_NVLSTREE_MAX_CHUNKSIZE from 4 nodes, then down to 128/64/32 KiB
+    /// below 16/4/1 chunks per head.
+    pub fn nvls_tree(&self, d: f64, heads: f64, nodes: usize) -> f64 {
+        let mut chunk = self.nvls_bytes;
+        if nodes >= 4 {
+            chunk = chunk.min(self.nvls_tree_max_bytes);
+        }
+        for (times, at_most) in [
+            (32.0, 256.0 * KIB),
+            (16.0, 128.0 * KIB),
+            (4.0, 64.0 * KIB),
+            (1.0, 32.0 * KIB),
+        ] {
+            if d < times * heads * chunk && chunk > at_most {
+                chunk = at_most;
+            }
+        }
+        chunk
+    }
+
+    /// Tree/LL128's chunk: an LL128 step, halved (not below 128 KiB, then 32 KiB) while a channel's bytes hold fewer
+    /// chunks than 64 (then 16) x (1 + log2 nodes + 0.1 ppn) / ppn, so every level of the tree gets a chunk early.
+    pub fn tree_ll128(&self, d: f64, ranks: usize, nodes: usize) -> f64 {
+        let nodes = nodes.max(1);
+        let ppn = ranks as f64 / nodes as f64;
+        let levels = 1.0 + f64::from(nodes.ilog2()) + 0.1 * ppn;
+        let mut chunk = self.step_bytes[Proto::Ll128 as usize];
+        for (per, floor) in [(64.0, 128.0 * KIB), (16.0, 32.0 * KIB)] {
+            while (d / chunk).floor() < levels * per / ppn && chunk > floor {
+                chunk = (chunk / 2.0).floor();
+            }
+        }
+        chunk
+    }
+}
+
 /// The constants of one machine, resolved from `Params`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Resolved {
@@ -242,7 +304,7 @@ pub struct Resolved {
     pub nvls_efficiency: f64,
     pub nvls_hop_us: f64,
     pub reduce_efficiency: f64,
-    pub step_bytes: [f64; 3],
+    pub chunking: Chunking,
     pub wire_efficiency: [f64; 3],
     pub nvlink: [(f64, f64); 3],
     pub pcie_efficiency: f64,
@@ -286,11 +348,15 @@ impl Resolved {
             nvls_efficiency: g("nvls_efficiency"),
             nvls_hop_us: g("nvls_hop_us"),
             reduce_efficiency: g("reduce_efficiency"),
-            step_bytes: [
-                pr("ll_step_bytes"),
-                pr("ll128_step_bytes"),
-                pr("simple_step_bytes"),
-            ],
+            chunking: Chunking {
+                step_bytes: [
+                    pr("ll_step_bytes"),
+                    pr("ll128_step_bytes"),
+                    pr("simple_step_bytes"),
+                ],
+                nvls_bytes: pr("nvls_chunk_bytes"),
+                nvls_tree_max_bytes: pr("nvls_tree_max_chunk_bytes"),
+            },
             wire_efficiency: [
                 pr("ll_wire_efficiency"),
                 pr("ll128_wire_efficiency"),
@@ -418,6 +484,10 @@ pub struct Prepared {
     pub volume: f64,
     /// Sequential steps per channel.
     pub steps: f64,
+    /// Of those, the steps that cross the network or are paced by it (the network's per-step cost is theirs): the
+    /// network hops of the first chunk's chain, then every step of the pipeline's steady state, which the slowest
+    /// stage (the network) sets. 0 on one node.
+    pub net_steps: f64,
     pub intra_hops: f64,
     pub net_hops: f64,
     pub nvls_hops: f64,
@@ -491,7 +561,7 @@ fn loads_of(
 /// planner's own kernels) or the plan has no graph for it.
 pub fn prepare(
     plan: &Plan,
-    step_bytes: [f64; 3],
+    chunking: &Chunking,
     coll: Coll,
     algo: Algo,
     proto: Proto,
@@ -510,6 +580,7 @@ pub fn prepare(
         channels: nc,
         volume: 0.0,
         steps: 1.0,
+        net_steps: 0.0,
         intra_hops: 0.0,
         net_hops: 0.0,
         nvls_hops: 0.0,
@@ -522,7 +593,7 @@ pub fn prepare(
         return Some(prepared);
     }
     let d = s / nc as f64;
-    let step = step_bytes[p];
+    let step = chunking.step_bytes[p];
     let nf = n as f64;
     match algo {
         Algo::Ring => {
@@ -550,6 +621,10 @@ pub fn prepare(
                 0.0
             };
             prepared.intra_hops = ring_steps - prepared.net_hops;
+            if multi {
+                // The first chunk's chain crosses the network net_hops times; the later steps follow its pace.
+                prepared.net_steps = prepared.net_hops + (prepared.steps - ring_steps).max(0.0);
+            }
             prepared.volume = volume;
             prepared.loads = loads_of(plan, &plan.ring, nc, 1.0, &[]);
         }
@@ -557,12 +632,22 @@ pub fn prepare(
             if plan.tree.is_empty() {
                 return None;
             }
+            let step = if proto == Proto::Ll128 {
+                chunking.tree_ll128(d, n, nodes)
+            } else {
+                step
+            };
             let chunk = step.min(d).max(1.0);
             prepared.intra_hops = 2.0 * (g - 1) as f64;
             prepared.net_hops = 2.0 * ceil_log2(nodes);
             // Fill and drain: the first chunk crosses every level up and down before the last one can leave.
-            prepared.steps =
-                (d / chunk).ceil().max(1.0) + prepared.intra_hops + prepared.net_hops - 1.0;
+            let chunks = (d / chunk).ceil().max(1.0);
+            prepared.steps = chunks + prepared.intra_hops + prepared.net_hops - 1.0;
+            prepared.net_steps = if multi {
+                prepared.net_hops + chunks - 1.0
+            } else {
+                0.0
+            };
             prepared.volume = d;
             prepared.loads = loads_of(plan, &plan.tree, nc, tree_net_units(nodes), &[]);
         }
@@ -583,14 +668,17 @@ pub fn prepare(
                 .map(|&s| (s, out_u, true))
                 .chain(plan.nvls_in.iter().map(|&s| (s, in_u, true)))
                 .collect();
-            let chunk = step.min(d / gf).max(1.0);
+            let heads = plan.nvls.len().max(1) as f64;
+            let chunk = chunking.nvls(d, heads).min(d / gf).max(1.0);
             prepared.steps = hops * (d / gf / chunk).ceil().max(1.0);
             prepared.nvls_hops = hops;
             let net_units = if multi {
                 // NVLS reduce, the tree between nodes, NVLS broadcast: a chunk fills every stage in turn.
                 prepared.net_hops = 2.0 * ceil_log2(nodes);
-                let net_chunk = step.min(d).max(1.0);
-                prepared.steps = (d / net_chunk).ceil().max(1.0) + hops + prepared.net_hops - 1.0;
+                let net_chunk = chunking.nvls_tree(d, heads, nodes).min(d).max(1.0);
+                let chunks = (d / net_chunk).ceil().max(1.0);
+                prepared.steps = chunks + hops + prepared.net_hops - 1.0;
+                prepared.net_steps = prepared.net_hops + chunks - 1.0;
                 tree_net_units(nodes) * d / volume
             } else {
                 0.0
@@ -644,13 +732,18 @@ pub fn evaluate(plan: &Plan, r: &Resolved, pp: &Prepared) -> Option<(f64, Limit)
     if !rate.is_finite() || rate <= 0.0 {
         return None;
     }
-    let step_oh = r.step_us[p] + if pp.multi_node { r.net_step_us } else { 0.0 };
+    let step_oh = r.step_us[p];
+    let net_step_oh = step_oh + r.net_step_us;
     let fill =
         pp.intra_hops * r.hop_us[p] + pp.net_hops * r.net_hop_us + pp.nvls_hops * r.nvls_hop_us;
     let bw_us = pp.volume / (rate * 1e3);
-    let per_step = (bw_us / pp.steps).max(step_oh);
-    let time = r.launch_us + fill + pp.steps * per_step;
-    let limit = if bw_us > r.launch_us + fill + pp.steps * step_oh {
+    let step_bw_us = bw_us / pp.steps;
+    let net_steps = pp.net_steps.min(pp.steps);
+    let time = r.launch_us
+        + fill
+        + (pp.steps - net_steps) * step_bw_us.max(step_oh)
+        + net_steps * step_bw_us.max(net_step_oh);
+    let limit = if bw_us > r.launch_us + fill + pp.steps * step_oh + net_steps * r.net_step_us {
         limit_bw
     } else {
         Limit::Latency
@@ -668,7 +761,7 @@ pub fn simulate(
     bytes: u64,
     channels: usize,
 ) -> Option<(f64, Limit)> {
-    let pp = prepare(plan, r.step_bytes, coll, algo, proto, bytes, channels)?;
+    let pp = prepare(plan, &r.chunking, coll, algo, proto, bytes, channels)?;
     evaluate(plan, r, &pp)
 }
 

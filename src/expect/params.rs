@@ -182,6 +182,8 @@ fn required(kind: &str) -> &'static [&'static str] {
             "ll_step_bytes",
             "ll128_step_bytes",
             "simple_step_bytes",
+            "nvls_chunk_bytes",
+            "nvls_tree_max_chunk_bytes",
             "ll_wire_efficiency",
             "ll128_wire_efficiency",
             "simple_wire_efficiency",
