@@ -7,6 +7,7 @@
 
 use super::nccl_tests::pinned_pair;
 use super::{InputFormat, Measurement, Measurements, ReadOptions, Reader};
+use crate::calibrate::stats::spread;
 use crate::error::{Error, Result};
 use crate::measure::Backend;
 use crate::model::{Coll, Pair};
@@ -268,13 +269,7 @@ fn rows_of(calls: &BTreeMap<(String, u64), Call>, source: &str) -> Vec<Measureme
         if median <= 0.0 {
             continue;
         }
-        let spread_pct = if times.len() > 1 {
-            let hi = times.iter().copied().fold(f64::MIN, f64::max);
-            let lo = times.iter().copied().fold(f64::MAX, f64::min);
-            Some((hi - lo) / median * 100.0)
-        } else {
-            None
-        };
+        let spread_pct = spread(&times, median).map(|s| s * 100.0);
         rows.push(Measurement {
             backend: Backend::Nccl,
             coll,

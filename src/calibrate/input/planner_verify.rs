@@ -4,6 +4,7 @@
 use super::{
     array_element_lines, InputFormat, MachineInfo, Measurement, Measurements, ReadOptions, Reader,
 };
+use crate::calibrate::stats::spread;
 use crate::error::{Error, Result};
 use crate::measure::{Backend, Row, RowStatus};
 use crate::model::Coll;
@@ -76,13 +77,7 @@ fn measurement_of(row: &Row, coll: Coll, source: &str, line: usize) -> Option<Me
         (RowStatus::Ok, Some(t)) if t > 0.0 => t,
         _ => return None,
     };
-    let spread_pct = match (
-        row.times_us.iter().copied().reduce(f64::max),
-        row.times_us.iter().copied().reduce(f64::min),
-    ) {
-        (Some(hi), Some(lo)) if row.times_us.len() > 1 => Some((hi - lo) / median * 100.0),
-        _ => None,
-    };
+    let spread_pct = spread(&row.times_us, median).map(|s| s * 100.0);
     Some(Measurement {
         backend: row.backend,
         coll,
