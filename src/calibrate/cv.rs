@@ -16,34 +16,13 @@
 
 use super::fit::{fit_pairs, FittedPair, PairKey, PointSet};
 use super::input::Measurements;
+use super::stats::{abs_rel_error, spread_about_median, ErrorStats};
 use crate::error::{Error, Result};
 use crate::measure::Backend;
 use crate::model::Coll;
 use crate::model::Pair;
 use serde::{Deserialize, Serialize, Serializer};
 use std::collections::BTreeMap;
-
-/// Median, p95 (nearest rank) and worst of |relative error|, in percent.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ErrorStats {
-    pub n: usize,
-    pub median_abs_error_pct: f64,
-    pub p95_abs_error_pct: f64,
-    pub worst_abs_error_pct: f64,
-}
-
-impl ErrorStats {
-    /// From |relative errors| as fractions; None when empty.
-    pub fn of(abs_rel: &[f64]) -> Option<ErrorStats> {
-        let values: Vec<f64> = abs_rel.iter().copied().filter(|v| v.is_finite()).collect();
-        Some(ErrorStats {
-            n: values.len(),
-            median_abs_error_pct: crate::measure::median(&values)? * 100.0,
-            p95_abs_error_pct: crate::measure::percentile(&values, 95.0)? * 100.0,
-            worst_abs_error_pct: values.iter().copied().fold(0.0, f64::max) * 100.0,
-        })
-    }
-}
 
 fn pair_name<S: Serializer>(pair: &Pair, s: S) -> std::result::Result<S::Ok, S::Error> {
     s.serialize_str(&pair.to_string())
@@ -195,19 +174,6 @@ struct TestPoint {
     spread: Option<f64>,
 }
 
-fn cell_spread(times: &[f64]) -> Option<f64> {
-    if times.len() < 2 {
-        return None;
-    }
-    let hi = times.iter().copied().fold(f64::MIN, f64::max);
-    let lo = times.iter().copied().fold(f64::MAX, f64::min);
-    Some((hi - lo) / crate::measure::median(times)?)
-}
-
-fn rel(pred: f64, measured: f64) -> f64 {
-    (pred / measured - 1.0).abs()
-}
-
 fn in_regime(bytes: u64, regime: (&str, u64, u64)) -> bool {
     bytes >= regime.1 && bytes < regime.2
 }
@@ -277,17 +243,17 @@ fn section(
                 regime: r.0.to_string(),
                 calibrated: ErrorStats::of(
                     &pts.iter()
-                        .filter_map(|p| Some(rel(p.calibrated_us?, p.measured_us)))
+                        .filter_map(|p| Some(abs_rel_error(p.calibrated_us?, p.measured_us)))
                         .collect::<Vec<_>>(),
                 ),
                 stock: ErrorStats::of(
                     &pts.iter()
-                        .filter_map(|p| Some(rel(p.stock_us?, p.measured_us)))
+                        .filter_map(|p| Some(abs_rel_error(p.stock_us?, p.measured_us)))
                         .collect::<Vec<_>>(),
                 ),
                 run_to_run: ErrorStats::of(
                     &pts.iter()
-                        .filter_map(|p| Some(rel(p.measured_us, p.train_measured_us?)))
+                        .filter_map(|p| Some(abs_rel_error(p.measured_us, p.train_measured_us?)))
                         .collect::<Vec<_>>(),
                 ),
                 repeat_spread: ErrorStats::of(
@@ -310,17 +276,17 @@ fn section(
                 pair: key.1,
                 calibrated: ErrorStats::of(
                     &pts.iter()
-                        .filter_map(|p| Some(rel(p.calibrated_us?, p.measured_us)))
+                        .filter_map(|p| Some(abs_rel_error(p.calibrated_us?, p.measured_us)))
                         .collect::<Vec<_>>(),
                 ),
                 stock: ErrorStats::of(
                     &pts.iter()
-                        .filter_map(|p| Some(rel(p.stock_us?, p.measured_us)))
+                        .filter_map(|p| Some(abs_rel_error(p.stock_us?, p.measured_us)))
                         .collect::<Vec<_>>(),
                 ),
                 run_to_run: ErrorStats::of(
                     &pts.iter()
-                        .filter_map(|p| Some(rel(p.measured_us, p.train_measured_us?)))
+                        .filter_map(|p| Some(abs_rel_error(p.measured_us, p.train_measured_us?)))
                         .collect::<Vec<_>>(),
                 ),
             }
@@ -427,7 +393,7 @@ pub(crate) fn kfold_section(set: &PointSet, folds: usize, names: &[&str]) -> Opt
                     calibrated_us: predict(&models, key, *bytes),
                     stock_us: cell.stock_us(),
                     train_measured_us: None,
-                    spread: cell_spread(&cell.times_us),
+                    spread: spread_about_median(&cell.times_us),
                 });
             }
         }
@@ -469,7 +435,7 @@ fn cross_section(train: &Measurements, test: &Measurements, backend: Backend) ->
                     .get(key)
                     .and_then(|c| c.get(bytes))
                     .and_then(|c| c.measured_us()),
-                spread: cell_spread(&cell.times_us),
+                spread: spread_about_median(&cell.times_us),
             });
         }
     }

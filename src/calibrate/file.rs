@@ -2,8 +2,9 @@
 //! (`"format": "planner-calibration"`), and the topology hash that says which
 //! machines it applies to.
 
-use super::cv::{ErrorStats, RegimeRow};
+use super::cv::RegimeRow;
 use super::model::PairParams;
+use super::stats::ErrorStats;
 use crate::error::{Error, Result};
 use crate::measure::Backend;
 use crate::model::Pair;

@@ -6,11 +6,12 @@
 //! nccl-tests' out-of-place and in-place columns). Each pair is then fitted
 //! with the terms its sizes can carry (`terms_for`).
 
-use super::cv::{self, ErrorStats};
+use super::cv;
 use super::file::{Calibration, CalibrationMachine, ModelDescription, PairFit, SourceRef};
 use super::input::{Measurement, Measurements};
 use super::model::PairParams;
 use super::solver::{self, Terms};
+use super::stats::{abs_rel_error, ErrorStats};
 use crate::error::{Error, Result};
 use crate::measure::Backend;
 use crate::model::Coll;
@@ -293,7 +294,7 @@ pub(crate) fn fit_refs(inputs: &[&Measurements], options: &FitOptions) -> Result
         let errors: Vec<f64> = f
             .points
             .iter()
-            .map(|&(b, t)| (f.params.time_us(b as f64) / t - 1.0).abs())
+            .map(|&(b, t)| abs_rel_error(f.params.time_us(b as f64), t))
             .collect();
         let cv_stats = kfold.as_ref().and_then(|k| {
             k.per_pair

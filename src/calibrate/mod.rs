@@ -49,6 +49,7 @@ pub mod model;
 pub mod plot;
 mod report;
 mod solver;
+pub mod stats;
 
 pub use apply::{
     calibrate_call, calibrate_sweep, load_for_cluster, rescore_verify, CalibratedCall,

@@ -1,7 +1,8 @@
 //! Plain-text tables of a calibration and of a cross-validation report.
 
-use super::cv::{CvReport, CvSection, ErrorStats};
+use super::cv::{CvReport, CvSection};
 use super::file::Calibration;
+use super::stats::ErrorStats;
 use crate::units::format_size;
 use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
 

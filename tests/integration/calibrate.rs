@@ -505,7 +505,7 @@ fn cross(train: &str, test: &str, backend: Backend) -> CvSection {
         .unwrap()
 }
 
-fn stat(s: &CvSection, regime: &str, f: fn(&calibrate::cv::ErrorStats) -> f64) -> f64 {
+fn stat(s: &CvSection, regime: &str, f: fn(&calibrate::stats::ErrorStats) -> f64) -> f64 {
     f(s.regime(regime).unwrap().calibrated.as_ref().unwrap())
 }
 

@@ -1,0 +1,189 @@
+//! Measurement files -> one vocabulary (`Measurement`).
+//!
+//! Four formats, told apart by their content (never by the file name, `detect`), one file per format behind the
+//! `Reader` trait (as hyperfine's `export/` has one file per format behind `Exporter`):
+//! * `planner_verify`: planner verify result files (`"format": "planner-verify"`);
+//! * `nccl_tests_text`: nccl-tests text output (`all_reduce_perf` and siblings);
+//! * `nccl_tests_json`: nccl-tests `-J` JSON (the same rows, the environment in `env`);
+//! * `inspector`: NCCL Inspector JSONL (profiler plugin, format v4.0).
+//!
+//! Anything else, or a malformed row, is bad input naming the file and line.
+
+mod detect;
+mod inspector;
+mod json_lines;
+mod nccl_tests;
+mod nccl_tests_json;
+mod nccl_tests_text;
+mod planner_verify;
+
+pub(crate) use json_lines::array_element_lines;
+
+use crate::error::{Error, Result};
+use crate::measure::Backend;
+use crate::model::{Coll, Pair};
+use nccl_tuner_planner::plan::fnv1a64;
+use serde::Serialize;
+
+/// Which reader a file went through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InputFormat {
+    PlannerVerify,
+    NcclTestsText,
+    NcclTestsJson,
+    NcclInspector,
+}
+
+impl InputFormat {
+    pub fn name(self) -> &'static str {
+        match self {
+            InputFormat::PlannerVerify => "planner-verify",
+            InputFormat::NcclTestsText => "nccl-tests-text",
+            InputFormat::NcclTestsJson => "nccl-tests-json",
+            InputFormat::NcclInspector => "nccl-inspector",
+        }
+    }
+}
+
+/// What the user says about a file that the file may not say itself.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReadOptions {
+    /// `--pair Ring/LL`: every row of the file ran this pair (nccl-tests runs
+    /// pinned with NCCL_ALGO/NCCL_PROTO but without a log in the file). It
+    /// must agree with the file's own log lines where there are any.
+    pub pair: Option<Pair>,
+    /// `--coll`: the collective, for nccl-tests text without its
+    /// `# Collective test starting:` line. Must agree with the file.
+    pub coll: Option<Coll>,
+}
+
+/// One measured (collective, pair, size): the vocabulary every reader produces.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Measurement {
+    pub backend: Backend,
+    #[serde(serialize_with = "serialize_coll_name")]
+    pub coll: Coll,
+    /// The pinned pair; None for NCCL's free choice ("auto").
+    pub pair: Option<Pair>,
+    /// For a free-choice row: the pair NCCL ran, when the file knows it.
+    pub nccl_choice: Option<Pair>,
+    /// The model's byte count (nccl-tests' `size`: the largest buffer of one
+    /// rank, all ranks' data for all-gather / reduce-scatter).
+    pub bytes: u64,
+    /// Median time per call, µs.
+    pub time_us: f64,
+    /// Timed repeats behind the median, when known.
+    pub repeats: Option<u32>,
+    /// (slowest - fastest repeat) / median x 100, when the repeats are known.
+    pub spread_pct: Option<f64>,
+    /// The stock NCCL model's prediction recorded with the measurement, µs.
+    pub stock_us: Option<f64>,
+    /// nccl-tests: the in-place column (true) or the out-of-place one.
+    pub in_place: Option<bool>,
+    /// Where it came from, for messages.
+    pub source: String,
+    pub line: usize,
+}
+
+pub(crate) fn serialize_coll_name<S: serde::Serializer>(
+    coll: &Coll,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(coll.nccl_name())
+}
+
+impl Measurement {
+    /// The pair this row measures: the pinned one, or NCCL's choice.
+    pub fn fit_pair(&self) -> Option<Pair> {
+        self.pair.or(self.nccl_choice)
+    }
+    /// `Ring/LL`, or `auto` for a free-choice row whose choice is unknown.
+    pub fn pair_label(&self) -> String {
+        match self.fit_pair() {
+            Some(p) => p.to_string(),
+            None => "auto".into(),
+        }
+    }
+}
+
+/// What a file says about the machine it was measured on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct MachineInfo {
+    pub hosts: Vec<String>,
+    /// GPU names by rank, where the file lists them.
+    pub gpus: Vec<String>,
+    pub gpu_count: Option<usize>,
+    pub driver_version: Option<String>,
+    pub cuda_version: Option<String>,
+    pub nccl_version: Option<String>,
+    /// `file::topology_hash` of the topology XML the file carries.
+    pub topology_hash: Option<String>,
+}
+
+/// Everything one input file measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Measurements {
+    pub source: String,
+    pub format: InputFormat,
+    /// FNV-1a 64 of the file's bytes, hex.
+    pub fnv1a64: String,
+    pub machine: MachineInfo,
+    pub rows: Vec<Measurement>,
+    /// What was left out and why (failed rows, other collectives, ...).
+    pub notes: Vec<String>,
+}
+
+/// Read one measurement file of any supported format.
+pub fn read_file(path: &str, options: &ReadOptions) -> Result<Measurements> {
+    let text = crate::units::read_input_file(path)?;
+    read_text(&text, path, options)
+}
+
+/// Read measurements from `text`; `source` names it in messages.
+pub fn read_text(text: &str, source: &str, options: &ReadOptions) -> Result<Measurements> {
+    let format = detect::detect(text, source)?;
+    let mut m = reader_of(format).read(text, source, options)?;
+    m.fnv1a64 = format!("{:016x}", fnv1a64(text.as_bytes()));
+    if m.rows.is_empty() {
+        let why = if m.notes.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", m.notes.join("; "))
+        };
+        return Err(Error::bad_input(format!(
+            "{source}: no usable measurement in this {} file{why}",
+            format.name()
+        )));
+    }
+    Ok(m)
+}
+
+/// One measurement file format: its text (named `source` in messages) -> `Measurements`.
+pub(crate) trait Reader {
+    fn read(&self, text: &str, source: &str, options: &ReadOptions) -> Result<Measurements>;
+}
+
+/// The reader of `format`.
+fn reader_of(format: InputFormat) -> &'static dyn Reader {
+    match format {
+        InputFormat::PlannerVerify => &planner_verify::PlannerVerifyReader,
+        InputFormat::NcclTestsText => &nccl_tests_text::NcclTestsTextReader,
+        InputFormat::NcclTestsJson => &nccl_tests_json::NcclTestsJsonReader,
+        InputFormat::NcclInspector => &inspector::InspectorReader,
+    }
+}
+
+impl Measurements {
+    /// Nothing read yet from `source`.
+    fn new(source: &str, format: InputFormat) -> Measurements {
+        Measurements {
+            source: source.to_string(),
+            format,
+            fnv1a64: String::new(),
+            machine: MachineInfo::default(),
+            rows: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+}
