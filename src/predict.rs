@@ -248,7 +248,8 @@ impl Predictor for ModelPredictor {
         self.label.clone()
     }
     fn predict_us(&self, collective: Coll, pair: Pair, bytes: u64) -> Option<f64> {
-        let Pair { algo, proto } = pair;
+        // NCCL's model has no cell for planner's own algorithms.
+        let (algo, proto) = pair.nccl()?;
         let mut cache = self.pinned.borrow_mut();
         let model = cache.entry(pair).or_insert_with(|| {
             let mut env = self.base.env.clone();

@@ -189,13 +189,16 @@ pub fn calibrate_sweep(cal: &Calibration, model: &Model, sweep: &Sweep) -> Resul
             .filter(|c| c.usable())
             .map(|c| Pair::new(c.algo, c.proto))
             .collect();
-        let Some((pick, time)) = pick_among(cal, coll, point.size, &allowed) else {
+        // `allowed` holds NCCL's candidates only, so the pick is one of NCCL's pairs.
+        let picked = pick_among(cal, coll, point.size, &allowed);
+        let Some((pick, time, (algo, proto))) = picked.and_then(|(p, t)| Some((p, t, p.nccl()?)))
+        else {
             uncalibrated.push(point.size);
             prev = None;
             continue;
         };
         match bands.last_mut() {
-            Some(b) if prev.is_some() && b.algo == pick.algo && b.proto == pick.proto => {
+            Some(b) if prev.is_some() && b.algo == algo && b.proto == proto => {
                 b.to = point.size;
                 b.to_time_us = time;
             }
@@ -218,8 +221,8 @@ pub fn calibrate_sweep(cal: &Calibration, model: &Model, sweep: &Sweep) -> Resul
                 bands.push(CalibratedBand {
                     from: point.size,
                     to: point.size,
-                    algo: pick.algo,
-                    proto: pick.proto,
+                    algo,
+                    proto,
                     starts_at,
                     from_time_us: time,
                     to_time_us: time,
@@ -338,7 +341,7 @@ mod tests {
             .iter()
             .map(|&(algo, proto, lat, bw)| PairFit {
                 coll: Coll::AllReduce,
-                algo,
+                algo: algo.into(),
                 proto,
                 params: PairParams::stock_form(lat, bw),
                 terms: vec!["latency".into(), "bandwidth".into()],

@@ -8,7 +8,7 @@ use super::stats::ErrorStats;
 use crate::error::{Error, Result};
 use crate::measure::Backend;
 use crate::model::Pair;
-use crate::model::{Algo, Coll, Proto};
+use crate::model::{AnyAlgo, Coll, Proto};
 use crate::xml;
 use nccl_tuner_planner::plan::fnv1a64;
 use serde::{Deserialize, Serialize};
@@ -89,7 +89,7 @@ pub struct PairFit {
     #[serde(rename = "collective")]
     pub coll: Coll,
     #[serde(rename = "algorithm")]
-    pub algo: Algo,
+    pub algo: AnyAlgo,
     #[serde(rename = "protocol")]
     pub proto: Proto,
     #[serde(flatten)]
@@ -179,7 +179,14 @@ impl Calibration {
     /// Calibrated time of one call, µs; None for a pair that was not fitted.
     /// Outside `min_bytes..=max_bytes` of the pair it extrapolates.
     #[inline]
-    pub fn predict_us(&self, coll: Coll, algo: Algo, proto: Proto, bytes: u64) -> Option<f64> {
+    pub fn predict_us(
+        &self,
+        coll: Coll,
+        algo: impl Into<AnyAlgo>,
+        proto: Proto,
+        bytes: u64,
+    ) -> Option<f64> {
+        let algo = algo.into();
         self.pairs
             .iter()
             .find(|p| p.coll == coll && p.algo == algo && p.proto == proto)
@@ -284,7 +291,7 @@ impl Calibration {
                 return Err(Error::bad_input(format!(
                     "{source}: {} {}/{}: parameters out of range ({q:?})",
                     p.coll.nccl_name(),
-                    p.algo.nccl_name(),
+                    p.algo.name(),
                     p.proto.nccl_name()
                 )));
             }

@@ -81,7 +81,10 @@ impl BandSource for ExpectedModel {
     }
     fn expected(&self, coll: Coll, bytes: u64, pair: Option<Pair>) -> Result<Option<ExpectedBand>> {
         let e = match pair {
-            Some(p) => self.expected.expect(coll, p.algo, p.proto, bytes),
+            // planner's own pairs have no expectation (NCCL never runs them).
+            Some(p) => p
+                .nccl()
+                .and_then(|(algo, proto)| self.expected.expect(coll, algo, proto, bytes)),
             None => self.expected.nccl_pick(coll, bytes),
         };
         Ok(

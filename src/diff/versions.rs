@@ -414,7 +414,8 @@ fn rule_touches(info: &RuleInfo, coll: Coll, cells: &[Pair], n_nodes: usize) -> 
     (n_nodes > 1 || !multi_node_only(info.rule))
         && (colls.is_empty() || colls.contains(&coll))
         && cells.iter().any(|p| {
-            (algos.is_empty() || algos.contains(&p.algo)) && proto.is_none_or(|q| q == p.proto)
+            (algos.is_empty() || p.algo.nccl().is_some_and(|a| algos.contains(&a)))
+                && proto.is_none_or(|q| q == p.proto)
         })
 }
 

@@ -1,4 +1,4 @@
-//! The all-reduce kernels beyond NCCL's menu (`Algo::BEYOND_NCCL`,
+//! The all-reduce kernels beyond NCCL's menu (`OwnAlgo`,
 //! `kernels/beyond.cu`) on the CPU: their constants and geometry (which CTA
 //! and thread handle which 16-byte unit, how big the peer area is, the
 //! launch shape per size), and a model of each flag protocol played through
@@ -27,7 +27,7 @@
 //! (cuCtxEnablePeerAccess maps all of it), and virtual ranks share one GPU,
 //! so no copy into a registered buffer is needed (nor timed).
 
-use crate::model::Algo;
+use crate::model::OwnAlgo;
 
 /// Most threads per CTA (`PEER_MAX_THREADS`, the kernel's launch bound).
 pub const MAX_THREADS: usize = 512;
@@ -48,12 +48,12 @@ const _: () = assert!(FLAGS_OFF + 64 * 16 * 8 <= INBOX_OFF);
 
 /// Bytes of one rank's peer area: counters and flags, plus the OneShot inbox
 /// for `channels` CTAs of up to `threads` threads on `n_ranks` ranks.
-pub fn peer_area_bytes(algo: Algo, n_ranks: usize, channels: usize, threads: usize) -> usize {
+pub fn peer_area_bytes(algo: OwnAlgo, n_ranks: usize, channels: usize, threads: usize) -> usize {
     match algo {
-        Algo::OneShot => {
+        OwnAlgo::OneShot => {
             INBOX_OFF + 2 * n_ranks * channels * ONESHOT_UNITS * threads * INBOX_UNIT_BYTES
         }
-        _ => INBOX_OFF,
+        OwnAlgo::TwoShot => INBOX_OFF,
     }
 }
 
@@ -111,15 +111,14 @@ pub fn two_shot_part(
 /// as few CTAs and threads as hold the data in one pass (OneShot: one unit
 /// per thread per round; TwoShot: TWOSHOT_UNROLL units per thread of its
 /// 1/n slice), whole warps, 64 to 512 threads.
-pub fn launch_shape(algo: Algo, n_ranks: usize, bytes: u64, max_ctas: usize) -> (usize, usize) {
+pub fn launch_shape(algo: OwnAlgo, n_ranks: usize, bytes: u64, max_ctas: usize) -> (usize, usize) {
     let n_units = bytes.div_ceil(16).max(1);
-    let per_thread = match algo {
-        Algo::TwoShot => TWOSHOT_UNROLL as u64,
-        _ => ONESHOT_UNITS as u64,
-    };
-    let work = match algo {
-        Algo::TwoShot => n_units.div_ceil(n_ranks.max(1) as u64),
-        _ => n_units,
+    let (per_thread, work) = match algo {
+        OwnAlgo::OneShot => (ONESHOT_UNITS as u64, n_units),
+        OwnAlgo::TwoShot => (
+            TWOSHOT_UNROLL as u64,
+            n_units.div_ceil(n_ranks.max(1) as u64),
+        ),
     };
     let threads_needed = work.div_ceil(per_thread);
     let per_cta = MAX_THREADS as u64;
@@ -800,21 +799,21 @@ mod tests {
     #[test]
     fn launch_shapes_by_hand() {
         // 8 B: one unit, one CTA of the fewest threads.
-        assert_eq!(launch_shape(Algo::OneShot, 2, 8, 24), (1, 64));
+        assert_eq!(launch_shape(OwnAlgo::OneShot, 2, 8, 24), (1, 64));
         // 64 KiB = 4096 units: 8 CTAs of 512 threads.
-        assert_eq!(launch_shape(Algo::OneShot, 2, 64 << 10, 24), (8, 512));
+        assert_eq!(launch_shape(OwnAlgo::OneShot, 2, 64 << 10, 24), (8, 512));
         // 256 MiB: capped at 24 CTAs.
-        assert_eq!(launch_shape(Algo::OneShot, 2, 256 << 20, 24), (24, 512));
+        assert_eq!(launch_shape(OwnAlgo::OneShot, 2, 256 << 20, 24), (24, 512));
         // TwoShot 2 ranks, 64 KiB: 2048 units per slice, 4 per thread: 512 threads.
-        assert_eq!(launch_shape(Algo::TwoShot, 2, 64 << 10, 24), (1, 512));
-        assert_eq!(launch_shape(Algo::TwoShot, 8, 1 << 20, 24), (4, 512));
+        assert_eq!(launch_shape(OwnAlgo::TwoShot, 2, 64 << 10, 24), (1, 512));
+        assert_eq!(launch_shape(OwnAlgo::TwoShot, 8, 1 << 20, 24), (4, 512));
     }
 
     #[test]
     fn peer_area_sizes() {
-        assert_eq!(peer_area_bytes(Algo::TwoShot, 8, 24, 512), INBOX_OFF);
+        assert_eq!(peer_area_bytes(OwnAlgo::TwoShot, 8, 24, 512), INBOX_OFF);
         assert_eq!(
-            peer_area_bytes(Algo::OneShot, 2, 1, 64),
+            peer_area_bytes(OwnAlgo::OneShot, 2, 1, 64),
             INBOX_OFF + 2 * 2 * 64 * 32
         );
     }

@@ -12,12 +12,12 @@ use crate::exec::plan::{coll_name, kernel_coll_id};
 use crate::gpu::nvrtc::{self, Cubin, SourceFile};
 use crate::gpu::pattern::dtype_defines;
 use crate::measure::Dtype;
-use crate::model::{Algo, Coll, Proto};
+use crate::model::{Algo, AnyAlgo, Coll, OwnAlgo, Proto};
 
 /// One algorithm the executor has a kernel for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KernelAlgo {
-    pub algorithm: Algo,
+    pub algorithm: AnyAlgo,
     /// `PLANNER_ALGO` of its variants.
     pub id: i32,
     /// The define that names `id` in the kernels (`#if PLANNER_ALGO == PLANNER_ALGO_RING`).
@@ -50,25 +50,25 @@ pub const BEYOND_FILES: &[SourceFile] = &[
 /// Every kernel algorithm, with its id, define and files.
 pub const KERNEL_ALGOS: [KernelAlgo; 4] = [
     KernelAlgo {
-        algorithm: Algo::Ring,
+        algorithm: AnyAlgo::Nccl(Algo::Ring),
         id: 0,
         define: "PLANNER_ALGO_RING",
         files: VARIANT_FILES,
     },
     KernelAlgo {
-        algorithm: Algo::Tree,
+        algorithm: AnyAlgo::Nccl(Algo::Tree),
         id: 1,
         define: "PLANNER_ALGO_TREE",
         files: VARIANT_FILES,
     },
     KernelAlgo {
-        algorithm: Algo::OneShot,
+        algorithm: AnyAlgo::Own(OwnAlgo::OneShot),
         id: 2,
         define: "PLANNER_ALGO_ONE_SHOT",
         files: BEYOND_FILES,
     },
     KernelAlgo {
-        algorithm: Algo::TwoShot,
+        algorithm: AnyAlgo::Own(OwnAlgo::TwoShot),
         id: 3,
         define: "PLANNER_ALGO_TWO_SHOT",
         files: BEYOND_FILES,
@@ -79,7 +79,7 @@ pub const KERNEL_ALGOS: [KernelAlgo; 4] = [
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VariantRow {
     pub collectives: &'static [Coll],
-    pub algorithm: Algo,
+    pub algorithm: AnyAlgo,
     pub protocols: &'static [Proto],
 }
 
@@ -89,27 +89,27 @@ pub struct VariantRow {
 pub const VARIANT_ROWS: &[VariantRow] = &[
     VariantRow {
         collectives: &[Coll::AllReduce],
-        algorithm: Algo::Ring,
+        algorithm: AnyAlgo::Nccl(Algo::Ring),
         protocols: &Proto::ALL,
     },
     VariantRow {
         collectives: &[Coll::AllReduce],
-        algorithm: Algo::Tree,
+        algorithm: AnyAlgo::Nccl(Algo::Tree),
         protocols: &Proto::ALL,
     },
     VariantRow {
         collectives: &[Coll::AllReduce],
-        algorithm: Algo::OneShot,
+        algorithm: AnyAlgo::Own(OwnAlgo::OneShot),
         protocols: &[Proto::Ll],
     },
     VariantRow {
         collectives: &[Coll::AllReduce],
-        algorithm: Algo::TwoShot,
+        algorithm: AnyAlgo::Own(OwnAlgo::TwoShot),
         protocols: &[Proto::Simple],
     },
     VariantRow {
         collectives: &[Coll::AllGather, Coll::ReduceScatter, Coll::Broadcast],
-        algorithm: Algo::Ring,
+        algorithm: AnyAlgo::Nccl(Algo::Ring),
         protocols: &[Proto::Simple],
     },
 ];
@@ -130,12 +130,12 @@ const PROTO_DEFINES: [(Proto, &str); 3] = [
 ];
 
 /// The registry's entry for `algo`; None for algorithms the executor does not run.
-pub fn kernel_algo(algo: Algo) -> Option<&'static KernelAlgo> {
+pub fn kernel_algo(algo: AnyAlgo) -> Option<&'static KernelAlgo> {
     KERNEL_ALGOS.iter().find(|k| k.algorithm == algo)
 }
 
 /// `PLANNER_ALGO` in the kernels; None for algorithms the executor does not run.
-pub fn kernel_algo_id(algo: Algo) -> Option<i32> {
+pub fn kernel_algo_id(algo: AnyAlgo) -> Option<i32> {
     kernel_algo(algo).map(|k| k.id)
 }
 
@@ -157,7 +157,7 @@ fn registry_defines() -> Vec<(&'static str, String)> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Variant {
     pub collective: Coll,
-    pub algorithm: Algo,
+    pub algorithm: AnyAlgo,
     pub protocol: Proto,
     pub dtype: Dtype,
 }
@@ -167,7 +167,7 @@ impl Variant {
         format!(
             "{}_{}_{}_{}",
             coll_name(self.collective),
-            self.algorithm.nccl_name(),
+            self.algorithm.name(),
             self.protocol.nccl_name(),
             self.dtype.nccl_tests_name()
         )
@@ -244,7 +244,7 @@ mod tests {
     fn a_variant_beyond_nccl_is_its_own_kernel() {
         let v = Variant {
             collective: Coll::AllReduce,
-            algorithm: Algo::TwoShot,
+            algorithm: AnyAlgo::Own(OwnAlgo::TwoShot),
             protocol: Proto::Simple,
             dtype: Dtype::Bf16,
         };
@@ -256,7 +256,7 @@ mod tests {
         // A OneShot variant with another protocol does not exist.
         let bad = Variant {
             protocol: Proto::Simple,
-            algorithm: Algo::OneShot,
+            algorithm: AnyAlgo::Own(OwnAlgo::OneShot),
             ..v
         };
         assert!(!Variant::all().contains(&bad));
@@ -270,7 +270,7 @@ mod tests {
         }
         let v = Variant {
             collective: Coll::ReduceScatter,
-            algorithm: Algo::Ring,
+            algorithm: AnyAlgo::Nccl(Algo::Ring),
             protocol: Proto::Simple,
             dtype: Dtype::F16,
         };
@@ -312,7 +312,7 @@ mod tests {
             })
             .collect();
         assert_eq!(beyond, crate::model::beyond::pairs());
-        assert_eq!(kernel_algo_id(Algo::Nvls), None);
+        assert_eq!(kernel_algo_id(Algo::Nvls.into()), None);
     }
 
     #[test]
@@ -341,7 +341,7 @@ mod tests {
         }
         let v = Variant {
             collective: Coll::AllReduce,
-            algorithm: Algo::OneShot,
+            algorithm: AnyAlgo::Own(OwnAlgo::OneShot),
             protocol: Proto::Ll,
             dtype: Dtype::F32,
         };

@@ -8,7 +8,7 @@ use crate::exec::beyond;
 use crate::gpu::collective_code;
 use crate::gpu::pattern::{DataPattern, Expectation};
 use crate::measure::Dtype;
-use crate::model::{Algo, Coll, Pair, Proto};
+use crate::model::{Algo, AnyAlgo, Coll, Pair, Proto};
 use crate::search::SearchResult;
 use serde::Serialize;
 use std::fmt;
@@ -81,7 +81,7 @@ pub struct TreeNode {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExecPlan {
     pub collective: Coll,
-    pub algorithm: Algo,
+    pub algorithm: AnyAlgo,
     pub protocol: Proto,
     pub n_ranks: usize,
     /// CTAs per rank (one per channel).
@@ -107,7 +107,7 @@ pub struct ExecPlan {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlanChoice {
     pub collective: Coll,
-    pub algorithm: Algo,
+    pub algorithm: AnyAlgo,
     pub protocol: Proto,
     /// None: NCCL's rule for this size (`launch_shape`).
     pub n_channels: Option<usize>,
@@ -119,10 +119,10 @@ pub struct PlanChoice {
 }
 
 impl PlanChoice {
-    pub fn all_reduce(algorithm: Algo, protocol: Proto, bytes: u64) -> Self {
+    pub fn all_reduce(algorithm: impl Into<AnyAlgo>, protocol: Proto, bytes: u64) -> Self {
         PlanChoice {
             collective: Coll::AllReduce,
-            algorithm,
+            algorithm: algorithm.into(),
             protocol,
             n_channels: None,
             n_threads: None,
@@ -140,7 +140,7 @@ impl fmt::Display for ExecPlan {
             f,
             "{} {}/{} {} ranks, {} channels x {} threads, {} {}",
             coll_name(self.collective),
-            self.algorithm.nccl_name(),
+            self.algorithm.name(),
             self.protocol.nccl_name(),
             self.n_ranks,
             self.n_channels,
@@ -162,17 +162,18 @@ impl fmt::Display for ExecPlan {
 /// `maxThreads[Ring][Simple]` (256 or 512, §2.3). The kernels beyond NCCL
 /// have their own rule (`exec::beyond::launch_shape`).
 pub fn launch_shape(
-    algorithm: Algo,
+    algorithm: impl Into<AnyAlgo>,
     protocol: Proto,
     n_ranks: usize,
     bytes: u64,
     comm_channels: usize,
     ring_simple_threads: usize,
 ) -> (usize, usize) {
-    if algorithm.is_beyond_nccl() {
+    let algorithm = match algorithm.into() {
         // planner's own kernels: their own rule, at most the communicator's channels.
-        return beyond::launch_shape(algorithm, n_ranks, bytes, comm_channels);
-    }
+        AnyAlgo::Own(own) => return beyond::launch_shape(own, n_ranks, bytes, comm_channels),
+        AnyAlgo::Nccl(nccl) => nccl,
+    };
     let max_threads = match (algorithm, protocol) {
         (Algo::Ring, Proto::Simple) => ring_simple_threads,
         (_, Proto::Ll128) => 640,
@@ -473,7 +474,7 @@ fn validate_vocabulary(choice: &PlanChoice) -> Result<()> {
     if kernel_algo_id(choice.algorithm).is_none() {
         return Err(Error::bad_input(format!(
             "{}: the executor runs Ring, Tree, OneShot and TwoShot only",
-            choice.algorithm.nccl_name()
+            choice.algorithm.name()
         )));
     }
     Ok(())
@@ -490,22 +491,21 @@ fn validate_shape(choice: &PlanChoice, n_channels: usize, n_threads: usize) -> R
             "--threads {n_threads}: must be a multiple of 32 between 64 and {MAX_THREADS}"
         )));
     }
-    if choice.algorithm.is_beyond_nccl() {
-        let own = crate::model::beyond::protocol_of(choice.algorithm);
-        if choice.collective != Coll::AllReduce || Some(choice.protocol) != own {
+    if let AnyAlgo::Own(own) = choice.algorithm {
+        if choice.collective != Coll::AllReduce || choice.protocol != own.protocol() {
             return Err(Error::bad_input(format!(
                 "{} runs all-reduce with {} only (asked for {} {}/{})",
-                choice.algorithm.nccl_name(),
-                own.map_or("no protocol", |p| p.nccl_name()),
+                own.name(),
+                own.protocol().nccl_name(),
                 coll_name(choice.collective),
-                choice.algorithm.nccl_name(),
+                own.name(),
                 choice.protocol.nccl_name()
             )));
         }
         if n_threads > beyond::MAX_THREADS {
             return Err(Error::bad_input(format!(
                 "--threads {n_threads}: {} runs at most {} threads per CTA",
-                choice.algorithm.nccl_name(),
+                own.name(),
                 beyond::MAX_THREADS
             )));
         }
@@ -525,7 +525,7 @@ fn validate_shape(choice: &PlanChoice, n_channels: usize, n_threads: usize) -> R
         return Err(Error::bad_input(format!(
             "{} runs with Ring/Simple only (asked for {}/{})",
             coll_name(choice.collective),
-            choice.algorithm.nccl_name(),
+            choice.algorithm.name(),
             choice.protocol.nccl_name()
         )));
     }

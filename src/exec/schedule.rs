@@ -7,7 +7,7 @@
 //! a GPU. Sizes and offsets here are in elements unless a name says bytes.
 
 use crate::exec::plan::{tree_split_threads, ExecPlan};
-use crate::model::{Algo, Coll, Proto};
+use crate::model::{Algo, AnyAlgo, Coll, Proto};
 use std::collections::{HashMap, VecDeque};
 
 /// NCCL_STEPS: slots per connection FIFO (`device.h:26`).
@@ -60,8 +60,8 @@ pub fn chunking(plan: &ExecPlan) -> Chunking {
     let step_bytes = buff_bytes(protocol) / FIFO_STEPS;
     // CHUNKSTEPS / SLICESTEPS (collectives.h:19-35) apply to Ring/Simple only.
     let (chunk_steps, slice_steps) = match (plan.algorithm, protocol, plan.collective) {
-        (Algo::Ring, Proto::Simple, Coll::Broadcast) => (1, 1),
-        (Algo::Ring, Proto::Simple, _) => (4, 2),
+        (AnyAlgo::Nccl(Algo::Ring), Proto::Simple, Coll::Broadcast) => (1, 1),
+        (AnyAlgo::Nccl(Algo::Ring), Proto::Simple, _) => (4, 2),
         _ => (1, 1),
     };
     let mut chunk_bytes = step_bytes * chunk_steps;
@@ -172,7 +172,7 @@ pub fn ops(plan: &ExecPlan, rank: usize, channel: usize, group: Group) -> Vec<Op
         return out;
     }
     match plan.algorithm {
-        Algo::Ring => {
+        AnyAlgo::Nccl(Algo::Ring) => {
             if group != Group::All {
                 return out;
             }
@@ -296,7 +296,7 @@ pub fn ops(plan: &ExecPlan, rank: usize, channel: usize, group: Group) -> Vec<Op
                 Coll::Reduce => {}
             }
         }
-        Algo::Tree => {
+        AnyAlgo::Nccl(Algo::Tree) => {
             let node = &plan.trees[channel][rank];
             let up = node.up;
             let down = &node.down;

@@ -1,4 +1,4 @@
-//! planner's own all-reduce algorithms outside NCCL's menu (`Algo::BEYOND_NCCL`):
+//! planner's own all-reduce algorithms outside NCCL's menu (`OwnAlgo`):
 //! a latency + bytes/bandwidth model of the executor's `OneShot/LL` and
 //! `TwoShot/Simple` kernels (`kernels/beyond.cu`), kept apart from NCCL's
 //! tables (which have no cell for them). `explain` shows them under
@@ -16,7 +16,58 @@
 //! The time is `latency + wire bytes / (efficiency · nvlink_bw)`; the defaults
 //! and where they come from are on `Defaults`.
 
-use super::{Algo, Coll, Pair, Proto};
+use super::{Coll, Pair, Proto};
+use serde::{Deserialize, Serialize};
+
+/// planner's own algorithms, outside NCCL's menu (`super::Algo`): no NCCL
+/// table has a cell for them, `NCCL_ALGO` never names them; `Pair::parse`
+/// (`--pair`, `--pairs`), the executor and this module know them, as
+/// `AnyAlgo::Own`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum OwnAlgo {
+    /// Every rank reads every peer's input and writes its whole output
+    /// (planner's `OneShot/LL` kernel, `kernels/beyond.cu`).
+    OneShot,
+    /// Reduce-scatter of 1/n per rank over peer memory, then all-gather
+    /// (planner's `TwoShot/Simple` kernel, `kernels/beyond.cu`).
+    TwoShot,
+}
+
+impl OwnAlgo {
+    pub const ALL: [OwnAlgo; 2] = [OwnAlgo::OneShot, OwnAlgo::TwoShot];
+    /// planner's name, as `Pair` prints it and JSON spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            OwnAlgo::OneShot => "OneShot",
+            OwnAlgo::TwoShot => "TwoShot",
+        }
+    }
+    /// By name, case-insensitive, with or without `_` / `-` (`OneShot`,
+    /// `one-shot`, `TWO_SHOT`); None for anything else, NCCL's algorithms
+    /// included.
+    pub fn parse(text: &str) -> Option<OwnAlgo> {
+        let key: String = text.chars().filter(|c| *c != '-' && *c != '_').collect();
+        OwnAlgo::ALL
+            .into_iter()
+            .find(|a| a.name().eq_ignore_ascii_case(&key))
+    }
+    /// The one protocol its kernel runs with: OneShot packs data with flags
+    /// (LL lines, no separate barrier), TwoShot uses barriers and plain
+    /// loads (Simple).
+    pub fn protocol(self) -> Proto {
+        match self {
+            OwnAlgo::OneShot => Proto::Ll,
+            OwnAlgo::TwoShot => Proto::Simple,
+        }
+    }
+    /// The model's constants.
+    pub fn defaults(self) -> Defaults {
+        match self {
+            OwnAlgo::OneShot => ONE_SHOT,
+            OwnAlgo::TwoShot => TWO_SHOT,
+        }
+    }
+}
 
 /// The model's constants for one algorithm.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -49,45 +100,23 @@ pub const TWO_SHOT: Defaults = Defaults {
 
 /// The pairs beyond NCCL, each algorithm with the one protocol its kernel uses.
 pub fn pairs() -> Vec<Pair> {
-    Algo::BEYOND_NCCL
+    OwnAlgo::ALL
         .into_iter()
-        .filter_map(|a| protocol_of(a).map(|p| Pair::new(a, p)))
+        .map(|a| Pair::new(a, a.protocol()))
         .collect()
 }
 
-/// The protocol an algorithm beyond NCCL runs with: OneShot packs data with
-/// flags (LL lines, no separate barrier), TwoShot uses barriers and plain
-/// loads (Simple). None for NCCL's algorithms.
-pub fn protocol_of(algo: Algo) -> Option<Proto> {
-    match algo {
-        Algo::OneShot => Some(Proto::Ll),
-        Algo::TwoShot => Some(Proto::Simple),
-        _ => None,
-    }
-}
-
-/// The constants of an algorithm beyond NCCL (None for NCCL's).
-pub fn defaults(algo: Algo) -> Option<Defaults> {
-    match algo {
-        Algo::OneShot => Some(ONE_SHOT),
-        Algo::TwoShot => Some(TWO_SHOT),
-        _ => None,
-    }
-}
-
 /// Bytes one rank sends or receives over NVLink per call (the wire format
-/// included: LL lines are half data), None for anything but these
-/// algorithms' all-reduce.
-pub fn wire_bytes(algo: Algo, coll: Coll, bytes: u64, n_ranks: usize) -> Option<f64> {
+/// included: LL lines are half data), None for anything but all-reduce.
+pub fn wire_bytes(algo: OwnAlgo, coll: Coll, bytes: u64, n_ranks: usize) -> Option<f64> {
     if coll != Coll::AllReduce || n_ranks == 0 {
         return None;
     }
     let (s, n) = (bytes as f64, n_ranks as f64);
-    match algo {
-        Algo::OneShot => Some(2.0 * (n - 1.0) * s),
-        Algo::TwoShot => Some(2.0 * (n - 1.0) / n * s),
-        _ => None,
-    }
+    Some(match algo {
+        OwnAlgo::OneShot => 2.0 * (n - 1.0) * s,
+        OwnAlgo::TwoShot => 2.0 * (n - 1.0) / n * s,
+    })
 }
 
 /// One prediction with its terms.
@@ -102,20 +131,19 @@ pub struct Prediction {
     pub time_us: f64,
 }
 
-/// The prediction for `algo` (OneShot or TwoShot) running `coll` of `bytes`
+/// The prediction for `algo` running `coll` of `bytes`
 /// per rank on `n_ranks` ranks whose GPUs have `nvlink_bw_gbs` of NVLink
 /// bandwidth per direction (NCCL's count: links x per-link GB/s, 370.8 on
-/// H100/H200). None for NCCL's algorithms, other collectives than
-/// all-reduce, no rank, or a bandwidth that is not a positive number.
+/// H100/H200). None for other collectives than all-reduce, no rank, or a
+/// bandwidth that is not a positive number.
 pub fn predict(
-    algo: Algo,
+    algo: OwnAlgo,
     coll: Coll,
     bytes: u64,
     n_ranks: usize,
     nvlink_bw_gbs: f64,
 ) -> Option<Prediction> {
-    let d = defaults(algo)?;
-    let proto = protocol_of(algo)?;
+    let d = algo.defaults();
     if !(nvlink_bw_gbs.is_finite() && nvlink_bw_gbs > 0.0) {
         return None;
     }
@@ -124,7 +152,7 @@ pub fn predict(
     // GB/s = 1e3 bytes per µs.
     let time_us = d.latency_us + wire / (bw * 1e3);
     Some(Prediction {
-        pair: Pair::new(algo, proto),
+        pair: Pair::new(algo, algo.protocol()),
         latency_us: d.latency_us,
         wire_bytes: wire,
         bw_gbs: bw,
@@ -134,7 +162,7 @@ pub fn predict(
 
 /// Predicted time in µs (`predict`'s total).
 pub fn predict_us(
-    algo: Algo,
+    algo: OwnAlgo,
     coll: Coll,
     bytes: u64,
     n_ranks: usize,
@@ -146,7 +174,7 @@ pub fn predict_us(
 /// Every algorithm beyond NCCL that applies, fastest first (empty for
 /// collectives they do not run).
 pub fn list(coll: Coll, bytes: u64, n_ranks: usize, nvlink_bw_gbs: f64) -> Vec<Prediction> {
-    let mut out: Vec<Prediction> = Algo::BEYOND_NCCL
+    let mut out: Vec<Prediction> = OwnAlgo::ALL
         .into_iter()
         .filter_map(|a| predict(a, coll, bytes, n_ranks, nvlink_bw_gbs))
         .collect();
@@ -157,31 +185,36 @@ pub fn list(coll: Coll, bytes: u64, n_ranks: usize, nvlink_bw_gbs: f64) -> Vec<P
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{Algo, AnyAlgo};
 
     #[test]
     fn bytes_on_the_wire_by_hand() {
         // 8 ranks, 1 MiB: OneShot 2 x 7 x 1 MiB; TwoShot 2 x 7/8 x 1 MiB.
         let mib = (1u64 << 20) as f64;
         assert_eq!(
-            wire_bytes(Algo::OneShot, Coll::AllReduce, 1 << 20, 8),
+            wire_bytes(OwnAlgo::OneShot, Coll::AllReduce, 1 << 20, 8),
             Some(14.0 * mib)
         );
         assert_eq!(
-            wire_bytes(Algo::TwoShot, Coll::AllReduce, 1 << 20, 8),
+            wire_bytes(OwnAlgo::TwoShot, Coll::AllReduce, 1 << 20, 8),
             Some(1.75 * mib)
         );
-        assert_eq!(wire_bytes(Algo::Ring, Coll::AllReduce, 1 << 20, 8), None);
-        assert_eq!(wire_bytes(Algo::OneShot, Coll::AllGather, 1 << 20, 8), None);
+        // NCCL's algorithms have no model here: an `AnyAlgo` reaches it only through `own()`.
+        assert_eq!(AnyAlgo::from(Algo::Ring).own(), None);
+        assert_eq!(
+            wire_bytes(OwnAlgo::OneShot, Coll::AllGather, 1 << 20, 8),
+            None
+        );
     }
 
     #[test]
     fn two_shot_reproduces_the_fit_it_came_from() {
         // 2 ranks, 8 MiB: 7 µs + 8 MiB / (0.88 x 370.8 GB/s) = 7 + 25.71 = 32.7 µs
         // (PyTorch two-shot measured 32.8 µs).
-        let t = predict_us(Algo::TwoShot, Coll::AllReduce, 8 << 20, 2, 370.8).unwrap();
+        let t = predict_us(OwnAlgo::TwoShot, Coll::AllReduce, 8 << 20, 2, 370.8).unwrap();
         assert!((t - 32.71).abs() < 0.05, "{t}");
         // Small sizes are the latency.
-        let t = predict_us(Algo::OneShot, Coll::AllReduce, 8, 2, 370.8).unwrap();
+        let t = predict_us(OwnAlgo::OneShot, Coll::AllReduce, 8, 2, 370.8).unwrap();
         assert!((t - 3.5).abs() < 1e-3, "{t}");
     }
 
@@ -189,28 +222,25 @@ mod tests {
     fn the_list_is_sorted_and_knows_only_its_algorithms() {
         let small = list(Coll::AllReduce, 4096, 8, 370.8);
         assert_eq!(small.len(), 2);
-        assert_eq!(small[0].pair, Pair::new(Algo::OneShot, Proto::Ll));
+        assert_eq!(small[0].pair, Pair::new(OwnAlgo::OneShot, Proto::Ll));
         // OneShot moves n = 8 times the bytes of TwoShot: TwoShot wins large.
         let large = list(Coll::AllReduce, 256 << 20, 8, 370.8);
-        assert_eq!(large[0].pair, Pair::new(Algo::TwoShot, Proto::Simple));
+        assert_eq!(large[0].pair, Pair::new(OwnAlgo::TwoShot, Proto::Simple));
         assert!(list(Coll::Broadcast, 4096, 8, 370.8).is_empty());
+        assert_eq!(AnyAlgo::from(Algo::Tree).own(), None);
         assert_eq!(
-            predict_us(Algo::Tree, Coll::AllReduce, 4096, 8, 370.8),
+            predict_us(OwnAlgo::OneShot, Coll::AllReduce, 4096, 8, 0.0),
             None
         );
         assert_eq!(
-            predict_us(Algo::OneShot, Coll::AllReduce, 4096, 8, 0.0),
-            None
-        );
-        assert_eq!(
-            predict_us(Algo::OneShot, Coll::AllReduce, 4096, 8, f64::NAN),
+            predict_us(OwnAlgo::OneShot, Coll::AllReduce, 4096, 8, f64::NAN),
             None
         );
         assert_eq!(
             pairs(),
             vec![
-                Pair::new(Algo::OneShot, Proto::Ll),
-                Pair::new(Algo::TwoShot, Proto::Simple)
+                Pair::new(OwnAlgo::OneShot, Proto::Ll),
+                Pair::new(OwnAlgo::TwoShot, Proto::Simple)
             ]
         );
     }

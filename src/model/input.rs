@@ -130,13 +130,11 @@ pub enum NvlsFlag {
 
 impl ModelInput {
     /// The graph NCCL uses for each algorithm (`graphs[]` in `init.cc`).
-    /// The algorithms beyond NCCL have no graph (the model's loops run over
-    /// `Algo::ALL` only); they get the ring graph, NCCL's NVLink reading.
     pub fn graph(&self, algo: super::Algo) -> &GraphInfo {
         use super::Algo::*;
         match algo {
             Tree | Pat => &self.tree,
-            Ring | OneShot | TwoShot => &self.ring,
+            Ring => &self.ring,
             CollNetDirect => &self.collnet_direct,
             CollNetChain => &self.collnet_chain,
             Nvls | NvlsTree => &self.nvls,

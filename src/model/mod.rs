@@ -31,6 +31,7 @@ pub mod symmetric;
 pub mod table;
 pub mod tune;
 
+pub use beyond::OwnAlgo;
 pub use cells::Cells;
 pub use input::{GraphInfo, ModelInput, NvlsState};
 pub use pair::Pair;
@@ -130,15 +131,12 @@ impl Coll {
     }
 }
 
-/// NCCL's algorithms, in index order (the tie order of the argmin), then
-/// planner's own algorithms beyond NCCL's menu (`Algo::BEYOND_NCCL`).
-/// JSON uses NCCL's `ncclAlgoStr` names.
+/// NCCL's algorithms (`NCCL_ALGO_*`), in index order (the tie order of the
+/// argmin). JSON uses NCCL's `ncclAlgoStr` names.
 ///
-/// NCCL's tables are indexed by `algo as usize` over `Algo::ALL` (7 entries);
-/// the variants beyond NCCL come after them and are never in `ALL`, never
-/// accepted by `Algo::parse` (the `NCCL_ALGO` syntax) and never given to the
-/// NCCL model: only `Pair::parse` (`--pair`, `--pairs`), the executor and
-/// `model::beyond` know them.
+/// NCCL's tables are indexed by `algo as usize` over `Algo::ALL`
+/// (`cells::NUM_ALGORITHMS` entries). planner's own algorithms beyond NCCL's
+/// menu are `beyond::OwnAlgo`; what may run either is an `AnyAlgo`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Algo {
     Tree = 0,
@@ -151,16 +149,10 @@ pub enum Algo {
     NvlsTree = 5,
     #[serde(rename = "PAT")]
     Pat = 6,
-    /// Beyond NCCL: every rank reads every peer's input and writes its whole
-    /// output (planner's `OneShot/LL` kernel, `kernels/beyond.cu`).
-    OneShot = 7,
-    /// Beyond NCCL: reduce-scatter of 1/n per rank over peer memory, then
-    /// all-gather (planner's `TwoShot/Simple` kernel, `kernels/beyond.cu`).
-    TwoShot = 8,
 }
 
 impl Algo {
-    pub const ALL: [Algo; 7] = [
+    pub const ALL: [Algo; cells::NUM_ALGORITHMS] = [
         Algo::Tree,
         Algo::Ring,
         Algo::CollNetDirect,
@@ -169,10 +161,7 @@ impl Algo {
         Algo::NvlsTree,
         Algo::Pat,
     ];
-    /// planner's algorithms outside NCCL's menu; no NCCL table has a cell for them.
-    pub const BEYOND_NCCL: [Algo; 2] = [Algo::OneShot, Algo::TwoShot];
-    /// `ncclAlgoStr`: init table and `NCCL_ALGO` names (for the algorithms
-    /// beyond NCCL, planner's own name, as `Pair` prints it).
+    /// `ncclAlgoStr`: init table and `NCCL_ALGO` names.
     pub fn nccl_name(self) -> &'static str {
         match self {
             Algo::Tree => "Tree",
@@ -182,12 +171,9 @@ impl Algo {
             Algo::Nvls => "NVLS",
             Algo::NvlsTree => "NVLSTree",
             Algo::Pat => "PAT",
-            Algo::OneShot => "OneShot",
-            Algo::TwoShot => "TwoShot",
         }
     }
-    /// `ncclAlgoToString`: the per-call TUNING line (NCCL never prints the
-    /// algorithms beyond its menu; they get an upper-case name in that style).
+    /// `ncclAlgoToString`: the per-call TUNING line.
     pub fn log_name(self) -> &'static str {
         match self {
             Algo::Tree => "TREE",
@@ -197,30 +183,14 @@ impl Algo {
             Algo::Nvls => "NVLS",
             Algo::NvlsTree => "NVLS_TREE",
             Algo::Pat => "PAT",
-            Algo::OneShot => "ONE_SHOT",
-            Algo::TwoShot => "TWO_SHOT",
         }
     }
     pub fn from_index(i: usize) -> Option<Algo> {
         Algo::ALL.get(i).copied()
     }
-    /// Whether this is one of planner's algorithms outside NCCL's menu
-    /// (`BEYOND_NCCL`): NCCL's tables have no cell for it.
-    pub fn is_beyond_nccl(self) -> bool {
-        Algo::BEYOND_NCCL.contains(&self)
-    }
-    /// An algorithm beyond NCCL's menu by name, case-insensitive, with or
-    /// without `_` / `-` (`OneShot`, `one-shot`, `TWO_SHOT`); None for
-    /// anything else, NCCL's algorithms included.
-    pub fn parse_beyond_nccl(text: &str) -> Option<Algo> {
-        let key: String = text.chars().filter(|c| *c != '-' && *c != '_').collect();
-        Algo::BEYOND_NCCL
-            .into_iter()
-            .find(|a| a.nccl_name().eq_ignore_ascii_case(&key))
-    }
     /// Accepts either NCCL spelling, case-insensitive (`ring`, `NVLS_TREE`,
-    /// `nvlstree`). Only NCCL's menu (`Algo::ALL`): this is the `NCCL_ALGO`
-    /// vocabulary, and the algorithms beyond NCCL are refused.
+    /// `nvlstree`). This is the `NCCL_ALGO` vocabulary: planner's own
+    /// algorithms (`OwnAlgo`) are refused.
     pub fn parse(text: &str) -> Result<Algo> {
         Algo::ALL
             .into_iter()
@@ -239,6 +209,114 @@ impl Algo {
     }
     pub fn is_nvls(self) -> bool {
         matches!(self, Algo::Nvls | Algo::NvlsTree)
+    }
+}
+
+/// An algorithm from either menu, for what may run either (exec plans,
+/// `planner run` pairs, verify's native backend, the tune plan): NCCL's
+/// (`Algo`) or planner's own (`OwnAlgo`). Text and JSON use the member's own
+/// name (`Ring`, `NVLS`, `OneShot`), and NCCL's come first in the order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum AnyAlgo {
+    Nccl(Algo),
+    Own(OwnAlgo),
+}
+
+impl AnyAlgo {
+    /// Every algorithm of both menus, NCCL's first.
+    pub fn all() -> impl Iterator<Item = AnyAlgo> {
+        let nccl = Algo::ALL.into_iter().map(AnyAlgo::Nccl);
+        nccl.chain(OwnAlgo::ALL.into_iter().map(AnyAlgo::Own))
+    }
+    /// `ncclAlgoStr` for NCCL's, planner's name (`OneShot`) for its own.
+    pub fn name(self) -> &'static str {
+        match self {
+            AnyAlgo::Nccl(a) => a.nccl_name(),
+            AnyAlgo::Own(a) => a.name(),
+        }
+    }
+    /// NCCL's algorithm, None for planner's own.
+    pub fn nccl(self) -> Option<Algo> {
+        match self {
+            AnyAlgo::Nccl(a) => Some(a),
+            AnyAlgo::Own(_) => None,
+        }
+    }
+    /// planner's own algorithm, None for NCCL's.
+    pub fn own(self) -> Option<OwnAlgo> {
+        match self {
+            AnyAlgo::Own(a) => Some(a),
+            AnyAlgo::Nccl(_) => None,
+        }
+    }
+    /// Whether this is one of planner's algorithms outside NCCL's menu:
+    /// NCCL's tables have no cell for it.
+    pub fn is_beyond_nccl(self) -> bool {
+        matches!(self, AnyAlgo::Own(_))
+    }
+}
+
+impl From<Algo> for AnyAlgo {
+    fn from(algo: Algo) -> Self {
+        AnyAlgo::Nccl(algo)
+    }
+}
+
+impl From<OwnAlgo> for AnyAlgo {
+    fn from(algo: OwnAlgo) -> Self {
+        AnyAlgo::Own(algo)
+    }
+}
+
+impl PartialEq<Algo> for AnyAlgo {
+    fn eq(&self, other: &Algo) -> bool {
+        *self == AnyAlgo::Nccl(*other)
+    }
+}
+
+impl PartialEq<OwnAlgo> for AnyAlgo {
+    fn eq(&self, other: &OwnAlgo) -> bool {
+        *self == AnyAlgo::Own(*other)
+    }
+}
+
+/// The member's own serde name, as a plain `Algo` or `OwnAlgo` writes it.
+impl Serialize for AnyAlgo {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            AnyAlgo::Nccl(a) => a.serialize(serializer),
+            AnyAlgo::Own(a) => a.serialize(serializer),
+        }
+    }
+}
+
+/// Either menu's serde name; anything else is refused as serde refuses an
+/// unknown enum variant, listing both menus.
+impl<'de> Deserialize<'de> for AnyAlgo {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        struct NameVisitor;
+        impl serde::de::Visitor<'_> for NameVisitor {
+            type Value = AnyAlgo;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("variant identifier")
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> std::result::Result<AnyAlgo, E> {
+                AnyAlgo::all().find(|a| a.name() == text).ok_or_else(|| {
+                    let known: Vec<String> =
+                        AnyAlgo::all().map(|a| format!("`{}`", a.name())).collect();
+                    E::custom(format_args!(
+                        "unknown variant `{text}`, expected one of {}",
+                        known.join(", ")
+                    ))
+                })
+            }
+        }
+        deserializer.deserialize_str(NameVisitor)
     }
 }
 

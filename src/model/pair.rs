@@ -1,20 +1,24 @@
 //! One algorithm x protocol pair, the unit every stage after the model speaks of.
 
-use super::{Algo, Proto};
+use super::{Algo, AnyAlgo, OwnAlgo, Proto};
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// One algorithm x protocol pair, written `Ring/LL128`.
+/// One algorithm x protocol pair, written `Ring/LL128`: NCCL's algorithm or
+/// one of planner's own (`AnyAlgo`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Pair {
-    pub algo: Algo,
+    pub algo: AnyAlgo,
     pub proto: Proto,
 }
 
 impl Pair {
-    pub fn new(algo: Algo, proto: Proto) -> Self {
-        Pair { algo, proto }
+    pub fn new(algo: impl Into<AnyAlgo>, proto: Proto) -> Self {
+        Pair {
+            algo: algo.into(),
+            proto,
+        }
     }
 
     /// `ALGO/PROTO`, either NCCL spelling of the algorithm, any case, with or
@@ -30,26 +34,30 @@ impl Pair {
             ))
         };
         let (a, p) = text.trim().split_once('/').ok_or_else(bad)?;
-        if let Some(algo) = Algo::parse_beyond_nccl(a.trim()) {
+        if let Some(algo) = OwnAlgo::parse(a.trim()) {
             let proto = Proto::parse(p.trim()).map_err(|_| bad())?;
-            let own = super::beyond::protocol_of(algo);
-            if Some(proto) != own {
+            if proto != algo.protocol() {
                 return Err(Error::bad_input(format!(
                     "invalid pair '{text}': {} runs with one protocol only ({})",
-                    algo.nccl_name(),
-                    own.map_or_else(|| "none".to_string(), |p| Pair::new(algo, p).to_string())
+                    algo.name(),
+                    Pair::new(algo, algo.protocol())
                 )));
             }
-            return Ok(Pair { algo, proto });
+            return Ok(Pair::new(algo, proto));
         }
         let algo = Algo::parse(&a.trim().replace(['_', '-'], "")).map_err(|_| bad())?;
         let proto = Proto::parse(p.trim()).map_err(|_| bad())?;
-        Ok(Pair { algo, proto })
+        Ok(Pair::new(algo, proto))
     }
 
     /// Whether the pair is one of planner's own beyond NCCL's menu.
     pub fn is_beyond_nccl(&self) -> bool {
         self.algo.is_beyond_nccl()
+    }
+
+    /// The pair as NCCL's (algorithm, protocol), None for planner's own.
+    pub fn nccl(&self) -> Option<(Algo, Proto)> {
+        self.algo.nccl().map(|a| (a, self.proto))
     }
 
     /// The pairs `--pairs all` covers: Ring and Tree with each protocol.
@@ -60,7 +68,7 @@ impl Pair {
         let mut pairs = Vec::new();
         for algo in [Algo::Ring, Algo::Tree] {
             for proto in Proto::ALL {
-                pairs.push(Pair { algo, proto });
+                pairs.push(Pair::new(algo, proto));
             }
         }
         pairs
@@ -69,6 +77,6 @@ impl Pair {
 
 impl fmt::Display for Pair {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.algo.nccl_name(), self.proto.nccl_name())
+        write!(f, "{}/{}", self.algo.name(), self.proto.nccl_name())
     }
 }

@@ -621,7 +621,6 @@ impl<'a> TuneCtx<'a> {
             Algo::CollNetDirect => self.collnet_direct_bus_bw(c, p, bw, bus_bw, cell),
             Algo::CollNetChain => collnet_simple_only(p, bus_bw, cell),
             Algo::Nvls | Algo::NvlsTree => bus_bw,
-            Algo::OneShot | Algo::TwoShot => bus_bw,
         };
         self.collnet_plugin_gate(c, a, p, bus_bw, cell)
     }
@@ -833,7 +832,6 @@ impl<'a> TuneCtx<'a> {
             Algo::Nvls => self.nvls_latency(p, lat),
             Algo::NvlsTree => self.nvls_tree_latency(p, lat),
             Algo::Pat => self.pat_latency(c, lat),
-            Algo::OneShot | Algo::TwoShot => lat.base,
         }
     }
 

@@ -35,7 +35,7 @@ use crate::measure::{
     coll_label_serde, logged_bytes, Dtype, GpuInfo, IterPlan, NcclChoice, RowStatus,
     SymmetricLaunch, TunerDecision,
 };
-use crate::model::{Coll, Pair};
+use crate::model::{Algo, Coll, Pair};
 use crate::nccl_log::{symmetric_line, PluginOutcome};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -64,7 +64,7 @@ pub const TUNER_PLAN_ENV: &str = "PLANNER_TUNER_PLAN";
 
 /// Why a pair is never run here, if it is one of those.
 pub fn refused_pair(pair: Pair) -> Option<String> {
-    if pair.algo.is_nvls() {
+    if pair.algo.nccl().is_some_and(Algo::is_nvls) {
         Some(format!(
             "{pair}: needs NVLink multicast, which planner keeps off (NCCL_NVLS_ENABLE=0)"
         ))
@@ -209,7 +209,7 @@ pub fn child_command(exe: &Path, spec: &ChildSpec) -> Result<Command> {
     }
     match spec.mode {
         ChildMode::Pinned { pair } => {
-            cmd.env("NCCL_ALGO", pair.algo.nccl_name());
+            cmd.env("NCCL_ALGO", pair.algo.name());
             cmd.env("NCCL_PROTO", pair.proto.nccl_name());
         }
         ChildMode::Free | ChildMode::Choices => {

@@ -1217,7 +1217,7 @@ pub fn beyond_json(ctx: &SmallMessageContext, call: &Call) -> Vec<BeyondJson> {
     ctx.beyond(call)
         .iter()
         .map(|p| BeyondJson {
-            algorithm: p.pair.algo.nccl_name(),
+            algorithm: p.pair.algo.name(),
             protocol: p.pair.proto.nccl_name(),
             latency_us: p.latency_us,
             wire_bytes: p.wire_bytes,
@@ -1252,11 +1252,7 @@ pub fn possible(ctx: &SmallMessageContext, eval: &Evaluation) -> PossibleJson {
     }
     if let Some(p) = ctx.beyond(call).first() {
         if p.time_us < fastest.2 {
-            fastest = (
-                pair_name(p.pair.algo, p.pair.proto),
-                "beyond-nccl",
-                p.time_us,
-            );
+            fastest = (p.pair.to_string(), "beyond-nccl", p.time_us);
         }
     }
     PossibleJson {
@@ -1479,7 +1475,7 @@ pub fn beyond_text(ctx: &SmallMessageContext, call: &Call) -> String {
     for p in ctx.beyond(call) {
         out.push_str(&format!(
             "  {:<16} {} µs  busbw {:.2} GB/s  (latency {} µs + {} bytes at {:.1} GB/s)\n",
-            pair_name(p.pair.algo, p.pair.proto),
+            p.pair.to_string(),
             us(p.time_us),
             allreduce_busbw(call.size, ctx.n_ranks, p.time_us),
             us(p.latency_us),

@@ -11,7 +11,7 @@ pub fn table(report: &RunReport) -> String {
     out.push_str(&format!(
         "# {} {}/{} on {} rank(s){}, {} {}\n",
         coll_name(p.collective),
-        p.algorithm.nccl_name(),
+        p.algorithm.name(),
         p.protocol.nccl_name(),
         p.n_ranks,
         match report.device.virtual_ranks {

@@ -198,19 +198,19 @@ fn decide_size(
 mod tests {
     use super::*;
     use crate::measure::NcclChoice;
-    use crate::model::{Algo, Proto};
+    use crate::model::{Algo, AnyAlgo, Proto};
     use crate::predict::NoModel;
 
     const RING_LL: Pair = Pair {
-        algo: Algo::Ring,
+        algo: AnyAlgo::Nccl(Algo::Ring),
         proto: Proto::Ll,
     };
     const RING_SIMPLE: Pair = Pair {
-        algo: Algo::Ring,
+        algo: AnyAlgo::Nccl(Algo::Ring),
         proto: Proto::Simple,
     };
     const TREE_LL: Pair = Pair {
-        algo: Algo::Tree,
+        algo: AnyAlgo::Nccl(Algo::Tree),
         proto: Proto::Ll,
     };
 

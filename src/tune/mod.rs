@@ -432,7 +432,7 @@ fn plan_of(provenance: Provenance, shape: Shape, decisions: &[Decision]) -> Resu
             })
             .collect();
         for band in bands::merge(&picks) {
-            let algorithm = plan_algo(band.pair.algo).ok_or_else(|| {
+            let algorithm = band.pair.algo.nccl().map(plan_algo).ok_or_else(|| {
                 Error::bad_input(format!(
                     "the pick at {}..{} bytes is {}, which NCCL cannot run: make the plan from NCCL measurements",
                     band.min_bytes, band.max_bytes, band.pair
@@ -526,10 +526,11 @@ pub fn plan_coll(coll: Coll) -> nccl_tuner_planner::Coll {
     }
 }
 
-/// The model's algorithm as the plan names it; None for planner's own algorithms, which NCCL cannot run.
-pub fn plan_algo(algo: Algo) -> Option<nccl_tuner_planner::Algo> {
+/// The model's algorithm as the plan names it (NCCL's menu only: planner's own algorithms, which NCCL cannot
+/// run, never reach a plan).
+pub fn plan_algo(algo: Algo) -> nccl_tuner_planner::Algo {
     use nccl_tuner_planner::Algo as P;
-    Some(match algo {
+    match algo {
         Algo::Tree => P::Tree,
         Algo::Ring => P::Ring,
         Algo::CollNetDirect => P::CollNetDirect,
@@ -537,8 +538,7 @@ pub fn plan_algo(algo: Algo) -> Option<nccl_tuner_planner::Algo> {
         Algo::Nvls => P::Nvls,
         Algo::NvlsTree => P::NvlsTree,
         Algo::Pat => P::Pat,
-        Algo::OneShot | Algo::TwoShot => return None,
-    })
+    }
 }
 
 /// The model's protocol as the plan names it.
@@ -562,7 +562,7 @@ mod tests {
             assert_eq!(plan_coll(coll) as usize, coll as usize, "ncclFunc_t index");
         }
         for algo in Algo::ALL {
-            let planned = plan_algo(algo).expect("NCCL's algorithms are in the plan format");
+            let planned = plan_algo(algo);
             assert_eq!(planned.nccl_name(), algo.nccl_name());
             assert_eq!(planned as usize, algo as usize);
         }

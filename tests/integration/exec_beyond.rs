@@ -12,7 +12,7 @@ use planner::exec::beyond::{
 };
 use planner::exec::plan::{parse_pair, ExecPlan, PlanChoice};
 use planner::measure::Dtype;
-use planner::model::{Algo, Coll, Pair, Proto};
+use planner::model::{Algo, AnyAlgo, Coll, OwnAlgo, Pair, Proto};
 use predicates::prelude::*;
 
 // ------------------------------------------------------------ vocabulary
@@ -20,13 +20,15 @@ use predicates::prelude::*;
 #[test]
 fn nccl_vocabulary_is_unchanged_and_refuses_the_new_algorithms() {
     assert_eq!(Algo::ALL.len(), 7);
-    assert!(Algo::ALL.iter().all(|a| !a.is_beyond_nccl()));
+    assert!(Algo::ALL
+        .iter()
+        .all(|&a| !AnyAlgo::from(a).is_beyond_nccl()));
     for (i, a) in Algo::ALL.iter().enumerate() {
         assert_eq!(*a as usize, i, "NCCL's index order");
         assert_eq!(Algo::from_index(i), Some(*a));
     }
     assert_eq!(Algo::from_index(7), None);
-    assert_eq!(Algo::BEYOND_NCCL, [Algo::OneShot, Algo::TwoShot]);
+    assert_eq!(OwnAlgo::ALL, [OwnAlgo::OneShot, OwnAlgo::TwoShot]);
     // NCCL_ALGO's parser knows NCCL's menu only.
     for name in ["OneShot", "oneshot", "TWO_SHOT", "TwoShot"] {
         assert!(Algo::parse(name).is_err(), "{name}");
@@ -39,8 +41,8 @@ fn nccl_vocabulary_is_unchanged_and_refuses_the_new_algorithms() {
 
 #[test]
 fn pairs_beyond_nccl_parse_with_their_one_protocol() {
-    let one = Pair::new(Algo::OneShot, Proto::Ll);
-    let two = Pair::new(Algo::TwoShot, Proto::Simple);
+    let one = Pair::new(OwnAlgo::OneShot, Proto::Ll);
+    let two = Pair::new(OwnAlgo::TwoShot, Proto::Simple);
     for text in ["OneShot/LL", "oneshot/ll", "one-shot/LL", "ONE_SHOT/ll"] {
         assert_eq!(Pair::parse(text).unwrap(), one, "{text}");
     }
@@ -72,28 +74,28 @@ fn run_refuses_a_beyond_pair_with_another_protocol() {
 
 // ------------------------------------------------------------ plans
 
-fn choice(algo: Algo, bytes: u64, dtype: Dtype) -> PlanChoice {
-    let proto = planner::model::beyond::protocol_of(algo).unwrap();
+fn choice(algo: OwnAlgo, bytes: u64, dtype: Dtype) -> PlanChoice {
     PlanChoice {
         dtype,
-        ..PlanChoice::all_reduce(algo, proto, bytes)
+        ..PlanChoice::all_reduce(algo, algo.protocol(), bytes)
     }
 }
 
 #[test]
 fn plans_take_their_own_launch_shape_and_refuse_what_the_kernels_do_not_run() {
     // 8 B on 4 virtual ranks: one CTA of 64 threads per rank.
-    let p = ExecPlan::test_shapes(4, 24, &choice(Algo::OneShot, 8, Dtype::F32)).unwrap();
+    let p = ExecPlan::test_shapes(4, 24, &choice(OwnAlgo::OneShot, 8, Dtype::F32)).unwrap();
     assert_eq!((p.n_channels, p.n_threads), (1, 64));
     assert_eq!(
         p.to_string(),
         "all_reduce OneShot/LL 4 ranks, 1 channels x 64 threads, float out-of-place"
     );
     // 256 MiB: all 24 channels of 512 threads.
-    let p = ExecPlan::test_shapes(4, 24, &choice(Algo::TwoShot, 256 << 20, Dtype::Bf16)).unwrap();
+    let p =
+        ExecPlan::test_shapes(4, 24, &choice(OwnAlgo::TwoShot, 256 << 20, Dtype::Bf16)).unwrap();
     assert_eq!((p.n_channels, p.n_threads), (24, 512));
     // Explicit channels and threads are kept.
-    let mut c = choice(Algo::TwoShot, 1 << 20, Dtype::F16);
+    let mut c = choice(OwnAlgo::TwoShot, 1 << 20, Dtype::F16);
     c.n_channels = Some(3);
     c.n_threads = Some(256);
     let p = ExecPlan::test_shapes(8, 24, &c).unwrap();
@@ -103,10 +105,10 @@ fn plans_take_their_own_launch_shape_and_refuse_what_the_kernels_do_not_run() {
     let err = ExecPlan::test_shapes(8, 24, &c).unwrap_err().to_string();
     assert!(err.contains("--threads 640"), "{err}");
     // Another protocol or collective.
-    let mut c = choice(Algo::OneShot, 1 << 20, Dtype::F32);
+    let mut c = choice(OwnAlgo::OneShot, 1 << 20, Dtype::F32);
     c.protocol = Proto::Simple;
     assert!(ExecPlan::test_shapes(2, 24, &c).is_err());
-    let mut c = choice(Algo::OneShot, 1 << 20, Dtype::F32);
+    let mut c = choice(OwnAlgo::OneShot, 1 << 20, Dtype::F32);
     c.collective = Coll::AllGather;
     let err = ExecPlan::test_shapes(2, 24, &c).unwrap_err().to_string();
     assert!(err.contains("all-reduce"), "{err}");

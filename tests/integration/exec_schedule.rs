@@ -23,7 +23,7 @@ fn inputs(plan: &ExecPlan) -> Vec<Vec<i64>> {
 fn choice(coll: Coll, algo: Algo, proto: Proto, bytes: u64, nch: usize) -> PlanChoice {
     PlanChoice {
         collective: coll,
-        algorithm: algo,
+        algorithm: algo.into(),
         protocol: proto,
         n_channels: Some(nch),
         n_threads: Some(if proto == Proto::Ll128 { 640 } else { 512 }),

@@ -412,7 +412,7 @@ impl Executor {
             "timeout: {} over {} ranks {}/{} of {} did not finish within {:.0} s on {} (kernel planner_collective of variant {}); aborted",
             coll_name(plan.collective),
             plan.n_ranks,
-            plan.algorithm.nccl_name(),
+            plan.algorithm.name(),
             plan.protocol.nccl_name(),
             format_size(plan.bytes),
             timeout.as_secs_f64(),

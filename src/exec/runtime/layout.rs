@@ -135,13 +135,13 @@ pub(super) fn plan_edges(plan: &ExecPlan) -> Vec<(usize, usize, usize)> {
     }
     for c in 0..plan.n_channels {
         match plan.algorithm {
-            Algo::Ring => {
+            AnyAlgo::Nccl(Algo::Ring) => {
                 let ring = &plan.rings[c];
                 for i in 0..ring.len() {
                     edges.push((c, ring[i], ring[(i + 1) % ring.len()]));
                 }
             }
-            Algo::Tree => {
+            AnyAlgo::Nccl(Algo::Tree) => {
                 for (r, node) in plan.trees[c].iter().enumerate() {
                     if let Some(u) = node.up {
                         edges.push((c, r, u));

@@ -18,7 +18,7 @@ use crate::exec::plan::{
 use crate::exec::schedule::{self, buff_bytes};
 use crate::gpu::pattern::{self, CheckArgs, DataKernelArgs, FillArgs};
 use crate::gpu::{self, nvrtc, CudaResult, DeviceBuffer, GpuId};
-use crate::model::{Algo, Coll};
+use crate::model::{Algo, AnyAlgo, Coll};
 use crate::units::format_size;
 use cudarc::driver::{result, sys, DriverError};
 use serde::Serialize;

@@ -261,16 +261,14 @@ impl Sizes {
             conn[gpu_of(opts.virtual_ranks, from)] += 256;
         }
         let elem = template.dtype.size() as usize;
-        let peer_area = if template.algorithm.is_beyond_nccl() {
+        let peer_area = template.algorithm.own().map_or(0, |own| {
             crate::exec::beyond::peer_area_bytes(
-                template.algorithm,
+                own,
                 template.n_ranks,
                 template.n_channels,
                 template.n_threads,
             )
-        } else {
-            0
-        };
+        });
         Sizes {
             fifo,
             conn,
