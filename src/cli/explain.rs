@@ -8,7 +8,6 @@ use crate::model::select::Call;
 use crate::model::Coll;
 use crate::nccl_env::{NcclEnv, WithNcclEnv};
 use crate::nccl_log::{self, NcclLog};
-use crate::pipeline;
 use crate::report::explain as out;
 use crate::units::parse_size_range;
 
@@ -177,8 +176,8 @@ struct Explained {
     small: out::SmallMessageContext,
     /// The NCCL_* variables applied (`nccl_env` in the JSON).
     applied: NcclEnv,
-    /// The tuning table before `--from-log` replaced its cells, for planner's expected model.
-    table: crate::model::TuningTable,
+    /// planner's expected model on the same plan (the tuning table before `--from-log` replaced its cells).
+    expected: crate::expect::Expected,
 }
 
 fn run_explain(args: ExplainArgs, stderr_lines: &mut Vec<String>) -> Result<()> {
@@ -263,12 +262,14 @@ fn build(args: &ExplainArgs, stderr_lines: &mut Vec<String>) -> Result<Explained
         None => args.model.table(None)?,
     };
     let cluster = args.source.source().load()?;
-    let mut model = pipeline::build_model(
+    // NCCL's model and planner's expected model from one channel search.
+    let (mut model, expected) = crate::expect::build(
         &cluster,
         args.graph.graph.as_deref(),
-        table.clone(),
+        table,
         env,
         args.nvls.flag(),
+        &crate::expect::ExpectOptions::default(),
     )?;
     if let Some(log) = &log {
         let cells = nccl_log::table_from_log(log)?;
@@ -297,7 +298,7 @@ fn build(args: &ExplainArgs, stderr_lines: &mut Vec<String>) -> Result<Explained
         cluster,
         small,
         applied,
-        table,
+        expected,
     })
 }
 
@@ -408,26 +409,19 @@ fn run_single(
     let eval = model.evaluate(&call)?;
     let calibrated = calibration.map(|cal| calibrate::calibrate_call(cal, &eval));
     let single_op = args.ops == 1;
+    // planner's expected model times single calls: its columns are left out with several ops per group.
+    let expected = single_op.then(|| ex.expected.all(coll, size));
     if args.json {
         let mut json = out::explain_json_calibrated(model, &eval, calibrated.as_ref());
-        // planner's expected model on the same inputs: the expected columns beside NCCL's estimate.
-        let (_, expected) = crate::expect::build(
-            &ex.cluster,
-            args.graph.graph.as_deref(),
-            ex.table.clone(),
-            ex.applied.clone(),
-            args.nvls.flag(),
-            &crate::expect::ExpectOptions::default(),
-        )?;
-        out::add_expected(&mut json, &expected, coll, size);
-        if single_op {
+        if let Some(expected) = &expected {
+            out::add_expected(&mut json, expected);
             json.symmetric = out::symmetric_json(small, &call);
             json.beyond_nccl = Some(out::beyond_json(small, &call));
             json.possible = Some(out::possible(small, &eval));
         }
         return write_json_with_env(&json, &ex.applied, "");
     }
-    let text = out::explain_text_calibrated(model, &eval, calibrated.as_ref());
+    let text = out::explain_text_calibrated(model, &eval, calibrated.as_ref(), expected.as_deref());
     print!("{}", crate::report::text(&text));
     if !single_op {
         println!("{ONE_OP_ONLY}");

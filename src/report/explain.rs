@@ -4,6 +4,7 @@
 
 use crate::calibrate::{CalibratedCall, CalibratedSweep};
 use crate::error::{Error, Result};
+use crate::expect::Expectation;
 use crate::model::beyond;
 use crate::model::schedule::GroupPlan;
 use crate::model::select::{Call, Evaluation};
@@ -409,16 +410,23 @@ fn stock_pair_json(model: &Model, eval: &Evaluation, index: usize) -> PairJson {
     }
 }
 
-/// Fill the expected columns of `json` (every pair, the winner, the expected fastest) from planner's expected model.
-pub fn add_expected(
-    json: &mut ExplainJson,
-    expected: &crate::expect::Expected,
-    coll: Coll,
-    size: u64,
-) {
-    let all = expected.all(coll, size);
+/// The pair of `expected` planner's expected model rates fastest (ties: NCCL's order, as `Expected::fastest`).
+pub fn expected_fastest(expected: &[Expectation]) -> Option<&Expectation> {
+    expected.iter().fold(None, |best, e| match best {
+        Some(b) if b.expected_time_us <= e.expected_time_us => Some(b),
+        _ => Some(e),
+    })
+}
+
+fn expected_for(expected: &[Expectation], algo: Algo, proto: Proto) -> Option<&Expectation> {
+    expected.iter().find(|e| e.algo == algo && e.proto == proto)
+}
+
+/// Fill the expected columns of `json` (every pair, the winner, the expected fastest) from planner's expected model
+/// (`Expected::all` of this collective and size).
+pub fn add_expected(json: &mut ExplainJson, expected: &[Expectation]) {
     let fill = |p: &mut PairJson| {
-        if let Some(e) = all
+        if let Some(e) = expected
             .iter()
             .find(|e| e.algo.nccl_name() == p.algorithm && e.proto.nccl_name() == p.protocol)
         {
@@ -431,7 +439,7 @@ pub fn add_expected(
     }
     fill(&mut json.winner);
     let nccl_pick = json.winner.expected_time_us;
-    json.expected_fastest = expected.fastest(coll, size).map(|f| ExpectedFastestJson {
+    json.expected_fastest = expected_fastest(expected).map(|f| ExpectedFastestJson {
         algorithm: f.algo.nccl_name(),
         protocol: f.proto.nccl_name(),
         expected_time_us: f.expected_time_us,
@@ -511,7 +519,7 @@ fn us(v: f64) -> String {
 /// The table for people: every usable pair ranked, the winner marked, then
 /// one line per masked pair.
 pub fn explain_text(model: &Model, eval: &Evaluation) -> String {
-    explain_text_calibrated(model, eval, None)
+    explain_text_calibrated(model, eval, None, None)
 }
 
 /// `x µs (+y%)` of `extra` over `base`.
@@ -523,13 +531,14 @@ fn margin_text(extra: f64, base: f64) -> String {
     }
 }
 
-/// `explain_text` with the calibrated columns of `--calibration`: calibrated
-/// time, calibrated busbw, the margin to the calibrated pick; then a line on
-/// the calibrated pick against NCCL's.
+/// `explain_text` with planner's expected columns (`expected`: `Expected::all` of the call, None with several ops
+/// per group) and the calibrated columns of `--calibration`: calibrated time, calibrated busbw, the margin to the
+/// calibrated pick; then a line on the expected fastest and one on the calibrated pick against NCCL's.
 pub fn explain_text_calibrated(
     model: &Model,
     eval: &Evaluation,
     cal: Option<&CalibratedCall>,
+    expected: Option<&[Expectation]>,
 ) -> String {
     let call = &eval.call;
     let mut out = String::new();
@@ -553,6 +562,9 @@ pub fn explain_text_calibrated(
         model.table.source
     ));
     let (usable, masked) = ranked(eval);
+    if expected.is_some() {
+        out.push_str(NCCL_AND_EXPECTED_COLUMNS);
+    }
     let mut header = vec![
         "pick",
         "algorithm",
@@ -566,6 +578,18 @@ pub fn explain_text_calibrated(
         "busbw GB/s",
         "margin",
     ];
+    if expected.is_some() {
+        header.extend(["expected µs", "expected busbw GB/s"]);
+    }
+    let right_aligned: Vec<bool> = header
+        .iter()
+        .map(|h| {
+            !matches!(
+                *h,
+                "pick" | "algorithm" | "protocol" | "margin" | "calibrated margin"
+            )
+        })
+        .collect();
     if cal.is_some() {
         header.extend([
             "calibrated µs",
@@ -606,6 +630,18 @@ pub fn explain_text_calibrated(
             p.busbw_gbs.map(|b| format!("{b:.2}")).unwrap_or_default(),
             margin,
         ];
+        if let Some(expected) = expected {
+            let c = &eval.candidates[i];
+            let e = expected_for(expected, c.algo, c.proto);
+            cells.push(
+                e.map(|e| us(e.expected_time_us))
+                    .unwrap_or_else(|| "-".into()),
+            );
+            cells.push(
+                e.map(|e| format!("{:.2}", e.expected_busbw_gbs))
+                    .unwrap_or_else(|| "-".into()),
+            );
+        }
         if let Some(cal) = cal {
             let t = cal.times_us[i];
             cells.push(t.map(us).unwrap_or_else(|| "-".into()));
@@ -626,7 +662,7 @@ pub fn explain_text_calibrated(
             .enumerate()
             .map(|(k, text)| {
                 let mut cell = Cell::new(text);
-                if (3..=9).contains(&k) || (11..=12).contains(&k) {
+                if right_aligned.get(k).copied().unwrap_or(false) {
                     cell = cell.set_alignment(CellAlignment::Right);
                 }
                 if is_winner {
@@ -664,6 +700,9 @@ pub fn explain_text_calibrated(
         call.coll.nccl_tests_bus_factor(model.input.n_ranks),
         call.coll.nccl_name()
     ));
+    if let Some(expected) = expected {
+        out.push_str(&expected_verdict_line(eval, expected));
+    }
     if let Some(cal) = cal {
         out.push_str(&calibrated_line(eval, cal));
     }
@@ -693,6 +732,44 @@ pub fn explain_text_calibrated(
         }
     }
     out
+}
+
+/// What the columns of explain's table are, above it when the expected columns are shown.
+const NCCL_AND_EXPECTED_COLUMNS: &str = "latency, bandwidth, time, algbw, busbw, margin: NCCL's own cost model, used for its choice \
+(not a prediction); expected: planner's model of this machine's links (`planner expect`), - where not modelled\n";
+
+/// NCCL's pick against the pair planner's expected model rates fastest, both at their expected times.
+fn expected_verdict_line(eval: &Evaluation, expected: &[Expectation]) -> String {
+    let w = eval.winner();
+    let nccl = pair_name(w.algo, w.proto);
+    let Some(fastest) = expected_fastest(expected) else {
+        return "Expected (planner's model): no pair is modelled here.\n".to_string();
+    };
+    let best = pair_name(fastest.algo, fastest.proto);
+    let best_us = fastest.expected_time_us;
+    match expected_for(expected, w.algo, w.proto) {
+        Some(pick) if pick.expected_time_us <= best_us || best == nccl => format!(
+            "Expected (planner's model): NCCL's pick is also the expected fastest, {nccl} {} µs.\n",
+            us(pick.expected_time_us)
+        ),
+        // Equal to the printed precision: a tie, not a gain.
+        Some(pick) if us(pick.expected_time_us) == us(best_us) => format!(
+            "Expected (planner's model): NCCL's pick {nccl} ties the expected fastest, {best} {} µs.\n",
+            us(best_us)
+        ),
+        Some(pick) => format!(
+            "Expected (planner's model): fastest {best} {} µs, expected to beat NCCL's pick {nccl} ({} µs) by {} µs \
+             ({:.0}%).\n",
+            us(best_us),
+            us(pick.expected_time_us),
+            us(pick.expected_time_us - best_us),
+            100.0 * (pick.expected_time_us - best_us) / best_us
+        ),
+        None => format!(
+            "Expected (planner's model): fastest {best} {} µs; NCCL's pick {nccl} is not modelled.\n",
+            us(best_us)
+        ),
+    }
 }
 
 /// The calibrated pick against NCCL's, one line (two with a note on the

@@ -243,3 +243,107 @@ fn from_log_reproduces_the_stock_2_28_picks_on_the_capture() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// The column of a text table's row whose header is `name`.
+fn column<'a>(text: &'a str, row: &'a str, name: &str) -> &'a str {
+    let header = text
+        .lines()
+        .find(|l| l.starts_with("| pick"))
+        .unwrap_or_else(|| panic!("no header in\n{text}"));
+    let k = header
+        .split('|')
+        .position(|h| h.trim() == name)
+        .unwrap_or_else(|| panic!("no column {name} in {header}"));
+    row.split('|').nth(k).unwrap().trim()
+}
+
+/// Every pair of the text table shows the expected time and busbw of `--json` beside NCCL's own columns, and the
+/// verdict line names the expected fastest and its gain over NCCL's pick (hgx-h100-8, 256 KiB: NCCL picks Ring/LL,
+/// the expected model rates Tree/LL fastest).
+#[test]
+fn explain_text_shows_the_expected_columns_and_verdict_hgx_h100_8() {
+    let args = ["explain", "--fixture", "hgx-h100-8", "--size", "256K"];
+    let text = run_ok(&args);
+    let j = json(&args);
+    assert!(text.contains("NCCL's own cost model, used for its choice"));
+    let pairs = j["pairs"].as_array().unwrap();
+    let mut shown = 0;
+    for p in pairs.iter().filter(|p| p["usable"] == true) {
+        let (a, pr) = (
+            p["algorithm"].as_str().unwrap(),
+            p["protocol"].as_str().unwrap(),
+        );
+        let row = text
+            .lines()
+            .find(|l| {
+                let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+                cells.get(2) == Some(&a) && cells.get(3) == Some(&pr)
+            })
+            .unwrap_or_else(|| panic!("no row {a}/{pr}"));
+        let want = |key: &str| match p[key].as_f64() {
+            Some(v) if v >= 1000.0 => format!("{v:.0}"),
+            Some(v) => format!("{v:.2}"),
+            None => "-".to_string(),
+        };
+        assert_eq!(column(&text, row, "expected us"), want("expected_time_us"));
+        assert_eq!(
+            column(&text, row, "expected busbw GB/s"),
+            p["expected_busbw_gbs"]
+                .as_f64()
+                .map_or("-".into(), |v| format!("{v:.2}"))
+        );
+        shown += 1;
+    }
+    assert!(shown >= 7, "{shown} pairs");
+    let f = &j["expected_fastest"];
+    assert_eq!(j["winner"]["algorithm"], "Ring");
+    assert_eq!(
+        (f["algorithm"].as_str(), f["protocol"].as_str()),
+        (Some("Tree"), Some("LL"))
+    );
+    let nccl = j["winner"]["expected_time_us"].as_f64().unwrap();
+    let best = f["expected_time_us"].as_f64().unwrap();
+    let pct = f["expected_gain_over_nccl_pick_pct"].as_f64().unwrap();
+    // JSON numbers are rounded: the percentage agrees to its rounding.
+    assert!((pct - 100.0 * (nccl - best) / best).abs() < 0.1);
+    let verdict = format!(
+        "Expected (planner's model): fastest Tree/LL {best:.2} us, expected to beat NCCL's pick Ring/LL ({nccl:.2} us) \
+         by {:.2} us ({pct:.0}%).",
+        nccl - best
+    );
+    assert!(text.lines().any(|l| l == verdict), "{verdict}\n{text}");
+}
+
+/// Where NCCL's pick is the pair the expected model rates fastest, the verdict says so (hgx-h200-8, 16 MiB: NVLS).
+#[test]
+fn explain_verdict_when_nccl_pick_is_the_expected_fastest_hgx_h200_8() {
+    let args = ["explain", "--fixture", "hgx-h200-8", "--size", "16M"];
+    let j = json(&args);
+    assert_eq!(j["winner"]["algorithm"], j["expected_fastest"]["algorithm"]);
+    assert_eq!(j["winner"]["protocol"], j["expected_fastest"]["protocol"]);
+    let text = run_ok(&args);
+    assert!(
+        text.contains(
+            "Expected (planner's model): NCCL's pick is also the expected fastest, NVLS/Simple "
+        ),
+        "{text}"
+    );
+}
+
+/// With several ops per group the expected model (single calls) is left out of text and JSON.
+#[test]
+fn explain_with_ops_leaves_the_expected_model_out() {
+    let args = [
+        "explain",
+        "--fixture",
+        "hgx-h200-8",
+        "--size",
+        "1M",
+        "--ops",
+        "4",
+    ];
+    assert!(!run_ok(&args).contains("expected us"));
+    let j = json(&args);
+    assert!(j["winner"]["expected_time_us"].is_null());
+    assert!(j.get("expected_fastest").is_none());
+}
