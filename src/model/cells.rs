@@ -11,6 +11,8 @@ pub const NUM_FUNCTIONS: usize = 5;
 pub const NUM_ALGORITHMS: usize = 7;
 /// `NCCL_NUM_PROTOCOLS` (`Proto::ALL`).
 pub const NUM_PROTOCOLS: usize = 3;
+/// `NCCL_NUM_HW_LINKS`: the hardware latency classes (`tune::Hw`: NVLink, PCI, network).
+pub const NUM_HW_LINKS: usize = 3;
 
 /// One value per (algorithm, protocol), NCCL's `[algo][proto]` rows.
 pub type AlgoProto<T> = [[T; NUM_PROTOCOLS]; NUM_ALGORITHMS];

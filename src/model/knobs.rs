@@ -4,6 +4,7 @@
 //! reads it once (the CLI), the audit builds it from the "set by environment"
 //! lines of a log, tests by hand.
 
+use super::cells::{NUM_ALGORITHMS, NUM_FUNCTIONS, NUM_PROTOCOLS};
 use super::{Algo, Coll, Proto};
 use crate::error::{Error, Result};
 use serde::Serialize;
@@ -25,15 +26,15 @@ pub fn parse_c_integer(text: &str) -> Option<i64> {
 /// "auto": decided later by the LL128 gates.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EnableMatrix {
-    pub proto: [[i32; 3]; 5],
-    pub algo: [[i32; 7]; 5],
+    pub proto: [[i32; NUM_PROTOCOLS]; NUM_FUNCTIONS],
+    pub algo: [[i32; NUM_ALGORITHMS]; NUM_FUNCTIONS],
 }
 
 impl Default for EnableMatrix {
     fn default() -> Self {
         EnableMatrix {
-            proto: [[1, 2, 1]; 5],
-            algo: [[1; 7]; 5],
+            proto: [[1, 2, 1]; NUM_FUNCTIONS],
+            algo: [[1; NUM_ALGORITHMS]; NUM_FUNCTIONS],
         }
     }
 }

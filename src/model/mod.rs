@@ -54,7 +54,7 @@ pub enum Coll {
 }
 
 impl Coll {
-    pub const ALL: [Coll; 5] = [
+    pub const ALL: [Coll; cells::NUM_FUNCTIONS] = [
         Coll::Broadcast,
         Coll::Reduce,
         Coll::AllGather,
@@ -331,7 +331,7 @@ pub enum Proto {
 }
 
 impl Proto {
-    pub const ALL: [Proto; 3] = [Proto::Ll, Proto::Ll128, Proto::Simple];
+    pub const ALL: [Proto; cells::NUM_PROTOCOLS] = [Proto::Ll, Proto::Ll128, Proto::Simple];
     /// `ncclProtoStr`: init table and `NCCL_PROTO` names.
     pub fn nccl_name(self) -> &'static str {
         ["LL", "LL128", "Simple"][self as usize]

@@ -3,6 +3,7 @@
 //! NCCL's tie order, and channels and threads for the winner
 //! (`topoGetAlgoInfo`, `src/enqueue.cc`).
 
+use super::cells::{AlgoProto, NUM_ALGORITHMS, NUM_PROTOCOLS};
 use super::rules::Rule;
 use super::tune::MaskReason;
 use super::{div_up, log2i, Algo, Coll, Model, Proto};
@@ -304,8 +305,8 @@ impl Model {
     }
 
     /// The per-call cost table (`-1` = ignored), as NCCL fills it.
-    pub fn cost_table(&self, coll: Coll, n_bytes: u64, num_pipe_ops: u64) -> [[f32; 3]; 7] {
-        let mut table = [[-1.0f32; 3]; 7];
+    pub fn cost_table(&self, coll: Coll, n_bytes: u64, num_pipe_ops: u64) -> AlgoProto<f32> {
+        let mut table = [[-1.0f32; NUM_PROTOCOLS]; NUM_ALGORITHMS];
         if self.input.n_ranks == 1 {
             table[Algo::Ring as usize][Proto::Simple as usize] = 0.0;
             return table;
@@ -327,13 +328,13 @@ impl Model {
 
     /// `topoGetAlgoInfo`'s argmin: strictly smallest non-negative time, scanning
     /// algorithms then protocols in index order (ties go to the first).
-    pub fn argmin(table: &[[f32; 3]; 7]) -> Option<(Algo, Proto, f32)> {
+    pub fn argmin(table: &AlgoProto<f32>) -> Option<(Algo, Proto, f32)> {
         Model::argmin_below(table, f32::MAX)
     }
 
     /// The argmin as this table's family runs it: up to 2.28 it starts at one
     /// hour, so nothing slower is picked (v2.28.9-1 src/enqueue.cc:1828).
-    pub fn argmin_for_family(&self, table: &[[f32; 3]; 7]) -> Option<(Algo, Proto, f32)> {
+    pub fn argmin_for_family(&self, table: &AlgoProto<f32>) -> Option<(Algo, Proto, f32)> {
         let start = if self.table.has(Rule::ArgminOneHourLimit) {
             3_600_000_000.0
         } else {
@@ -343,7 +344,7 @@ impl Model {
     }
 
     /// The argmin with `min_time` as the starting bound (exclusive).
-    pub fn argmin_below(table: &[[f32; 3]; 7], start: f32) -> Option<(Algo, Proto, f32)> {
+    pub fn argmin_below(table: &AlgoProto<f32>, start: f32) -> Option<(Algo, Proto, f32)> {
         let mut best: Option<(Algo, Proto, f32)> = None;
         let mut min_time = start;
         for a in Algo::ALL {
@@ -443,7 +444,7 @@ impl Model {
         if self.input.n_ranks == 1 {
             return None;
         }
-        let mut table = [[-1.0f32; 3]; 7];
+        let mut table = [[-1.0f32; NUM_PROTOCOLS]; NUM_ALGORITHMS];
         for p in Proto::ALL {
             let bw = backup[coll as usize][p as usize];
             if self.tuned.bandwidth[coll as usize][Algo::Ring as usize][p as usize] == 0.0
@@ -461,7 +462,7 @@ impl Model {
     /// The argmin, then the Ring backup where the family has one.
     fn pick(
         &self,
-        table: &[[f32; 3]; 7],
+        table: &AlgoProto<f32>,
         coll: Coll,
         n_bytes: u64,
         num_pipe_ops: u64,

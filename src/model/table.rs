@@ -3,6 +3,7 @@
 //! `--tuning-table`. Every value is checked on load; a missing, negative or
 //! malformed constant is a bad input naming the file and the key.
 
+use super::cells::{AlgoProto, NUM_ALGORITHMS, NUM_HW_LINKS, NUM_PROTOCOLS};
 use super::rules::{self, Family, Rule};
 use super::{Algo, Proto};
 use crate::error::{Error, Result};
@@ -42,7 +43,7 @@ pub const GENERATIONS: [&str; 4] = ["Volta", "Ampere", "Hopper", "Blackwell"];
 pub const HW_CLASSES: [&str; 3] = ["NVLINK", "PCI", "NET"];
 
 /// `[LL, LL128, Simple]`.
-pub type PerProto = [f64; 3];
+pub type PerProto = [f64; NUM_PROTOCOLS];
 /// `[1 node, 2 nodes, >=4 nodes]`.
 pub type PerScale = [f64; 3];
 
@@ -156,9 +157,9 @@ pub struct TuningTable {
     /// By GPU generation.
     pub nvls_efficiency: [f64; 4],
     /// `[algo][proto]`, µs.
-    pub base_latencies: [PerProto; 7],
+    pub base_latencies: AlgoProto<f64>,
     /// `[hw][algo][proto]`, µs.
-    pub hw_latencies: [[PerProto; 7]; 3],
+    pub hw_latencies: [AlgoProto<f64>; NUM_HW_LINKS],
     /// `[generation][scale]`, GB/s.
     pub ll_max_bws: [PerScale; 4],
     pub per_channel_max_ring_ll128_bws: [PerScale; 4],
@@ -366,8 +367,8 @@ impl TuningTable {
             source,
             root: &root,
         };
-        let algo_rows = |path: &str| -> Result<[PerProto; 7]> {
-            let mut out = [[0.0; 3]; 7];
+        let algo_rows = |path: &str| -> Result<AlgoProto<f64>> {
+            let mut out = [[0.0; NUM_PROTOCOLS]; NUM_ALGORITHMS];
             for a in Algo::ALL {
                 out[a as usize] = r.array3(&format!("{path}.{}", a.nccl_name()))?;
             }
@@ -384,7 +385,7 @@ impl TuningTable {
         for (g, name) in GENERATIONS.iter().enumerate() {
             nvls_efficiency[g] = r.number(&format!("nvls_efficiency.{name}"))?;
         }
-        let mut hw_latencies = [[[0.0; 3]; 7]; 3];
+        let mut hw_latencies = [[[0.0; NUM_PROTOCOLS]; NUM_ALGORITHMS]; NUM_HW_LINKS];
         for (h, name) in HW_CLASSES.iter().enumerate() {
             hw_latencies[h] = algo_rows(&format!("hw_latencies.{name}"))?;
         }

@@ -3,7 +3,7 @@
 //! maximum threads, thread thresholds, and the enable layers. Every entry that
 //! ends with bandwidth 0 keeps the reasons, in NCCL's order.
 
-use super::cells::{AlgoProto, Cells, NUM_ALGORITHMS, NUM_FUNCTIONS, NUM_PROTOCOLS};
+use super::cells::{AlgoProto, Cells, NUM_ALGORITHMS, NUM_FUNCTIONS, NUM_HW_LINKS, NUM_PROTOCOLS};
 use super::input::{ModelInput, NvlsState};
 use super::knobs::EnableMatrix;
 use super::rules::Rule;
@@ -274,7 +274,7 @@ pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tu
 /// `maxThreads[algo][proto]`.
 fn max_threads(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> AlgoProto<i64> {
     let th = &table.threads;
-    let mut max_threads = [[0i64; 3]; 7];
+    let mut max_threads = [[0i64; NUM_PROTOCOLS]; NUM_ALGORITHMS];
     // Ring/Simple gets fewer threads when the ring is slower than one PCIe Gen3 x16.
     let simple_default = if table.has(Rule::RingSimpleLowBwThreads)
         && (input.ring.bw_intra * input.ring.n_channels as f32) as f64 <= th.pci_bw
@@ -379,7 +379,7 @@ fn single_rank(max_threads: AlgoProto<i64>, enable: EnableMatrix, selected: Sele
         bandwidth: Cells::splat(0.0),
         model_bandwidth: Cells::splat(0.0),
         max_threads,
-        thread_thresholds: [[0i64; 3]; 7],
+        thread_thresholds: [[0i64; NUM_PROTOCOLS]; NUM_ALGORITHMS],
         enable,
         masks,
         selected,
@@ -405,7 +405,7 @@ struct TuneCtx<'a> {
     table: &'a TuningTable,
     selected: Selected,
     /// `hwLat[hw][algo][proto]` after the POWER adjustment.
-    hw_lat: [AlgoProto<f64>; 3],
+    hw_lat: [AlgoProto<f64>; NUM_HW_LINKS],
     /// Ranks per node as a float (`nRanks/nNodes`) and as NCCL's integer.
     ppn: f32,
     ppn_int: i64,
@@ -445,7 +445,7 @@ impl<'a> TuneCtx<'a> {
             latency: Cells::splat(0.0),
             bandwidth: Cells::splat(0.0),
             computed: Cells::splat(false),
-            ring_backup: [[0f32; 3]; 5],
+            ring_backup: [[0f32; NUM_PROTOCOLS]; NUM_FUNCTIONS],
         };
         for c in Coll::ALL {
             let nsteps = c.ring_steps(self.input.n_ranks) as i64;
@@ -962,7 +962,7 @@ fn collnet_simple_only(p: Proto, bus_bw: f32, cell: &mut Vec<MaskReason>) -> f32
 
 /// `hwLat`, with Tree/Simple de-penalized on POWER (PCI Tree/Simple takes
 /// Ring/Simple's latency).
-fn hw_latencies(input: &ModelInput, table: &TuningTable) -> [AlgoProto<f64>; 3] {
+fn hw_latencies(input: &ModelInput, table: &TuningTable) -> [AlgoProto<f64>; NUM_HW_LINKS] {
     let mut hw_lat = table.hw_latencies;
     if input.cpu_arch == CpuArch::Power {
         hw_lat[Hw::Pci as usize][Algo::Tree as usize][Proto::Simple as usize] =

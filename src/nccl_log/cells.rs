@@ -8,6 +8,7 @@
 
 use super::NcclLog;
 use crate::error::{Error, Result};
+use crate::model::cells::{AlgoProto, NUM_ALGORITHMS, NUM_PROTOCOLS};
 use crate::model::{Algo, Cells, Coll, MaskReason, Model, Proto};
 use serde::Serialize;
 
@@ -19,7 +20,7 @@ pub struct LoggedCells {
     /// `[func][algo][proto]`, GB/s of algorithm bandwidth; 0 where NCCL disabled the entry.
     pub bandwidth: Cells<f32>,
     /// `[algo][proto]` (the `Max NThreads` row).
-    pub max_threads: [[i64; 3]; 7],
+    pub max_threads: AlgoProto<i64>,
     /// Algorithms with a block in the log (no PAT up to 2.22); the others are 0.
     pub algorithms: Vec<Algo>,
     /// The log line where the table starts.
@@ -37,7 +38,7 @@ pub fn table_from_log(log: &NcclLog) -> Result<LoggedCells> {
     let mut out = LoggedCells {
         latency: Cells::splat(0.0),
         bandwidth: Cells::splat(0.0),
-        max_threads: [[0; 3]; 7],
+        max_threads: [[0; NUM_PROTOCOLS]; NUM_ALGORITHMS],
         algorithms: table.algorithms.clone(),
         line: table.line,
     };

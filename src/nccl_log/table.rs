@@ -3,6 +3,7 @@
 
 use super::{LogCell, LogTable};
 use crate::error::{Error, Result};
+use crate::model::cells::{NUM_ALGORITHMS, NUM_FUNCTIONS, NUM_PROTOCOLS};
 use crate::model::{Algo, Coll};
 
 /// Assembles the init table block by block: `Algorithm`, `Protocol`,
@@ -51,9 +52,9 @@ impl TableBuilder {
         }
         if self.table.is_none() {
             self.table = Some(LogTable {
-                max_threads: vec![vec![None; 3]; 7],
-                max_threads_line: vec![0; 7],
-                cells: vec![vec![vec![None; 3]; 7]; 5],
+                max_threads: vec![vec![None; NUM_PROTOCOLS]; NUM_ALGORITHMS],
+                max_threads_line: vec![0; NUM_ALGORITHMS],
+                cells: vec![vec![vec![None; NUM_PROTOCOLS]; NUM_ALGORITHMS]; NUM_FUNCTIONS],
                 algorithms: Vec::new(),
                 line,
             });

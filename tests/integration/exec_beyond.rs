@@ -63,6 +63,34 @@ fn pairs_beyond_nccl_parse_with_their_one_protocol() {
 }
 
 #[test]
+fn any_algo_is_each_menu_s_name_in_json_and_sorts_nccl_first() {
+    for algo in AnyAlgo::all() {
+        let json = serde_json::to_string(&algo).unwrap();
+        assert_eq!(json, format!("\"{}\"", algo.name()));
+        assert_eq!(serde_json::from_str::<AnyAlgo>(&json).unwrap(), algo);
+    }
+    assert_eq!(AnyAlgo::all().count(), 9);
+    // NCCL's menu first, in index order (the order pairs sort in, as when both were one enum).
+    let sorted: Vec<AnyAlgo> = {
+        let mut v: Vec<AnyAlgo> = AnyAlgo::all().collect();
+        v.sort();
+        v
+    };
+    assert_eq!(sorted, AnyAlgo::all().collect::<Vec<_>>());
+    assert!(AnyAlgo::from(Algo::Pat) < AnyAlgo::from(OwnAlgo::OneShot));
+    // An unknown name is refused with serde's own wording for an unknown variant, both menus listed.
+    let err = serde_json::from_str::<Pair>(r#"{"algo":"Foo","proto":"LL"}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(
+            "unknown variant `Foo`, expected one of `Tree`, `Ring`, `CollNetDirect`, `CollNetChain`, `NVLS`, `NVLSTree`, `PAT`, `OneShot`, `TwoShot`"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
 fn run_refuses_a_beyond_pair_with_another_protocol() {
     planner()
         .args(["run", "--pair", "OneShot/Simple"])

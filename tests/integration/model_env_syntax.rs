@@ -3,6 +3,7 @@
 //! case-insensitive, only the first entry may omit the function prefix, a
 //! prefixed entry resets that function's row first.
 
+use planner::model::cells::NUM_ALGORITHMS;
 use planner::model::knobs::EnableMatrix;
 use planner::model::{Algo, Coll, Proto};
 use planner::nccl_env::NcclEnv;
@@ -33,7 +34,7 @@ fn algo_err(text: &str) -> String {
     err.to_string()
 }
 
-fn row(m: &EnableMatrix, c: Coll) -> [i32; 7] {
+fn row(m: &EnableMatrix, c: Coll) -> [i32; NUM_ALGORITHMS] {
     m.algo[c as usize]
 }
 
@@ -41,7 +42,7 @@ fn row(m: &EnableMatrix, c: Coll) -> [i32; 7] {
 fn default_enables_everything_and_ll128_is_auto() {
     let m = EnableMatrix::from_env(&NcclEnv::default()).unwrap();
     for c in Coll::ALL {
-        assert_eq!(m.algo[c as usize], [1; 7]);
+        assert_eq!(m.algo[c as usize], [1; NUM_ALGORITHMS]);
         assert_eq!(m.proto[c as usize], [1, 2, 1]);
     }
 }
@@ -60,7 +61,7 @@ fn plain_and_negated_lists() {
     }
     // A lone '^' negates an empty list: everything on.
     let m = algos("^");
-    assert_eq!(row(&m, Coll::AllReduce), [1; 7]);
+    assert_eq!(row(&m, Coll::AllReduce), [1; NUM_ALGORITHMS]);
     // strtok: empty elements and doubled separators are skipped.
     let m = algos("ring,,tree;;allreduce:ring");
     assert_eq!(row(&m, Coll::Broadcast), [1, 1, 0, 0, 0, 0, 0]);
@@ -78,7 +79,7 @@ fn per_function_prefixes() {
     // A first entry with a prefix touches only that function.
     let m = algos("AllReduce:^ring");
     assert_eq!(row(&m, Coll::AllReduce), [1, 0, 1, 1, 1, 1, 1]);
-    assert_eq!(row(&m, Coll::AllGather), [1; 7]);
+    assert_eq!(row(&m, Coll::AllGather), [1; NUM_ALGORITHMS]);
 }
 
 #[test]
@@ -131,7 +132,7 @@ fn syntax_errors_quote_nccl() {
 fn algorithm_names_follow_ncclalgostr() {
     for a in Algo::ALL {
         let m = algos(a.nccl_name());
-        let mut want = [0; 7];
+        let mut want = [0; NUM_ALGORITHMS];
         want[a as usize] = 1;
         assert_eq!(row(&m, Coll::AllReduce), want, "{}", a.nccl_name());
     }

@@ -2,19 +2,20 @@
 //! index order, skip -1, keep the strictly smallest time, so ties go to the
 //! lower algorithm index, then the lower protocol index.
 
+use planner::model::cells::{NUM_ALGORITHMS, NUM_PROTOCOLS};
 use planner::model::examples::h200x2_capture;
 use planner::model::{table, Algo, Coll, Model, Proto};
 use planner::nccl_env::NcclEnv;
 
 #[test]
 fn ties_go_to_the_first_in_scan_order() {
-    let mut t = [[-1.0f32; 3]; 7];
+    let mut t = [[-1.0f32; NUM_PROTOCOLS]; NUM_ALGORITHMS];
     // Tree/LL and Ring/LL tie at 5.0: Tree (index 0) wins.
     t[Algo::Tree as usize][Proto::Ll as usize] = 5.0;
     t[Algo::Ring as usize][Proto::Ll as usize] = 5.0;
     assert_eq!(Model::argmin(&t), Some((Algo::Tree, Proto::Ll, 5.0)));
     // Within one algorithm LL128 (1) beats Simple (2) on a tie.
-    let mut t = [[-1.0f32; 3]; 7];
+    let mut t = [[-1.0f32; NUM_PROTOCOLS]; NUM_ALGORITHMS];
     t[Algo::Ring as usize][Proto::Simple as usize] = 7.0;
     t[Algo::Ring as usize][Proto::Ll128 as usize] = 7.0;
     assert_eq!(Model::argmin(&t), Some((Algo::Ring, Proto::Ll128, 7.0)));
@@ -22,10 +23,13 @@ fn ties_go_to_the_first_in_scan_order() {
     t[Algo::Pat as usize][Proto::Simple as usize] = 6.999;
     assert_eq!(Model::argmin(&t), Some((Algo::Pat, Proto::Simple, 6.999)));
     // Time 0 (one rank) is a valid time.
-    let mut t = [[-1.0f32; 3]; 7];
+    let mut t = [[-1.0f32; NUM_PROTOCOLS]; NUM_ALGORITHMS];
     t[Algo::Ring as usize][Proto::Simple as usize] = 0.0;
     assert_eq!(Model::argmin(&t), Some((Algo::Ring, Proto::Simple, 0.0)));
-    assert_eq!(Model::argmin(&[[-1.0f32; 3]; 7]), None);
+    assert_eq!(
+        Model::argmin(&[[-1.0f32; NUM_PROTOCOLS]; NUM_ALGORITHMS]),
+        None
+    );
 }
 
 #[test]

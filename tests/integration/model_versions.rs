@@ -4,6 +4,7 @@
 //! that differ between families are checked by hand against NCCL's source
 //! (each assertion names the tag and line it was computed from).
 
+use planner::model::cells::{NUM_ALGORITHMS, NUM_PROTOCOLS};
 use planner::model::examples::h200x2_capture;
 use planner::model::input::{GraphInfo, ModelInput, NvlsState};
 use planner::model::rules::{self, Rule, RULES};
@@ -650,7 +651,7 @@ fn threads_pipe_ops_and_the_one_hour_argmin() {
     assert_eq!(capture("2.22").num_pipe_ops(30), 2);
     // The argmin starts at one hour up to 2.28 (v2.28.9-1 src/enqueue.cc:1828),
     // at FLT_MAX from 2.29 (v2.29.7-1 :1940).
-    let mut slow = [[-1.0f32; 3]; 7];
+    let mut slow = [[-1.0f32; NUM_PROTOCOLS]; NUM_ALGORITHMS];
     slow[Algo::Ring as usize][Proto::Simple as usize] = 4.0e9;
     assert_eq!(capture("2.28").argmin_for_family(&slow), None);
     assert!(capture("2.29").argmin_for_family(&slow).is_some());

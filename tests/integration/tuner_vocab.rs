@@ -5,7 +5,7 @@
 
 use nccl_tuner_planner::abi;
 use nccl_tuner_planner::plan as tuner;
-use planner::model::{cells, Algo, Coll, Proto};
+use planner::model::{cells, Algo, AnyAlgo, Coll, OwnAlgo, Proto};
 
 /// A value's JSON spelling (serde), as plans and results files write it.
 fn json<T: serde::Serialize>(value: T) -> String {
@@ -59,4 +59,22 @@ fn protocols_have_the_same_names_and_indices() {
     }
     assert_eq!(abi::NUM_PROTOCOLS, Proto::ALL.len());
     assert_eq!(cells::NUM_PROTOCOLS, abi::NUM_PROTOCOLS);
+    assert_eq!(cells::NUM_HW_LINKS, abi::NUM_HW_LINKS);
+}
+
+#[test]
+fn planner_s_own_algorithms_are_outside_both_copies_of_nccl_s_menu() {
+    // OneShot/TwoShot are planner's (OwnAlgo): no NCCL index, no name either copy knows, and the tune plan's
+    // algorithm JSON refuses them.
+    for own in OwnAlgo::ALL {
+        assert!(Algo::parse(own.name()).is_err(), "{own:?}");
+        assert!(tuner::Algo::ALL.iter().all(|t| t.nccl_name() != own.name()));
+        assert!(serde_json::from_str::<tuner::Algo>(&json(own)).is_err());
+        assert_eq!(AnyAlgo::from(own).nccl(), None);
+    }
+    // NCCL's algorithms as an AnyAlgo keep NCCL's name and the tuner's JSON spelling.
+    for (ours, theirs) in Algo::ALL.into_iter().zip(tuner::Algo::ALL) {
+        assert_eq!(AnyAlgo::from(ours).name(), theirs.nccl_name());
+        assert_eq!(json(AnyAlgo::from(ours)), json(theirs));
+    }
 }

@@ -8,7 +8,7 @@ use std::ptr;
 
 use nccl_tuner_planner::abi::{
     NcclNvlDomainInfoV5, NcclTunerConstantsV5, NCCL_FUNC_ALL_REDUCE, NCCL_LOG_INFO, NCCL_LOG_WARN,
-    NCCL_SUCCESS,
+    NCCL_SUCCESS, NUM_ALGORITHMS, NUM_HW_LINKS, NUM_PROTOCOLS,
 };
 use support::{api, idx, nccl_like_table, take_lines, write_plan, PLAN_2X1};
 
@@ -16,8 +16,8 @@ fn nccl_init(init: nccl_tuner_planner::abi::InitFn, n_ranks: usize) -> *mut c_vo
     let mut ctx: *mut c_void = ptr::null_mut();
     let mut nvl = NcclNvlDomainInfoV5::default();
     let mut constants = NcclTunerConstantsV5 {
-        base_latencies: [[0.0; 3]; 7],
-        hw_latencies: [[[0.0; 3]; 7]; 3],
+        base_latencies: [[0.0; NUM_PROTOCOLS]; NUM_ALGORITHMS],
+        hw_latencies: [[[0.0; NUM_PROTOCOLS]; NUM_ALGORITHMS]; NUM_HW_LINKS],
         ll_max_bws: [[0.0; 3]; 4],
         per_ch_max_ring_ll128_bws: [[0.0; 3]; 4],
         per_ch_max_tree_ll128_bws: [[0.0; 3]; 4],

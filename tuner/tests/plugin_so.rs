@@ -11,7 +11,7 @@ use nccl_tuner_planner::abi::{
     NcclNvlDomainInfoV5, NcclTunerConstantsV5, NcclTunerV5, NcclTunerV6, NCCL_ALL,
     NCCL_FUNC_ALL_GATHER, NCCL_FUNC_ALL_REDUCE, NCCL_FUNC_BROADCAST, NCCL_FUNC_SEND_RECV,
     NCCL_INIT, NCCL_LOG_INFO, NCCL_LOG_WARN, NCCL_SUCCESS, NCCL_TUNING, NUM_ALGORITHMS,
-    NUM_PROTOCOLS,
+    NUM_HW_LINKS, NUM_PROTOCOLS,
 };
 use support::{
     api, c_path, idx, nccl_like_table, nccl_pick, take_lines, write_plan, Api, PLAN_2X1, TABLE_LEN,
@@ -666,8 +666,8 @@ fn v6_shares_v5_behaviour_and_leaves_chunk_size_alone() {
     // The v6 init reads the environment (not set here): one WARN, inactive.
     let mut ctx: *mut c_void = ptr::null_mut();
     let mut constants = NcclTunerConstantsV5 {
-        base_latencies: [[1.5; 3]; 7],
-        hw_latencies: [[[2.5; 3]; 7]; 3],
+        base_latencies: [[1.5; NUM_PROTOCOLS]; NUM_ALGORITHMS],
+        hw_latencies: [[[2.5; NUM_PROTOCOLS]; NUM_ALGORITHMS]; NUM_HW_LINKS],
         ll_max_bws: [[3.5; 3]; 4],
         per_ch_max_ring_ll128_bws: [[4.5; 3]; 4],
         per_ch_max_tree_ll128_bws: [[5.5; 3]; 4],
