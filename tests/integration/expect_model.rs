@@ -17,7 +17,7 @@ fn data_paths() -> [String; 2] {
     ]
 }
 
-/// The figures bench/results/expect-2026-12-01/fit.txt records (`planner expect --fit`), recomputed from the data:
+/// The figures bench/results/expect-2026-12-02/fit.txt records (`planner expect --fit`), recomputed from the data:
 /// (class, range, training median, training worst, LOMO median, LOMO worst), as fractions.
 const RECORDED: &[(&str, Range, f64, f64, f64, f64)] = &[
     ("all", Range::Small, 0.119, 0.667, 0.203, 5.517),
@@ -105,8 +105,8 @@ fn gb200_nvl4_partitions_expect_tree_fastest_as_measured() {
     );
     let fastest = e.fastest(Coll::AllReduce, size).unwrap();
     assert_eq!(fastest.algo, Algo::Tree);
-    // Measured (E19): Ring 160.1 ms, Tree 134.4 ms. Expected: Tree 156 ms (+16 %), Ring 214 ms (+34 %): both bound by
-    // the NICs at the IB efficiency the fit finds for 400G (0.74), which under-rates this machine's IB.
+    // Measured (E19): Ring 160.1 ms, Tree 134.4 ms. Expected (2026-12-02 fit): Tree 140 ms (+4 %), Ring 193 ms (+21 %):
+    // both bound by the host-side PCIe to the NICs at the rates the fit finds.
     assert!(
         (tree.expected_time_us / 134_353.0 - 1.0).abs() < 0.2,
         "{tree:?}"
