@@ -309,3 +309,30 @@ fn explain_json_shows_the_expected_model_beside_nccls_estimate() {
         "{fastest}"
     );
 }
+
+#[test]
+fn sixty_five_thousand_nodes_run_and_one_more_is_refused() {
+    // Issue 24 item 7: NCCL has no node limit; planner takes up to 65,536 nodes (limits::MAX_NODES). 65,536 x 8 GPUs
+    // costs one node's plan plus the per-rank tables (about 1.1 s and 340 MB here); one node more is bad input.
+    let out = run_ok(&[
+        "expect",
+        "--fixture",
+        "hgx-h100-8",
+        "--nodes",
+        "65536",
+        "--coll",
+        "all-reduce",
+        "--size",
+        "1G",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["n_ranks"], 524_288);
+    assert!(v["rows"][0]["expected_busbw_gbs"].as_f64().unwrap() > 10.0);
+    let out = planner()
+        .args(["expect", "--fixture", "hgx-h100-8", "--nodes", "65537"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 2);
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+}
