@@ -224,22 +224,27 @@ fn a_bad_parameter_file_names_the_file_and_field() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-#[test]
-fn many_nodes_cost_one_node() {
-    // 4,096 nodes x 8 GPUs: the plan is one node's links (nodes are identical), so this is as quick as one node.
+/// `planner expect --json` of a 1 GiB all-reduce on `nodes` nodes of 8x H100.
+fn all_reduce_1g_on_h100_nodes(nodes: &str) -> serde_json::Value {
     let out = run_ok(&[
         "expect",
         "--fixture",
         "hgx-h100-8",
         "--nodes",
-        "4096",
+        nodes,
         "--coll",
         "all-reduce",
         "--size",
         "1G",
         "--json",
     ]);
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    serde_json::from_str(&out).unwrap()
+}
+
+#[test]
+fn many_nodes_cost_one_node() {
+    // 4,096 nodes x 8 GPUs: the plan is one node's links (nodes are identical), so this is as quick as one node.
+    let v = all_reduce_1g_on_h100_nodes("4096");
     assert_eq!(v["n_ranks"], 32768);
     assert!(v["rows"][0]["expected_busbw_gbs"].as_f64().unwrap() > 10.0);
 }
@@ -314,19 +319,7 @@ fn explain_json_shows_the_expected_model_beside_nccls_estimate() {
 fn sixty_five_thousand_nodes_run_and_one_more_is_refused() {
     // Issue 24 item 7: NCCL has no node limit; planner takes up to 65,536 nodes (limits::MAX_NODES). 65,536 x 8 GPUs
     // costs one node's plan plus the per-rank tables (about 1.1 s and 340 MB here); one node more is bad input.
-    let out = run_ok(&[
-        "expect",
-        "--fixture",
-        "hgx-h100-8",
-        "--nodes",
-        "65536",
-        "--coll",
-        "all-reduce",
-        "--size",
-        "1G",
-        "--json",
-    ]);
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let v = all_reduce_1g_on_h100_nodes("65536");
     assert_eq!(v["n_ranks"], 524_288);
     assert!(v["rows"][0]["expected_busbw_gbs"].as_f64().unwrap() > 10.0);
     let out = planner()
