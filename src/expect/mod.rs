@@ -302,6 +302,8 @@ pub struct Resolved {
     pub step_us: [f64; 3],
     pub channel_gbs: [f64; 3],
     pub nvls_efficiency: f64,
+    /// NVLSTree's multimem efficiency (multi-node), apart from single-node NVLS's.
+    pub nvls_tree_efficiency: f64,
     pub nvls_hop_us: f64,
     pub reduce_efficiency: f64,
     pub chunking: Chunking,
@@ -346,6 +348,7 @@ impl Resolved {
                 g("channel_simple_gbs"),
             ],
             nvls_efficiency: g("nvls_efficiency"),
+            nvls_tree_efficiency: g("nvls_tree_efficiency"),
             nvls_hop_us: g("nvls_hop_us"),
             reduce_efficiency: g("reduce_efficiency"),
             chunking: Chunking {
@@ -701,8 +704,13 @@ pub fn evaluate(plan: &Plan, r: &Resolved, pp: &Prepared) -> Option<(f64, Limit)
     let wire = r.wire_efficiency[p];
     let mut rate = f64::INFINITY;
     let mut at = None;
+    let nvls_eff = if pp.multi_node {
+        r.nvls_tree_efficiency
+    } else {
+        r.nvls_efficiency
+    };
     for l in &pp.loads {
-        let eff = if l.multimem { r.nvls_efficiency } else { 1.0 };
+        let eff = if l.multimem { nvls_eff } else { 1.0 };
         let x = r.rate(&plan.slots[l.slot]) * eff * wire / l.units;
         if x < rate {
             rate = x;
@@ -719,7 +727,7 @@ pub fn evaluate(plan: &Plan, r: &Resolved, pp: &Prepared) -> Option<(f64, Limit)
     } else {
         match at {
             Some(l) if l.multimem => Limit::NvlsReduce {
-                rate_gbs: r.rate(&plan.slots[l.slot]) * r.nvls_efficiency,
+                rate_gbs: r.rate(&plan.slots[l.slot]) * nvls_eff,
             },
             Some(l) => Limit::Link {
                 class: plan.slots[l.slot].class.name(),

@@ -173,6 +173,7 @@ fn required(kind: &str) -> &'static [&'static str] {
             "channel_ll128_gbs",
             "channel_simple_gbs",
             "nvls_efficiency",
+            "nvls_tree_efficiency",
             "nvls_hop_us",
             "reduce_efficiency",
         ],
