@@ -9,7 +9,8 @@ use super::size_label;
 use crate::error::{Error, Result};
 use crate::measure::{median, Backend, RowStatus};
 use crate::model::Pair;
-use crate::verify::{Fingerprint, Regime, VerifyRun};
+use crate::result_file::{Fingerprint, RunOptions, VerifyRun};
+use crate::verify::Regime;
 use serde::Serialize;
 
 /// One header field of the two files.
@@ -244,7 +245,7 @@ fn machine_fields(a: &Fingerprint, b: &Fingerprint) -> Vec<FieldDiff> {
 
 fn option_fields(a: &VerifyRun, b: &VerifyRun) -> Vec<FieldDiff> {
     let (oa, ob) = (&a.options, &b.options);
-    let sizes = |o: &crate::verify::RunOptions| match (o.sizes.first(), o.sizes.last()) {
+    let sizes = |o: &RunOptions| match (o.sizes.first(), o.sizes.last()) {
         (Some(lo), Some(hi)) => format!(
             "{} sizes, {} .. {}",
             o.sizes.len(),
@@ -253,13 +254,13 @@ fn option_fields(a: &VerifyRun, b: &VerifyRun) -> Vec<FieldDiff> {
         ),
         _ => "none".to_string(),
     };
-    let plan = |o: &crate::verify::RunOptions| {
+    let plan = |o: &RunOptions| {
         format!(
             "{} iters, {} warmup, {} repeats",
             o.plan.iters, o.plan.warmup, o.plan.repeats
         )
     };
-    let backends = |o: &crate::verify::RunOptions| {
+    let backends = |o: &RunOptions| {
         o.backends
             .iter()
             .map(|b| b.name())

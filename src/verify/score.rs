@@ -12,12 +12,13 @@
 //! - native/NCCL ratio = native median / NCCL median of the same pair and
 //!   size (below 1: ours is faster).
 
-use super::{algbw_gbs, coll_label_serde, Dtype, NcclChoice, Regime, Row, RowStatus, VerifyRun};
+use super::{algbw_gbs, coll_label_serde, Dtype, NcclChoice, Regime, Row, RowStatus};
 use crate::measure::median;
 use crate::measure::Backend;
 use crate::model::Coll;
 use crate::model::Pair;
 use crate::predict::{predict_row, ModelPredictor, Predictor, SymmetricPrediction};
+use crate::result_file::VerifyRun;
 use serde::Serialize;
 
 /// The predictions a result file recorded at measurement time. Its pick is

@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::measure::Backend;
 use crate::model::{Coll, Pair};
 use nccl_tuner_planner::plan::fnv1a64;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Which reader a file went through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -107,18 +107,23 @@ impl Measurement {
     }
 }
 
-/// What a file says about the machine it was measured on.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+/// The machine measurements were taken on: what one input file says about it, and in a calibration file the
+/// facts its inputs share (the one machine-description type of calibrate).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MachineInfo {
     pub hosts: Vec<String>,
-    /// GPU names by rank, where the file lists them.
+    /// GPU names by rank, where the file (the inputs) list them.
     pub gpus: Vec<String>,
     pub gpu_count: Option<usize>,
     pub driver_version: Option<String>,
     pub cuda_version: Option<String>,
     pub nccl_version: Option<String>,
-    /// `file::topology_hash` of the topology XML the file carries.
+    /// `file::topology_hash` of the topology XML the file (the inputs) carry; None: none carried one.
     pub topology_hash: Option<String>,
+    /// What `topology_hash` covers (`file::TOPOLOGY_HASH_COVERS`): written into every calibration file, empty
+    /// (and not written) for one input file's facts.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub topology_hash_covers: String,
 }
 
 /// Everything one input file measured.
