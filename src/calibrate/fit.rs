@@ -184,6 +184,7 @@ fn term_names(terms: Terms) -> Vec<String> {
 /// counts are bad input unless `force`.
 fn merge_machines(inputs: &[&Measurements], force: bool) -> Result<(MachineInfo, Vec<String>)> {
     let mut machine = MachineInfo::default();
+    let mut seen_hosts = std::collections::HashSet::new();
     let mut notes = Vec::new();
     let mut hash_from: Option<(&str, &str)> = None;
     let mut count_from: Option<(usize, &str)> = None;
@@ -223,9 +224,7 @@ fn merge_machines(inputs: &[&Measurements], force: bool) -> Result<(MachineInfo,
             }
         }
         for h in &info.hosts {
-            if !machine.hosts.contains(h) {
-                machine.hosts.push(h.clone());
-            }
+            machine.add_host(&mut seen_hosts, h);
         }
         if machine.gpus.is_empty() {
             machine.gpus = info.gpus.clone();

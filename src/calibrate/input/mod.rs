@@ -24,6 +24,7 @@ use crate::measure::Backend;
 use crate::model::{Coll, Pair};
 use nccl_tuner_planner::plan::fnv1a64;
 use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
 
 /// Which reader a file went through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -124,6 +125,16 @@ pub struct MachineInfo {
     /// (and not written) for one input file's facts.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub topology_hash_covers: String,
+}
+
+impl MachineInfo {
+    /// Add `host` unless `seen` holds it: first-seen order, one hash look-up per host, so a reader stays linear
+    /// in its lines (not a scan of the hosts per line).
+    pub(crate) fn add_host(&mut self, seen: &mut HashSet<String>, host: &str) {
+        if seen.insert(host.to_string()) {
+            self.hosts.push(host.to_string());
+        }
+    }
 }
 
 /// Everything one input file measured.
