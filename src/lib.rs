@@ -12,7 +12,7 @@
 //! - `expect::Expected` (planner's expected model: what nccl-tests should measure) and `expect::build`;
 //! - `nccl_env::NcclEnv` (the NCCL_* variables, read once);
 //! - `predict::Predictor` (what a pair should take at a size) and `predict::ModelPredictor`;
-//! - `verify::VerifyRun` (a measurement run's result file) and `verify::score::score`;
+//! - `result_file::VerifyRun` (a measurement run's result file) and `verify::score::score`;
 //! - `nccl_log::NcclLog` (an NCCL_DEBUG=INFO log, read once);
 //! - `calibrate::calibrate`, `audit::audit`, `diff::diff_runs`, `diff::diff_versions`;
 //! - `cli` is the binary's (`cli::run`): no stage or test imports it.
@@ -44,6 +44,7 @@ pub mod audit;
 // Measuring it: the vocabulary of a measurement, the prediction seam, the GPU layer, our kernels (`exec`) and
 // the reference backend (`nccl`), then verify, which runs and scores both.
 pub mod measure;
+pub mod result_file;
 pub mod predict;
 pub mod gpu;
 pub mod exec;

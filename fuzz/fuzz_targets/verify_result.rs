@@ -5,7 +5,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use planner::calibrate::ReadOptions;
-use planner::verify::VerifyRun;
+use planner::result_file::VerifyRun;
 
 #[path = "../common/mod.rs"]
 mod common;

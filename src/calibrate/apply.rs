@@ -12,8 +12,8 @@ use crate::model::sweep::Sweep;
 use crate::model::Pair;
 use crate::model::{Algo, Coll, Model, Proto};
 use crate::predict::Predictor;
+use crate::result_file::VerifyRun;
 use crate::topo::Cluster;
-use crate::verify::VerifyRun;
 use serde::Serialize;
 
 impl Calibration {
@@ -333,7 +333,8 @@ pub fn rescore_verify(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calibrate::file::{CalibrationMachine, ModelDescription, PairFit};
+    use crate::calibrate::file::{ModelDescription, PairFit};
+    use crate::calibrate::input::MachineInfo;
     use crate::calibrate::model::PairParams;
 
     fn cal_with(pairs: &[(Algo, Proto, f64, f64)]) -> Calibration {
@@ -354,7 +355,7 @@ mod tests {
             .collect();
         Calibration::new(
             Backend::Nccl,
-            CalibrationMachine {
+            MachineInfo {
                 gpu_count: Some(2),
                 topology_hash: Some("abc".into()),
                 ..Default::default()

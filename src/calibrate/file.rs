@@ -3,6 +3,7 @@
 //! machines it applies to.
 
 use super::cv::RegimeRow;
+use super::input::MachineInfo;
 use super::model::PairParams;
 use super::stats::ErrorStats;
 use crate::error::{Error, Result};
@@ -27,21 +28,6 @@ the model does not read); an nvlink/pcilink target that is a GPU's bus id become
 left out (its class, tclass, stays). So it covers the GPUs (sm, dev, rank, gdr), links and their counts, PCI classes, \
 device ids and link speeds/widths, CPU kind and NUMA ids, and NICs (speed, latency, port, gdr), from which the model \
 derives paths and bandwidths.";
-
-/// The machine a calibration was measured on.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct CalibrationMachine {
-    pub hosts: Vec<String>,
-    /// GPU names by rank, where the inputs list them.
-    pub gpus: Vec<String>,
-    pub gpu_count: Option<usize>,
-    pub driver_version: Option<String>,
-    pub cuda_version: Option<String>,
-    pub nccl_version: Option<String>,
-    /// `topology_hash` of the inputs' topology XML (None: no input carried one).
-    pub topology_hash: Option<String>,
-    pub topology_hash_covers: String,
-}
 
 /// The model's form, in words, so the file explains its own numbers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -128,7 +114,7 @@ pub struct Calibration {
     pub created_unix: u64,
     /// Whose times: NCCL's, or the native kernels'.
     pub backend: Backend,
-    pub machine: CalibrationMachine,
+    pub machine: MachineInfo,
     pub model: ModelDescription,
     pub sources: Vec<SourceRef>,
     pub pairs: Vec<PairFit>,
@@ -144,7 +130,7 @@ impl Calibration {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         backend: Backend,
-        mut machine: CalibrationMachine,
+        mut machine: MachineInfo,
         model: ModelDescription,
         sources: Vec<SourceRef>,
         pairs: Vec<PairFit>,

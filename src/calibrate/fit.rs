@@ -7,8 +7,8 @@
 //! with the terms its sizes can carry (`terms_for`).
 
 use super::cv;
-use super::file::{Calibration, CalibrationMachine, ModelDescription, PairFit, SourceRef};
-use super::input::{Measurement, Measurements};
+use super::file::{Calibration, ModelDescription, PairFit, SourceRef};
+use super::input::{MachineInfo, Measurement, Measurements};
 use super::model::PairParams;
 use super::solver::{self, Terms};
 use super::stats::{abs_rel_error, ErrorStats};
@@ -182,11 +182,9 @@ fn term_names(terms: Terms) -> Vec<String> {
 
 /// Machine facts common to the inputs; differing topology hashes or GPU
 /// counts are bad input unless `force`.
-fn merge_machines(
-    inputs: &[&Measurements],
-    force: bool,
-) -> Result<(CalibrationMachine, Vec<String>)> {
-    let mut machine = CalibrationMachine::default();
+fn merge_machines(inputs: &[&Measurements], force: bool) -> Result<(MachineInfo, Vec<String>)> {
+    let mut machine = MachineInfo::default();
+    let mut seen_hosts = std::collections::HashSet::new();
     let mut notes = Vec::new();
     let mut hash_from: Option<(&str, &str)> = None;
     let mut count_from: Option<(usize, &str)> = None;
@@ -226,9 +224,7 @@ fn merge_machines(
             }
         }
         for h in &info.hosts {
-            if !machine.hosts.contains(h) {
-                machine.hosts.push(h.clone());
-            }
+            machine.add_host(&mut seen_hosts, h);
         }
         if machine.gpus.is_empty() {
             machine.gpus = info.gpus.clone();

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::model::Coll;
 use crate::pipeline;
 use crate::report::diff as out;
-use crate::verify::VerifyRun;
+use crate::result_file::VerifyRun;
 
 #[derive(Debug, clap::Args)]
 pub struct DiffArgs {

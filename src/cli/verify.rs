@@ -7,13 +7,14 @@ use crate::model::Coll;
 use crate::nccl;
 use crate::predict::Predictor;
 use crate::report::verify as report;
+use crate::result_file::VerifyRun;
 use crate::units::parse_size;
 use crate::verify::rendezvous::{LauncherEnv, Rendezvous};
 use crate::verify::run::{Progress, VerifyRequest};
 use crate::verify::score;
 use crate::verify::session;
 use crate::verify::tuner::TunerSetup;
-use crate::verify::{Dtype, IterPlan, PairSelection, VerifyRun};
+use crate::verify::{Dtype, IterPlan, PairSelection};
 use std::time::Duration;
 
 #[derive(Debug, clap::Args)]

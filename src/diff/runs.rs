@@ -9,8 +9,10 @@ use super::size_label;
 use crate::error::{Error, Result};
 use crate::measure::{median, Backend, RowStatus};
 use crate::model::Pair;
-use crate::verify::{Fingerprint, Regime, VerifyRun};
+use crate::result_file::{Fingerprint, RunOptions, VerifyRun};
+use crate::verify::Regime;
 use serde::Serialize;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// One header field of the two files.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -244,7 +246,7 @@ fn machine_fields(a: &Fingerprint, b: &Fingerprint) -> Vec<FieldDiff> {
 
 fn option_fields(a: &VerifyRun, b: &VerifyRun) -> Vec<FieldDiff> {
     let (oa, ob) = (&a.options, &b.options);
-    let sizes = |o: &crate::verify::RunOptions| match (o.sizes.first(), o.sizes.last()) {
+    let sizes = |o: &RunOptions| match (o.sizes.first(), o.sizes.last()) {
         (Some(lo), Some(hi)) => format!(
             "{} sizes, {} .. {}",
             o.sizes.len(),
@@ -253,13 +255,13 @@ fn option_fields(a: &VerifyRun, b: &VerifyRun) -> Vec<FieldDiff> {
         ),
         _ => "none".to_string(),
     };
-    let plan = |o: &crate::verify::RunOptions| {
+    let plan = |o: &RunOptions| {
         format!(
             "{} iters, {} warmup, {} repeats",
             o.plan.iters, o.plan.warmup, o.plan.repeats
         )
     };
-    let backends = |o: &crate::verify::RunOptions| {
+    let backends = |o: &RunOptions| {
         o.backends
             .iter()
             .map(|b| b.name())
@@ -304,6 +306,21 @@ fn measured(run: &VerifyRun) -> Vec<(Key, Vec<f64>, Option<Pair>)> {
         .collect()
 }
 
+/// The fastest pinned pair (lowest median) per backend and size; the first of equals, as `min_by` keeps it.
+fn fastest_pairs(m: &[(Key, Vec<f64>, Option<Pair>)]) -> BTreeMap<(Backend, u64), (Pair, f64)> {
+    let mut fastest: BTreeMap<(Backend, u64), (Pair, f64)> = BTreeMap::new();
+    for ((backend, pair, bytes), times, _) in m {
+        let (Some(pair), Some(t)) = (*pair, median(times)) else {
+            continue;
+        };
+        let slot = fastest.entry((*backend, *bytes)).or_insert((pair, t));
+        if t.total_cmp(&slot.1) == std::cmp::Ordering::Less {
+            *slot = (pair, t);
+        }
+    }
+    fastest
+}
+
 fn min_max(v: &[f64]) -> (f64, f64) {
     v.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &x| {
         (lo.min(x), hi.max(x))
@@ -321,10 +338,16 @@ pub fn diff_runs(a: &VerifyRun, a_name: &str, b: &VerifyRun, b_name: &str) -> Re
     }
     let ma = measured(a);
     let mb = measured(b);
+    // Look-ups by key through hash maps (the first row of a key, as a scan would find it): linear in the rows.
+    let mut b_of: HashMap<&Key, (&Vec<f64>, &Option<Pair>)> = HashMap::with_capacity(mb.len());
+    for (k, t, c) in &mb {
+        b_of.entry(k).or_insert((t, c));
+    }
+    let a_keys: HashSet<&Key> = ma.iter().map(|(k, _, _)| k).collect();
     let mut rows = Vec::new();
     let mut only_in_a = 0;
     for (key, ta, ca) in &ma {
-        let Some((_, tb, cb)) = mb.iter().find(|(k, _, _)| k == key) else {
+        let Some(&(tb, cb)) = b_of.get(key) else {
             only_in_a += 1;
             continue;
         };
@@ -359,20 +382,14 @@ pub fn diff_runs(a: &VerifyRun, a_name: &str, b: &VerifyRun, b_name: &str) -> Re
             nccl_choice_b: *cb,
         });
     }
-    let only_in_b = mb
-        .iter()
-        .filter(|(k, _, _)| !ma.iter().any(|(ka, _, _)| ka == k))
-        .count();
+    let only_in_b = mb.iter().filter(|(k, _, _)| !a_keys.contains(k)).count();
     rows.sort_by_key(|r| (r.backend, r.pair.is_none(), r.pair, r.bytes));
 
     // The fastest pinned pair per backend and size, where both files measured the size.
     let mut best = Vec::new();
-    let fastest = |m: &[(Key, Vec<f64>, Option<Pair>)], backend: Backend, bytes: u64| {
-        m.iter()
-            .filter(|((be, p, by), _, _)| *be == backend && p.is_some() && *by == bytes)
-            .filter_map(|((_, p, _), t, _)| Some(((*p)?, median(t)?)))
-            .min_by(|x, y| x.1.total_cmp(&y.1))
-            .map(|(p, _)| p)
+    let (fastest_a, fastest_b) = (fastest_pairs(&ma), fastest_pairs(&mb));
+    let fastest = |m: &BTreeMap<(Backend, u64), (Pair, f64)>, backend: Backend, bytes: u64| {
+        m.get(&(backend, bytes)).map(|&(p, _)| p)
     };
     let mut keys: Vec<(Backend, u64)> = rows
         .iter()
@@ -382,7 +399,10 @@ pub fn diff_runs(a: &VerifyRun, a_name: &str, b: &VerifyRun, b_name: &str) -> Re
     keys.sort();
     keys.dedup();
     for (backend, bytes) in keys {
-        let (best_a, best_b) = (fastest(&ma, backend, bytes), fastest(&mb, backend, bytes));
+        let (best_a, best_b) = (
+            fastest(&fastest_a, backend, bytes),
+            fastest(&fastest_b, backend, bytes),
+        );
         best.push(BestPair {
             backend,
             bytes,

@@ -404,7 +404,7 @@ impl DoctorRun {
 
     /// Written whole under a temporary name and renamed (a kill at any instant leaves the old or the new file).
     pub fn save(&self, path: &str) -> Result<()> {
-        crate::verify::keep::write_atomically(path, &(self.to_json()? + "\n"))
+        crate::fsio::write_output(path, (self.to_json()? + "\n").as_bytes())
     }
 }
 

@@ -4,9 +4,10 @@
 use super::{right_align, table};
 use crate::error::{Error, Result};
 use crate::measure::Backend;
+use crate::result_file::VerifyRun;
 use crate::units::format_size;
 use crate::verify::score::{ran_label, BackendSummary, FreeComparison, Scored, ScoredRow};
-use crate::verify::{coll_label, RowStatus, VerifyRun};
+use crate::verify::{coll_label, RowStatus};
 use serde::Serialize;
 
 /// Microseconds with sensible precision.
@@ -489,13 +490,13 @@ pub fn render_text_compared(run: &VerifyRun, scored: &Scored, stock: Option<&Sco
 /// What `--json` prints.
 #[derive(Serialize)]
 pub struct JsonReport<'a> {
-    pub machine: &'a crate::verify::Fingerprint,
-    pub options: &'a crate::verify::RunOptions,
+    pub machine: &'a crate::result_file::Fingerprint,
+    pub options: &'a crate::result_file::RunOptions,
     /// Only for an incomplete result file: `false`, and why it stopped when known.
     #[serde(skip_serializing_if = "is_true")]
     pub complete: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub stopped: Option<&'a crate::verify::keep::Stopped>,
+    pub stopped: Option<&'a crate::result_file::Stopped>,
     #[serde(flatten)]
     pub scored: &'a Scored,
     /// `verify --load --calibration`: the stock model on the same rows.

@@ -24,8 +24,8 @@ use crate::error::{Error, Result};
 use crate::model::{Algo, Coll, Pair, Proto};
 use crate::pipeline::Source;
 use crate::predict::{ModelPredictor, Predictor};
+use crate::result_file::VerifyRun;
 use crate::verify::score;
-use crate::verify::VerifyRun;
 use serde::Serialize;
 
 pub use nccl_tuner_planner::plan::{

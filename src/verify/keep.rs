@@ -8,52 +8,11 @@
 //! file is valid JSON at every instant. The cost is rewriting a few hundred KiB per size.
 
 use super::run::Progress;
-use super::{Row, RowStatus, VerifyRun};
+use super::{Row, RowStatus};
 use crate::error::{Error, Result};
+use crate::result_file::{StopReason, Stopped, VerifyRun};
 use crate::units::format_size;
-use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
-
-/// Files written before `complete` existed ran to their end.
-pub fn complete_by_default() -> bool {
-    true
-}
-
-/// Why a run ended before measuring everything it was asked to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StopReason {
-    /// SIGINT (Ctrl-C) or SIGTERM: the run stopped after the current size.
-    Interrupted,
-    /// A rank of a launcher run stopped answering.
-    RankLost,
-    /// An NCCL child died (a signal, or an exit without its results).
-    ChildCrashed,
-    /// A size did not finish within --timeout.
-    Timeout,
-    /// Planner itself failed part-way (the error is the detail).
-    Failed,
-}
-
-impl StopReason {
-    pub fn label(self) -> &'static str {
-        match self {
-            StopReason::Interrupted => "interrupted",
-            StopReason::RankLost => "rank lost",
-            StopReason::ChildCrashed => "child crashed",
-            StopReason::Timeout => "timeout",
-            StopReason::Failed => "failed",
-        }
-    }
-}
-
-/// The `stopped` record of an incomplete file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Stopped {
-    pub reason: StopReason,
-    /// What happened, where: "nccl Ring/LL: the child ended (signal: 6 (SIGABRT)) at 4 MiB".
-    pub detail: String,
-}
 
 /// What went missing during a run; the first reason in `StopReason`'s order names it.
 #[derive(Debug, Default)]
@@ -254,7 +213,7 @@ mod tests {
 
     #[test]
     fn max_always_p99_only_from_100_repeats() {
-        let mut row = Row::empty(super::super::Backend::Nccl, None, 8, RowStatus::Ok);
+        let mut row = Row::empty(crate::measure::Backend::Nccl, None, 8, RowStatus::Ok);
         row.times_us = vec![5.0, 1.0, 4.0, 2.0, 3.0];
         row.derive_stats();
         assert_eq!(

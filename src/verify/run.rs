@@ -3,13 +3,10 @@
 //! executor, predictions, the machine fingerprint, and the multi-process
 //! variant in which every launcher rank runs this and rank 0 coordinates.
 
-use super::keep::{close_run, Gaps, StopReason};
+use super::keep::{close_run, Gaps};
 use super::rendezvous::{LauncherEnv, Rendezvous};
 use super::tuner::TunerSetup;
-use super::{
-    fnv1a64, Dtype, Fingerprint, GpuInfo, IterPlan, PairSelection, Row, RowStatus, RunOptions,
-    VerifyRun, RESULT_FORMAT, RESULT_VERSION,
-};
+use super::{fnv1a64, Dtype, GpuInfo, IterPlan, PairSelection, Row, RowStatus};
 use crate::error::{Error, Result};
 use crate::measure::Backend;
 use crate::model::Coll;
@@ -20,6 +17,8 @@ use crate::nccl::{
     ChildEvent, ChildMode, ChildRanks, ChildSpec, TunerSetting,
 };
 use crate::predict::Predictor;
+use crate::result_file::StopReason;
+use crate::result_file::{Fingerprint, RunOptions, VerifyRun, RESULT_FORMAT, RESULT_VERSION};
 use crate::units::format_size;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

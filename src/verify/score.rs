@@ -12,13 +12,15 @@
 //! - native/NCCL ratio = native median / NCCL median of the same pair and
 //!   size (below 1: ours is faster).
 
-use super::{algbw_gbs, coll_label_serde, Dtype, NcclChoice, Regime, Row, RowStatus, VerifyRun};
+use super::{algbw_gbs, coll_label_serde, Dtype, NcclChoice, Regime, Row, RowStatus};
 use crate::measure::median;
 use crate::measure::Backend;
 use crate::model::Coll;
 use crate::model::Pair;
 use crate::predict::{predict_row, ModelPredictor, Predictor, SymmetricPrediction};
+use crate::result_file::VerifyRun;
 use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
 
 /// The predictions a result file recorded at measurement time. Its pick is
 /// the argmin over the recorded pairs only (the file does not know the pairs
@@ -301,85 +303,118 @@ fn measured(row: &Row) -> Option<f64> {
     }
 }
 
-/// Score `run` with `predictor`.
+/// The rows of one backend at one size, in file order.
+type RowsBySize<'a> = BTreeMap<(Backend, u64), Vec<&'a Row>>;
+
+/// Score `run` with `predictor`. Linear in the rows, but for the ordered maps (log n per look-up) and
+/// the predictor's own cost per row and per size.
 pub fn score(run: &VerifyRun, predictor: &dyn Predictor) -> Scored {
     let coll = run.options.collective;
     let world = run.machine.world_size.max(1);
     let mut backends: Vec<Backend> = run.rows.iter().map(|r| r.backend).collect();
     backends.sort();
     backends.dedup();
-    let mut sizes: Vec<u64> = run.rows.iter().map(|r| r.bytes).collect();
-    sizes.sort();
-    sizes.dedup();
+    let mut by_size: RowsBySize = BTreeMap::new();
+    for r in &run.rows {
+        by_size.entry((r.backend, r.bytes)).or_default().push(r);
+    }
+    let verdicts = size_verdicts(&by_size, predictor, coll);
+    let scored_rows = score_rows(run, predictor, &verdicts, world);
+    let summaries = backends
+        .iter()
+        .map(|&backend| backend_summary(backend, &scored_rows, &verdicts))
+        .collect();
+    let ratios = if backends.contains(&Backend::Native) && backends.contains(&Backend::Nccl) {
+        pair_ratios(run)
+    } else {
+        Vec::new()
+    };
+    let has_symm = backends.contains(&Backend::NcclSymm);
+    Scored {
+        predictor: predictor.label(),
+        collective: coll,
+        world_size: world,
+        rows: scored_rows,
+        sizes: verdicts,
+        summaries,
+        ratios,
+        symmetric_predictor: if has_symm {
+            predictor.symmetric_label()
+        } else {
+            None
+        },
+        comparisons: compare_free_runs(run),
+    }
+}
 
-    // Per backend and size: the measured best pinned pair and NCCL's choice.
+/// Per backend and size (in that order): the measured best pinned pair, the model's pick and NCCL's choice.
+fn size_verdicts(by_size: &RowsBySize, predictor: &dyn Predictor, coll: Coll) -> Vec<SizeVerdict> {
     let mut verdicts = Vec::new();
-    for &backend in &backends {
+    for (&(backend, bytes), rows) in by_size {
         if backend == Backend::NcclSymm {
             continue; // no pinned pairs: nothing to pick among
         }
-        for &bytes in &sizes {
-            let rows: Vec<&Row> = run
-                .rows
-                .iter()
-                .filter(|r| r.backend == backend && r.bytes == bytes)
-                .collect();
-            let time_of = |pair: Pair| {
-                rows.iter()
-                    .find(|r| r.pair == Some(pair))
-                    .and_then(|r| measured(r))
-            };
-            let mut best: Option<(f64, Pair)> = None;
-            for r in &rows {
-                if let (Some(pair), Some(t)) = (r.pair, measured(r)) {
-                    if best.is_none_or(|(b, _)| t < b) {
-                        best = Some((t, pair));
-                    }
+        let time_of = |pair: Pair| {
+            rows.iter()
+                .find(|r| r.pair == Some(pair))
+                .and_then(|r| measured(r))
+        };
+        let mut best: Option<(f64, Pair)> = None;
+        for r in rows {
+            if let (Some(pair), Some(t)) = (r.pair, measured(r)) {
+                if best.is_none_or(|(b, _)| t < b) {
+                    best = Some((t, pair));
                 }
             }
-            let pick = predictor.pick(coll, bytes);
-            let regret = match (pick.and_then(time_of), best) {
-                (Some(t), Some((b, _))) if b > 0.0 => Some(t / b),
-                _ => None,
-            };
-            let nccl_choice = if backend == Backend::Nccl {
-                rows.iter()
-                    .find(|r| r.is_auto())
-                    .and_then(|r| r.nccl_choice)
-            } else {
-                None
-            };
-            let nccl_regret = match (nccl_choice.and_then(|c| time_of(c.pair)), best) {
-                (Some(t), Some((b, _))) if b > 0.0 => Some(t / b),
-                _ => None,
-            };
-            if rows.is_empty() {
-                continue;
-            }
-            verdicts.push(SizeVerdict {
-                backend,
-                bytes,
-                measured_best: best.map(|(_, p)| p),
-                best_us: best.map(|(t, _)| t),
-                model_pick: pick,
-                regret,
-                hit: pick.is_some() && pick == best.map(|(_, p)| p),
-                nccl_choice,
-                nccl_regret,
-            });
         }
+        let pick = predictor.pick(coll, bytes);
+        let regret = match (pick.and_then(time_of), best) {
+            (Some(t), Some((b, _))) if b > 0.0 => Some(t / b),
+            _ => None,
+        };
+        let nccl_choice = if backend == Backend::Nccl {
+            rows.iter()
+                .find(|r| r.is_auto())
+                .and_then(|r| r.nccl_choice)
+        } else {
+            None
+        };
+        let nccl_regret = match (nccl_choice.and_then(|c| time_of(c.pair)), best) {
+            (Some(t), Some((b, _))) if b > 0.0 => Some(t / b),
+            _ => None,
+        };
+        verdicts.push(SizeVerdict {
+            backend,
+            bytes,
+            measured_best: best.map(|(_, p)| p),
+            best_us: best.map(|(t, _)| t),
+            model_pick: pick,
+            regret,
+            hit: pick.is_some() && pick == best.map(|(_, p)| p),
+            nccl_choice,
+            nccl_regret,
+        });
     }
+    verdicts
+}
 
-    // Rows.
-    let mut scored_rows = Vec::new();
+/// Every row with its prediction, error, bandwidths and the verdict of its size.
+fn score_rows(
+    run: &VerifyRun,
+    predictor: &dyn Predictor,
+    verdicts: &[SizeVerdict],
+    world: usize,
+) -> Vec<ScoredRow> {
+    let coll = run.options.collective;
+    let verdict_of: HashMap<(Backend, u64), &SizeVerdict> =
+        verdicts.iter().map(|v| ((v.backend, v.bytes), v)).collect();
+    let mut scored_rows = Vec::with_capacity(run.rows.len());
     for row in &run.rows {
         let mut row = row.clone();
         row.derive_stats();
         let time = measured(&row);
         let (predicted, model_kernel) = predict_row(predictor, coll, run.options.dtype, &row);
-        let verdict = verdicts
-            .iter()
-            .find(|v| v.backend == row.backend && v.bytes == row.bytes);
+        let verdict = verdict_of.get(&(row.backend, row.bytes));
         let error_pct = match (predicted, time) {
             (Some(p), Some(m)) if m > 0.0 => Some((p - m) / m * 100.0),
             _ => None,
@@ -400,148 +435,145 @@ pub fn score(run: &VerifyRun, predictor: &dyn Predictor) -> Scored {
             row,
         });
     }
+    scored_rows
+}
 
-    // Summaries.
-    let mut summaries = Vec::new();
-    for &backend in &backends {
-        let mine: Vec<&ScoredRow> = scored_rows
+/// The prediction error of one backend's rows in each size regime (pinned pairs, and the `symm` row).
+fn regime_errors(mine: &[&ScoredRow]) -> Vec<RegimeError> {
+    let mut regimes = Vec::new();
+    for regime in Regime::ALL {
+        let errs: Vec<(f64, Option<Pair>, u64)> = mine
             .iter()
-            .filter(|r| r.row.backend == backend)
+            .filter(|r| Regime::of(r.row.bytes) == regime)
+            .filter_map(|r| Some((r.error_pct?.abs(), r.row.pair, r.row.bytes)))
             .collect();
-        let mut regimes = Vec::new();
-        for regime in Regime::ALL {
-            // Pinned pairs, and the `symm` row (no pair).
-            let errs: Vec<(f64, Option<Pair>, u64)> = mine
-                .iter()
-                .filter(|r| Regime::of(r.row.bytes) == regime)
-                .filter_map(|r| Some((r.error_pct?.abs(), r.row.pair, r.row.bytes)))
-                .collect();
-            let abs: Vec<f64> = errs.iter().map(|e| e.0).collect();
-            let worst = errs.iter().copied().max_by(|a, b| a.0.total_cmp(&b.0));
-            regimes.push(RegimeError {
-                regime,
-                label: regime.label(),
-                rows: errs.len(),
-                median_abs_error_pct: median(&abs),
-                worst_abs_error_pct: worst.map(|w| w.0),
-                worst_pair: worst.and_then(|w| w.1),
-                worst_bytes: worst.map(|w| w.2),
-            });
-        }
-        let vs: Vec<&SizeVerdict> = verdicts.iter().filter(|v| v.backend == backend).collect();
-        let with_best: Vec<&&SizeVerdict> = vs
-            .iter()
-            .filter(|v| v.measured_best.is_some() && v.model_pick.is_some())
-            .collect();
-        let hits = with_best.iter().filter(|v| v.hit).count();
-        let worst = vs
-            .iter()
-            .filter(|v| v.regret.is_some())
-            .max_by(|a, b| a.regret.unwrap_or(0.0).total_cmp(&b.regret.unwrap_or(0.0)));
-        let nccl_rated: Vec<&&SizeVerdict> =
-            vs.iter().filter(|v| v.nccl_regret.is_some()).collect();
-        let nccl_hits = nccl_rated
-            .iter()
-            .filter(|v| v.nccl_choice.map(|c| c.pair) == v.measured_best)
-            .count();
-        let nccl_worst = nccl_rated
-            .iter()
-            .filter_map(|v| v.nccl_regret)
-            .max_by(|a, b| a.total_cmp(b));
-        let agrees = vs
-            .iter()
-            .filter(|v| v.model_pick.is_some() && v.nccl_choice.map(|c| c.pair) == v.model_pick)
-            .count();
-        let count = |s: RowStatus| mine.iter().filter(|r| r.row.status == s).count();
-        summaries.push(BackendSummary {
-            backend,
-            regimes,
-            sizes_with_best: with_best.len(),
-            hits,
-            hit_rate: if with_best.is_empty() {
-                None
-            } else {
-                Some(hits as f64 / with_best.len() as f64)
-            },
-            worst_regret: worst.and_then(|v| v.regret),
-            worst_regret_bytes: worst.map(|v| v.bytes),
-            worst_regret_pick: worst.and_then(|v| v.model_pick),
-            worst_regret_best: worst.and_then(|v| v.measured_best),
-            nccl_hits,
-            nccl_sizes: nccl_rated.len(),
-            nccl_worst_regret: nccl_worst,
-            agrees_with_nccl: agrees,
-            rows_ok: count(RowStatus::Ok),
-            rows_unavailable: count(RowStatus::Unavailable),
-            rows_failed: count(RowStatus::Failed),
-            // Counts from a file: saturating, so two huge counts never wrap to "#wrong 0".
-            wrong: mine
-                .iter()
-                .filter_map(|r| r.row.wrong)
-                .fold(0u64, u64::saturating_add),
+        let abs: Vec<f64> = errs.iter().map(|e| e.0).collect();
+        let worst = errs.iter().copied().max_by(|a, b| a.0.total_cmp(&b.0));
+        regimes.push(RegimeError {
+            regime,
+            label: regime.label(),
+            rows: errs.len(),
+            median_abs_error_pct: median(&abs),
+            worst_abs_error_pct: worst.map(|w| w.0),
+            worst_pair: worst.and_then(|w| w.1),
+            worst_bytes: worst.map(|w| w.2),
         });
     }
+    regimes
+}
 
-    // native / NCCL per pair.
+/// One backend's summary: errors by regime, hit rate and regret of the model's pick and of NCCL's choice.
+fn backend_summary(
+    backend: Backend,
+    scored_rows: &[ScoredRow],
+    verdicts: &[SizeVerdict],
+) -> BackendSummary {
+    let mine: Vec<&ScoredRow> = scored_rows
+        .iter()
+        .filter(|r| r.row.backend == backend)
+        .collect();
+    let vs: Vec<&SizeVerdict> = verdicts.iter().filter(|v| v.backend == backend).collect();
+    let with_best: Vec<&&SizeVerdict> = vs
+        .iter()
+        .filter(|v| v.measured_best.is_some() && v.model_pick.is_some())
+        .collect();
+    let hits = with_best.iter().filter(|v| v.hit).count();
+    let worst = vs
+        .iter()
+        .filter(|v| v.regret.is_some())
+        .max_by(|a, b| a.regret.unwrap_or(0.0).total_cmp(&b.regret.unwrap_or(0.0)));
+    let nccl_rated: Vec<&&SizeVerdict> = vs.iter().filter(|v| v.nccl_regret.is_some()).collect();
+    let nccl_hits = nccl_rated
+        .iter()
+        .filter(|v| v.nccl_choice.map(|c| c.pair) == v.measured_best)
+        .count();
+    let nccl_worst = nccl_rated
+        .iter()
+        .filter_map(|v| v.nccl_regret)
+        .max_by(|a, b| a.total_cmp(b));
+    let agrees = vs
+        .iter()
+        .filter(|v| v.model_pick.is_some() && v.nccl_choice.map(|c| c.pair) == v.model_pick)
+        .count();
+    let count = |s: RowStatus| mine.iter().filter(|r| r.row.status == s).count();
+    BackendSummary {
+        backend,
+        regimes: regime_errors(&mine),
+        sizes_with_best: with_best.len(),
+        hits,
+        hit_rate: if with_best.is_empty() {
+            None
+        } else {
+            Some(hits as f64 / with_best.len() as f64)
+        },
+        worst_regret: worst.and_then(|v| v.regret),
+        worst_regret_bytes: worst.map(|v| v.bytes),
+        worst_regret_pick: worst.and_then(|v| v.model_pick),
+        worst_regret_best: worst.and_then(|v| v.measured_best),
+        nccl_hits,
+        nccl_sizes: nccl_rated.len(),
+        nccl_worst_regret: nccl_worst,
+        agrees_with_nccl: agrees,
+        rows_ok: count(RowStatus::Ok),
+        rows_unavailable: count(RowStatus::Unavailable),
+        rows_failed: count(RowStatus::Failed),
+        // Counts from a file: saturating, so two huge counts never wrap to "#wrong 0".
+        wrong: mine
+            .iter()
+            .filter_map(|r| r.row.wrong)
+            .fold(0u64, u64::saturating_add),
+    }
+}
+
+/// native / NCCL per pinned pair, over the sizes both measured (first row of each backend, pair and size).
+fn pair_ratios(run: &VerifyRun) -> Vec<PairRatio> {
+    let mut time_of: HashMap<(Backend, Pair, u64), Option<f64>> = HashMap::new();
+    for r in &run.rows {
+        if let Some(pair) = r.pair {
+            time_of
+                .entry((r.backend, pair, r.bytes))
+                .or_insert_with(|| measured(r));
+        }
+    }
     let mut pairs: Vec<Pair> = run.rows.iter().filter_map(|r| r.pair).collect();
     pairs.sort();
     pairs.dedup();
+    let mut sizes: Vec<u64> = run.rows.iter().map(|r| r.bytes).collect();
+    sizes.sort();
+    sizes.dedup();
     let mut ratios = Vec::new();
-    if backends.contains(&Backend::Native) && backends.contains(&Backend::Nccl) {
-        for pair in pairs {
-            let mut per_size: Vec<(u64, f64)> = Vec::new();
-            for &bytes in &sizes {
-                let find = |b: Backend| {
-                    run.rows
-                        .iter()
-                        .find(|r| r.backend == b && r.pair == Some(pair) && r.bytes == bytes)
-                        .and_then(measured)
-                };
-                if let (Some(n), Some(c)) = (find(Backend::Native), find(Backend::Nccl)) {
-                    if c > 0.0 {
-                        per_size.push((bytes, n / c));
-                    }
+    for pair in pairs {
+        let mut per_size: Vec<(u64, f64)> = Vec::new();
+        for &bytes in &sizes {
+            let find = |b: Backend| time_of.get(&(b, pair, bytes)).copied().flatten();
+            if let (Some(n), Some(c)) = (find(Backend::Native), find(Backend::Nccl)) {
+                if c > 0.0 {
+                    per_size.push((bytes, n / c));
                 }
             }
-            let all: Vec<f64> = per_size.iter().map(|x| x.1).collect();
-            let by_regime = Regime::ALL
-                .iter()
-                .map(|&g| {
-                    let v: Vec<f64> = per_size
-                        .iter()
-                        .filter(|x| Regime::of(x.0) == g)
-                        .map(|x| x.1)
-                        .collect();
-                    (g, median(&v))
-                })
-                .collect();
-            ratios.push(PairRatio {
-                pair,
-                sizes: all.len(),
-                median: median(&all),
-                min: all.iter().copied().min_by(|a, b| a.total_cmp(b)),
-                max: all.iter().copied().max_by(|a, b| a.total_cmp(b)),
-                by_regime,
-            });
         }
+        let all: Vec<f64> = per_size.iter().map(|x| x.1).collect();
+        let by_regime = Regime::ALL
+            .iter()
+            .map(|&g| {
+                let v: Vec<f64> = per_size
+                    .iter()
+                    .filter(|x| Regime::of(x.0) == g)
+                    .map(|x| x.1)
+                    .collect();
+                (g, median(&v))
+            })
+            .collect();
+        ratios.push(PairRatio {
+            pair,
+            sizes: all.len(),
+            median: median(&all),
+            min: all.iter().copied().min_by(|a, b| a.total_cmp(b)),
+            max: all.iter().copied().max_by(|a, b| a.total_cmp(b)),
+            by_regime,
+        });
     }
-
-    let has_symm = backends.contains(&Backend::NcclSymm);
-    Scored {
-        predictor: predictor.label(),
-        collective: coll,
-        world_size: world,
-        rows: scored_rows,
-        sizes: verdicts,
-        summaries,
-        ratios,
-        symmetric_predictor: if has_symm {
-            predictor.symmetric_label()
-        } else {
-            None
-        },
-        comparisons: compare_free_runs(run),
-    }
+    ratios
 }
 
 /// The topology a result file carries, as a cluster: the planner's record,

@@ -2,15 +2,16 @@
 //! the backends (one process, or one rank per process under a launcher), the predictions recorded in every row,
 //! and the result file.
 
+use super::fnv1a64;
 use super::keep::Keeping;
 use super::native::NativeExec;
 use super::rendezvous::LauncherEnv;
 use super::run::{self, Progress, TopologyRecord, VerifyRequest};
 use super::score;
-use super::{fnv1a64, VerifyRun};
 use crate::error::{Error, Result};
 use crate::pipeline::Source;
 use crate::predict::{ModelPredictor, NoModel, Predictor};
+use crate::result_file::VerifyRun;
 use crate::topo::Cluster;
 
 /// Measure `request`, record the model's predictions, and save the result file at `out` (default: a timestamped

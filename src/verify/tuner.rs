@@ -6,8 +6,8 @@
 //! `NCCL_TUNER_PLUGIN=none`, so `auto` is NCCL alone.
 
 use crate::error::{Error, Result};
+use crate::result_file::TunerRecord;
 use nccl_tuner_planner::plan::{fnv1a64_hex, Plan};
-use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 pub use crate::nccl::tuner_plugin::PLUGIN_FILE;
@@ -24,20 +24,6 @@ pub struct TunerSetup {
     pub rules: usize,
     /// The plugin, absolute.
     pub plugin: PathBuf,
-}
-
-/// What the result file records about the tuned run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TunerRecord {
-    /// The plan as the run used it (absolute path) and its FNV-1a 64 hash.
-    pub plan_path: String,
-    pub plan_hash: String,
-    pub plugin_path: String,
-    /// What NCCL and the plugin said about loading it and the plan (NCCL's
-    /// `Successfully loaded external tuner plugin ...`, the plugin's `plan
-    /// ... applies: K of M rules ...` or the WARN why it changes nothing).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub plugin_log: Vec<String>,
 }
 
 impl TunerSetup {

@@ -5,7 +5,7 @@ use planner::diff::diff_runs;
 use planner::diff::runs::Flag;
 use planner::measure::Backend;
 use planner::model::{Algo, Pair, Proto};
-use planner::verify::{Fingerprint, VerifyRun};
+use planner::result_file::{Fingerprint, VerifyRun};
 use serde_json::Value;
 
 fn result(path: &str) -> String {

@@ -343,10 +343,10 @@ proptest! {
             0 => {
                 let text = mutate(&seed("fuzz/corpus/verify_result/verify-h200x2-both-eager-6rows.json"), &edits, cut, dup);
                 bad_input_only(planner::calibrate::read_text(&text, "m.json", &Default::default()))?;
-                if let Ok(run) = planner::verify::VerifyRun::from_json(&text, "m.json") {
-                    let again = planner::verify::VerifyRun::from_json(&run.to_json().unwrap(), "again.json").unwrap();
+                if let Ok(run) = planner::result_file::VerifyRun::from_json(&text, "m.json") {
+                    let again = planner::result_file::VerifyRun::from_json(&run.to_json().unwrap(), "again.json").unwrap();
                     prop_assert_eq!(run.rows.len(), again.rows.len());
-                } else if let Err(e) = planner::verify::VerifyRun::from_json(&text, "m.json") {
+                } else if let Err(e) = planner::result_file::VerifyRun::from_json(&text, "m.json") {
                     prop_assert_eq!(e.exit_code(), 2);
                 }
             }

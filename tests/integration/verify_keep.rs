@@ -348,7 +348,8 @@ fn committed_files_load_as_complete_and_their_p99_becomes_max() {
 
 #[test]
 fn a_partial_file_round_trips_with_its_reason() {
-    use planner::verify::keep::{incomplete_line, StopReason, Stopped};
+    use planner::result_file::{StopReason, Stopped};
+    use planner::verify::keep::incomplete_line;
     let mut run = crate::verify_data::recorded_run();
     assert_eq!(incomplete_line(&run), None);
     run.rows.retain(|r| r.bytes == 1024);
@@ -363,7 +364,7 @@ fn a_partial_file_round_trips_with_its_reason() {
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(text.contains("\"complete\": false"));
     assert!(text.contains("\"reason\": \"rank_lost\""));
-    let back = planner::verify::VerifyRun::load(path.to_str().unwrap()).unwrap();
+    let back = planner::result_file::VerifyRun::load(path.to_str().unwrap()).unwrap();
     assert_eq!(back, run);
     // recorded_run measures 1 KiB, 1 MiB and 64 MiB
     assert_eq!(
@@ -380,7 +381,8 @@ fn a_partial_file_round_trips_with_its_reason() {
 
 #[test]
 fn an_interrupted_file_never_says_every_size_was_measured() {
-    use planner::verify::keep::{incomplete_line, StopReason, Stopped};
+    use planner::result_file::{StopReason, Stopped};
+    use planner::verify::keep::incomplete_line;
     let mut run = crate::verify_data::recorded_run();
     run.complete = false;
     run.stopped = Some(Stopped {

@@ -3,8 +3,9 @@
 
 use planner::measure::Backend;
 use planner::model::Pair;
+use planner::result_file::VerifyRun;
 use planner::verify::score::{predictor_for_run, score};
-use planner::verify::{RowStatus, VerifyRun};
+use planner::verify::RowStatus;
 
 fn load(name: &str) -> VerifyRun {
     let path = format!("{}/bench/results/{name}", env!("CARGO_MANIFEST_DIR"));

@@ -4,8 +4,9 @@
 use crate::verify_data::{recorded_run, ring_ll, ring_simple, tree_ll, KIB, MIB};
 use planner::measure::Backend;
 use planner::model::Pair;
+use planner::result_file::VerifyRun;
 use planner::verify::score::{score, Recorded};
-use planner::verify::{Regime, VerifyRun};
+use planner::verify::Regime;
 
 fn close(a: Option<f64>, b: f64) -> bool {
     a.is_some_and(|a| (a - b).abs() < 1e-9)

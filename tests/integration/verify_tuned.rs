@@ -8,8 +8,9 @@ use planner::measure::Backend;
 use planner::model::Coll;
 use planner::model::Pair;
 use planner::predict::{ModelPredictor, Predictor};
+use planner::result_file::VerifyRun;
 use planner::verify::score::{score, Recorded};
-use planner::verify::{Dtype, TunerDecision, VerifyRun};
+use planner::verify::{Dtype, TunerDecision};
 
 fn text(out: &std::process::Output) -> String {
     format!(

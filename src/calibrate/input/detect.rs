@@ -3,7 +3,7 @@
 use super::nccl_tests_text::{header_columns, strip_launcher_tag};
 use super::InputFormat;
 use crate::error::{Error, Result};
-use crate::verify::RESULT_FORMAT;
+use crate::result_file::RESULT_FORMAT;
 
 /// The first non-empty line of `text` and its 1-based number (1 and "" for a blank text).
 fn first_line(text: &str) -> (usize, &str) {

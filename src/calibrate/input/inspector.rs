@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::measure::Backend;
 use crate::model::{Coll, Pair};
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 pub(super) struct InspectorReader;
 
@@ -24,6 +24,7 @@ impl Reader for InspectorReader {
             p2p: 0,
             other: BTreeMap::new(),
             sources: BTreeMap::new(),
+            seen_hosts: HashSet::new(),
         };
         for (index, raw) in text.lines().enumerate() {
             if !raw.trim().is_empty() {
@@ -69,6 +70,8 @@ struct InspectorScan {
     other: BTreeMap<String, usize>,
     /// `coll_timing_source` values, counted.
     sources: BTreeMap<String, usize>,
+    /// The hosts so far (`out.machine.hosts` in order).
+    seen_hosts: HashSet<String>,
 }
 
 impl InspectorScan {
@@ -100,9 +103,7 @@ impl InspectorScan {
             .and_then(|m| m.get("hostname"))
             .and_then(|h| h.as_str())
         {
-            if !machine.hosts.iter().any(|h| h == host) {
-                machine.hosts.push(host.to_string());
-            }
+            machine.add_host(&mut self.seen_hosts, host);
         }
         let name = perf
             .get("coll")
@@ -205,13 +206,15 @@ struct Call {
     coll: Coll,
     bytes: u64,
     time_us: f64,
-    ranks: Vec<u64>,
+    /// The ranks that reported it (a hash set: one look-up per record).
+    ranks: HashSet<u64>,
     n_ranks: u64,
     pair: Option<Pair>,
     line: usize,
 }
 
 /// The records merged into calls; a call whose ranks disagree on its collective or size is bad input.
+/// O(n log n) in the records (an ordered map of calls, a hash set of ranks per call).
 fn calls_of(records: Vec<InspectorRecord>, source: &str) -> Result<BTreeMap<(String, u64), Call>> {
     let mut calls: BTreeMap<(String, u64), Call> = BTreeMap::new();
     for r in records {
@@ -219,7 +222,7 @@ fn calls_of(records: Vec<InspectorRecord>, source: &str) -> Result<BTreeMap<(Str
             coll: r.coll,
             bytes: r.bytes,
             time_us: r.time_us,
-            ranks: Vec::new(),
+            ranks: HashSet::new(),
             n_ranks: r.n_ranks,
             pair: r.pair,
             line: r.line,
@@ -231,9 +234,7 @@ fn calls_of(records: Vec<InspectorRecord>, source: &str) -> Result<BTreeMap<(Str
             )));
         }
         call.time_us = call.time_us.max(r.time_us);
-        if !call.ranks.contains(&r.rank) {
-            call.ranks.push(r.rank);
-        }
+        call.ranks.insert(r.rank);
         call.line = call.line.min(r.line);
     }
     Ok(calls)
@@ -302,4 +303,39 @@ fn pin_pair(rows: &mut [Measurement], pair: Pair, source: &str) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 28 class 3: 100,000 Inspector lines (25,000 calls of 4 ranks on 4 hosts, 1,000 sizes) in one pass:
+    /// ranks and hosts are de-duplicated through hash sets. Asserts the result, not the time.
+    #[test]
+    fn a_hundred_thousand_lines_are_read() {
+        let mut text = String::new();
+        for sn in 0..25_000u64 {
+            for rank in 0..4 {
+                text.push_str(&format!(
+                    "{{\"header\":{{\"id\":\"0x1\",\"rank\":{rank},\"n_ranks\":4}},\
+                     \"metadata\":{{\"hostname\":\"node{rank}\"}},\
+                     \"coll_perf\":{{\"coll\":\"AllReduce\",\"coll_sn\":{sn},\
+                     \"coll_msg_size_bytes\":{},\"coll_exec_time_us\":{}}}}}\n",
+                    (sn % 1000 + 1) * 1024,
+                    10 + rank
+                ));
+            }
+        }
+        let m = InspectorReader
+            .read(&text, "big.jsonl", &ReadOptions::default())
+            .unwrap();
+        assert_eq!(m.rows.len(), 1000);
+        assert_eq!(m.machine.hosts, ["node0", "node1", "node2", "node3"]);
+        assert_eq!(m.machine.gpu_count, Some(4));
+        // every call's slowest rank: 13 µs, 25 calls per size
+        assert!(m
+            .rows
+            .iter()
+            .all(|r| r.time_us == 13.0 && r.repeats == Some(25)));
+    }
 }

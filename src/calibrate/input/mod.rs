@@ -23,7 +23,8 @@ use crate::error::{Error, Result};
 use crate::measure::Backend;
 use crate::model::{Coll, Pair};
 use nccl_tuner_planner::plan::fnv1a64;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
 
 /// Which reader a file went through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -107,18 +108,33 @@ impl Measurement {
     }
 }
 
-/// What a file says about the machine it was measured on.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+/// The machine measurements were taken on: what one input file says about it, and in a calibration file the
+/// facts its inputs share (the one machine-description type of calibrate).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MachineInfo {
     pub hosts: Vec<String>,
-    /// GPU names by rank, where the file lists them.
+    /// GPU names by rank, where the file (the inputs) list them.
     pub gpus: Vec<String>,
     pub gpu_count: Option<usize>,
     pub driver_version: Option<String>,
     pub cuda_version: Option<String>,
     pub nccl_version: Option<String>,
-    /// `file::topology_hash` of the topology XML the file carries.
+    /// `file::topology_hash` of the topology XML the file (the inputs) carry; None: none carried one.
     pub topology_hash: Option<String>,
+    /// What `topology_hash` covers (`file::TOPOLOGY_HASH_COVERS`): written into every calibration file, empty
+    /// (and not written) for one input file's facts.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub topology_hash_covers: String,
+}
+
+impl MachineInfo {
+    /// Add `host` unless `seen` holds it: first-seen order, one hash look-up per host, so a reader stays linear
+    /// in its lines (not a scan of the hosts per line).
+    pub(crate) fn add_host(&mut self, seen: &mut HashSet<String>, host: &str) {
+        if seen.insert(host.to_string()) {
+            self.hosts.push(host.to_string());
+        }
+    }
 }
 
 /// Everything one input file measured.

@@ -7,7 +7,7 @@ use super::{array_element_lines, InputFormat, Measurements, ReadOptions, Reader}
 use crate::error::{Error, Result};
 use crate::model::{Coll, Pair};
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 pub(super) struct NcclTestsJsonReader;
 
@@ -90,14 +90,13 @@ fn read_config(value: &Value, source: &str, out: &mut Measurements) -> Result<()
             }
         }
     };
+    let mut seen_hosts = HashSet::new();
     for d in &devices {
         if let Some(name) = d.get("device_info").and_then(|v| v.as_str()) {
             out.machine.gpus.push(name.to_string());
         }
         if let Some(host) = d.get("hostname").and_then(|v| v.as_str()) {
-            if !out.machine.hosts.iter().any(|h| h == host) {
-                out.machine.hosts.push(host.to_string());
-            }
+            out.machine.add_host(&mut seen_hosts, host);
         }
     }
     Ok(())

@@ -9,7 +9,7 @@ use super::nccl_tests::{
 use super::{InputFormat, Measurements, ReadOptions, Reader};
 use crate::error::{Error, Result};
 use crate::model::Coll;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 pub(super) struct NcclTestsTextReader;
 
@@ -77,6 +77,8 @@ struct TextScan<'t> {
     /// NCCL_ALGO / NCCL_PROTO as the log set them, with the line that did.
     env: BTreeMap<&'t str, (String, usize)>,
     rank_lines: usize,
+    /// The hosts of the rank lines so far (`out.machine.hosts` in order).
+    seen_hosts: HashSet<String>,
     per_process_gpus: Option<usize>,
     rows: Vec<TextRow>,
     wrong_rows: usize,
@@ -94,6 +96,7 @@ impl<'t> TextScan<'t> {
             },
             env: BTreeMap::new(),
             rank_lines: 0,
+            seen_hosts: HashSet::new(),
             per_process_gpus: None,
             rows: Vec::new(),
             wrong_rows: 0,
@@ -211,9 +214,7 @@ impl<'t> TextScan<'t> {
             machine.gpus.push(name.trim().to_string());
         }
         if let Some(host) = comment.split_whitespace().skip_while(|t| *t != "on").nth(1) {
-            if !machine.hosts.iter().any(|h| h == host) {
-                machine.hosts.push(host.to_string());
-            }
+            machine.add_host(&mut self.seen_hosts, host);
         }
     }
 
@@ -331,5 +332,29 @@ mod tests {
         assert_eq!(strip_launcher_tag("[1,0]<stderr>:x"), "x");
         // a NCCL log line's `[0]` is not a launcher tag
         assert_eq!(strip_launcher_tag("[0] NCCL INFO x"), "[0] NCCL INFO x");
+    }
+
+    /// Issue 28 class 3: 100,000 rank lines on as many hosts, read in one pass (the hosts are de-duplicated
+    /// through a hash set, not a scan of the hosts per line). Asserts the result, not the time.
+    #[test]
+    fn a_hundred_thousand_rank_lines_are_read() {
+        let mut text = String::from("# Collective test starting: all_reduce_perf\n");
+        for rank in 0..100_000 {
+            text.push_str(&format!(
+                "#  Rank {rank} Group  0 Pid 1 on host{} device  0 [0000:00:06] NVIDIA H200\n",
+                rank / 2
+            ));
+        }
+        text.push_str(
+            "#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n",
+        );
+        text.push_str("   1024   256 float sum -1  10.0 0.10 0.10 0  9.0 0.11 0.11 0\n");
+        let m = NcclTestsTextReader
+            .read(&text, "big.txt", &ReadOptions::default())
+            .unwrap();
+        assert_eq!(m.machine.hosts.len(), 50_000);
+        assert_eq!(m.machine.hosts[1], "host1");
+        assert_eq!(m.machine.gpu_count, Some(100_000));
+        assert_eq!(m.rows.len(), 2);
     }
 }

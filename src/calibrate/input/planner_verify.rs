@@ -8,7 +8,7 @@ use crate::calibrate::stats::spread;
 use crate::error::{Error, Result};
 use crate::measure::{Backend, Row, RowStatus};
 use crate::model::Coll;
-use crate::verify::VerifyRun;
+use crate::result_file::VerifyRun;
 
 pub(super) struct PlannerVerifyReader;
 
@@ -56,7 +56,7 @@ fn machine_of(run: &VerifyRun, source: &str) -> Result<MachineInfo> {
         driver_version: m.driver_version.clone(),
         cuda_version: m.cuda_version.clone(),
         nccl_version: m.nccl_version.clone(),
-        topology_hash: None,
+        ..Default::default()
     };
     // NCCL's own dump when the run took one (what NCCL used), else the
     // planner's view; both hash alike when they agree.

@@ -6,10 +6,11 @@
 use planner::measure::Backend;
 use planner::model::Pair;
 use planner::model::{Algo, Coll, Proto};
-use planner::verify::tuner::TunerRecord;
+use planner::result_file::{
+    Fingerprint, RunOptions, TunerRecord, VerifyRun, RESULT_FORMAT, RESULT_VERSION,
+};
 use planner::verify::{
-    Dtype, Fingerprint, GpuInfo, IterPlan, NcclChoice, Row, RowStatus, RunOptions, SymmetricLaunch,
-    TunerDecision, VerifyRun, RESULT_FORMAT, RESULT_VERSION,
+    Dtype, GpuInfo, IterPlan, NcclChoice, Row, RowStatus, SymmetricLaunch, TunerDecision,
 };
 
 pub const KIB: u64 = 1024;
