@@ -929,12 +929,154 @@ pub fn calibrated_sweep_text(cal: &CalibratedSweep) -> String {
     out
 }
 
+/// The pair planner's expected model rates fastest at one size.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExpectedPickJson {
+    pub algorithm: &'static str,
+    pub protocol: &'static str,
+    pub expected_time_us: f64,
+}
+
+/// One sweep point: NCCL's pick (`model::sweep::Point`), its busbw (nccl-tests' definition) and planner's expected
+/// model (null with several ops per group, or where the pair is not modelled).
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepPointJson<'a> {
+    #[serde(flatten)]
+    pub point: &'a crate::model::sweep::Point,
+    pub busbw_gbs: Option<f64>,
+    pub expected_time_us: Option<f64>,
+    pub expected_busbw_gbs: Option<f64>,
+    pub expected_fastest: Option<ExpectedPickJson>,
+}
+
+/// `Sweep` as `--json` writes it: its points with busbw and the expected columns.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepOutJson<'a> {
+    pub coll: Coll,
+    pub ops: usize,
+    pub points: Vec<SweepPointJson<'a>>,
+    pub bands: &'a [crate::model::sweep::Band],
+    pub skipped: &'a [u64],
+}
+
+/// Consecutive sweep sizes where planner's expected model rates the same pair fastest and NCCL picks the same pair.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExpectedBandJson {
+    pub from_bytes: u64,
+    pub to_bytes: u64,
+    pub expected_fastest: String,
+    pub from_time_us: f64,
+    pub to_time_us: f64,
+    pub nccl_pick: String,
+    /// NCCL's pick's expected time at the band's ends (null where not modelled).
+    pub nccl_pick_from_time_us: Option<f64>,
+    pub nccl_pick_to_time_us: Option<f64>,
+}
+
+/// planner's expected model over a sweep: per size every pair's expectation (`Expected::all`), once.
+pub struct ExpectedSweep {
+    /// Per sweep point, in the sweep's order.
+    pub points: Vec<Vec<Expectation>>,
+}
+
+impl ExpectedSweep {
+    pub fn new(expected: &crate::expect::Expected, sweep: &Sweep) -> ExpectedSweep {
+        ExpectedSweep {
+            points: sweep
+                .points
+                .iter()
+                .map(|p| expected.all(sweep.coll, p.size))
+                .collect(),
+        }
+    }
+
+    /// The expected crossover map: bands of the same expected fastest pair and NCCL pick.
+    pub fn bands(&self, sweep: &Sweep) -> Vec<ExpectedBandJson> {
+        let mut bands: Vec<ExpectedBandJson> = Vec::new();
+        for (p, all) in sweep.points.iter().zip(&self.points) {
+            let Some(f) = expected_fastest(all) else {
+                continue;
+            };
+            let fastest = pair_name(f.algo, f.proto);
+            let nccl = pair_name(p.algo, p.proto);
+            let nccl_time = expected_for(all, p.algo, p.proto).map(|e| e.expected_time_us);
+            match bands.last_mut() {
+                Some(b) if b.expected_fastest == fastest && b.nccl_pick == nccl => {
+                    b.to_bytes = p.size;
+                    b.to_time_us = f.expected_time_us;
+                    b.nccl_pick_to_time_us = nccl_time;
+                }
+                _ => bands.push(ExpectedBandJson {
+                    from_bytes: p.size,
+                    to_bytes: p.size,
+                    expected_fastest: fastest,
+                    from_time_us: f.expected_time_us,
+                    to_time_us: f.expected_time_us,
+                    nccl_pick: nccl,
+                    nccl_pick_from_time_us: nccl_time,
+                    nccl_pick_to_time_us: nccl_time,
+                }),
+            }
+        }
+        bands
+    }
+}
+
+/// `8 KiB` or `8 KiB - 1 MiB`.
+fn size_span(from: u64, to: u64) -> String {
+    if from == to {
+        format_size(from)
+    } else {
+        format!("{} - {}", format_size(from), format_size(to))
+    }
+}
+
+/// `a µs` or `a - b µs`.
+fn time_span(from: f64, to: f64) -> String {
+    if us(from) == us(to) {
+        format!("{} µs", us(from))
+    } else {
+        format!("{} - {} µs", us(from), us(to))
+    }
+}
+
+/// The expected crossover map of `--sweep`, after NCCL's: which pair planner's expected model rates fastest per
+/// size band, beside NCCL's pick there.
+pub fn expected_sweep_text(bands: &[ExpectedBandJson]) -> String {
+    let mut out = String::from(
+        "Expected crossover map (planner's model of these links: the pair it rates fastest | NCCL's pick, expected):\n",
+    );
+    if bands.is_empty() {
+        out.push_str("  no pair is modelled at these sizes\n");
+    }
+    for b in bands {
+        let sizes = size_span(b.from_bytes, b.to_bytes);
+        let nccl = if b.nccl_pick == b.expected_fastest {
+            "NCCL's pick too".to_string()
+        } else {
+            match (b.nccl_pick_from_time_us, b.nccl_pick_to_time_us) {
+                (Some(lo), Some(hi)) => format!("NCCL {} {}", b.nccl_pick, time_span(lo, hi)),
+                _ => format!("NCCL {} (not modelled)", b.nccl_pick),
+            }
+        };
+        out.push_str(&format!(
+            "  {sizes}: {} {} | {nccl}\n",
+            b.expected_fastest,
+            time_span(b.from_time_us, b.to_time_us)
+        ));
+    }
+    out
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct SweepJson<'a> {
     pub collective: &'static str,
     pub ops: usize,
     pub tuning_table: String,
-    pub sweep: &'a Sweep,
+    pub sweep: SweepOutJson<'a>,
+    /// planner's expected crossover map (absent with several ops per group).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected_crossover: Option<Vec<ExpectedBandJson>>,
     /// With `--calibration`: the calibrated crossover map.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calibrated: Option<&'a CalibratedSweep>,
@@ -947,20 +1089,58 @@ pub struct SweepJson<'a> {
 }
 
 pub fn sweep_json<'a>(model: &Model, sweep: &'a Sweep) -> SweepJson<'a> {
-    sweep_json_calibrated(model, sweep, None)
+    sweep_json_calibrated(model, sweep, None, None)
 }
 
-/// `sweep_json` with the calibrated crossover map of `--calibration`.
+/// `sweep_json` with planner's expected model (`expected`, single calls only) and the calibrated crossover map of
+/// `--calibration`.
 pub fn sweep_json_calibrated<'a>(
     model: &Model,
     sweep: &'a Sweep,
     calibrated: Option<&'a CalibratedSweep>,
+    expected: Option<&ExpectedSweep>,
 ) -> SweepJson<'a> {
+    let factor = sweep.coll.nccl_tests_bus_factor(model.input.n_ranks);
+    let points = sweep
+        .points
+        .iter()
+        .enumerate()
+        .map(|(k, p)| {
+            let bytes = Call::new(sweep.coll, p.size, model.input.n_ranks, sweep.ops)
+                .map(|c| c.model_bytes * sweep.ops as u64)
+                .ok();
+            let busbw_gbs = bytes
+                .filter(|_| p.time_us > 0.0)
+                .map(|b| b as f64 / (p.time_us as f64 * 1000.0) * factor);
+            let all = expected.and_then(|e| e.points.get(k));
+            let pick = all.and_then(|all| expected_for(all, p.algo, p.proto));
+            SweepPointJson {
+                point: p,
+                busbw_gbs,
+                expected_time_us: pick.map(|e| e.expected_time_us),
+                expected_busbw_gbs: pick.map(|e| e.expected_busbw_gbs),
+                expected_fastest: all.and_then(|all| expected_fastest(all)).map(|f| {
+                    ExpectedPickJson {
+                        algorithm: f.algo.nccl_name(),
+                        protocol: f.proto.nccl_name(),
+                        expected_time_us: f.expected_time_us,
+                    }
+                }),
+            }
+        })
+        .collect();
     SweepJson {
         collective: sweep.coll.nccl_name(),
         ops: sweep.ops,
         tuning_table: model.table.source.clone(),
-        sweep,
+        sweep: SweepOutJson {
+            coll: sweep.coll,
+            ops: sweep.ops,
+            points,
+            bands: &sweep.bands,
+            skipped: &sweep.skipped,
+        },
+        expected_crossover: expected.map(|e| e.bands(sweep)),
         calibrated,
         possible: None,
         one_rank_note: (model.input.n_ranks == 1).then(|| one_rank_text().trim_end()),
@@ -970,8 +1150,17 @@ pub fn sweep_json_calibrated<'a>(
 /// Predicted time and busbw of every pair that is usable at some size, against size, as an SVG
 /// document: one panel per pair, NCCL's pick shaded where it is this pair, and the fastest pair
 /// at each size as a grey reference line so panels compare at a glance.
-pub fn plot_svg(model: &Model, coll: Coll, sizes: &[u64], ops: usize) -> Result<String> {
-    use crate::plot::{Mark, Panel, Series, DARK, GREY};
+pub fn plot_svg(
+    model: &Model,
+    coll: Coll,
+    sizes: &[u64],
+    ops: usize,
+    expected: Option<&crate::expect::Expected>,
+) -> Result<String> {
+    use crate::plot::{Mark, Panel, Series, COLORS, DARK, GREY};
+    // planner's expected model times single calls: with several ops per group its curve is left out.
+    let expected = expected.filter(|_| ops == 1);
+    let mut expected_per_pair: Vec<Vec<(u64, f64, f64)>> = vec![Vec::new(); Algo::ALL.len() * 3];
     let n_ranks = model.input.n_ranks;
     let bus_factor = coll.nccl_tests_bus_factor(n_ranks);
     // Per pair index: (bytes, time µs, busbw GB/s) where usable; NCCL's pick per size.
@@ -988,6 +1177,19 @@ pub fn plot_svg(model: &Model, coll: Coll, sizes: &[u64], ops: usize) -> Result<
             if cand.usable() && cand.time_us > 0.0 {
                 let t = cand.time_us as f64;
                 per_pair[i].push((size, t, busbw(t)));
+            }
+        }
+        if let Some(expected) = expected {
+            for e in expected.all(coll, size) {
+                let index = eval
+                    .candidates
+                    .iter()
+                    .position(|c| c.algo == e.algo && c.proto == e.proto);
+                if let Some(i) = index.filter(|&i| i < expected_per_pair.len()) {
+                    if e.expected_time_us > 0.0 {
+                        expected_per_pair[i].push((size, e.expected_time_us, e.expected_busbw_gbs));
+                    }
+                }
             }
         }
         let w = eval.winner();
@@ -1007,14 +1209,21 @@ pub fn plot_svg(model: &Model, coll: Coll, sizes: &[u64], ops: usize) -> Result<
         let title = format!("{}/{}", a.nccl_name(), p.nccl_name());
         for (panels, value) in [(&mut time_panels, 1usize), (&mut bw_panels, 2)] {
             let pick = |v: &(u64, f64, f64)| (v.0, if value == 1 { v.1 } else { v.2 });
+            let mut series = vec![
+                Series::new("fastest pair", GREY, Mark::Reference)
+                    .with_points(best.iter().map(pick).collect()),
+                Series::new(title.clone(), DARK, Mark::Line)
+                    .with_points(pts.iter().map(pick).collect()),
+            ];
+            if !expected_per_pair[i].is_empty() {
+                series.push(
+                    Series::new(format!("{title} expected"), COLORS[0], Mark::Dashed)
+                        .with_points(expected_per_pair[i].iter().map(pick).collect()),
+                );
+            }
             panels.push(Panel {
                 title: title.clone(),
-                series: vec![
-                    Series::new("fastest pair", GREY, Mark::Reference)
-                        .with_points(best.iter().map(pick).collect()),
-                    Series::new(title.clone(), DARK, Mark::Line)
-                        .with_points(pts.iter().map(pick).collect()),
-                ],
+                series,
                 shaded_sizes: picks[i].clone(),
                 reference_y: None,
             });
@@ -1033,14 +1242,25 @@ pub fn plot_svg(model: &Model, coll: Coll, sizes: &[u64], ops: usize) -> Result<
         model.input.n_nodes,
         model.table.family
     );
-    let legend = vec![
-        ("this pair (predicted)".to_string(), DARK, Mark::Line),
+    let mut legend = vec![
+        (
+            "this pair, NCCL's estimate (its cost model, used for its choice)".to_string(),
+            DARK,
+            Mark::Line,
+        ),
         (
             "fastest pair at each size".to_string(),
             GREY,
             Mark::Reference,
         ),
     ];
+    if expected_per_pair.iter().any(|p| !p.is_empty()) {
+        legend.push((
+            "this pair, expected (planner's model of the links)".to_string(),
+            COLORS[0],
+            Mark::Dashed,
+        ));
+    }
     let shaded = Some("NCCL picks this pair".to_string());
     crate::plot::render_time_and_busbw(
         format!("Predicted time per algorithm/protocol ({what})"),
@@ -1390,15 +1610,7 @@ fn time_range(times: impl Iterator<Item = f64>) -> String {
 /// One line of the "what is possible" summary.
 fn possible_line(band: &PossibleBandJson) -> String {
     let first = &band.points[0];
-    let sizes = if band.from_bytes == band.to_bytes {
-        format_size(band.from_bytes)
-    } else {
-        format!(
-            "{} - {}",
-            format_size(band.from_bytes),
-            format_size(band.to_bytes)
-        )
-    };
+    let sizes = size_span(band.from_bytes, band.to_bytes);
     let symmetric = match &first.symmetric_pick {
         Some(k) => format!(
             "{k} {}",

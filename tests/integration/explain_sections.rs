@@ -347,3 +347,46 @@ fn explain_with_ops_leaves_the_expected_model_out() {
     assert!(j["winner"]["expected_time_us"].is_null());
     assert!(j.get("expected_fastest").is_none());
 }
+
+/// `--sweep --json` points carry NCCL's pick's busbw (nccl-tests' definition, by hand: algbw x 2(n-1)/n) and the
+/// expected columns; the expected crossover map is printed after NCCL's (hgx-h100-8: NCCL picks Ring/LL at 256 KiB
+/// where the expected model rates Tree/LL fastest).
+#[test]
+fn sweep_shows_busbw_and_the_expected_crossover_map_hgx_h100_8() {
+    let args = ["explain", "--fixture", "hgx-h100-8", "--sweep", "64K..16M"];
+    let j = json(&args);
+    let points = j["sweep"]["points"].as_array().unwrap();
+    assert_eq!(points.len(), 9);
+    for p in points {
+        let (bytes, t) = (
+            p["size_bytes"].as_f64().unwrap(),
+            p["time_us"].as_f64().unwrap(),
+        );
+        let busbw = bytes / (t * 1e3) * 2.0 * 7.0 / 8.0;
+        let got = p["busbw_gbs"].as_f64().unwrap();
+        assert!((got - busbw).abs() / busbw < 1e-3, "{p}");
+        assert!(p["expected_time_us"].as_f64().unwrap() > 0.0, "{p}");
+        assert!(p["expected_busbw_gbs"].as_f64().unwrap() > 0.0, "{p}");
+        let f = p["expected_fastest"]["expected_time_us"].as_f64().unwrap();
+        assert!(f <= p["expected_time_us"].as_f64().unwrap(), "{p}");
+    }
+    let at_256k = points.iter().find(|p| p["size_bytes"] == 262144).unwrap();
+    assert_eq!(at_256k["algorithm"], "Ring");
+    assert_eq!(at_256k["expected_fastest"]["algorithm"], "Tree");
+    let bands = j["expected_crossover"].as_array().unwrap();
+    assert_eq!(bands[0]["from_bytes"], 65536);
+    assert_eq!(bands.last().unwrap()["to_bytes"], 16 << 20);
+    let text = run_ok(&args);
+    let map = text
+        .split("Expected crossover map (planner's model of these links")
+        .nth(1)
+        .expect("expected map");
+    assert!(text.find("crossover map").unwrap() < text.find("Expected crossover map").unwrap());
+    assert!(
+        map.lines().any(|l| l.starts_with("  64 KiB - ")
+            && l.contains(": Tree/LL ")
+            && l.contains("| NCCL Ring/LL ")),
+        "{map}"
+    );
+    assert!(map.contains("| NCCL's pick too"), "{map}");
+}
