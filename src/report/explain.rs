@@ -1290,6 +1290,8 @@ pub struct SmallMessageContext {
     pub nvlink_bw_gbs: Option<f64>,
     pub n_ranks: usize,
     pub n_nodes: usize,
+    /// Machines (trays) the job spans; an MNNVL domain of several trays is one node to NCCL's model.
+    pub physical_nodes: usize,
     /// NCCL's `nvlsSupport` as the model has it.
     pub nvls_multicast: bool,
     /// Why NVLS is off (empty when on).
@@ -1341,6 +1343,7 @@ impl SmallMessageContext {
             nvlink_bw_gbs: narrowest.filter(|_| peers == PeerPath::NvLink && gpus.len() > 1),
             n_ranks: model.input.n_ranks,
             n_nodes: model.input.n_nodes,
+            physical_nodes: cluster.n_nodes * crate::topo::mnnvl::host_count(&cluster.node).max(1),
             nvls_multicast: model.input.nvls_state.supported(),
             nvls_why: model.input.nvls_state.why(),
         }
@@ -1369,11 +1372,30 @@ impl SmallMessageContext {
         symmetric_candidates(&input, table).ok()
     }
 
+    /// A symmetric kernel's time bounded below by the physical NVLink: its nccl-tests bus bytes cannot cross a GPU's
+    /// NVLink faster than the GPU-GPU path allows (NCCL's symmetric model does not know the link). With the bound,
+    /// an A100's NVLink (240 GB/s) is never shown carrying more.
+    pub fn symmetric_time_us(&self, call: &Call, model_time_us: f32) -> f64 {
+        let t = model_time_us as f64;
+        match self.nvlink_bw_gbs.filter(|bw| *bw > 0.0) {
+            Some(bw) => {
+                let bus_bytes = call.log_bytes as f64 * bus_bytes_factor(call.coll, self.n_ranks);
+                t.max(bus_bytes / (bw * 1e3))
+            }
+            None => t,
+        }
+    }
+
+    /// nccl-tests busbw of a symmetric kernel at `time_us`.
+    fn symmetric_busbw(&self, call: &Call, time_us: f64) -> f64 {
+        call.log_bytes as f64 * bus_bytes_factor(call.coll, self.n_ranks) / (time_us * 1e3)
+    }
+
     /// planner's own kernels for a call, fastest first (empty where they do
     /// not run: not an all-reduce, one rank, several nodes, no NVLink).
     pub fn beyond(&self, call: &Call) -> Vec<beyond::Prediction> {
         match self.nvlink_bw_gbs {
-            Some(bw) if self.n_ranks > 1 && self.n_nodes == 1 => {
+            Some(bw) if self.n_ranks > 1 && self.n_nodes == 1 && self.physical_nodes == 1 => {
                 beyond::list(call.coll, call.size, self.n_ranks, bw)
             }
             _ => Vec::new(),
@@ -1391,6 +1413,11 @@ impl SmallMessageContext {
             Some("one rank: nothing to exchange".into())
         } else if self.n_nodes > 1 {
             Some("they run within one node (peer memory), not across nodes".into())
+        } else if self.physical_nodes > 1 {
+            Some(format!(
+                "they are modelled within one tray's NVLink (peer memory), not across the {} trays of this NVLink domain",
+                self.physical_nodes
+            ))
         } else if self.nvlink_bw_gbs.is_none() {
             Some("they need NVLink between every GPU pair".into())
         } else {
@@ -1483,24 +1510,46 @@ pub fn symmetric_json(ctx: &SmallMessageContext, call: &Call) -> Option<Symmetri
         compute_capability: ctx.compute_capability,
         nvls_multicast: ctx.nvls_multicast,
         pick: runs.map(|k| k.kernel.clone()),
-        pick_time_us: runs.and_then(|k| k.time_us).map(|t| t as f64),
+        pick_time_us: runs
+            .and_then(|k| k.time_us)
+            .map(|t| ctx.symmetric_time_us(call, t)),
         classic_path: choice.classic_path.iter().map(|r| r.to_string()).collect(),
         only_if_classic_picks_ll: choice.only_if_classic_picks_ll,
         kernels: choice
             .candidates
             .iter()
-            .map(|c| SymmetricKernelJson {
-                kernel: c.kernel.clone(),
-                needs_multicast: c.needs_multicast,
-                eligible: c.eligible,
-                picked: choice.pick.as_deref() == Some(c.kernel.as_str()),
-                blocks: c.blocks,
-                time_us: c.time_us.map(|t| t as f64),
-                busbw_gbs: c.busbw_gbs,
-                ineligible: c.ineligible.iter().map(|r| r.to_string()).collect(),
+            .map(|c| {
+                // On the classic path no symmetric kernel runs on this machine, whatever its own mask says.
+                let ineligible: Vec<String> = c
+                    .ineligible
+                    .iter()
+                    .chain(&choice.classic_path)
+                    .map(|r| r.to_string())
+                    .collect();
+                let time = c.time_us.map(|t| ctx.symmetric_time_us(call, t));
+                SymmetricKernelJson {
+                    kernel: c.kernel.clone(),
+                    needs_multicast: c.needs_multicast,
+                    eligible: ineligible.is_empty(),
+                    picked: choice.pick.as_deref() == Some(c.kernel.as_str()),
+                    blocks: c.blocks,
+                    time_us: time,
+                    busbw_gbs: time.map(|t| ctx.symmetric_busbw(call, t)),
+                    ineligible,
+                }
             })
             .collect(),
     })
+}
+
+/// Bus bytes per byte of `--size` as nccl-tests counts them (all-gather's size is one rank's share).
+fn bus_bytes_factor(coll: Coll, n_ranks: usize) -> f64 {
+    let share = if coll == Coll::AllReduce {
+        1.0
+    } else {
+        n_ranks as f64
+    };
+    share * coll.nccl_tests_bus_factor(n_ranks)
 }
 
 /// nccl-tests busbw of an all-reduce of `bytes` on `n` ranks in `time_us`.
@@ -1542,7 +1591,8 @@ pub fn possible(ctx: &SmallMessageContext, eval: &Evaluation) -> PossibleJson {
     let runs = choice.as_ref().and_then(|c| c.runs_symmetric());
     if let Some(choice) = choice.as_ref().filter(|c| c.classic_path.is_empty()) {
         for k in choice.candidates.iter().filter(|k| k.eligible) {
-            if let Some(t) = k.time_us.map(|t| t as f64).filter(|t| *t < fastest.2) {
+            let time = k.time_us.map(|t| ctx.symmetric_time_us(call, t));
+            if let Some(t) = time.filter(|t| *t < fastest.2) {
                 fastest = (k.kernel.clone(), "nccl-symmetric", t);
             }
         }
@@ -1561,7 +1611,9 @@ pub fn possible(ctx: &SmallMessageContext, eval: &Evaluation) -> PossibleJson {
         nccl_pick: pair_name(w.algo, w.proto),
         nccl_time_us: nccl_time,
         symmetric_pick: runs.map(|k| k.kernel.clone()),
-        symmetric_time_us: runs.and_then(|k| k.time_us).map(|t| t as f64),
+        symmetric_time_us: runs
+            .and_then(|k| k.time_us)
+            .map(|t| ctx.symmetric_time_us(call, t)),
         fastest: fastest.0,
         fastest_kind: fastest.1,
         fastest_time_us: fastest.2,
@@ -1682,7 +1734,9 @@ pub fn symmetric_text(ctx: &SmallMessageContext, call: &Call) -> String {
         } else if c.eligible {
             String::new()
         } else if c.needs_multicast && c.ineligible.contains(&SymReason::NeedsMulticast) {
-            if ctx.nvls_multicast {
+            if ctx.n_nodes > 1 || ctx.physical_nodes > 1 {
+                "needs NVLS multicast (within one node)".to_string()
+            } else if ctx.nvls_multicast {
                 "needs NVLS multicast (3+ ranks)".to_string()
             } else {
                 "needs NVLS multicast (off)".to_string()
@@ -1696,6 +1750,7 @@ pub fn symmetric_text(ctx: &SmallMessageContext, call: &Call) -> String {
         };
         // On the classic path no kernel runs: times would mislead.
         let timed = c.eligible && choice.classic_path.is_empty();
+        let time = c.time_us.map(|t| ctx.symmetric_time_us(call, t));
         let cells = [
             if picked && choice.classic_path.is_empty() {
                 "▶"
@@ -1708,13 +1763,9 @@ pub fn symmetric_text(ctx: &SmallMessageContext, call: &Call) -> String {
                 .filter(|_| timed)
                 .map(|b| b.to_string())
                 .unwrap_or_default(),
-            c.time_us
-                .filter(|_| timed)
-                .map(|t| us(t as f64))
-                .unwrap_or_default(),
-            c.busbw_gbs
-                .filter(|_| timed)
-                .map(|b| format!("{b:.2}"))
+            time.filter(|_| timed).map(us).unwrap_or_default(),
+            time.filter(|_| timed)
+                .map(|t| format!("{:.2}", ctx.symmetric_busbw(call, t)))
                 .unwrap_or_default(),
             note,
         ];
@@ -1736,7 +1787,9 @@ pub fn symmetric_text(ctx: &SmallMessageContext, call: &Call) -> String {
             out.push_str(&format!(
                 "NCCL's symmetric pick: {} ({} µs){}; NCCL's standard pick above is unchanged without registered windows.\n",
                 k.kernel,
-                k.time_us.map(|t| us(t as f64)).unwrap_or_default(),
+                k.time_us
+                    .map(|t| us(ctx.symmetric_time_us(call, t)))
+                    .unwrap_or_default(),
                 if choice.only_if_classic_picks_ll {
                     ", only when NCCL's classic pick is LL"
                 } else {

@@ -390,3 +390,63 @@ fn sweep_shows_busbw_and_the_expected_crossover_map_hgx_h100_8() {
     );
     assert!(map.contains("| NCCL's pick too"), "{map}");
 }
+
+/// A PCIe pair (pcie-rtx4000ada-2, no NVLink): NCCL stays on its classic path, so no symmetric kernel is marked
+/// eligible and none is the fastest.
+#[test]
+fn symmetric_kernels_not_eligible_on_pcie_rtx4000ada_2() {
+    let j = json(&["explain", "--fixture", "pcie-rtx4000ada-2", "--size", "64K"]);
+    for k in j["symmetric"]["kernels"].as_array().unwrap() {
+        assert_eq!(k["eligible"], false, "{k}");
+    }
+    assert_eq!(j["possible"]["fastest_kind"], "nccl");
+}
+
+/// dgx-a100-8: 12 NVLinks x 20 GB/s = 240 GB/s per GPU; no symmetric kernel is shown carrying more busbw.
+#[test]
+fn symmetric_busbw_bounded_by_the_nvlink_on_dgx_a100_8() {
+    let j = json(&["explain", "--fixture", "dgx-a100-8", "--size", "64M"]);
+    for k in j["symmetric"]["kernels"].as_array().unwrap() {
+        if let Some(b) = k["busbw_gbs"].as_f64() {
+            assert!(b <= 240.0 + 1e-6, "{k}");
+        }
+    }
+}
+
+/// gb200-nvl72-tray --nodes 18 (one MNNVL domain of 18 trays): planner's own kernels are modelled within one tray,
+/// so none is listed or the fastest.
+#[test]
+fn beyond_nccl_not_fastest_across_18_gb200_trays() {
+    let args = [
+        "explain",
+        "--fixture",
+        "gb200-nvl72-tray",
+        "--nodes",
+        "18",
+        "--size",
+        "8",
+    ];
+    let text = run_ok(&args);
+    assert!(text.contains("not across the 18 trays"), "{text}");
+    assert!(!text.contains("fastest OneShot/LL"), "{text}");
+    assert_eq!(json(&args)["beyond_nccl"].as_array().unwrap().len(), 0);
+}
+
+/// hgx-h100-8 --nodes 2 (16 ranks): the multicast kernels are out because the job spans nodes, not for rank count.
+#[test]
+fn multicast_reason_names_the_nodes_on_hgx_h100_8_two_nodes() {
+    let text = run_ok(&[
+        "explain",
+        "--fixture",
+        "hgx-h100-8",
+        "--nodes",
+        "2",
+        "--size",
+        "64K",
+    ]);
+    assert!(!text.contains("needs NVLS multicast (3+ ranks)"), "{text}");
+    assert!(
+        text.contains("needs NVLS multicast (within one node)"),
+        "{text}"
+    );
+}
