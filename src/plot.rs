@@ -154,7 +154,8 @@ fn decade_label(e: f64) -> String {
 }
 
 /// Tick positions (log10) for a log value axis: decades, with 2 and 5 in between when the
-/// range spans less than two decades.
+/// range spans less than two decades, and always below 100 (20 and 50 µs, 2 and 5 µs: small-message
+/// times are read there).
 fn value_ticks_log(lo: f64, hi: f64) -> Vec<f64> {
     let mut ticks = Vec::new();
     let (first, last) = (lo.floor() as i64, hi.ceil() as i64);
@@ -163,7 +164,7 @@ fn value_ticks_log(lo: f64, hi: f64) -> Vec<f64> {
         if (d - first) % every == 0 {
             ticks.push(d as f64);
         }
-        if hi - lo < 2.0 {
+        if hi - lo < 2.0 || d < 2 {
             for m in [2f64, 5.0] {
                 ticks.push(d as f64 + m.log10());
             }
@@ -664,6 +665,19 @@ mod tests {
         // 8 B .. 1 MiB: 1K and 1M among the ticks.
         let t = size_ticks(3.0, 20.0);
         assert!(t.contains(&10.0) && t.contains(&20.0), "{t:?}");
+    }
+
+    #[test]
+    fn log_ticks_at_2_and_5_below_100() {
+        // 8 µs .. 40 ms (issue 26: 10-20 µs values were unreadable): 10, 20, 50 and 100 are ticks, 200 is not.
+        let t: Vec<f64> = value_ticks_log(8f64.log10(), 4e4f64.log10())
+            .iter()
+            .map(|e| (10f64.powf(*e) * 1000.0).round() / 1000.0)
+            .collect();
+        for v in [10.0, 20.0, 50.0, 100.0, 1000.0] {
+            assert!(t.contains(&v), "{v} not in {t:?}");
+        }
+        assert!(!t.contains(&200.0), "{t:?}");
     }
 
     #[test]

@@ -357,7 +357,7 @@ fn write_plot(
     sizes: &[u64],
     calibrated: bool,
 ) -> Result<()> {
-    let svg = out::plot_svg(&ex.model, coll, sizes, args.ops)?;
+    let svg = out::plot_svg(&ex.model, coll, sizes, args.ops, Some(&ex.expected))?;
     crate::fsio::write_output(path, svg.as_bytes())?;
     eprintln!("planner: wrote {path}");
     if calibrated {
@@ -380,12 +380,19 @@ fn run_sweep(
         None => None,
     };
     let possible = possible_bands(model, &ex.small, coll, sizes, args.ops)?;
+    // planner's expected model times single calls: left out with several ops per group.
+    let expected = (args.ops == 1).then(|| out::ExpectedSweep::new(&ex.expected, &sweep));
     if args.json {
-        let mut json = out::sweep_json_calibrated(model, &sweep, calibrated.as_ref());
+        let mut json =
+            out::sweep_json_calibrated(model, &sweep, calibrated.as_ref(), expected.as_ref());
         json.possible = possible;
         return write_json_with_env(&json, &ex.applied, "");
     }
     print!("{}", crate::report::text(&out::sweep_text(model, &sweep)));
+    if let Some(expected) = &expected {
+        let bands = expected.bands(&sweep);
+        print!("{}", crate::report::text(&out::expected_sweep_text(&bands)));
+    }
     // Before the calibrated map: the stock model's view stays a prefix of the calibrated output.
     match &possible {
         Some(bands) => print!("{}", crate::report::text(&out::possible_text(bands))),

@@ -929,12 +929,154 @@ pub fn calibrated_sweep_text(cal: &CalibratedSweep) -> String {
     out
 }
 
+/// The pair planner's expected model rates fastest at one size.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExpectedPickJson {
+    pub algorithm: &'static str,
+    pub protocol: &'static str,
+    pub expected_time_us: f64,
+}
+
+/// One sweep point: NCCL's pick (`model::sweep::Point`), its busbw (nccl-tests' definition) and planner's expected
+/// model (null with several ops per group, or where the pair is not modelled).
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepPointJson<'a> {
+    #[serde(flatten)]
+    pub point: &'a crate::model::sweep::Point,
+    pub busbw_gbs: Option<f64>,
+    pub expected_time_us: Option<f64>,
+    pub expected_busbw_gbs: Option<f64>,
+    pub expected_fastest: Option<ExpectedPickJson>,
+}
+
+/// `Sweep` as `--json` writes it: its points with busbw and the expected columns.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepOutJson<'a> {
+    pub coll: Coll,
+    pub ops: usize,
+    pub points: Vec<SweepPointJson<'a>>,
+    pub bands: &'a [crate::model::sweep::Band],
+    pub skipped: &'a [u64],
+}
+
+/// Consecutive sweep sizes where planner's expected model rates the same pair fastest and NCCL picks the same pair.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExpectedBandJson {
+    pub from_bytes: u64,
+    pub to_bytes: u64,
+    pub expected_fastest: String,
+    pub from_time_us: f64,
+    pub to_time_us: f64,
+    pub nccl_pick: String,
+    /// NCCL's pick's expected time at the band's ends (null where not modelled).
+    pub nccl_pick_from_time_us: Option<f64>,
+    pub nccl_pick_to_time_us: Option<f64>,
+}
+
+/// planner's expected model over a sweep: per size every pair's expectation (`Expected::all`), once.
+pub struct ExpectedSweep {
+    /// Per sweep point, in the sweep's order.
+    pub points: Vec<Vec<Expectation>>,
+}
+
+impl ExpectedSweep {
+    pub fn new(expected: &crate::expect::Expected, sweep: &Sweep) -> ExpectedSweep {
+        ExpectedSweep {
+            points: sweep
+                .points
+                .iter()
+                .map(|p| expected.all(sweep.coll, p.size))
+                .collect(),
+        }
+    }
+
+    /// The expected crossover map: bands of the same expected fastest pair and NCCL pick.
+    pub fn bands(&self, sweep: &Sweep) -> Vec<ExpectedBandJson> {
+        let mut bands: Vec<ExpectedBandJson> = Vec::new();
+        for (p, all) in sweep.points.iter().zip(&self.points) {
+            let Some(f) = expected_fastest(all) else {
+                continue;
+            };
+            let fastest = pair_name(f.algo, f.proto);
+            let nccl = pair_name(p.algo, p.proto);
+            let nccl_time = expected_for(all, p.algo, p.proto).map(|e| e.expected_time_us);
+            match bands.last_mut() {
+                Some(b) if b.expected_fastest == fastest && b.nccl_pick == nccl => {
+                    b.to_bytes = p.size;
+                    b.to_time_us = f.expected_time_us;
+                    b.nccl_pick_to_time_us = nccl_time;
+                }
+                _ => bands.push(ExpectedBandJson {
+                    from_bytes: p.size,
+                    to_bytes: p.size,
+                    expected_fastest: fastest,
+                    from_time_us: f.expected_time_us,
+                    to_time_us: f.expected_time_us,
+                    nccl_pick: nccl,
+                    nccl_pick_from_time_us: nccl_time,
+                    nccl_pick_to_time_us: nccl_time,
+                }),
+            }
+        }
+        bands
+    }
+}
+
+/// `8 KiB` or `8 KiB - 1 MiB`.
+fn size_span(from: u64, to: u64) -> String {
+    if from == to {
+        format_size(from)
+    } else {
+        format!("{} - {}", format_size(from), format_size(to))
+    }
+}
+
+/// `a µs` or `a - b µs`.
+fn time_span(from: f64, to: f64) -> String {
+    if us(from) == us(to) {
+        format!("{} µs", us(from))
+    } else {
+        format!("{} - {} µs", us(from), us(to))
+    }
+}
+
+/// The expected crossover map of `--sweep`, after NCCL's: which pair planner's expected model rates fastest per
+/// size band, beside NCCL's pick there.
+pub fn expected_sweep_text(bands: &[ExpectedBandJson]) -> String {
+    let mut out = String::from(
+        "Expected crossover map (planner's model of these links: the pair it rates fastest | NCCL's pick, expected):\n",
+    );
+    if bands.is_empty() {
+        out.push_str("  no pair is modelled at these sizes\n");
+    }
+    for b in bands {
+        let sizes = size_span(b.from_bytes, b.to_bytes);
+        let nccl = if b.nccl_pick == b.expected_fastest {
+            "NCCL's pick too".to_string()
+        } else {
+            match (b.nccl_pick_from_time_us, b.nccl_pick_to_time_us) {
+                (Some(lo), Some(hi)) => format!("NCCL {} {}", b.nccl_pick, time_span(lo, hi)),
+                _ => format!("NCCL {} (not modelled)", b.nccl_pick),
+            }
+        };
+        out.push_str(&format!(
+            "  {sizes}: {} {} | {nccl}\n",
+            b.expected_fastest,
+            time_span(b.from_time_us, b.to_time_us)
+        ));
+    }
+    out
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct SweepJson<'a> {
     pub collective: &'static str,
     pub ops: usize,
     pub tuning_table: String,
-    pub sweep: &'a Sweep,
+    pub sweep: SweepOutJson<'a>,
+    /// planner's expected crossover map (absent with several ops per group).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected_crossover: Option<Vec<ExpectedBandJson>>,
     /// With `--calibration`: the calibrated crossover map.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calibrated: Option<&'a CalibratedSweep>,
@@ -947,20 +1089,58 @@ pub struct SweepJson<'a> {
 }
 
 pub fn sweep_json<'a>(model: &Model, sweep: &'a Sweep) -> SweepJson<'a> {
-    sweep_json_calibrated(model, sweep, None)
+    sweep_json_calibrated(model, sweep, None, None)
 }
 
-/// `sweep_json` with the calibrated crossover map of `--calibration`.
+/// `sweep_json` with planner's expected model (`expected`, single calls only) and the calibrated crossover map of
+/// `--calibration`.
 pub fn sweep_json_calibrated<'a>(
     model: &Model,
     sweep: &'a Sweep,
     calibrated: Option<&'a CalibratedSweep>,
+    expected: Option<&ExpectedSweep>,
 ) -> SweepJson<'a> {
+    let factor = sweep.coll.nccl_tests_bus_factor(model.input.n_ranks);
+    let points = sweep
+        .points
+        .iter()
+        .enumerate()
+        .map(|(k, p)| {
+            let bytes = Call::new(sweep.coll, p.size, model.input.n_ranks, sweep.ops)
+                .map(|c| c.model_bytes * sweep.ops as u64)
+                .ok();
+            let busbw_gbs = bytes
+                .filter(|_| p.time_us > 0.0)
+                .map(|b| b as f64 / (p.time_us as f64 * 1000.0) * factor);
+            let all = expected.and_then(|e| e.points.get(k));
+            let pick = all.and_then(|all| expected_for(all, p.algo, p.proto));
+            SweepPointJson {
+                point: p,
+                busbw_gbs,
+                expected_time_us: pick.map(|e| e.expected_time_us),
+                expected_busbw_gbs: pick.map(|e| e.expected_busbw_gbs),
+                expected_fastest: all.and_then(|all| expected_fastest(all)).map(|f| {
+                    ExpectedPickJson {
+                        algorithm: f.algo.nccl_name(),
+                        protocol: f.proto.nccl_name(),
+                        expected_time_us: f.expected_time_us,
+                    }
+                }),
+            }
+        })
+        .collect();
     SweepJson {
         collective: sweep.coll.nccl_name(),
         ops: sweep.ops,
         tuning_table: model.table.source.clone(),
-        sweep,
+        sweep: SweepOutJson {
+            coll: sweep.coll,
+            ops: sweep.ops,
+            points,
+            bands: &sweep.bands,
+            skipped: &sweep.skipped,
+        },
+        expected_crossover: expected.map(|e| e.bands(sweep)),
         calibrated,
         possible: None,
         one_rank_note: (model.input.n_ranks == 1).then(|| one_rank_text().trim_end()),
@@ -970,8 +1150,17 @@ pub fn sweep_json_calibrated<'a>(
 /// Predicted time and busbw of every pair that is usable at some size, against size, as an SVG
 /// document: one panel per pair, NCCL's pick shaded where it is this pair, and the fastest pair
 /// at each size as a grey reference line so panels compare at a glance.
-pub fn plot_svg(model: &Model, coll: Coll, sizes: &[u64], ops: usize) -> Result<String> {
-    use crate::plot::{Mark, Panel, Series, DARK, GREY};
+pub fn plot_svg(
+    model: &Model,
+    coll: Coll,
+    sizes: &[u64],
+    ops: usize,
+    expected: Option<&crate::expect::Expected>,
+) -> Result<String> {
+    use crate::plot::{Mark, Panel, Series, COLORS, DARK, GREY};
+    // planner's expected model times single calls: with several ops per group its curve is left out.
+    let expected = expected.filter(|_| ops == 1);
+    let mut expected_per_pair: Vec<Vec<(u64, f64, f64)>> = vec![Vec::new(); Algo::ALL.len() * 3];
     let n_ranks = model.input.n_ranks;
     let bus_factor = coll.nccl_tests_bus_factor(n_ranks);
     // Per pair index: (bytes, time µs, busbw GB/s) where usable; NCCL's pick per size.
@@ -988,6 +1177,19 @@ pub fn plot_svg(model: &Model, coll: Coll, sizes: &[u64], ops: usize) -> Result<
             if cand.usable() && cand.time_us > 0.0 {
                 let t = cand.time_us as f64;
                 per_pair[i].push((size, t, busbw(t)));
+            }
+        }
+        if let Some(expected) = expected {
+            for e in expected.all(coll, size) {
+                let index = eval
+                    .candidates
+                    .iter()
+                    .position(|c| c.algo == e.algo && c.proto == e.proto);
+                if let Some(i) = index.filter(|&i| i < expected_per_pair.len()) {
+                    if e.expected_time_us > 0.0 {
+                        expected_per_pair[i].push((size, e.expected_time_us, e.expected_busbw_gbs));
+                    }
+                }
             }
         }
         let w = eval.winner();
@@ -1007,14 +1209,21 @@ pub fn plot_svg(model: &Model, coll: Coll, sizes: &[u64], ops: usize) -> Result<
         let title = format!("{}/{}", a.nccl_name(), p.nccl_name());
         for (panels, value) in [(&mut time_panels, 1usize), (&mut bw_panels, 2)] {
             let pick = |v: &(u64, f64, f64)| (v.0, if value == 1 { v.1 } else { v.2 });
+            let mut series = vec![
+                Series::new("fastest pair", GREY, Mark::Reference)
+                    .with_points(best.iter().map(pick).collect()),
+                Series::new(title.clone(), DARK, Mark::Line)
+                    .with_points(pts.iter().map(pick).collect()),
+            ];
+            if !expected_per_pair[i].is_empty() {
+                series.push(
+                    Series::new(format!("{title} expected"), COLORS[0], Mark::Dashed)
+                        .with_points(expected_per_pair[i].iter().map(pick).collect()),
+                );
+            }
             panels.push(Panel {
                 title: title.clone(),
-                series: vec![
-                    Series::new("fastest pair", GREY, Mark::Reference)
-                        .with_points(best.iter().map(pick).collect()),
-                    Series::new(title.clone(), DARK, Mark::Line)
-                        .with_points(pts.iter().map(pick).collect()),
-                ],
+                series,
                 shaded_sizes: picks[i].clone(),
                 reference_y: None,
             });
@@ -1033,14 +1242,25 @@ pub fn plot_svg(model: &Model, coll: Coll, sizes: &[u64], ops: usize) -> Result<
         model.input.n_nodes,
         model.table.family
     );
-    let legend = vec![
-        ("this pair (predicted)".to_string(), DARK, Mark::Line),
+    let mut legend = vec![
+        (
+            "this pair, NCCL's estimate (its cost model, used for its choice)".to_string(),
+            DARK,
+            Mark::Line,
+        ),
         (
             "fastest pair at each size".to_string(),
             GREY,
             Mark::Reference,
         ),
     ];
+    if expected_per_pair.iter().any(|p| !p.is_empty()) {
+        legend.push((
+            "this pair, expected (planner's model of the links)".to_string(),
+            COLORS[0],
+            Mark::Dashed,
+        ));
+    }
     let shaded = Some("NCCL picks this pair".to_string());
     crate::plot::render_time_and_busbw(
         format!("Predicted time per algorithm/protocol ({what})"),
@@ -1070,6 +1290,8 @@ pub struct SmallMessageContext {
     pub nvlink_bw_gbs: Option<f64>,
     pub n_ranks: usize,
     pub n_nodes: usize,
+    /// Machines (trays) the job spans; an MNNVL domain of several trays is one node to NCCL's model.
+    pub physical_nodes: usize,
     /// NCCL's `nvlsSupport` as the model has it.
     pub nvls_multicast: bool,
     /// Why NVLS is off (empty when on).
@@ -1121,6 +1343,7 @@ impl SmallMessageContext {
             nvlink_bw_gbs: narrowest.filter(|_| peers == PeerPath::NvLink && gpus.len() > 1),
             n_ranks: model.input.n_ranks,
             n_nodes: model.input.n_nodes,
+            physical_nodes: cluster.n_nodes * crate::topo::mnnvl::host_count(&cluster.node).max(1),
             nvls_multicast: model.input.nvls_state.supported(),
             nvls_why: model.input.nvls_state.why(),
         }
@@ -1149,11 +1372,30 @@ impl SmallMessageContext {
         symmetric_candidates(&input, table).ok()
     }
 
+    /// A symmetric kernel's time bounded below by the physical NVLink: its nccl-tests bus bytes cannot cross a GPU's
+    /// NVLink faster than the GPU-GPU path allows (NCCL's symmetric model does not know the link). With the bound,
+    /// an A100's NVLink (240 GB/s) is never shown carrying more.
+    pub fn symmetric_time_us(&self, call: &Call, model_time_us: f32) -> f64 {
+        let t = model_time_us as f64;
+        match self.nvlink_bw_gbs.filter(|bw| *bw > 0.0) {
+            Some(bw) => {
+                let bus_bytes = call.log_bytes as f64 * bus_bytes_factor(call.coll, self.n_ranks);
+                t.max(bus_bytes / (bw * 1e3))
+            }
+            None => t,
+        }
+    }
+
+    /// nccl-tests busbw of a symmetric kernel at `time_us`.
+    fn symmetric_busbw(&self, call: &Call, time_us: f64) -> f64 {
+        call.log_bytes as f64 * bus_bytes_factor(call.coll, self.n_ranks) / (time_us * 1e3)
+    }
+
     /// planner's own kernels for a call, fastest first (empty where they do
     /// not run: not an all-reduce, one rank, several nodes, no NVLink).
     pub fn beyond(&self, call: &Call) -> Vec<beyond::Prediction> {
         match self.nvlink_bw_gbs {
-            Some(bw) if self.n_ranks > 1 && self.n_nodes == 1 => {
+            Some(bw) if self.n_ranks > 1 && self.n_nodes == 1 && self.physical_nodes == 1 => {
                 beyond::list(call.coll, call.size, self.n_ranks, bw)
             }
             _ => Vec::new(),
@@ -1171,6 +1413,11 @@ impl SmallMessageContext {
             Some("one rank: nothing to exchange".into())
         } else if self.n_nodes > 1 {
             Some("they run within one node (peer memory), not across nodes".into())
+        } else if self.physical_nodes > 1 {
+            Some(format!(
+                "they are modelled within one tray's NVLink (peer memory), not across the {} trays of this NVLink domain",
+                self.physical_nodes
+            ))
         } else if self.nvlink_bw_gbs.is_none() {
             Some("they need NVLink between every GPU pair".into())
         } else {
@@ -1263,24 +1510,46 @@ pub fn symmetric_json(ctx: &SmallMessageContext, call: &Call) -> Option<Symmetri
         compute_capability: ctx.compute_capability,
         nvls_multicast: ctx.nvls_multicast,
         pick: runs.map(|k| k.kernel.clone()),
-        pick_time_us: runs.and_then(|k| k.time_us).map(|t| t as f64),
+        pick_time_us: runs
+            .and_then(|k| k.time_us)
+            .map(|t| ctx.symmetric_time_us(call, t)),
         classic_path: choice.classic_path.iter().map(|r| r.to_string()).collect(),
         only_if_classic_picks_ll: choice.only_if_classic_picks_ll,
         kernels: choice
             .candidates
             .iter()
-            .map(|c| SymmetricKernelJson {
-                kernel: c.kernel.clone(),
-                needs_multicast: c.needs_multicast,
-                eligible: c.eligible,
-                picked: choice.pick.as_deref() == Some(c.kernel.as_str()),
-                blocks: c.blocks,
-                time_us: c.time_us.map(|t| t as f64),
-                busbw_gbs: c.busbw_gbs,
-                ineligible: c.ineligible.iter().map(|r| r.to_string()).collect(),
+            .map(|c| {
+                // On the classic path no symmetric kernel runs on this machine, whatever its own mask says.
+                let ineligible: Vec<String> = c
+                    .ineligible
+                    .iter()
+                    .chain(&choice.classic_path)
+                    .map(|r| r.to_string())
+                    .collect();
+                let time = c.time_us.map(|t| ctx.symmetric_time_us(call, t));
+                SymmetricKernelJson {
+                    kernel: c.kernel.clone(),
+                    needs_multicast: c.needs_multicast,
+                    eligible: ineligible.is_empty(),
+                    picked: choice.pick.as_deref() == Some(c.kernel.as_str()),
+                    blocks: c.blocks,
+                    time_us: time,
+                    busbw_gbs: time.map(|t| ctx.symmetric_busbw(call, t)),
+                    ineligible,
+                }
             })
             .collect(),
     })
+}
+
+/// Bus bytes per byte of `--size` as nccl-tests counts them (all-gather's size is one rank's share).
+fn bus_bytes_factor(coll: Coll, n_ranks: usize) -> f64 {
+    let share = if coll == Coll::AllReduce {
+        1.0
+    } else {
+        n_ranks as f64
+    };
+    share * coll.nccl_tests_bus_factor(n_ranks)
 }
 
 /// nccl-tests busbw of an all-reduce of `bytes` on `n` ranks in `time_us`.
@@ -1322,7 +1591,8 @@ pub fn possible(ctx: &SmallMessageContext, eval: &Evaluation) -> PossibleJson {
     let runs = choice.as_ref().and_then(|c| c.runs_symmetric());
     if let Some(choice) = choice.as_ref().filter(|c| c.classic_path.is_empty()) {
         for k in choice.candidates.iter().filter(|k| k.eligible) {
-            if let Some(t) = k.time_us.map(|t| t as f64).filter(|t| *t < fastest.2) {
+            let time = k.time_us.map(|t| ctx.symmetric_time_us(call, t));
+            if let Some(t) = time.filter(|t| *t < fastest.2) {
                 fastest = (k.kernel.clone(), "nccl-symmetric", t);
             }
         }
@@ -1337,7 +1607,9 @@ pub fn possible(ctx: &SmallMessageContext, eval: &Evaluation) -> PossibleJson {
         nccl_pick: pair_name(w.algo, w.proto),
         nccl_time_us: nccl_time,
         symmetric_pick: runs.map(|k| k.kernel.clone()),
-        symmetric_time_us: runs.and_then(|k| k.time_us).map(|t| t as f64),
+        symmetric_time_us: runs
+            .and_then(|k| k.time_us)
+            .map(|t| ctx.symmetric_time_us(call, t)),
         fastest: fastest.0,
         fastest_kind: fastest.1,
         fastest_time_us: fastest.2,
@@ -1386,15 +1658,7 @@ fn time_range(times: impl Iterator<Item = f64>) -> String {
 /// One line of the "what is possible" summary.
 fn possible_line(band: &PossibleBandJson) -> String {
     let first = &band.points[0];
-    let sizes = if band.from_bytes == band.to_bytes {
-        format_size(band.from_bytes)
-    } else {
-        format!(
-            "{} - {}",
-            format_size(band.from_bytes),
-            format_size(band.to_bytes)
-        )
-    };
+    let sizes = size_span(band.from_bytes, band.to_bytes);
     let symmetric = match &first.symmetric_pick {
         Some(k) => format!(
             "{k} {}",
@@ -1466,7 +1730,9 @@ pub fn symmetric_text(ctx: &SmallMessageContext, call: &Call) -> String {
         } else if c.eligible {
             String::new()
         } else if c.needs_multicast && c.ineligible.contains(&SymReason::NeedsMulticast) {
-            if ctx.nvls_multicast {
+            if ctx.n_nodes > 1 || ctx.physical_nodes > 1 {
+                "needs NVLS multicast (within one node)".to_string()
+            } else if ctx.nvls_multicast {
                 "needs NVLS multicast (3+ ranks)".to_string()
             } else {
                 "needs NVLS multicast (off)".to_string()
@@ -1480,6 +1746,7 @@ pub fn symmetric_text(ctx: &SmallMessageContext, call: &Call) -> String {
         };
         // On the classic path no kernel runs: times would mislead.
         let timed = c.eligible && choice.classic_path.is_empty();
+        let time = c.time_us.map(|t| ctx.symmetric_time_us(call, t));
         let cells = [
             if picked && choice.classic_path.is_empty() {
                 "▶"
@@ -1492,13 +1759,9 @@ pub fn symmetric_text(ctx: &SmallMessageContext, call: &Call) -> String {
                 .filter(|_| timed)
                 .map(|b| b.to_string())
                 .unwrap_or_default(),
-            c.time_us
-                .filter(|_| timed)
-                .map(|t| us(t as f64))
-                .unwrap_or_default(),
-            c.busbw_gbs
-                .filter(|_| timed)
-                .map(|b| format!("{b:.2}"))
+            time.filter(|_| timed).map(us).unwrap_or_default(),
+            time.filter(|_| timed)
+                .map(|t| format!("{:.2}", ctx.symmetric_busbw(call, t)))
                 .unwrap_or_default(),
             note,
         ];
@@ -1520,7 +1783,9 @@ pub fn symmetric_text(ctx: &SmallMessageContext, call: &Call) -> String {
             out.push_str(&format!(
                 "NCCL's symmetric pick: {} ({} µs){}; NCCL's standard pick above is unchanged without registered windows.\n",
                 k.kernel,
-                k.time_us.map(|t| us(t as f64)).unwrap_or_default(),
+                k.time_us
+                    .map(|t| us(ctx.symmetric_time_us(call, t)))
+                    .unwrap_or_default(),
                 if choice.only_if_classic_picks_ll {
                     ", only when NCCL's classic pick is LL"
                 } else {

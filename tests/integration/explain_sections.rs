@@ -347,3 +347,106 @@ fn explain_with_ops_leaves_the_expected_model_out() {
     assert!(j["winner"]["expected_time_us"].is_null());
     assert!(j.get("expected_fastest").is_none());
 }
+
+/// `--sweep --json` points carry NCCL's pick's busbw (nccl-tests' definition, by hand: algbw x 2(n-1)/n) and the
+/// expected columns; the expected crossover map is printed after NCCL's (hgx-h100-8: NCCL picks Ring/LL at 256 KiB
+/// where the expected model rates Tree/LL fastest).
+#[test]
+fn sweep_shows_busbw_and_the_expected_crossover_map_hgx_h100_8() {
+    let args = ["explain", "--fixture", "hgx-h100-8", "--sweep", "64K..16M"];
+    let j = json(&args);
+    let points = j["sweep"]["points"].as_array().unwrap();
+    assert_eq!(points.len(), 9);
+    for p in points {
+        let (bytes, t) = (
+            p["size_bytes"].as_f64().unwrap(),
+            p["time_us"].as_f64().unwrap(),
+        );
+        let busbw = bytes / (t * 1e3) * 2.0 * 7.0 / 8.0;
+        let got = p["busbw_gbs"].as_f64().unwrap();
+        assert!((got - busbw).abs() / busbw < 1e-3, "{p}");
+        assert!(p["expected_time_us"].as_f64().unwrap() > 0.0, "{p}");
+        assert!(p["expected_busbw_gbs"].as_f64().unwrap() > 0.0, "{p}");
+        let f = p["expected_fastest"]["expected_time_us"].as_f64().unwrap();
+        assert!(f <= p["expected_time_us"].as_f64().unwrap(), "{p}");
+    }
+    let at_256k = points.iter().find(|p| p["size_bytes"] == 262144).unwrap();
+    assert_eq!(at_256k["algorithm"], "Ring");
+    assert_eq!(at_256k["expected_fastest"]["algorithm"], "Tree");
+    let bands = j["expected_crossover"].as_array().unwrap();
+    assert_eq!(bands[0]["from_bytes"], 65536);
+    assert_eq!(bands.last().unwrap()["to_bytes"], 16 << 20);
+    let text = run_ok(&args);
+    let map = text
+        .split("Expected crossover map (planner's model of these links")
+        .nth(1)
+        .expect("expected map");
+    assert!(text.find("crossover map").unwrap() < text.find("Expected crossover map").unwrap());
+    assert!(
+        map.lines().any(|l| l.starts_with("  64 KiB - ")
+            && l.contains(": Tree/LL ")
+            && l.contains("| NCCL Ring/LL ")),
+        "{map}"
+    );
+    assert!(map.contains("| NCCL's pick too"), "{map}");
+}
+
+/// A PCIe pair (pcie-rtx4000ada-2, no NVLink): NCCL stays on its classic path, so no symmetric kernel is marked
+/// eligible and none is the fastest.
+#[test]
+fn symmetric_kernels_not_eligible_on_pcie_rtx4000ada_2() {
+    let j = json(&["explain", "--fixture", "pcie-rtx4000ada-2", "--size", "64K"]);
+    for k in j["symmetric"]["kernels"].as_array().unwrap() {
+        assert_eq!(k["eligible"], false, "{k}");
+    }
+    assert_eq!(j["possible"]["fastest_kind"], "nccl");
+}
+
+/// dgx-a100-8: 12 NVLinks x 20 GB/s = 240 GB/s per GPU; no symmetric kernel is shown carrying more busbw.
+#[test]
+fn symmetric_busbw_bounded_by_the_nvlink_on_dgx_a100_8() {
+    let j = json(&["explain", "--fixture", "dgx-a100-8", "--size", "64M"]);
+    for k in j["symmetric"]["kernels"].as_array().unwrap() {
+        if let Some(b) = k["busbw_gbs"].as_f64() {
+            assert!(b <= 240.0 + 1e-6, "{k}");
+        }
+    }
+}
+
+/// gb200-nvl72-tray --nodes 18 (one MNNVL domain of 18 trays): planner's own kernels are modelled within one tray,
+/// so none is listed or the fastest.
+#[test]
+fn beyond_nccl_not_fastest_across_18_gb200_trays() {
+    let args = [
+        "explain",
+        "--fixture",
+        "gb200-nvl72-tray",
+        "--nodes",
+        "18",
+        "--size",
+        "8",
+    ];
+    let text = run_ok(&args);
+    assert!(text.contains("not across the 18 trays"), "{text}");
+    assert!(!text.contains("fastest OneShot/LL"), "{text}");
+    assert_eq!(json(&args)["beyond_nccl"].as_array().unwrap().len(), 0);
+}
+
+/// hgx-h100-8 --nodes 2 (16 ranks): the multicast kernels are out because the job spans nodes, not for rank count.
+#[test]
+fn multicast_reason_names_the_nodes_on_hgx_h100_8_two_nodes() {
+    let text = run_ok(&[
+        "explain",
+        "--fixture",
+        "hgx-h100-8",
+        "--nodes",
+        "2",
+        "--size",
+        "64K",
+    ]);
+    assert!(!text.contains("needs NVLS multicast (3+ ranks)"), "{text}");
+    assert!(
+        text.contains("needs NVLS multicast (within one node)"),
+        "{text}"
+    );
+}

@@ -130,3 +130,40 @@ fn verify_plot_skips_zero_sizes_and_huge_times_without_hanging() {
         assert!(std::fs::read_to_string(&path).unwrap().starts_with("<svg"));
     }
 }
+
+/// `explain --plot` draws planner's expected time (dashed, labelled) beside NCCL's estimate in every panel, and the
+/// log time axis has ticks at 2, 5, 10, 20 and 50 µs so small-message times read (issue 26; hgx-h100-8, whose
+/// 8 B times are 12-15 µs).
+#[test]
+fn explain_plot_shows_the_expected_curve_dashed_and_ticks_below_100_us() {
+    let path = temp("explain-expected.svg");
+    planner()
+        .args([
+            "explain",
+            "--fixture",
+            "hgx-h100-8",
+            "--sweep",
+            "8..4G",
+            "--plot",
+        ])
+        .arg(&path)
+        .assert()
+        .success();
+    let svg = std::fs::read_to_string(&path).unwrap();
+    assert!(text(
+        &svg,
+        "this pair, expected (planner&apos;s model of the links)"
+    ));
+    assert!(text(
+        &svg,
+        "this pair, NCCL&apos;s estimate (its cost model, used for its choice)"
+    ));
+    // The expected curve is dashed: short segments in its colour (31, 119, 180), many per panel.
+    assert!(
+        svg.matches("stroke=\"#1F77B4\"").count() > 100,
+        "no dashed curve"
+    );
+    for tick in ["10", "20", "50", "100"] {
+        assert!(text(&svg, tick), "tick {tick}");
+    }
+}
