@@ -11,7 +11,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// Every variable `NcclEnv` reads, by name, in the order they are shown.
-pub const VARIABLES: [&str; 31] = [
+pub const VARIABLES: [&str; 33] = [
     // Cost model (tuning.cc, enqueue.cc).
     "NCCL_ALGO",
     "NCCL_PROTO",
@@ -32,6 +32,8 @@ pub const VARIABLES: [&str; 31] = [
     "NCCL_PXN_DISABLE",
     "NCCL_PXN_C2C",
     "NCCL_IB_DISABLE",
+    "NCCL_IB_HCA",
+    "NCCL_P2P_PXN_LEVEL",
     // Search and connection (search.cc, connect.cc, init.cc, nvls.cc).
     "NCCL_CROSS_NIC",
     "NCCL_MIN_NCHANNELS",
@@ -51,7 +53,13 @@ pub const VARIABLES: [&str; 31] = [
 ];
 
 /// Variables NCCL reads that the model has nothing to apply them to, and why.
-const NOT_MODELLED: [(&str, &str); 4] = [
+const NOT_MODELLED: [(&str, &str); 5] = [
+    // search.cc ncclTopoGetNetDev: the level is read only when no graph names the NIC, i.e. for send/recv; every
+    // collective takes the NIC its graph names.
+    (
+        "NCCL_P2P_PXN_LEVEL",
+        "PXN for send/recv only (search.cc ncclTopoGetNetDev without a graph); collectives use their graph's NIC",
+    ),
     // init.cc:822-829 computeBuffSizes -> enqueue.cc:2222 stepSize = buffSizes[proto] / NCCL_STEPS: chunking only,
     // never the algorithm/protocol choice or NCCL's predicted time (tuning.cc does not read buffSizes).
     (
@@ -79,6 +87,8 @@ pub struct NcclEnv {
     pub algo: Option<String>,
     /// `NCCL_PROTO`.
     pub proto: Option<String>,
+    /// `NCCL_IB_HCA`: which NICs NCCL's IB plugin keeps (`probe::net::IfList`).
+    pub ib_hca: Option<String>,
     /// `NCCL_NTHREADS`.
     pub nthreads: Option<i64>,
     /// `NCCL_LL128_NTHREADS`.
@@ -163,6 +173,7 @@ impl NcclEnv {
             gdr_c2c: self.net_gdr_c2c.unwrap_or(1) != 0,
             // net_ib/init.cc:291: any non-zero NCCL_IB_DISABLE fails the IB plugin's init.
             ib_disable: self.ib_disable.unwrap_or(0) != 0,
+            ib_hca: self.ib_hca.as_deref().map(crate::probe::net::IfList::parse),
         }
     }
 
@@ -227,6 +238,10 @@ impl NcclEnv {
             }
             "NCCL_THREAD_THRESHOLDS" => {
                 self.thread_thresholds = Some(value.to_string());
+                true
+            }
+            "NCCL_IB_HCA" => {
+                self.ib_hca = Some(value.to_string());
                 true
             }
             "NCCL_P2P_DISABLE" => self.set_p2p_disable(value),

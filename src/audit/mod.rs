@@ -868,6 +868,17 @@ pub fn audit_log(opts: &AuditOptions) -> Result<AuditReport> {
     let model =
         pipeline::model_from_graphs(&cluster, &graphs, channels, table, env, NvlsFlag::Auto)?;
     let family = model.table.family.clone();
+    // An AllGather/ReduceScatter line prints one rank's share: the whole call must stay within planner's limit.
+    if let Some(call) = log
+        .calls
+        .iter()
+        .find(|c| c.n_bytes(model.input.n_ranks) > crate::units::MAX_SIZE)
+    {
+        return Err(Error::bad_input(format!(
+            "{}:{}: per-call line of {} bytes x {} ranks: above planner's size limit of 1 TiB",
+            log.source, call.line, call.bytes, model.input.n_ranks
+        )));
+    }
     let mut report = audit(&log, &model, search.as_ref())?;
     if notice.is_some() {
         // A family planner has no table for: the newest (or nearest) one's rules stand in.

@@ -46,6 +46,10 @@ pub(super) fn channel_counts(
 
 /// `NAME set by environment to VALUE` (integer params end with a period).
 pub(super) fn env_line(msg: &str) -> Option<(&str, &str)> {
+    // NCCL's IB plugin prints its own line for NCCL_IB_HCA (net_ib: `NCCL_IB_HCA set to mlx5_0`).
+    if let Some(value) = msg.strip_prefix("NCCL_IB_HCA set to ") {
+        return Some(("NCCL_IB_HCA", value.trim()));
+    }
     let (name, value) = msg.split_once(" set by environment to ")?;
     if !name.starts_with("NCCL_") || name.contains(' ') {
         return None;

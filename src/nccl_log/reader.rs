@@ -118,6 +118,8 @@ struct Reader<'a> {
     /// Stream key -> index into `log.streams` and `state`.
     stream_index: HashMap<String, usize>,
     state: Vec<StreamState>,
+    /// The line of the version the log names.
+    version_line: usize,
 }
 
 /// One line's stream and prefix facts.
@@ -135,13 +137,41 @@ pub(super) fn parse(text: &str, source: &str) -> Result<NcclLog> {
         nccl_lines: 0,
         stream_index: HashMap::new(),
         state: Vec::new(),
+        version_line: 0,
     };
     let mut end = 0;
     for (i, raw) in text.lines().enumerate() {
         end = i + 1;
-        r.line(raw, end)?;
+        r.line(&printable(raw), end)?;
     }
     r.finish(end)
+}
+
+/// A control character other than a tab: a terminal escape sequence (ESC, CSI) or a stray carriage return.
+fn is_control(c: char) -> bool {
+    c.is_control() && c != '\t'
+}
+
+/// A log line with its control characters written as `\x1b`: what a log holds is echoed in values, notices and
+/// errors, and must not drive the user's terminal. NCCL's own lines have none, so they pass unchanged.
+fn printable(raw: &str) -> std::borrow::Cow<'_, str> {
+    if !raw.chars().any(is_control) {
+        return std::borrow::Cow::Borrowed(raw);
+    }
+    let mut out = String::with_capacity(raw.len() + 8);
+    for c in raw.chars() {
+        if is_control(c) {
+            out.push_str(&format!("\\x{:02x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// The release of a version word (`2.28.9` of `2.28.9+cuda13.0`): two lines of one NCCL may differ in the suffix.
+fn release(version: &str) -> &str {
+    version.split('+').next().unwrap_or(version).trim()
 }
 
 impl Reader<'_> {
@@ -156,8 +186,8 @@ impl Reader<'_> {
             (p, "NCCL TRACE ", true)
         } else {
             // Up to 2.21 the version goes to stdout without NCCL's prefix.
-            if self.log.version.is_none() {
-                self.log.version = bare_version(raw);
+            if let Some(v) = bare_version(raw) {
+                self.version(v, line_no)?;
             }
             return Ok(());
         };
@@ -210,7 +240,7 @@ impl Reader<'_> {
     fn info(&mut self, msg: &str, trimmed: &str, line_no: usize, prefix: Prefix) -> Result<()> {
         let stream = prefix.stream;
         if let Some(v) = trimmed.strip_prefix("NCCL version ") {
-            self.log.version = Some(v.trim().to_string());
+            self.version(v.trim().to_string(), line_no)?;
         } else if let Some((name, value)) = env_line(trimmed) {
             self.log
                 .env
@@ -222,6 +252,9 @@ impl Reader<'_> {
             if self.log.n_ranks.is_none() {
                 self.log.n_ranks = word_after(trimmed, "nranks").and_then(|w| w.parse().ok());
                 self.log.shape_line = line_no;
+                if let Some(n) = self.log.n_ranks {
+                    self.check_ranks(n, line_no)?;
+                }
             }
         } else if trimmed.starts_with("Pattern ") {
             self.pattern(trimmed, line_no, stream)?;
@@ -275,6 +308,29 @@ impl Reader<'_> {
         Ok(())
     }
 
+    /// A version line: the first names the log's NCCL; one of another release means two runs in one file, which
+    /// no single model fits (every rank prints the same version, so repeats are fine).
+    fn version(&mut self, v: String, line_no: usize) -> Result<()> {
+        match &self.log.version {
+            None => {
+                self.log.version = Some(v);
+                self.version_line = line_no;
+            }
+            Some(first) if release(first) != release(&v) => {
+                return Err(self.bad(
+                    line_no,
+                    &format!(
+                        "a second NCCL version, {v}, after {first} (line {}): the log holds two runs; audit each version's lines on their own",
+                        self.version_line
+                    ),
+                ));
+            }
+            // The INFO line (with its +cuda suffix) is fuller than a bare one printed before it.
+            Some(_) => self.log.version = Some(v),
+        }
+        Ok(())
+    }
+
     /// `comm 0x... rank R nRanks N nNodes M localRanks L ...`.
     fn comm(&mut self, trimmed: &str, line_no: usize) -> Result<()> {
         let field = |key: &str| -> Result<Option<usize>> {
@@ -288,6 +344,9 @@ impl Reader<'_> {
         };
         let (n_ranks, n_nodes, local_ranks) =
             (field("nRanks")?, field("nNodes")?, field("localRanks")?);
+        if let Some(n) = n_ranks {
+            self.check_ranks(n, line_no)?;
+        }
         // Every rank prints one; the first stands for the log (a 2.18-2.19 init line
         // may have given the rank count before).
         let log = &mut self.log;
@@ -341,9 +400,32 @@ impl Reader<'_> {
         Ok(())
     }
 
+    /// A communicator's rank count: 1 to planner's rank limit, else bad input (not a model difference).
+    fn check_ranks(&self, n: usize, line_no: usize) -> Result<()> {
+        if n == 0 || n > crate::limits::MAX_RANKS {
+            return Err(self.bad(
+                line_no,
+                &format!(
+                    "nRanks {n}: must be between 1 and {} (planner's rank limit)",
+                    crate::limits::MAX_RANKS
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// A per-call line; a `Timed` one takes its collective from the last `Func: opCount` line of its stream.
     fn call(&mut self, trimmed: &str, line_no: usize, prefix: Prefix, trace: bool) -> Result<()> {
         let mut call = call_line(trimmed, line_no).map_err(|e| self.bad(line_no, &e))?;
+        if call.bytes > crate::units::MAX_SIZE {
+            return Err(self.bad(
+                line_no,
+                &format!(
+                    "per-call line of {} bytes: above planner's size limit of 1 TiB",
+                    call.bytes
+                ),
+            ));
+        }
         call.trace = trace;
         call.process = prefix.process;
         call.stream = prefix.stream;

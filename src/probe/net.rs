@@ -41,15 +41,17 @@ pub fn discover(sys: &SysFs, env: &NetEnv) -> Vec<NetDevice> {
     discover_socket(sys, env)
 }
 
-/// NCCL's interface lists: "^a,b" excludes, "=a" matches exactly, "mlx5_0:1" names a port.
-struct IfList {
+/// NCCL's interface lists: "^a,b" excludes, "=a" matches exactly, "mlx5_0:1" names a port (also `NCCL_IB_HCA`
+/// applied to a topology file, `topo::paths::PathOptions::ib_hca`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct IfList {
     entries: Vec<(String, Option<i64>)>,
     exclude: bool,
     exact: bool,
 }
 
 impl IfList {
-    fn parse(spec: &str) -> IfList {
+    pub fn parse(spec: &str) -> IfList {
         let mut s = spec;
         let exclude = s.starts_with('^');
         if exclude {
@@ -76,7 +78,7 @@ impl IfList {
     }
 
     /// NCCL's `matchIfList(..) ^ searchNot`.
-    fn accepts(&self, name: &str, port: Option<i64>) -> bool {
+    pub fn accepts(&self, name: &str, port: Option<i64>) -> bool {
         let listed = self.entries.is_empty()
             || self.entries.iter().any(|(prefix, p)| {
                 let name_ok = if self.exact {

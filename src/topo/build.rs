@@ -125,6 +125,8 @@ struct Builder<'a> {
     by_kind: [Vec<NodeIndex>; 6],
     adjacency: Vec<Vec<EdgeIndex>>,
     host_hashes: Vec<u64>,
+    /// `NCCL_IB_HCA`: NICs outside it are left out.
+    ib_hca: Option<crate::probe::net::IfList>,
 }
 
 impl<'a> Builder<'a> {
@@ -135,6 +137,7 @@ impl<'a> Builder<'a> {
             by_kind: Default::default(),
             adjacency: Vec::new(),
             host_hashes: Vec::new(),
+            ib_hca: None,
         }
     }
 
@@ -333,6 +336,20 @@ impl<'a> Builder<'a> {
         Ok(())
     }
 
+    /// Whether `NCCL_IB_HCA` (if set) keeps at least one `<net>` of a `<nic>`.
+    fn keeps_a_net(&self, nic: &XmlNode) -> bool {
+        let Some(filter) = &self.ib_hca else {
+            return true;
+        };
+        nic.children.iter().any(|net| {
+            let port = net
+                .attr("port")
+                .and_then(|p| p.trim().parse::<i64>().ok())
+                .unwrap_or(1);
+            filter.accepts(net.attr("name").unwrap_or(""), Some(port))
+        })
+    }
+
     fn add_nic(
         &mut self,
         xml: &XmlNode,
@@ -354,6 +371,13 @@ impl<'a> Builder<'a> {
             let Some(dev) = self.int_attr(net, "dev")? else {
                 continue;
             };
+            // NCCL_IB_HCA: the IB plugin never lists a device the filter leaves out.
+            if let Some(filter) = &self.ib_hca {
+                let port = self.int_attr(net, "port")?.unwrap_or(1);
+                if !filter.accepts(net.attr("name").unwrap_or(""), Some(port)) {
+                    continue;
+                }
+            }
             let id = topo_id(system, dev as u64);
             let asic = match net.attr("guid") {
                 Some(text) => parse_u64(text).ok_or_else(|| {
@@ -487,7 +511,11 @@ impl<'a> Builder<'a> {
                 NodeData::Gpu(data),
             )?);
         }
-        if let Some(nic_xml) = xml.children_named("nic").next() {
+        let nic_xml = xml.children_named("nic").next();
+        if nic_xml.is_some_and(|n| !self.keeps_a_net(n)) {
+            // NCCL_IB_HCA left every port of this NIC out: NCCL's topology has no such device (nor its PCI
+            // endpoint, which NCCL trims as it keeps only devices in use).
+        } else if let Some(nic_xml) = nic_xml {
             // Multi-port NICs share one NIC node per (NUMA, bus id).
             let id = topo_id(system, ((numa as u64) << 56).wrapping_add(bus));
             let nic = match self.find(NodeKind::Nic, id) {
@@ -912,6 +940,7 @@ pub fn from_xml_with(root: &XmlNode, source: &str, options: &PathOptions) -> Res
         }
     }
     let mut b = Builder::new(source);
+    b.ib_hca = options.ib_hca.clone();
     for child in &root.children {
         if child.name != "cpu" {
             return Err(b.bad(

@@ -194,6 +194,8 @@ pub struct PathOptions {
     /// socket transport, which takes host memory only (net_socket.cc:170 `ptrSupport = NCCL_PTR_HOST`): no NIC
     /// keeps GPU Direct RDMA, so GPU<->NIC traffic goes through the CPU as paths.cc:845-852 sets it.
     pub ib_disable: bool,
+    /// `NCCL_IB_HCA`: the NICs kept; the others are left out of the topology.
+    pub ib_hca: Option<crate::probe::net::IfList>,
 }
 
 impl Default for PathOptions {
@@ -206,6 +208,7 @@ impl Default for PathOptions {
             gdr_level: None,
             gdr_c2c: true,
             ib_disable: false,
+            ib_hca: None,
         }
     }
 }
@@ -906,5 +909,36 @@ mod tests {
         assert_eq!(mirror_bits(1, 8), 4);
         assert_eq!(mirror_bits(3, 8), 6);
         assert_eq!(mirror_bits(0, 1), 0);
+    }
+}
+
+#[cfg(test)]
+mod ib_hca_tests {
+    use crate::probe::net::IfList;
+
+    /// What a topology keeps of a NIC named `name` on `port`.
+    fn keeps(list: &IfList, name: &str, port: i64) -> bool {
+        list.accepts(name, Some(port))
+    }
+
+    #[test]
+    fn prefix_exclude_exact_and_port_as_nccl_matches_them() {
+        let prefix = IfList::parse("mlx5_1");
+        assert!(keeps(&prefix, "mlx5_1", 1) && keeps(&prefix, "mlx5_10", 1));
+        assert!(!keeps(&prefix, "mlx5_0", 1));
+        let exact = IfList::parse("=mlx5_1");
+        assert!(keeps(&exact, "mlx5_1", 1) && !keeps(&exact, "mlx5_10", 1));
+        let exclude = IfList::parse("^mlx5_0,mlx5_2");
+        assert!(
+            !keeps(&exclude, "mlx5_0", 1)
+                && !keeps(&exclude, "mlx5_2", 1)
+                && keeps(&exclude, "mlx5_1", 1)
+        );
+        let exclude_exact = IfList::parse("^=mlx5_1");
+        assert!(!keeps(&exclude_exact, "mlx5_1", 1) && keeps(&exclude_exact, "mlx5_10", 1));
+        let port = IfList::parse("mlx5_0:2,mlx5_1");
+        assert!(
+            !keeps(&port, "mlx5_0", 1) && keeps(&port, "mlx5_0", 2) && keeps(&port, "mlx5_1", 2)
+        );
     }
 }
