@@ -526,14 +526,11 @@ pub fn report(cluster: &Cluster) -> TopoReport {
                 .and_then(|p| facts.cpus.get(p.cpu).copied());
             // The driver's affinity where the live probe has it (nvidia-smi reads it there), else the XML's.
             let driver = topo.driver_affinity.iter().find(|d| d.busid == g.busid);
-            let numa = driver
-                .and_then(|d| d.numa_node)
-                .map(i64::from)
-                .or_else(|| {
-                    cpu.and_then(|c| c.attr("numaid"))
-                        .and_then(|n| n.trim().parse::<i64>().ok())
-                        .filter(|&n| n >= 0)
-                });
+            let numa = driver.and_then(|d| d.numa_node).map(i64::from).or_else(|| {
+                cpu.and_then(|c| c.attr("numaid"))
+                    .and_then(|n| n.trim().parse::<i64>().ok())
+                    .filter(|&n| n >= 0)
+            });
             let cpu_affinity = driver
                 .and_then(|d| d.cpu_mask.as_deref())
                 .and_then(cpu_words_to_list)

@@ -335,7 +335,10 @@ impl DriverAffinity {
             .map(|g| DriverAffinity {
                 busid: g.nccl_bus_id(),
                 cpu_mask: g.cpu_affinity.clone().filter(|w| w.iter().any(|&x| x != 0)),
-                numa_node: g.memory_affinity.as_ref().and_then(|words| lowest_bit(words)),
+                numa_node: g
+                    .memory_affinity
+                    .as_ref()
+                    .and_then(|words| lowest_bit(words)),
             })
             .collect()
     }

@@ -349,7 +349,11 @@ fn a_live_probe_prints_the_drivers_affinity_where_the_xml_has_none() {
         planner::report::topo::render_nvidia_smi(&planner::report::topo::report(&cluster))
     };
     // The XML alone: nothing to print, as before.
-    assert!(matrix(&node).contains("GPU0\t X \tNV18\tN/A\tN/A\t\tN/A"), "{}", matrix(&node));
+    assert!(
+        matrix(&node).contains("GPU0\t X \tNV18\tN/A\tN/A\t\tN/A"),
+        "{}",
+        matrix(&node)
+    );
     node.driver_affinity = planner::topo::DriverAffinity::from_facts(&facts);
     let text = matrix(&node);
     assert!(text.contains("GPU0\t X \tNV18\t0-31\t0\t\tN/A"), "{text}");
