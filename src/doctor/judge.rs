@@ -307,57 +307,94 @@ fn touches(r: &LinkResult, g: u32) -> bool {
     r.test.gpu == g || r.test.peer == Some(g)
 }
 
-fn verdict(run: &DoctorRun) -> Verdict {
-    let mut findings: Vec<Finding> = Vec::new();
-    // Slow figures an earlier finding explains.
-    let mut explained: Vec<usize> = Vec::new();
-    let slow: Vec<usize> = run
-        .links
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.figure.as_ref().map(|f| f.status) == Some(FigureStatus::Slow))
-        .map(|(i, _)| i)
-        .collect();
-    let explain = |filter: &dyn Fn(&LinkResult) -> bool, explained: &mut Vec<usize>| {
-        let mut lines = Vec::new();
-        for &i in &slow {
-            if filter(&run.links[i]) {
-                if let Some(l) = figure_line(&run.links[i]) {
-                    lines.push(l);
-                }
-                explained.push(i);
-            }
-        }
-        lines
-    };
+/// The findings of one run as they are gathered: each check pushes its own, in the order the report lists them
+/// (sorted by severity at the end, stably).
+struct Judging<'a> {
+    run: &'a DoctorRun,
+    /// Indices of the slow figures.
+    slow: Vec<usize>,
+    /// Slow figures an earlier finding explains.
+    explained: Vec<usize>,
+    findings: Vec<Finding>,
+}
 
-    // Tests that did not finish: the GPU hung or failed.
-    for r in &run.links {
-        let what = format!("{} {}", r.test.test.name(), r.test.route());
-        let note = r.note.clone().unwrap_or_default();
-        match r.status {
-            TestStatus::Hung => findings.push(Finding {
-                severity: Severity::Culprit,
-                gpu: Some(r.test.gpu),
-                cause: format!(
-                    "GPU {}: copy hung ({what} did not finish within {} s); the tests after it did not run",
-                    r.test.gpu, run.options.timeout_s
-                ),
-                evidence: vec![note],
-            }),
-            TestStatus::Failed => findings.push(Finding {
-                severity: Severity::Culprit,
-                gpu: Some(r.test.gpu),
-                cause: format!("GPU {}: {what} failed (GPU busy or lost?)", r.test.gpu),
-                evidence: vec![note],
-            }),
-            _ => {}
+fn verdict(run: &DoctorRun) -> Verdict {
+    let mut judging = Judging::new(run);
+    judging.unfinished_tests();
+    for g in &run.machine.gpus {
+        judging.clocks(g);
+        judging.pcie(g);
+        judging.nvlinks(g);
+        judging.ecc_and_jobs(g);
+        judging.unreported(g);
+    }
+    judging.p2p_refused();
+    judging.unexplained_slow();
+    judging.suspiciously_fast();
+    judging.nccl_sweep();
+    judging.into_verdict()
+}
+
+impl<'a> Judging<'a> {
+    fn new(run: &'a DoctorRun) -> Judging<'a> {
+        let slow = run
+            .links
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.figure.as_ref().map(|f| f.status) == Some(FigureStatus::Slow))
+            .map(|(i, _)| i)
+            .collect();
+        Judging {
+            run,
+            slow,
+            explained: Vec::new(),
+            findings: Vec::new(),
         }
     }
 
-    for g in &run.machine.gpus {
+    /// The figure lines of the slow figures `filter` selects, which count as explained from then on.
+    fn explain(&mut self, filter: &dyn Fn(&LinkResult) -> bool) -> Vec<String> {
+        let mut lines = Vec::new();
+        for &i in &self.slow {
+            if filter(&self.run.links[i]) {
+                if let Some(l) = figure_line(&self.run.links[i]) {
+                    lines.push(l);
+                }
+                self.explained.push(i);
+            }
+        }
+        lines
+    }
+
+    /// Tests that did not finish: the GPU hung or failed.
+    fn unfinished_tests(&mut self) {
+        for r in &self.run.links {
+            let what = format!("{} {}", r.test.test.name(), r.test.route());
+            let note = r.note.clone().unwrap_or_default();
+            match r.status {
+                TestStatus::Hung => self.findings.push(Finding {
+                    severity: Severity::Culprit,
+                    gpu: Some(r.test.gpu),
+                    cause: format!(
+                        "GPU {}: copy hung ({what} did not finish within {} s); the tests after it did not run",
+                        r.test.gpu, self.run.options.timeout_s
+                    ),
+                    evidence: vec![note],
+                }),
+                TestStatus::Failed => self.findings.push(Finding {
+                    severity: Severity::Culprit,
+                    gpu: Some(r.test.gpu),
+                    cause: format!("GPU {}: {what} failed (GPU busy or lost?)", r.test.gpu),
+                    evidence: vec![note],
+                }),
+                _ => {}
+            }
+        }
+    }
+
+    /// Clocks held down.
+    fn clocks(&mut self, g: &GpuHealth) {
         let i = g.index;
-        // Clocks held down.
         if let Some(reasons) = &g.throttle {
             let slowing: Vec<&str> = reasons
                 .iter()
@@ -372,11 +409,8 @@ fn verdict(run: &DoctorRun) -> Verdict {
                 if let Some(t) = g.temperature_c {
                     evidence.push(format!("temperature {t} C"));
                 }
-                evidence.extend(explain(
-                    &|r| touches(r, i) && r.test.test.is_sm(),
-                    &mut explained,
-                ));
-                findings.push(Finding {
+                evidence.extend(self.explain(&|r| touches(r, i) && r.test.test.is_sm()));
+                self.findings.push(Finding {
                     severity: Severity::Culprit,
                     gpu: Some(i),
                     cause: format!("GPU {i} throttled: {}", slowing.join(", ")),
@@ -384,7 +418,11 @@ fn verdict(run: &DoctorRun) -> Verdict {
                 });
             }
         }
-        // The PCIe link below its maximum.
+    }
+
+    /// The PCIe link below its maximum, and its replays.
+    fn pcie(&mut self, g: &GpuHealth) {
+        let i = g.index;
         let (gen, width) = g.pcie.trained();
         let (max_gen, max_width) = (g.pcie.max_gen, g.pcie.max_width);
         let under_load = g.pcie.under_load_gen.is_some();
@@ -401,11 +439,8 @@ fn verdict(run: &DoctorRun) -> Verdict {
                 },
                 gen_width(max_gen, max_width)
             )];
-            evidence.extend(explain(
-                &|r| r.test.gpu == i && !r.test.test.is_peer(),
-                &mut explained,
-            ));
-            findings.push(Finding {
+            evidence.extend(self.explain(&|r| r.test.gpu == i && !r.test.test.is_peer()));
+            self.findings.push(Finding {
                 severity: Severity::Culprit,
                 gpu: Some(i),
                 cause: format!(
@@ -416,7 +451,7 @@ fn verdict(run: &DoctorRun) -> Verdict {
                 evidence,
             });
         } else if gen_low {
-            findings.push(Finding {
+            self.findings.push(Finding {
                 severity: Severity::Note,
                 gpu: Some(i),
                 cause: format!(
@@ -428,7 +463,7 @@ fn verdict(run: &DoctorRun) -> Verdict {
             });
         }
         if let Some(n) = g.pcie.replay_count.filter(|n| *n > 0) {
-            findings.push(Finding {
+            self.findings.push(Finding {
                 severity: Severity::Warning,
                 gpu: Some(i),
                 cause: format!(
@@ -437,6 +472,11 @@ fn verdict(run: &DoctorRun) -> Verdict {
                 evidence: Vec::new(),
             });
         }
+    }
+
+    /// NVLinks down, and NVLink errors.
+    fn nvlinks(&mut self, g: &GpuHealth) {
+        let i = g.index;
         // NVLinks down.
         let down: Vec<u32> = g
             .nvlinks
@@ -447,7 +487,7 @@ fn verdict(run: &DoctorRun) -> Verdict {
         let up = g.nvlinks.iter().filter(|l| l.active == Some(true)).count();
         // A GPU whose links are all down has none in use (a PCIe card with an unbridged NVLink port), unless other
         // GPUs of the same model use theirs.
-        let peers_use_theirs = run.machine.gpus.iter().any(|o| {
+        let peers_use_theirs = self.run.machine.gpus.iter().any(|o| {
             o.index != i && o.name == g.name && o.nvlinks.iter().any(|l| l.active == Some(true))
         });
         if !down.is_empty() && (up > 0 || peers_use_theirs) {
@@ -458,11 +498,8 @@ fn verdict(run: &DoctorRun) -> Verdict {
                     .collect::<Vec<_>>()
                     .join(", ")
             )];
-            evidence.extend(explain(
-                &|r| touches(r, i) && r.test.test.is_peer(),
-                &mut explained,
-            ));
-            findings.push(Finding {
+            evidence.extend(self.explain(&|r| touches(r, i) && r.test.test.is_peer()));
+            self.findings.push(Finding {
                 severity: Severity::Culprit,
                 gpu: Some(i),
                 cause: format!("GPU {i}: NVLink {} of {} down", down.len(), g.nvlinks.len()),
@@ -479,7 +516,7 @@ fn verdict(run: &DoctorRun) -> Verdict {
                 .map(|(n, v)| format!("{v} {n}"))
                 .collect();
             if !errors.is_empty() {
-                findings.push(Finding {
+                self.findings.push(Finding {
                     severity: Severity::Warning,
                     gpu: Some(i),
                     cause: format!("GPU {i} NVLink {}: {} errors", l.link, errors.join(", ")),
@@ -487,9 +524,14 @@ fn verdict(run: &DoctorRun) -> Verdict {
                 });
             }
         }
+    }
+
+    /// ECC, and other jobs on the GPU.
+    fn ecc_and_jobs(&mut self, g: &GpuHealth) {
+        let i = g.index;
         // ECC.
         if let Some(n) = g.ecc.volatile_uncorrected.filter(|n| *n > 0) {
-            findings.push(Finding {
+            self.findings.push(Finding {
                 severity: Severity::Culprit,
                 gpu: Some(i),
                 cause: format!("GPU {i}: {n} uncorrected ECC errors since the driver loaded"),
@@ -497,7 +539,7 @@ fn verdict(run: &DoctorRun) -> Verdict {
             });
         }
         if g.ecc.enabled == Some(false) {
-            findings.push(Finding {
+            self.findings.push(Finding {
                 severity: Severity::Note,
                 gpu: Some(i),
                 cause: format!("GPU {i}: ECC is off"),
@@ -506,14 +548,18 @@ fn verdict(run: &DoctorRun) -> Verdict {
         }
         // Other jobs on the GPU.
         if let Some(n) = g.compute_processes.filter(|n| *n > 0) {
-            findings.push(Finding {
+            self.findings.push(Finding {
                 severity: Severity::Warning,
                 gpu: Some(i),
                 cause: format!("GPU {i} busy: {n} other compute process(es) ran when the probe did; figures may be low"),
                 evidence: Vec::new(),
             });
         }
-        // What NVML did not say.
+    }
+
+    /// What NVML did not say.
+    fn unreported(&mut self, g: &GpuHealth) {
+        let i = g.index;
         let mut missing = Vec::new();
         if g.pcie.max_gen.is_none() || g.pcie.max_width.is_none() {
             missing.push("PCIe maximum");
@@ -531,7 +577,7 @@ fn verdict(run: &DoctorRun) -> Verdict {
             missing.push("PCIe replay counter");
         }
         if !missing.is_empty() {
-            findings.push(Finding {
+            self.findings.push(Finding {
                 severity: Severity::Note,
                 gpu: Some(i),
                 cause: format!(
@@ -543,108 +589,128 @@ fn verdict(run: &DoctorRun) -> Verdict {
         }
     }
 
-    // P2P refused.
-    let mut pairs_seen: Vec<(u32, u32)> = Vec::new();
-    for r in run.links.iter().filter(|r| r.status == TestStatus::Refused) {
-        let Some(p) = r.test.peer else { continue };
-        let key = (r.test.gpu.min(p), r.test.gpu.max(p));
-        if pairs_seen.contains(&key) {
-            continue;
+    /// P2P refused, once per pair.
+    fn p2p_refused(&mut self) {
+        let mut pairs_seen: Vec<(u32, u32)> = Vec::new();
+        for r in self
+            .run
+            .links
+            .iter()
+            .filter(|r| r.status == TestStatus::Refused)
+        {
+            let Some(p) = r.test.peer else { continue };
+            let key = (r.test.gpu.min(p), r.test.gpu.max(p));
+            if pairs_seen.contains(&key) {
+                continue;
+            }
+            pairs_seen.push(key);
+            self.findings.push(Finding {
+                severity: Severity::Culprit,
+                gpu: Some(key.0),
+                cause: format!("P2P refused between GPU {} and {}", key.0, key.1),
+                evidence: vec![r
+                    .note
+                    .clone()
+                    .unwrap_or_else(|| "the driver refused peer access".into())],
+            });
         }
-        pairs_seen.push(key);
-        findings.push(Finding {
-            severity: Severity::Culprit,
-            gpu: Some(key.0),
-            cause: format!("P2P refused between GPU {} and {}", key.0, key.1),
-            evidence: vec![r
-                .note
-                .clone()
-                .unwrap_or_else(|| "the driver refused peer access".into())],
-        });
     }
 
-    // Slow figures nothing above explains.
-    for &i in &slow {
-        if explained.contains(&i) {
-            continue;
-        }
-        let r = &run.links[i];
-        let hint = if r.test.test.is_peer() {
-            "no health fault explains it (another job on the links? the PCIe/NVSwitch path?)"
-        } else {
-            "no health fault explains it (the GPU's NUMA node vs the host memory used? an IOMMU? another job?)"
-        };
-        findings.push(Finding {
-            severity: Severity::Culprit,
-            gpu: Some(r.test.gpu),
-            cause: format!("{} {} slow: {hint}", r.test.test.name(), r.test.route()),
-            evidence: figure_line(r).into_iter().collect(),
-        });
-    }
-    // Suspiciously fast.
-    for r in &run.links {
-        if r.figure.as_ref().map(|f| f.status) == Some(FigureStatus::SuspiciouslyFast) {
-            findings.push(Finding {
-                severity: Severity::Warning,
+    /// Slow figures nothing above explains.
+    fn unexplained_slow(&mut self) {
+        for &i in &self.slow {
+            if self.explained.contains(&i) {
+                continue;
+            }
+            let r = &self.run.links[i];
+            let hint = if r.test.test.is_peer() {
+                "no health fault explains it (another job on the links? the PCIe/NVSwitch path?)"
+            } else {
+                "no health fault explains it (the GPU's NUMA node vs the host memory used? an IOMMU? another job?)"
+            };
+            self.findings.push(Finding {
+                severity: Severity::Culprit,
                 gpu: Some(r.test.gpu),
-                cause: format!(
-                    "{} {} suspiciously fast: the link facts NVML gave (or the timing) are wrong",
-                    r.test.test.name(),
-                    r.test.route()
-                ),
+                cause: format!("{} {} slow: {hint}", r.test.test.name(), r.test.route()),
                 evidence: figure_line(r).into_iter().collect(),
             });
         }
     }
-    // The NCCL sweep.
-    for p in &run.nccl {
-        let Some(f) = &p.figure else { continue };
-        let size = crate::units::format_size(p.bytes);
-        if p.status != "ok" {
-            findings.push(Finding {
-                severity: Severity::Culprit,
-                gpu: None,
-                cause: format!("NCCL all-reduce at {size}: {}", p.status),
-                evidence: p.note.clone().into_iter().collect(),
-            });
-        } else if f.status == FigureStatus::Slow {
-            findings.push(Finding {
-                severity: Severity::Culprit,
-                gpu: None,
-                cause: format!("NCCL all-reduce at {size} slow"),
-                evidence: vec![format!(
-                    "busbw {:.1} GB/s measured, {:.1} expected ({})",
-                    f.measured_gbs.unwrap_or(0.0),
-                    f.expected_gbs.unwrap_or(0.0),
-                    f.expected_from
-                )],
-            });
+
+    /// Suspiciously fast figures.
+    fn suspiciously_fast(&mut self) {
+        for r in &self.run.links {
+            if r.figure.as_ref().map(|f| f.status) == Some(FigureStatus::SuspiciouslyFast) {
+                self.findings.push(Finding {
+                    severity: Severity::Warning,
+                    gpu: Some(r.test.gpu),
+                    cause: format!(
+                        "{} {} suspiciously fast: the link facts NVML gave (or the timing) are wrong",
+                        r.test.test.name(),
+                        r.test.route()
+                    ),
+                    evidence: figure_line(r).into_iter().collect(),
+                });
+            }
         }
     }
 
-    findings.sort_by_key(|f| f.severity);
-    let count = |s: FigureStatus| {
-        run.links
-            .iter()
-            .filter_map(|r| r.figure.as_ref())
-            .chain(run.nccl.iter().filter_map(|p| p.figure.as_ref()))
-            .filter(|f| f.status == s)
-            .count()
-    };
-    let culprits = findings.iter().any(|f| f.severity == Severity::Culprit);
-    let summary = if culprits {
-        "unhealthy"
-    } else if !run.complete {
-        "incomplete"
-    } else {
-        "healthy"
-    };
-    Verdict {
-        summary: summary.into(),
-        findings,
-        figures_ok: count(FigureStatus::Ok),
-        figures_slow: count(FigureStatus::Slow),
-        figures_fast: count(FigureStatus::SuspiciouslyFast),
+    /// The NCCL sweep.
+    fn nccl_sweep(&mut self) {
+        for p in &self.run.nccl {
+            let Some(f) = &p.figure else { continue };
+            let size = crate::units::format_size(p.bytes);
+            if p.status != "ok" {
+                self.findings.push(Finding {
+                    severity: Severity::Culprit,
+                    gpu: None,
+                    cause: format!("NCCL all-reduce at {size}: {}", p.status),
+                    evidence: p.note.clone().into_iter().collect(),
+                });
+            } else if f.status == FigureStatus::Slow {
+                self.findings.push(Finding {
+                    severity: Severity::Culprit,
+                    gpu: None,
+                    cause: format!("NCCL all-reduce at {size} slow"),
+                    evidence: vec![format!(
+                        "busbw {:.1} GB/s measured, {:.1} expected ({})",
+                        f.measured_gbs.unwrap_or(0.0),
+                        f.expected_gbs.unwrap_or(0.0),
+                        f.expected_from
+                    )],
+                });
+            }
+        }
+    }
+
+    /// The findings by severity, the summary and the figure counts.
+    fn into_verdict(self) -> Verdict {
+        let run = self.run;
+        let mut findings = self.findings;
+        findings.sort_by_key(|f| f.severity);
+        let count = |s: FigureStatus| {
+            run.links
+                .iter()
+                .filter_map(|r| r.figure.as_ref())
+                .chain(run.nccl.iter().filter_map(|p| p.figure.as_ref()))
+                .filter(|f| f.status == s)
+                .count()
+        };
+        let culprits = findings.iter().any(|f| f.severity == Severity::Culprit);
+        let summary = if culprits {
+            "unhealthy"
+        } else if !run.complete {
+            "incomplete"
+        } else {
+            "healthy"
+        };
+        Verdict {
+            summary: summary.into(),
+            findings,
+            figures_ok: count(FigureStatus::Ok),
+            figures_slow: count(FigureStatus::Slow),
+            figures_fast: count(FigureStatus::SuspiciouslyFast),
+        }
     }
 }
 
