@@ -233,6 +233,28 @@ pub fn render_text(run: &VerifyRun, scored: &Scored) -> String {
 /// stand in extra columns next to `scored`'s.
 pub fn render_text_compared(run: &VerifyRun, scored: &Scored, stock: Option<&Scored>) -> String {
     let mut out = String::new();
+    compared_header(&mut out, run, scored, stock);
+    let mut notes: Vec<String> = Vec::new();
+    backend_tables(&mut out, scored, stock, &mut notes);
+    regime_table(&mut out, scored, stock);
+    picks_table(&mut out, scored, stock);
+    for c in &scored.comparisons {
+        out.push_str(&render_comparison(c));
+    }
+
+    ratios_table(&mut out, scored);
+    if !notes.is_empty() {
+        notes.dedup();
+        out.push_str("\nnotes\n");
+        for n in notes {
+            out.push_str(&format!("  {n}\n"));
+        }
+    }
+    out
+}
+
+/// The machine, the options, the predictors and the tuner plugin the run used.
+fn compared_header(out: &mut String, run: &VerifyRun, scored: &Scored, stock: Option<&Scored>) {
     out.push_str(&format!(
         "{}\n{}\npredictions: {}\n",
         describe_machine(run),
@@ -254,8 +276,15 @@ pub fn render_text_compared(run: &VerifyRun, scored: &Scored, stock: Option<&Sco
             out.push_str(&format!("  {line}\n"));
         }
     }
+}
 
-    let mut notes: Vec<String> = Vec::new();
+/// One table per backend: every row, with the stock model's columns when compared; rows' failure notes into `notes`.
+fn backend_tables(
+    out: &mut String,
+    scored: &Scored,
+    stock: Option<&Scored>,
+    notes: &mut Vec<String>,
+) {
     let mut backends: Vec<Backend> = scored.rows.iter().map(|r| r.row.backend).collect();
     backends.sort();
     backends.dedup();
@@ -330,8 +359,10 @@ pub fn render_text_compared(run: &VerifyRun, scored: &Scored, stock: Option<&Sco
         }
         out.push_str(&format!("\n{} backend\n{t}\n", backend));
     }
+}
 
-    // Error per regime.
+/// Error per regime.
+fn regime_table(out: &mut String, scored: &Scored, stock: Option<&Scored>) {
     let mut header = vec![
         "backend",
         "size regime",
@@ -382,8 +413,10 @@ pub fn render_text_compared(run: &VerifyRun, scored: &Scored, stock: Option<&Sco
     out.push_str(&format!(
         "\nprediction error (predicted vs measured median)\n{t}\n"
     ));
+}
 
-    // Picks.
+/// Picks: how often the model's and NCCL's picks were the measured best, and the worst regrets.
+fn picks_table(out: &mut String, scored: &Scored, stock: Option<&Scored>) {
     let header = vec![
         "backend",
         "pick = best",
@@ -443,11 +476,10 @@ pub fn render_text_compared(run: &VerifyRun, scored: &Scored, stock: Option<&Sco
     for line in regret_lines {
         out.push_str(&format!("  {line}\n"));
     }
+}
 
-    for c in &scored.comparisons {
-        out.push_str(&render_comparison(c));
-    }
-
+/// Native / NCCL time per pair, when both ran.
+fn ratios_table(out: &mut String, scored: &Scored) {
     if !scored.ratios.is_empty() {
         let mut t = table(vec![
             "pair",
@@ -477,14 +509,6 @@ pub fn render_text_compared(run: &VerifyRun, scored: &Scored, stock: Option<&Sco
             "\nnative / NCCL time per pair (below 1: ours is faster)\n{t}\n"
         ));
     }
-    if !notes.is_empty() {
-        notes.dedup();
-        out.push_str("\nnotes\n");
-        for n in notes {
-            out.push_str(&format!("  {n}\n"));
-        }
-    }
-    out
 }
 
 /// What `--json` prints.
