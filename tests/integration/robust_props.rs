@@ -232,11 +232,13 @@ proptest! {
     #![proptest_config(config(128))]
 
     #[test]
-    fn nccl_logs_never_panic(which in 0usize..3, edits in edits(), cut in 0usize..1200, dup in any::<usize>()) {
+    fn nccl_logs_never_panic(which in 0usize..4, edits in edits(), cut in 0usize..1200, dup in any::<usize>()) {
         let file = [
             "tests/golden/h200x2-nvswitch-vm/nccl-init-rank0.log",
             "tests/data/logs/nccl-2.22.3-h100x24-ibm-issue1453.log",
             "tests/data/logs/nccl-2.29.7-rtx5090-2ranks-socket.log",
+            // NCCL 2.31's per-call "Input: {" / "Best tuning {" lines (written from its format strings).
+            "fuzz/corpus/nccl_log/nccl-2.31-tuning-lines.log",
         ][which];
         let text = mutate(&seed(file), &edits, cut, dup);
         match planner::nccl_log::NcclLog::parse(&text, "m.log") {
