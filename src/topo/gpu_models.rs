@@ -59,6 +59,7 @@ pub struct GpuModel {
 /// - GB10 (DGX Spark): compute capability 12.1 (CUDA C++ Programming Guide, "Compute Capabilities"); DGX Spark page:
 ///   NVLink-C2C between CPU and GPU, ConnectX-7 200 Gb/s; GPUDirect RDMA is not supported on its unified memory (DGX
 ///   Spark documentation): gdr false. Its PCIe figure (Gen5 x16) is ASSUMED: the GPU reaches the CPU over C2C.
+///
 /// Each row's `source_url` names its spec sheet or listing.
 pub const GPU_MODELS: &[GpuModel] = &[
     GpuModel {
@@ -227,11 +228,13 @@ pub const GPU_MODELS: &[GpuModel] = &[
         gdr: true,
         pcie_gen: 5,
         pcie_width: 16,
-        source_url: "https://www.nvidia.com/en-us/data-center/rtx-pro-6000-blackwell-server-edition/",
+        source_url:
+            "https://www.nvidia.com/en-us/data-center/rtx-pro-6000-blackwell-server-edition/",
     },
     GpuModel {
         name: "gb10",
-        description: "GB10 of DGX Spark (sm 121, NVLink-C2C to its CPU, no GPU NVLink, no GPUDirect RDMA)",
+        description:
+            "GB10 of DGX Spark (sm 121, NVLink-C2C to its CPU, no GPU NVLink, no GPUDirect RDMA)",
         sm: 121,
         nvlinks: 0,
         nvlink_gen: 0,

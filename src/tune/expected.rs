@@ -286,7 +286,9 @@ mod tests {
         let tuned = make(&request("pcie-l40s-4", 1, 0.0)).unwrap();
         let p = &tuned.plan.provenance;
         assert_eq!(p.source_kind, SourceKind::Expected);
-        assert!(p.source_file.starts_with("planner's expected model, no measurement (fixture pcie-l40s-4"));
+        assert!(p
+            .source_file
+            .starts_with("planner's expected model, no measurement (fixture pcie-l40s-4"));
         assert_eq!(p.nccl_version.as_deref(), Some("2.28.3"));
         // every collective from 0 to u64::MAX, for exactly 4 ranks on 1 node
         for coll in Coll::ALL {
@@ -297,8 +299,14 @@ mod tests {
                 .filter(|r| r.collective == super::super::plan_coll(coll))
                 .collect();
             assert_eq!(rules.first().map(|r| r.min_bytes), Some(0), "{coll:?}");
-            assert_eq!(rules.last().map(|r| r.max_bytes), Some(u64::MAX), "{coll:?}");
-            assert!(rules.iter().all(|r| r.n_ranks == Some(4) && r.n_nodes == Some(1)));
+            assert_eq!(
+                rules.last().map(|r| r.max_bytes),
+                Some(u64::MAX),
+                "{coll:?}"
+            );
+            assert!(rules
+                .iter()
+                .all(|r| r.n_ranks == Some(4) && r.n_nodes == Some(1)));
             assert!(rules.iter().all(|r| r.measured_us.is_none()));
         }
         // no measurement: every decision's time is the expected model's

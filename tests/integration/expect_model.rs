@@ -50,7 +50,9 @@ fn fit_and_leave_one_machine_out_figures_are_the_recorded_ones() {
         Some(&19)
     );
     assert_eq!(
-        data.skipped.reasons.get(planner::expect::fit::HELD_OUT[0].1),
+        data.skipped
+            .reasons
+            .get(planner::expect::fit::HELD_OUT[0].1),
         Some(&24)
     );
     assert_eq!(data.skipped.reasons.get("fixture not in this build"), None);

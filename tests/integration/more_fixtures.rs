@@ -212,7 +212,10 @@ fn each_placed_fixture_is_listed_and_runs_at_the_sources_node_count() {
     let readme = include_str!("../../README.md");
     for name in PLACED {
         assert!(list.contains(name), "{name} not in `planner fixtures`");
-        assert!(readme.contains(&format!("`{name}`")), "{name} not in the README table");
+        assert!(
+            readme.contains(&format!("`{name}`")),
+            "{name} not in the README table"
+        );
         // the node counts of the sources: 2 (8 for g7e), one node for the 2-GPU slice
         let nodes = match name {
             "b200-sxm-2" => "1",
@@ -221,13 +224,36 @@ fn each_placed_fixture_is_listed_and_runs_at_the_sources_node_count() {
         };
         run_ok(&["topo", "--fixture", name, "--nodes", nodes]);
         run_ok(&["channels", "--fixture", name, "--nodes", nodes]);
-        run_ok(&["explain", "--fixture", name, "--nodes", nodes, "--size", "16M"]);
-        run_ok(&["expect", "--fixture", name, "--nodes", nodes, "--size", "1M"]);
+        run_ok(&[
+            "explain",
+            "--fixture",
+            name,
+            "--nodes",
+            nodes,
+            "--size",
+            "16M",
+        ]);
+        run_ok(&[
+            "expect",
+            "--fixture",
+            name,
+            "--nodes",
+            nodes,
+            "--size",
+            "1M",
+        ]);
     }
     // every placed case's flags name a fixture of this build
     for (case, _, args) in planner::expect::fit::PLACED {
-        let fixture = args.split_whitespace().skip_while(|w| *w != "--fixture").nth(1).unwrap();
-        assert!(planner::topo::fixtures::find(fixture).is_some(), "{case}: {fixture}");
+        let fixture = args
+            .split_whitespace()
+            .skip_while(|w| *w != "--fixture")
+            .nth(1)
+            .unwrap();
+        assert!(
+            planner::topo::fixtures::find(fixture).is_some(),
+            "{case}: {fixture}"
+        );
     }
 }
 
@@ -260,11 +286,17 @@ fn placed_fixtures_have_the_facts_their_sources_state() {
         let t = fixture_topo(name);
         assert_eq!(t["gpus"][0]["sm"], sm, "{name}");
         let net = &t["nets"][0];
-        assert!((net["bw_gbs"].as_f64().unwrap() - nic_gbs).abs() < 1e-6, "{name}");
+        assert!(
+            (net["bw_gbs"].as_f64().unwrap() - nic_gbs).abs() < 1e-6,
+            "{name}"
+        );
         assert_eq!(net["gdr"], gdr, "{name}");
         let p = &t["net_paths"][0];
         assert_eq!(p["type"], path, "{name}");
-        assert!((p["bw_gbs"].as_f64().unwrap() - path_gbs).abs() < 1e-6, "{name}: {p}");
+        assert!(
+            (p["bw_gbs"].as_f64().unwrap() - path_gbs).abs() < 1e-6,
+            "{name}: {p}"
+        );
     }
     // aws-p6-b300: 8 GPUs, 8 NCCL NICs, every GPU pair NVLink 5
     let t = fixture_topo("aws-p6-b300");
@@ -300,20 +332,41 @@ fn gpu_models_cover_every_card_of_the_fixtures_with_expected_constants() {
     let params = planner::expect::Params::builtin().unwrap();
     for (model, sm, nvlinks, gen, class) in cards {
         let m = planner::topo::gpu_models::find(model).unwrap_or_else(|| panic!("--gpu {model}"));
-        assert_eq!((m.sm, m.nvlinks, m.pcie_gen, m.pcie_width), (sm, nvlinks, gen, 16), "{model}");
+        assert_eq!(
+            (m.sm, m.nvlinks, m.pcie_gen, m.pcie_width),
+            (sm, nvlinks, gen, 16),
+            "{model}"
+        );
         assert!(m.source_url.starts_with("https://"), "{model}");
         let out = planner()
-            .args(["topo", "--topo", f.to_str().unwrap(), "--gpu", model, "--json"])
+            .args([
+                "topo",
+                "--topo",
+                f.to_str().unwrap(),
+                "--gpu",
+                model,
+                "--json",
+            ])
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(0), "{model}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{model}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let t: Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert!(t["gpus"].as_array().unwrap().iter().all(|g| g["sm"] == sm), "{model}");
+        assert!(
+            t["gpus"].as_array().unwrap().iter().all(|g| g["sm"] == sm),
+            "{model}"
+        );
         // NVLink models join the pair over NVLink, the PCIe cards over the switch (or the CPU without P2P)
         let ty = gpu_path(&t, 0, 1).0;
         assert_eq!(ty == "NVL", nvlinks > 0, "{model}: {ty}");
         assert_eq!(planner::expect::gpu_class(sm), class, "{model}");
-        let file = params.file("gpu", class).unwrap_or_else(|| panic!("{model}: no gpu-{class}.json"));
+        let file = params
+            .file("gpu", class)
+            .unwrap_or_else(|| panic!("{model}: no gpu-{class}.json"));
         assert!(!file.params.is_empty(), "{model}");
         assert!(params.get("gpu", class, "launch_eager_us") > 0.0, "{model}");
     }

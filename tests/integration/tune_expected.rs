@@ -65,8 +65,9 @@ fn the_plan_reads_back_with_the_plugins_reader_and_says_no_measurement_was_used(
     assert_eq!(p.source_kind, SourceKind::Expected);
     assert!(text.contains("\"source_kind\": \"expected\""), "{text}");
     assert!(
-        p.source_file
-            .starts_with("planner's expected model, no measurement (fixture pcie-l40s-8, 1 node, 8 GPUs"),
+        p.source_file.starts_with(
+            "planner's expected model, no measurement (fixture pcie-l40s-8, 1 node, 8 GPUs"
+        ),
         "{}",
         p.source_file
     );
@@ -98,13 +99,24 @@ fn the_plan_reads_back_with_the_plugins_reader_and_says_no_measurement_was_used(
     );
     assert!(
         csv.starts_with("# NCCL example tuner config written by planner")
-            && csv.lines().next().unwrap().contains("from expected planner's expected model, no measurement"),
+            && csv
+                .lines()
+                .next()
+                .unwrap()
+                .contains("from expected planner's expected model, no measurement"),
         "{csv}"
     );
     // --json: measurement_used false, the plan as written
     let out = temp("l40s-json.json");
     let output = planner()
-        .args(["tune", "--expected", "--fixture", "pcie-l40s-8", "--json", "-o"])
+        .args([
+            "tune",
+            "--expected",
+            "--fixture",
+            "pcie-l40s-8",
+            "--json",
+            "-o",
+        ])
         .arg(&out)
         .output()
         .unwrap();
@@ -122,7 +134,14 @@ fn the_plan_reads_back_with_the_plugins_reader_and_says_no_measurement_was_used(
 #[test]
 fn rules_follow_the_expected_crossovers_of_explain_sweep_on_two_fixtures() {
     for (fixture, nodes, ranks) in [("hgx-h100-8", "2", 16u64), ("pcie-l40s-8", "1", 8)] {
-        let topology = ["--fixture", fixture, "--nodes", nodes, "--nccl-version", "2.28"];
+        let topology = [
+            "--fixture",
+            fixture,
+            "--nodes",
+            nodes,
+            "--nccl-version",
+            "2.28",
+        ];
         let (text, _) = tune_expected(
             &[&topology[..], &["--margin", "0"]].concat(),
             &format!("{fixture}-0.json"),
@@ -175,7 +194,10 @@ fn rules_follow_the_expected_crossovers_of_explain_sweep_on_two_fixtures() {
                 assert_eq!(got5, fastest, "{fixture} at {size} B");
                 let nccl_us = p["expected_time_us"].as_f64().unwrap();
                 let best_us = f["expected_time_us"].as_f64().unwrap();
-                assert!((nccl_us - best_us) / nccl_us > 0.05, "{fixture} at {size} B");
+                assert!(
+                    (nccl_us - best_us) / nccl_us > 0.05,
+                    "{fixture} at {size} B"
+                );
             }
         }
         // both machines have a crossover in the expected map, and the plan steers NCCL at some size
@@ -187,28 +209,62 @@ fn rules_follow_the_expected_crossovers_of_explain_sweep_on_two_fixtures() {
 #[test]
 fn expected_with_a_measurement_is_refused_naming_both() {
     for (flag, value) in [
-        ("--from", "bench/results/verify-h200x2-final-2026-11-30/verify.json"),
-        ("--calibration", "bench/results/calibration-cv-2026-12-01/calibration-nccl.json"),
+        (
+            "--from",
+            "bench/results/verify-h200x2-final-2026-11-30/verify.json",
+        ),
+        (
+            "--calibration",
+            "bench/results/calibration-cv-2026-12-01/calibration-nccl.json",
+        ),
     ] {
         let out = planner()
             .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .args(["tune", "--expected", "--fixture", "hgx-h100-8", flag, value, "-o"])
+            .args([
+                "tune",
+                "--expected",
+                "--fixture",
+                "hgx-h100-8",
+                flag,
+                value,
+                "-o",
+            ])
             .arg(temp("refused.json"))
             .output()
             .unwrap();
         assert_exit(&out, 2);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
-        assert!(stderr.contains("--expected") && stderr.contains(flag), "{stderr}");
+        assert!(
+            stderr.contains("--expected") && stderr.contains(flag),
+            "{stderr}"
+        );
     }
     // the expected model's flags need --expected; --ranks has no place beside it
     let out = planner()
-        .args(["tune", "--from", "x.json", "--nccl-version", "2.28", "-o", "p.json"])
+        .args([
+            "tune",
+            "--from",
+            "x.json",
+            "--nccl-version",
+            "2.28",
+            "-o",
+            "p.json",
+        ])
         .output()
         .unwrap();
     assert_exit(&out, 2);
     let out = planner()
-        .args(["tune", "--expected", "--fixture", "hgx-h100-8", "--ranks", "8", "-o", "p.json"])
+        .args([
+            "tune",
+            "--expected",
+            "--fixture",
+            "hgx-h100-8",
+            "--ranks",
+            "8",
+            "-o",
+            "p.json",
+        ])
         .output()
         .unwrap();
     assert_exit(&out, 2);
