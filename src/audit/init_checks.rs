@@ -13,25 +13,36 @@ use crate::topo::{Cluster, CpuArch, NodeKind, PathType};
 /// Facts of the topology the model does not carry.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Facts {
-    /// NCCL's `isAllNvlink` (`ncclTopoPathAllNVLink`, v2.28.9-1 src/graph/paths.cc:939: every GPU-to-GPU path
-    /// below PIX); None when unknown (no P2P chunk size is checked then).
-    pub all_nvlink: Option<bool>,
+    /// The best and worst path types between two distinct GPUs of a node, as indices (`PathType as usize`), from
+    /// DIS and LOC when the node has one GPU: NCCL's `isAllNvlink` reads them (`all_nvlink`). None when unknown (no
+    /// P2P chunk size is checked then).
+    pub gpu_paths: Option<(usize, usize)>,
 }
 
 impl Facts {
     pub fn of(cluster: &Cluster, _log: &NcclLog) -> Facts {
         let topo = &cluster.node;
         let gpus = topo.nodes(NodeKind::Gpu);
-        let mut max = PathType::Loc as usize;
+        let (mut min, mut max) = (PathType::Dis as usize, PathType::Loc as usize);
         for &a in gpus {
-            for &b in gpus {
-                let t = topo.path(a, b).map_or(PathType::Dis, |p| p.ptype);
-                max = max.max(t as usize);
+            for &b in gpus.iter().filter(|&&b| b != a) {
+                let t = topo.path(a, b).map_or(PathType::Dis, |p| p.ptype) as usize;
+                min = min.min(t);
+                max = max.max(t);
             }
         }
         Facts {
-            all_nvlink: Some(max < PathType::Pix as usize),
+            gpu_paths: Some((min, max)),
         }
+    }
+
+    /// NCCL's `isAllNvlink` in `family`: up to 2.24 the best GPU pair below PIX (v2.24.3-1 src/graph/paths.cc
+    /// `ncclTopoPathAllNVLink`: the minimum from PATH_DIS, so one GPU is not), from 2.25 the worst (v2.25.1-1:
+    /// `ncclTopoGetGpuMaxPath` from PATH_LOC, so one GPU is).
+    pub fn all_nvlink(&self, family: Family) -> Option<bool> {
+        let (min, max) = self.gpu_paths?;
+        let pix = PathType::Pix as usize;
+        Some(if family >= (2, 25) { max < pix } else { min < pix })
     }
 }
 
@@ -162,7 +173,7 @@ pub(super) fn compare(
     }
     // `P2P Chunksize set to n`.
     if !init.p2p_chunksize.is_empty() {
-        match facts.all_nvlink {
+        match facts.all_nvlink(model.table.version) {
             Some(all_nvlink) => {
                 let ours = p2p_chunk_size(
                     log,

@@ -84,10 +84,11 @@ fn issue1453_nccl_2_22_per_call_lines_and_times() {
     let model = issue1453_model("2.22");
     let report = audit::audit(&log, &model, None).unwrap();
     assert!(report.differences.is_empty(), "{:#?}", report.differences);
-    // 2 communicator values + 26 calls x (pair, time); the 11 ring lines need the planner's
-    // search.
+    // 2 communicator values + 26 calls x (pair, time); the 11 ring lines and the 8 NVLS head
+    // lines need the planner's search.
     assert_eq!(report.compared, 2 + 26 * 2);
-    assert_eq!(report.not_checked.len(), 1, "{:?}", report.not_checked);
+    assert_eq!(report.not_checked.len(), 2, "{:?}", report.not_checked);
+    assert!(report.not_checked[1].starts_with("8 'NVLS Head' line(s)"));
     assert!(report.notices[0].contains("26 per-call line(s) name no collective"));
 
     // The check can fail: a balanced-tree graph (no x0.85) moves every Tree/LL time.
@@ -503,10 +504,17 @@ fn capture_log_with_its_per_call_lines_has_no_difference() {
     assert_eq!(v["differences"].as_array().unwrap().len(), 0, "{v}");
     let calls = text.lines().filter(|l| l.contains("Bytes -> Algo")).count();
     // ranks, nodes, 2 graphs x 7, 2 channel counts, 21 max threads, 210 cells, 8 thresholds,
-    // 97 ring/tree values (1 + 24 rings + 24 ring links + 24 Trees + 24 Tree lines), calls x
-    // (pair, channel range).
+    // 97 ring/tree values (1 + 24 rings + 24 ring links + 24 Trees + 24 Tree lines), the P2P chunk size
+    // (NVLink GPUs, one node: 512 KiB), calls x (pair, channel range).
     assert_eq!(
         v["compared"].as_u64().unwrap() as usize,
-        2 + 14 + 2 + 21 + 210 + 8 + 97 + calls * 2
+        2 + 14 + 2 + 21 + 210 + 8 + 97 + 1 + calls * 2
+    );
+    // The P2P type and ring PXN/GDR lines are named as not checked, with their count.
+    let not_checked = v["not_checked"].to_string();
+    assert!(
+        not_checked.contains("1 'Check P2P Type' line(s)")
+            && not_checked.contains("1 'Connected all rings, use ring PXN p GDR g' line(s)"),
+        "{not_checked}"
     );
 }
