@@ -42,7 +42,11 @@ impl Facts {
     pub fn all_nvlink(&self, family: Family) -> Option<bool> {
         let (min, max) = self.gpu_paths?;
         let pix = PathType::Pix as usize;
-        Some(if family >= (2, 25) { max < pix } else { min < pix })
+        Some(if family >= (2, 25) {
+            max < pix
+        } else {
+            min < pix
+        })
     }
 }
 
