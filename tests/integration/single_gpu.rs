@@ -185,8 +185,8 @@ fn t600_issue329_audit() {
         .code(1)
         .stdout(contains("5 difference(s)"))
         .stdout(contains("P2P chunk size      | 131072 | 524288"))
-        .stdout(contains("ring graph channels | 16   | 32"))
-        .stdout(contains("coll channels       | 32   | 64"));
+        .stdout(contains("ring graph channels | 16     | 32"))
+        .stdout(contains("coll channels       | 32     | 64"));
 }
 
 /// NCCL 2.25+ on the same GPU: MAXCHANNELS 64, so the ring allows 32 channels (all fit: 32 x 40 = 1280 <= 5000)
