@@ -57,6 +57,14 @@ pub(super) fn nodes_of(
     }
     if let Some(r) = log.n_ranks {
         if r > gpn && r % gpn == 0 {
+            crate::limits::check_nodes(
+                &format!(
+                    "{}: nRanks {r} over {gpn} GPUs per node:",
+                    at(log.shape_line)
+                ),
+                (r / gpn) as u64,
+                gpn,
+            )?;
             notices.push(format!(
                 "{}: the log gives nRanks {r} but no nNodes: audited as {} nodes of {gpn} GPUs (pass --nodes N to say otherwise)",
                 at(log.shape_line),
@@ -69,6 +77,11 @@ pub(super) fn nodes_of(
     match named {
         Some((rank, line)) if rank >= gpn => {
             let nodes = (rank + 1).div_ceil(gpn);
+            crate::limits::check_nodes(
+                &format!("{}: rank {rank} over {gpn} GPUs per node: nodes", at(line)),
+                nodes as u64,
+                gpn,
+            )?;
             notices.push(format!(
                 "{}: no line gives the rank count; the ring/tree lines name ranks up to {rank} (line {line}), so at least {} ranks: audited as {nodes} nodes of {gpn} GPUs = {} ranks (pass --nodes N to say otherwise)",
                 log.source,

@@ -280,3 +280,15 @@ fn ib_hca_on_a_stand_in_with_other_nic_names_is_not_applied_and_says_so() {
     assert_exit(&out, 0);
     assert!(!json_of(&out)["notices"].to_string().contains("NCCL_IB_HCA"));
 }
+
+#[test]
+fn an_inferred_node_count_beyond_planner_s_limit_is_bad_input() {
+    // A ring line naming rank 2000000000 on an 8-GPU node: 250 million nodes, refused naming the line, no panic.
+    let text = "h:1:1 [0] NCCL INFO Channel 00/02 :    0 2000000000\n";
+    let path = scratch("huge-rank.log", text);
+    let out = audit(&["--fixture", "hgx-h100-8", &path, "--nccl-version", "2.22"]);
+    assert_exit(&out, 2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("huge-rank.log:1: rank 2000000000"), "{err}");
+}
