@@ -83,7 +83,7 @@ pub(super) fn nodes_of(
                 gpn,
             )?;
             notices.push(format!(
-                "{}: no line gives the rank count; the ring/tree lines name ranks up to {rank} (line {line}), so at least {} ranks: audited as {nodes} nodes of {gpn} GPUs = {} ranks (pass --nodes N to say otherwise)",
+                "{}: no line gives the rank count; the ring, tree and NVLS head lines name ranks up to {rank} (line {line}), so at least {} ranks: audited as {nodes} nodes of {gpn} GPUs = {} ranks (pass --nodes N to say otherwise)",
                 log.source,
                 rank + 1,
                 nodes * gpn

@@ -48,7 +48,7 @@ fn a_log_without_nnodes_audits_with_nodes_or_infers_them_from_its_ranks() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains(
-            "no line gives the rank count; the ring/tree lines name ranks up to 23 (line 11)"
+            "no line gives the rank count; the ring, tree and NVLS head lines name ranks up to 23 (line 11)"
         ) && err.contains("audited as 3 nodes of 8 GPUs = 24 ranks"),
         "{err}"
     );
