@@ -13,6 +13,10 @@ use crate::search::{Graphs, Pattern, SearchGraph, SearchResult};
 use serde::Serialize;
 use std::path::Path;
 
+mod calls231;
+pub mod init_checks;
+mod machine;
+
 /// One disagreement between the log and the planner.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Difference {
@@ -143,6 +147,8 @@ pub enum DifferenceKind {
     PerCall,
     Rings,
     Trees,
+    /// NVLS heads, NVLS_NCHANNELS, P2P chunk size (`init_checks`).
+    InitLines,
 }
 
 impl DifferenceKind {
@@ -156,6 +162,7 @@ impl DifferenceKind {
             DifferenceKind::PerCall => "per-call",
             DifferenceKind::Rings => "ring",
             DifferenceKind::Trees => "tree",
+            DifferenceKind::InitLines => "init line",
         }
     }
 }
@@ -242,6 +249,16 @@ fn planner_graphs(g: &Graphs) -> Vec<&SearchGraph> {
 /// Compare a log with the model. `search` is the planner's own search and connection
 /// (None when the model was fed the log's graphs, so there is nothing to compare).
 pub fn audit(log: &NcclLog, model: &Model, search: Option<&SearchResult>) -> Result<AuditReport> {
+    audit_with(log, model, search, &init_checks::Facts::default())
+}
+
+/// `audit`, with the facts of the topology that some init lines need (`init_checks::Facts`).
+pub fn audit_with(
+    log: &NcclLog,
+    model: &Model,
+    search: Option<&SearchResult>,
+    facts: &init_checks::Facts,
+) -> Result<AuditReport> {
     let mut c = Collector {
         compared: 0,
         differences: Vec::new(),
@@ -274,7 +291,9 @@ pub fn audit(log: &NcclLog, model: &Model, search: Option<&SearchResult>) -> Res
     compare_thread_thresholds(&mut c, log, model);
     c.rank = None;
     let plugin = compare_calls(&mut c, log, model, &mut notices);
+    calls231::compare(&mut c, log, model, &mut not_checked);
     compare_connection(&mut c, log, search, &mut not_checked);
+    init_checks::compare(&mut c, log, model, search, facts, &mut not_checked);
     c.rank = None;
     Ok(AuditReport {
         log: log.source.clone(),
@@ -811,6 +830,8 @@ pub struct AuditOptions {
     pub log_graphs: bool,
     pub tuning_table: Option<String>,
     pub nccl_version: Option<String>,
+    /// `--nodes N`: the job's node count where the log has no `nNodes` (refused when it contradicts the log).
+    pub nodes: Option<usize>,
 }
 
 /// Read the log, build the model for its machine, and compare.
@@ -829,18 +850,28 @@ pub fn audit_log(opts: &AuditOptions) -> Result<AuditReport> {
     };
     // NCCL ran with the log's environment: it shapes the paths and the search too, not the process's own.
     let env = NcclEnv::from_pairs(log.env.iter().map(|(n, v, _)| (n.clone(), v.clone())));
+    let mut notices_before = Vec::new();
+    // Before the topology is read: the contradiction is the flag's, whatever the topology.
+    machine::refuse_contradicting_nodes(&log, opts.nodes)?;
     let mut source = source_for(&opts.source, &log, &opts.log)?;
     source.nccl_env = env.clone();
+    source.nccl_env = machine::ib_hca_env(&source, &log, &env, &mut notices_before)?;
     let mut cluster = source.load()?;
-    // The dump is one node; the log says how many there were.
+    // The dump is one node; the log (or --nodes, or the ranks its lines name) says how many there were.
     if let Some(n) = log.n_nodes {
         crate::limits::check_nodes(
             &format!("{}: nNodes", opts.log),
             n.max(1) as u64,
             cluster.gpus_per_node(),
         )?;
-        cluster.n_nodes = n.max(1);
     }
+    cluster.n_nodes = machine::nodes_of(
+        &log,
+        opts.nodes,
+        cluster.gpus_per_node(),
+        &mut notices_before,
+    )?;
+    let facts = init_checks::Facts::of(&cluster, &log);
     let nvls_state = crate::model::ModelInput::nvls_request(&cluster, &env, NvlsFlag::Auto);
     let (graphs, channels, search) = if opts.log_graphs {
         let (g, c) = graphs_from_log(&log)?;
@@ -879,7 +910,8 @@ pub fn audit_log(opts: &AuditOptions) -> Result<AuditReport> {
             log.source, call.line, call.bytes, model.input.n_ranks
         )));
     }
-    let mut report = audit(&log, &model, search.as_ref())?;
+    let mut report = audit_with(&log, &model, search.as_ref(), &facts)?;
+    machine::format_notices(&log, &family, &mut notices_before);
     if notice.is_some() {
         // A family planner has no table for: the newest (or nearest) one's rules stand in.
         report.not_checked.push(format!(
@@ -887,7 +919,9 @@ pub fn audit_log(opts: &AuditOptions) -> Result<AuditReport> {
             log.version.as_deref().unwrap_or("?")
         ));
     }
-    report.notices.splice(0..0, notice);
+    report
+        .notices
+        .splice(0..0, notice.into_iter().chain(notices_before));
     Ok(report)
 }
 

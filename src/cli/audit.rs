@@ -32,6 +32,7 @@ pub fn run(args: AuditArgs) -> Result<()> {
         log_graphs: args.log_graphs,
         tuning_table: args.model.tuning_table,
         nccl_version: args.model.nccl_version,
+        nodes: args.source.nodes,
     })?;
     report.env.announce_warnings();
     for notice in &report.notices {

@@ -222,6 +222,7 @@ fn run_audit(args: &ExplainArgs, log: String) -> Result<()> {
         source: super::source::AuditSourceArgs {
             fixture: source.fixture.clone(),
             topo: source.topo.clone(),
+            nodes: None,
             net_latency: source.net_latency,
         },
         graph: args.graph.clone(),

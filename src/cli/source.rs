@@ -5,7 +5,7 @@ use crate::error::{Error, Result};
 use crate::model::TuningTable;
 use crate::pipeline::{self, Source};
 
-/// Where the topology comes from: on the commands that build one (not `fixtures`, not `audit`'s `--nodes`).
+/// Where the topology comes from: on the commands that build one (not `fixtures`; `audit` has its own).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct SourceArgs {
     /// Use a built-in topology instead of probing (see `planner fixtures`)
@@ -78,7 +78,7 @@ impl SourceArgs {
     }
 }
 
-/// `audit`'s topology flags: the log says how many nodes the job had.
+/// `audit`'s topology flags: the log says how many nodes the job had (`--nodes` only where it does not).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct AuditSourceArgs {
     /// Use a built-in topology instead of the log's NCCL_TOPO_DUMP_FILE
@@ -87,6 +87,9 @@ pub struct AuditSourceArgs {
     /// Use an NCCL topology XML file instead of the log's NCCL_TOPO_DUMP_FILE
     #[arg(long, value_name = "FILE")]
     pub topo: Option<String>,
+    /// Nodes of the job, for a log without the `comm ... nNodes` line (refused when it contradicts the log); default: the log's nNodes, else inferred from the ranks its lines name
+    #[arg(long, value_name = "N")]
+    pub nodes: Option<usize>,
     /// Network latency in us added to every NIC (NCCL's built-in IB plugin reports 0) [default: 0]
     #[arg(long, value_name = "US", allow_negative_numbers = true)]
     pub net_latency: Option<f64>,

@@ -30,6 +30,8 @@
 //! rank R nRanks N` or `Init START/COMPLETE` line, else from `[dev]` in a log of one process.
 
 mod cells;
+pub mod formats;
+pub mod init_lines;
 mod lines;
 mod reader;
 mod table;
@@ -251,6 +253,15 @@ pub struct NcclLog {
     /// NCCL 2.31's `Input: {` and `Best tuning {` lines (`tuning231`), in log order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tuning231: Vec<tuning231::TuningLineAt>,
+    /// The lines of 2.31's `Best tuning, algorithm, A, protocol, P` (the pair of the `Best tuning {` line before).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tuning_summaries: Vec<usize>,
+    /// NVLS heads, NVLS_NCHANNELS, P2P chunk size, P2P type and ring PXN/GDR lines (`init_lines`).
+    #[serde(skip_serializing_if = "init_lines::InitLines::is_empty")]
+    pub init: init_lines::InitLines,
+    /// The line formats that only some families print, each with its first line (`formats`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub formats: Vec<formats::FormatSeen>,
 }
 
 /// The family (`(2, 22)`) a version string names, if it names one.
@@ -335,7 +346,53 @@ impl NcclLog {
             plugin_plan: None,
             plugin_decisions: Vec::new(),
             tuning231: Vec::new(),
+            tuning_summaries: Vec::new(),
+            init: Default::default(),
+            formats: Vec::new(),
         }
+    }
+
+    /// The families (of `families`, oldest first) whose line formats are all this log's.
+    pub fn families_allowed<'a>(&self, families: &[&'a str]) -> Vec<&'a str> {
+        formats::allowed(&self.formats, families)
+    }
+
+    /// The log's formats that `family` does not print.
+    pub fn formats_ruling_out(&self, family: rules::Family) -> Vec<formats::FormatSeen> {
+        self.formats
+            .iter()
+            .copied()
+            .filter(|f| !f.format.allows(family))
+            .collect()
+    }
+
+    /// The largest rank a ring, ring-neighbour, tree or NVLS head line names, with its line: a lower bound of the
+    /// rank count when no line gives it (ring lines are cut at 20 ranks up to 2.22 and at 128 characters after).
+    pub fn largest_rank_named(&self) -> Option<(usize, usize)> {
+        let rings = self
+            .rings
+            .iter()
+            .flat_map(|r| r.ranks.iter().map(move |&x| (x, r.line)));
+        let links = self
+            .ring_links
+            .iter()
+            .flat_map(|l| [l.prev, l.rank, l.next].map(|x| (x, l.line)));
+        let trees = self
+            .trees
+            .iter()
+            .flat_map(|t| [t.up, t.rank, t.down[0], t.down[1], t.down[2]].map(|x| (x, t.line)));
+        let heads = self
+            .init
+            .nvls_heads
+            .iter()
+            .flat_map(|h| h.ranks.iter().map(move |&x| (x, h.line)));
+        rings
+            .chain(links)
+            .chain(trees)
+            .chain(heads)
+            .filter(|&(x, _)| x >= 0)
+            .max_by_key(|&(x, line)| (x, std::cmp::Reverse(line)))
+            .map(|(x, line)| (x as usize, line))
     }
 
     /// The per-call choices of a 2.31 log (`Input` and `Best tuning` lines paired per stream).

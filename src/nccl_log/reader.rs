@@ -2,13 +2,18 @@
 //! the reader of its kind (`lines`, `table`). Per-stream state sits in one vector indexed through a hash map of
 //! the stream keys, so a line costs O(its length) whatever the number of streams and lines before it.
 
+use super::formats::{
+    graph_channel_format, p2p_type_format, ring_line_format, FormatSeen, LineFormat,
+};
+use super::init_lines::{init_line, InitLine, LogInitValue, LogNvlsHead};
 use super::lines::{
     call_line, channel_counts, coll_op_line, env_line, graph_line, plugin_line, ring_line,
     ring_link_line, tree_line, trees_line, word_after,
 };
 use super::table::TableBuilder;
 use super::{
-    bare_version, LogChannels, LogRing, LogRingLink, LogStream, LogThresholds, LogTreeLink, NcclLog,
+    bare_version, CallFormat, LogChannels, LogRing, LogRingLink, LogStream, LogThresholds,
+    LogTreeLink, NcclLog,
 };
 use crate::error::{Error, Result};
 use crate::model::{Algo, Coll};
@@ -195,7 +200,11 @@ impl Reader<'_> {
         let prefix = self.prefix(&raw[..pos], line_no);
         let msg = &raw[pos + marker.len()..];
         let trimmed = msg.trim();
-        if !trimmed.starts_with("Pattern ") && !graph_channel_line(trimmed) {
+        if graph_channel_line(trimmed) {
+            if let Some(f) = graph_channel_format(trimmed) {
+                self.format(f, line_no);
+            }
+        } else if !trimmed.starts_with("Pattern ") {
             self.log.streams[prefix.stream].last_other_line = line_no;
         }
         if trace {
@@ -261,6 +270,14 @@ impl Reader<'_> {
         } else if trimmed.contains(" coll channels,") {
             let (coll, nvls, line) =
                 channel_counts(trimmed, line_no).map_err(|e| self.bad(line_no, &e))?;
+            self.format(
+                if trimmed.contains(" collnet channels") {
+                    LineFormat::ChannelsWithCollnet
+                } else {
+                    LineFormat::ChannelsWithoutCollnet
+                },
+                line_no,
+            );
             if !std::mem::replace(&mut self.state[stream].has_channels, true) {
                 self.log.channels.push(LogChannels {
                     coll,
@@ -284,6 +301,7 @@ impl Reader<'_> {
         } else if let Some(parsed) = super::tuning231::tuning_line(trimmed) {
             let parsed = parsed.map_err(|e| self.bad(line_no, &e))?;
             let (stream, line) = (prefix.stream, line_no);
+            self.format(LineFormat::Tuning231, line);
             self.log.tuning231.push(super::tuning231::TuningLineAt {
                 parsed,
                 stream,
@@ -302,10 +320,84 @@ impl Reader<'_> {
             } else if rest.contains(" applies: ") && self.log.plugin_plan.is_none() {
                 self.log.plugin_plan = Some((trimmed.to_string(), line_no));
             }
+        } else if trimmed.starts_with("Best tuning, algorithm, ") {
+            // 2.31's summary of the `Best tuning {` line before it (dev src/enqueue.cc ncclGetAlgoInfo).
+            self.format(LineFormat::Tuning231, line_no);
+            self.log.tuning_summaries.push(line_no);
+        } else if let Some(parsed) = init_line(trimmed) {
+            let parsed = parsed.map_err(|e| self.bad(line_no, &e))?;
+            self.init_line(parsed, trimmed, line_no, stream);
         } else {
+            if trimmed == "Connected all rings" {
+                self.format(LineFormat::ConnectedRingsBare, line_no);
+            }
             self.connection(trimmed, line_no)?;
         }
         Ok(())
+    }
+
+    /// Note that the log has a line format (its first line of that format).
+    fn format(&mut self, format: LineFormat, line: usize) {
+        if !self.log.formats.iter().any(|f| f.format == format) {
+            self.log.formats.push(FormatSeen { format, line });
+        }
+    }
+
+    /// An init line of `init_lines`: each stream's first of each kind (its first communicator's); NVLS heads until
+    /// a head comes again.
+    fn init_line(&mut self, parsed: InitLine, trimmed: &str, line: usize, stream: usize) {
+        let value = |value: Option<i64>| LogInitValue {
+            text: trimmed.to_string(),
+            value,
+            line,
+            stream,
+        };
+        let first = |list: &[LogInitValue]| !list.iter().any(|v| v.stream == stream);
+        let init = &mut self.log.init;
+        let format = match parsed {
+            InitLine::NvlsHead(head, ranks) => {
+                if !init
+                    .nvls_heads
+                    .iter()
+                    .any(|h| h.stream == stream && h.head == head)
+                {
+                    init.nvls_heads.push(LogNvlsHead {
+                        head,
+                        ranks,
+                        line,
+                        stream,
+                    });
+                }
+                None
+            }
+            InitLine::NvlsNchannels(n) => {
+                if first(&init.nvls_nchannels) {
+                    init.nvls_nchannels.push(value(Some(n)));
+                }
+                Some(LineFormat::NvlsNchannelsInSupportLine)
+            }
+            InitLine::P2pChunksize(n) => {
+                if first(&init.p2p_chunksize) {
+                    init.p2p_chunksize.push(value(Some(n)));
+                }
+                None
+            }
+            InitLine::P2pType => {
+                if first(&init.p2p_type) {
+                    init.p2p_type.push(value(None));
+                }
+                p2p_type_format(trimmed)
+            }
+            InitLine::RingPxn => {
+                if first(&init.ring_pxn) {
+                    init.ring_pxn.push(value(None));
+                }
+                Some(LineFormat::ConnectedRingsPxn)
+            }
+        };
+        if let Some(f) = format {
+            self.format(f, line);
+        }
     }
 
     /// A version line: the first names the log's NCCL; one of another release means two runs in one file, which
@@ -427,6 +519,14 @@ impl Reader<'_> {
             ));
         }
         call.trace = trace;
+        if !trace {
+            let format = match call.format {
+                CallFormat::Named => LineFormat::CallNamed,
+                CallFormat::NamedTimed => LineFormat::CallNamedTimed,
+                CallFormat::Timed => LineFormat::CallTimed,
+            };
+            self.format(format, line_no);
+        }
         call.process = prefix.process;
         call.stream = prefix.stream;
         if call.coll.is_none() {
@@ -444,6 +544,10 @@ impl Reader<'_> {
         let source = self.source;
         let bad = move |e: String| Error::bad_input(format!("{source}:{line_no}: {e}"));
         if let Some(ring) = ring_line(trimmed).map_err(bad)? {
+            let ranks_text = trimmed.split_once(" :").map_or("", |(_, r)| r);
+            if let Some(f) = ring_line_format(ranks_text) {
+                self.format(f, line_no);
+            }
             self.log.rings.push(LogRing {
                 line: line_no,
                 ..ring
@@ -491,6 +595,12 @@ impl Reader<'_> {
                 .into_iter()
                 .filter(|a| self.table.seen.contains(a))
                 .collect();
+            let layout = if t.algorithms.contains(&Algo::Pat) {
+                LineFormat::TableWithPat
+            } else {
+                LineFormat::TableSixAlgorithms
+            };
+            self.format(layout, t.line);
             self.log.table = Some(t);
         }
         if self.nccl_lines == 0 {

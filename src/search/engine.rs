@@ -1043,6 +1043,8 @@ pub struct GraphRequest {
     /// Before 2.19 (`SearchRule::DupBeforePass2` off): channels are duplicated after pass 2, and pass 2 raises
     /// only a tree's bwIntra (v2.18.3-1 search.cc:947-969).
     pub dup_before_pass2: bool,
+    /// The family whose speed ladders the search climbs (`ladder::ladder_of`).
+    pub family: super::rules::Family,
 }
 
 /// `ncclTopoDupChannels`.
@@ -1255,7 +1257,7 @@ pub(crate) fn compute_with(
     limit_channels(sys, &req, &mut graph);
 
     let mut tmp = graph.clone();
-    let speeds = ladder::ladder(cc_min, sys.inter);
+    let speeds = ladder::ladder_of(cc_min, sys.inter, req.family);
     let nspeeds = speeds.len();
     let mut pass = 1;
     let max_bw = sys.max_bw;
@@ -1433,6 +1435,7 @@ mod tests {
             max_channels: 32,
             cross_nic_param: 2,
             dup_before_pass2: true,
+            family: crate::search::rules::NEWEST,
         };
         let g = compute(&sys, &mut st, req, None);
         assert_eq!(g.n_channels, 1);
@@ -1468,6 +1471,7 @@ mod tests {
                     max_channels: max,
                     cross_nic_param: 2,
                     dup_before_pass2: true,
+                    family: crate::search::rules::NEWEST,
                 };
                 let fast = compute_with(&sys, &mut st_fast, req, None, true);
                 let slow = compute_with(&sys, &mut st_slow, req, None, false);

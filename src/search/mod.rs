@@ -292,6 +292,7 @@ pub fn search_graphs(
             max_channels: max,
             cross_nic_param: opts.cross_nic,
             dup_before_pass2: rules::has(opts.family, rules::SearchRule::DupBeforePass2),
+            family: opts.family,
         };
         engine::compute(sys, &mut st, req, preset(id))
     };

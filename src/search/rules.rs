@@ -43,8 +43,12 @@ pub enum SearchRule {
     PathTypeRangeFromPaths,
     /// NVLS searches at most `NCCL_MAX_NVLS_ARITY` (32) heads (before: one per GPU).
     NvlsArityCap,
-    /// sm100 ladders gain rungs: 18 (2.27.3), 96 and 45.1 (2.27.7), 45 (2.29), 86 and 80 (2.30).
+    /// sm100 ladders gain rungs: intra 18 (2.27.3), inter 96 and 45.1 (2.27.7).
     Sm100LadderRungs,
+    /// sm100 ladders gain the intra 45 (2.29.2) and inter 80 (2.29.7) rungs.
+    Sm100LadderRungs2_29,
+    /// The sm100 several-node ladder gains an 86 rung.
+    Sm100LadderRungs2_30,
     /// Before sm90 the NET path type may relax up to SYS; the fallback graph names NETs.
     PreHopperInterSysAndFallbackNets,
     /// Log format: `Channel` lines pad ranks to the width of the largest (before: ` %3d`, at most 20 ranks).
@@ -190,7 +194,7 @@ pub const RULES: &[SearchRuleInfo] = &[
         SearchRule::Sm100Ladders,
         "sm100_ladders",
         (2, 25),
-        false,
+        true,
         "sm100+ ladders (before: the sm90 ones)",
         "v2.25.1-1 src/graph/search.cc:940",
     ),
@@ -223,9 +227,9 @@ pub const RULES: &[SearchRuleInfo] = &[
         SearchRule::Sm100LadderRungs,
         "sm100_ladder_rungs",
         (2, 27),
-        false,
-        "sm100 ladders gain rungs: intra 18 (2.27.3), inter 96/45.1 (2.27.7), intra 45 (2.29), inter 86/80 (2.30)",
-        "v2.27.3-1 src/graph/search.cc:912",
+        true,
+        "sm100 ladders gain rungs: intra 18 (2.27.3), inter 96/45.1 (2.27.7; 2.27.3 started at 47.9, 45.0)",
+        "v2.27.7-1 src/graph/search.cc:962-963",
     ),
     info(
         SearchRule::GraphLineTopoIds,
@@ -236,6 +240,15 @@ pub const RULES: &[SearchRuleInfo] = &[
         "v2.28.3-1 src/graph/search.cc:1192",
     ),
     info(
+        SearchRule::Sm100LadderRungs2_29,
+        "sm100_ladder_rungs_2_29",
+        (2, 29),
+        true,
+        "sm100 one-node ladder gains a 45 GB/s rung (2.29.2), the several-node one an 80 GB/s rung (2.29.7); shows \
+         on the public 2x GB300 2.29.7 log's tree graph: 16 channels at 45 GB/s (40 before)",
+        "v2.29.7-1 src/graph/search.cc:987-988",
+    ),
+    info(
         SearchRule::PreHopperInterSysAndFallbackNets,
         "pre_hopper_inter_sys",
         (2, 29),
@@ -243,6 +256,14 @@ pub const RULES: &[SearchRuleInfo] = &[
         "before sm90 the NET path type may relax up to SYS whatever the paths say, and the fallback graph \
          (nothing found) enters and leaves by the NETs nearest its first and last GPU",
         "v2.29.2-1 src/graph/search.cc:1038",
+    ),
+    info(
+        SearchRule::Sm100LadderRungs2_30,
+        "sm100_ladder_rungs_2_30",
+        (2, 30),
+        true,
+        "sm100 several-node ladder gains an 86 GB/s rung",
+        "v2.30.3-1 src/graph/search.cc:1064",
     ),
 ];
 
@@ -290,6 +311,8 @@ mod tests {
             PathTypeRangeFromPaths,
             NvlsArityCap,
             Sm100LadderRungs,
+            Sm100LadderRungs2_29,
+            Sm100LadderRungs2_30,
             PreHopperInterSysAndFallbackNets,
             ChannelLineWidth,
             GraphLineTopoIds,

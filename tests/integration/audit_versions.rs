@@ -84,10 +84,11 @@ fn issue1453_nccl_2_22_per_call_lines_and_times() {
     let model = issue1453_model("2.22");
     let report = audit::audit(&log, &model, None).unwrap();
     assert!(report.differences.is_empty(), "{:#?}", report.differences);
-    // 2 communicator values + 26 calls x (pair, time); the 11 ring lines need the planner's
-    // search.
+    // 2 communicator values + 26 calls x (pair, time); the 11 ring lines and the 8 NVLS head
+    // lines need the planner's search.
     assert_eq!(report.compared, 2 + 26 * 2);
-    assert_eq!(report.not_checked.len(), 1, "{:?}", report.not_checked);
+    assert_eq!(report.not_checked.len(), 2, "{:?}", report.not_checked);
+    assert!(report.not_checked[1].starts_with("8 'NVLS Head' line(s)"));
     assert!(report.notices[0].contains("26 per-call line(s) name no collective"));
 
     // The check can fail: a balanced-tree graph (no x0.85) moves every Tree/LL time.
@@ -503,10 +504,133 @@ fn capture_log_with_its_per_call_lines_has_no_difference() {
     assert_eq!(v["differences"].as_array().unwrap().len(), 0, "{v}");
     let calls = text.lines().filter(|l| l.contains("Bytes -> Algo")).count();
     // ranks, nodes, 2 graphs x 7, 2 channel counts, 21 max threads, 210 cells, 8 thresholds,
-    // 97 ring/tree values (1 + 24 rings + 24 ring links + 24 Trees + 24 Tree lines), calls x
-    // (pair, channel range).
+    // 97 ring/tree values (1 + 24 rings + 24 ring links + 24 Trees + 24 Tree lines), the P2P chunk size
+    // (NVLink GPUs, one node: 512 KiB), calls x (pair, channel range).
     assert_eq!(
         v["compared"].as_u64().unwrap() as usize,
-        2 + 14 + 2 + 21 + 210 + 8 + 97 + calls * 2
+        2 + 14 + 2 + 21 + 210 + 8 + 97 + 1 + calls * 2
+    );
+    // The P2P type and ring PXN/GDR lines are named as not checked, with their count.
+    let not_checked = v["not_checked"].to_string();
+    assert!(
+        not_checked.contains("1 'Check P2P Type' line(s)")
+            && not_checked.contains("1 'Connected all rings, use ring PXN p GDR g' line(s)"),
+        "{not_checked}"
+    );
+}
+
+/// tests/data/logs/h200x2-nccl-2.31-reconstructed (README: RECONSTRUCTED, not a 2.31 capture): the 2x H200 capture's
+/// lines under version 2.31.0, with 2.31's per-call `Input: {` / `Best tuning {` lines written from dev's format
+/// strings for the 31 AllReduce sizes the capture measured.
+#[test]
+fn nccl_2_31_per_call_lines_are_compared_with_the_model() {
+    let dir = format!(
+        "{}/tests/data/logs/h200x2-nccl-2.31-reconstructed",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let (topo, path) = (format!("{dir}/topo.xml"), format!("{dir}/nccl.log"));
+    let log = NcclLog::load(&path).unwrap();
+    assert_eq!(log.version.as_deref(), Some("2.31.0+cuda13.0"));
+    let calls = log.tuning231_calls();
+    assert_eq!(calls.len(), 31);
+    assert_eq!(log.tuning_summaries.len(), 31);
+    // By hand, from the table the log prints (AllReduce Ring/LL 7.8 us, 141.0 GB/s) and 2.31's ring time
+    // latency x numPipeOps + nBytes / (1000 x bw): 4 B: 7.8 + 4 / 141000 = 7.800028; 1 MiB: 7.8 + 1048576 / 141000 =
+    // 15.236710. Ring/LL threads (ncclTuningGetChannels): 4 B on 1 channel halves 512 threads to 64, below 3 warps
+    // -> 3 warps; 1 MiB keeps 512 -> 16 warps on 24 channels.
+    let at = |bytes: u64| calls.iter().find(|c| c.input.n_bytes == bytes).unwrap();
+    assert_eq!(
+        (
+            at(4).best.time_us.as_str(),
+            at(4).best.n_channels,
+            at(4).best.n_warps
+        ),
+        ("7.800028", 1, 3)
+    );
+    assert_eq!(
+        (
+            at(1048576).best.time_us.as_str(),
+            at(1048576).best.n_channels,
+            at(1048576).best.n_warps
+        ),
+        ("15.236710", 24, 16)
+    );
+
+    let audit_json = |p: &str, extra: &[&str]| {
+        let out = planner()
+            .args(["audit", "--topo", &topo, p, "--json"])
+            .args(extra)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap(),
+        )
+    };
+    let (code, v) = audit_json(&path, &[]);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["table_family"], "2.31");
+    // The capture's 355 values, 31 x (pair, channel range) of the `Func:` lines and 31 x (pair, timeUs, nChannels,
+    // nWarps) of the `Best tuning` lines: NCCL 2.28.9's pairs are the 2.31 model's at every size.
+    assert_eq!(v["compared"], 355 + 31 * 2 + 31 * 4);
+    assert_eq!(v["differences"], serde_json::json!([]));
+    assert!(v["notices"][0]
+        .as_str()
+        .unwrap()
+        .contains("the 2.31 model is read from a pre-release branch"));
+    assert!(v["not_checked"]
+        .to_string()
+        .contains("31 'Best tuning, algorithm, A, protocol, P' line(s)"));
+
+    // Each compared field can fail, on its line.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let line_of = |needle: &str| text.lines().position(|l| l.contains(needle)).unwrap() + 1;
+    let best_1m = "timeUs = 15.236710,  .algo = RING, .proto = LL";
+    let line = line_of(best_1m);
+    for (from, to, what, nccl) in [
+        (
+            "timeUs = 15.236710",
+            "timeUs = 15.236711",
+            "timeUs",
+            "15.236711",
+        ),
+        ("nWarps = 16", "nWarps = 8", "nWarps", "8"),
+        ("nChannels = 24,", "nChannels = 12,", "nChannels", "12"),
+        (".algo = RING", ".algo = TREE", "", "TREE LL"),
+    ] {
+        let edited_line = text.lines().nth(line - 1).unwrap().replace(from, to);
+        let edited: String = text
+            .lines()
+            .enumerate()
+            .map(|(i, l)| {
+                if i + 1 == line {
+                    format!("{edited_line}\n")
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect();
+        let p = std::env::temp_dir().join(format!("planner-231-{}-{what}.log", std::process::id()));
+        std::fs::write(&p, edited).unwrap();
+        let (code, v) = audit_json(p.to_str().unwrap(), &[]);
+        assert_eq!(code, Some(1), "{what}: {v}");
+        let d = &v["differences"];
+        assert_eq!(d.as_array().unwrap().len(), 1, "{what}: {d}");
+        let want = if what.is_empty() {
+            "AllReduce: 1048576 Bytes (Best tuning)".to_string()
+        } else {
+            format!("AllReduce: 1048576 Bytes (Best tuning) {what}")
+        };
+        assert_eq!(d[0]["what"], want.as_str());
+        assert_eq!(d[0]["line"], line);
+        assert_eq!(d[0]["nccl"].to_string().trim_matches('"'), nccl);
+    }
+
+    // The 2.31 lines rule out every older family: audited as 2.30, a warning names them.
+    let (_, v) = audit_json(&path, &["--nccl-version", "2.30"]);
+    let notices = v["notices"].to_string();
+    assert!(
+        notices.contains("warning: audited with the NCCL 2.30 model, which the log's line formats rule out: per-call lines 'Input: { ... }' / 'Best tuning { ... }'"),
+        "{notices}"
     );
 }

@@ -8,6 +8,7 @@ mod audit_bounds;
 mod audit_capture;
 mod audit_env_logs;
 mod audit_logs;
+mod audit_shape;
 mod audit_versions;
 mod blackwell;
 mod calibrate;

@@ -47,7 +47,11 @@ fn every_rule_names_its_first_tag() {
             "dup_before_pass2",
             "channel_line_width",
             "max_channels_64",
-            "graph_line_topo_ids"
+            "sm100_ladders",
+            "sm100_ladder_rungs",
+            "graph_line_topo_ids",
+            "sm100_ladder_rungs_2_29",
+            "sm100_ladder_rungs_2_30"
         ]
     );
 }
@@ -178,4 +182,99 @@ fn channels_takes_an_nccl_version() {
         .assert()
         .code(2)
         .stderr(contains("two"));
+}
+
+/// Sm100LadderRungs2_29 (v2.29.2-1 search.cc:986 adds 45 to the sm100 one-node ladder) on the public 2x GB300 tray
+/// run of NCCL 2.29.7 (tests/integration/blackwell_data, MNNVL fuses the trays into one node of 8 GPUs, 18 NVLink 5
+/// x 40.1 = 721.8 GB/s per GPU): the tree searches 16 channels (the ring's) at the first rung with 16 x r <= 721.8:
+/// 40 on 2.28's ladder (16 x 50 = 800 is too much), 45 from 2.29 (720), as the log's `Pattern 1, ... nChannels 16,
+/// bw 45.000000/45.000000`. The ring (8 x 90 doubled to 16 x 45) is the same in both.
+#[test]
+fn sm100_45_rung_from_2_29_shows_on_the_gb300_tree() {
+    let cluster = Source {
+        topo: Some(format!(
+            "{}/tests/integration/blackwell_data/gb300-tray.xml",
+            env!("CARGO_MANIFEST_DIR")
+        )),
+        nodes: 2,
+        mnnvl: Some(planner::topo::mnnvl::MnnvlEnable::Auto),
+        ..Default::default()
+    }
+    .load()
+    .unwrap();
+    let tree = |family| {
+        let r = search::search(&cluster, &at(family)).unwrap();
+        assert_eq!(
+            (r.graphs.ring.n_channels, r.graphs.ring.bw_intra),
+            (16, 45.0),
+            "{family:?}"
+        );
+        (r.graphs.tree.n_channels, r.graphs.tree.bw_intra)
+    };
+    assert_eq!(tree((2, 28)), (16, 40.0));
+    assert_eq!(tree((2, 29)), (16, 45.0));
+    assert_eq!(tree(rules::NEWEST), (16, 45.0));
+    let log = std::fs::read_to_string(format!(
+        "{}/tests/integration/blackwell_data/gb300-2tray-rank4.log",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    assert!(log.contains(
+        "Pattern 1, crossNic 0, nChannels 16, bw 45.000000/45.000000, type NVL/PIX, sameChannels 1"
+    ));
+    assert!(!rules::has((2, 28), SearchRule::Sm100LadderRungs2_29));
+    assert!(rules::has((2, 29), SearchRule::Sm100LadderRungs2_29));
+}
+
+/// A slow PCIe board: 4 x GeForce RTX 5060 Ti (sm120) at PCIe Gen3 x4 (joorklee/p2p-bench, tests/data/logs/README.md;
+/// topology RECONSTRUCTED). NCCL's GPU-to-GPU path is 4 x 60 / 80 = 3 GB/s (PHB). The sm100 ladders stop at 18 GB/s
+/// (19 in 2.25-2.26), and NCCL starts at the last rung when none fits (search.cc `while (speedArray[i] > maxBw &&
+/// i < nspeeds-1) i++`), so no ring is found at 18 and NCCL falls back to the "simple order" ring at 0.1 GB/s, type
+/// SYS (v2.28.9-1 src/graph/search.cc:1185-1196): planner does the same from 2.25. Before 2.25 an sm100 GPU used
+/// the sm90 ladder, whose 3 GB/s rung fits: 1 channel x 3 GB/s, PHB.
+#[test]
+fn sm100_on_slow_pcie_falls_back_to_simple_order_as_nccl_does() {
+    let dir = "tests/data/logs/p2p-bench-4x-rtx5060ti-phb-2.28.9";
+    let mut source = Source {
+        topo: Some(format!(
+            "{}/{dir}/topo-guess.xml",
+            env!("CARGO_MANIFEST_DIR")
+        )),
+        nodes: 1,
+        ..Default::default()
+    };
+    source.nccl_env =
+        planner::nccl_env::NcclEnv::from_pairs([("NCCL_P2P_LEVEL".to_string(), "PHB".to_string())]);
+    let cluster = source.load().unwrap();
+    let ring = |family| {
+        let g = search::search(&cluster, &at(family)).unwrap().graphs.ring;
+        (
+            g.n_channels,
+            g.bw_intra,
+            g.type_intra.nccl_name(),
+            g.channels[0].ranks.clone(),
+        )
+    };
+    for family in [(2, 25), (2, 27), (2, 28), (2, 29), rules::NEWEST] {
+        assert_eq!(
+            ring(family),
+            (1, 0.1, "SYS", vec![0, 1, 2, 3]),
+            "{family:?}"
+        );
+    }
+    assert_eq!(ring((2, 24)), (1, 3.0, "PHB", vec![0, 1, 2, 3]));
+    // The log (2.28.9, 4 ranks, NCCL_MAX_NCHANNELS=4): rank 0's rings `Channel 00/02 : 0 1 2 3` and `01/02`, the
+    // Trees chains, `2 coll channels` and the thresholds of every rank agree with that graph.
+    let out = planner()
+        .args(["audit", "--topo"])
+        .arg(format!("{dir}/topo-guess.xml"))
+        .arg(format!("{dir}/nccl.log"))
+        .arg("--json")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["differences"], serde_json::json!([]));
+    assert_eq!(v["compared"], 61, "{v}");
 }

@@ -150,7 +150,8 @@ fn t600_issue329_log_lines_from_the_cli() {
 }
 
 /// `planner audit` reads the one-rank log (graphs, no table: NCCL prints none for one rank) and finds no
-/// difference with the log's own version; with 2.25's rules the channel counts differ as MaxChannels64 says.
+/// difference with the log's own version; with 2.25's rules the channel counts differ as MaxChannels64 says, and the
+/// P2P chunk size as 2.25's `ncclTopoPathAllNVLink` says (one GPU counts as all-NVLink from 2.25: 512 KiB).
 #[test]
 fn t600_issue329_audit() {
     let out = planner()
@@ -182,9 +183,10 @@ fn t600_issue329_audit() {
         .assert()
         // audit exits 1 when it finds differences
         .code(1)
-        .stdout(contains("4 difference(s)"))
-        .stdout(contains("ring graph channels | 16   | 32"))
-        .stdout(contains("coll channels       | 32   | 64"));
+        .stdout(contains("5 difference(s)"))
+        .stdout(contains("P2P chunk size      | 131072 | 524288"))
+        .stdout(contains("ring graph channels | 16     | 32"))
+        .stdout(contains("coll channels       | 32     | 64"));
 }
 
 /// NCCL 2.25+ on the same GPU: MAXCHANNELS 64, so the ring allows 32 channels (all fit: 32 x 40 = 1280 <= 5000)
