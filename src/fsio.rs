@@ -23,6 +23,31 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+/// Every string of a JSON document read from a file made `printable` (control characters and escape sequences
+/// become spaces), but for the values of the keys in `keep` (documents kept verbatim, such as a topology XML whose
+/// hash is checked): a result file's host names, GPU names, versions, notes and reasons are echoed on the terminal
+/// by `--load`, and a terminal must not take an escape sequence from a file. Object keys are left as they are
+/// (readers refuse keys they do not know). Linear in the document.
+pub fn printable_strings(value: &mut serde_json::Value, keep: &[&str]) {
+    use serde_json::Value;
+    match value {
+        Value::String(text) => *text = printable(text),
+        Value::Array(items) => {
+            for item in items {
+                printable_strings(item, keep);
+            }
+        }
+        Value::Object(map) => {
+            for (key, item) in map.iter_mut() {
+                if !keep.contains(&key.as_str()) {
+                    printable_strings(item, keep);
+                }
+            }
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
 /// A user-named input file as text, at most `limits::MAX_INPUT_FILE_BYTES` long; an unreadable, non-regular or
 /// larger file is bad input naming it (and the limit). Every reader of a named file goes through this or
 /// `read_input_bytes`.

@@ -216,6 +216,12 @@ impl VerifyRun {
                 version.map(|v| v.to_string()).unwrap_or_else(|| "missing".into())
             )));
         }
+        // The topology documents stay verbatim (their hash is checked); every other string is echoed by --load.
+        let mut value = value;
+        crate::fsio::printable_strings(
+            &mut value,
+            &["topology_xml", "nccl_topology_xml", "nccl_graph_xml"],
+        );
         let mut run: VerifyRun = serde_json::from_value(value)
             .map_err(|e| Error::bad_input(format!("{source}: bad result file: {e}")))?;
         run.check(source)?;
@@ -227,7 +233,8 @@ impl VerifyRun {
 
     /// The file against its own header and against physics, naming the row: a world of at least one rank, sizes
     /// of 1 B to 1 TiB, times that are positive normal numbers (0, subnormal, negative, inf and NaN are no
-    /// measurement), one row per (backend, pair, size), and a topology that matches its recorded hash.
+    /// measurement), at most `bytes` x world_size wrong elements, one row per (backend, pair, size), and a
+    /// topology that matches its recorded hash.
     /// Linear in the rows (the duplicate check is a hash set).
     fn check(&self, source: &str) -> Result<()> {
         let m = &self.machine;
@@ -279,6 +286,16 @@ impl VerifyRun {
                     "{}: has a negative or non-finite time, or one of 0 or below 2.2e-308: {} µs",
                     label(),
                     crate::limits::short_number(*t)
+                )));
+            }
+            // Each rank checks at most `bytes` elements of its output: more wrong elements than that, over all
+            // ranks, is no count (and would overflow the sums of the report).
+            let most_wrong = row.bytes.saturating_mul(m.world_size as u64);
+            if let Some(wrong) = row.wrong.filter(|w| *w > most_wrong) {
+                return Err(Error::bad_input(format!(
+                    "{}: wrong {wrong} is more elements than its {} ranks hold ({most_wrong} at most)",
+                    label(),
+                    m.world_size
                 )));
             }
             if !seen.insert((row.backend, row.pair, row.tuned, row.bytes)) {

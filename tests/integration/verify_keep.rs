@@ -18,6 +18,17 @@ fn dir(name: &str) -> PathBuf {
 
 /// `planner verify` on the fake backend, NCCL only, Ring/LL pinned plus NCCL's free choice.
 fn fake_verify(out: &Path, sizes: &str, delay_ms: u64, fault: Option<&str>) -> Command {
+    fake_verify_with_timeout(out, sizes, delay_ms, fault, 2)
+}
+
+/// `fake_verify` with its `--timeout` (seconds a child may go without reporting a size).
+fn fake_verify_with_timeout(
+    out: &Path,
+    sizes: &str,
+    delay_ms: u64,
+    fault: Option<&str>,
+    timeout_s: u64,
+) -> Command {
     let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("planner"));
     for (var, _) in std::env::vars_os() {
         if var.to_string_lossy().starts_with("NCCL_") {
@@ -45,9 +56,9 @@ fn fake_verify(out: &Path, sizes: &str, delay_ms: u64, fault: Option<&str>) -> C
             },
             sizes,
             "--timeout",
-            "2",
-            "--out",
         ])
+        .arg(timeout_s.to_string())
+        .arg("--out")
         .arg(out)
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
@@ -200,24 +211,34 @@ fn ctrl_c_after_some_sizes_keeps_them_marks_the_file_and_exits_130() {
 fn a_second_ctrl_c_exits_at_once_with_the_file_valid() {
     let d = dir("sigint2");
     let out = d.join("run.json");
-    // One size every 2 s: the first Ctrl-C would wait for the size in progress.
-    let mut child = fake_verify(&out, "1K..1M", 2000, None).spawn().unwrap();
+    // Deterministic under any load: the NCCL child reports its first size, then hangs (it would be killed only
+    // by the 120 s --timeout), so once that size is in the file the first Ctrl-C can only wait: the size in
+    // progress never finishes. Only the second Ctrl-C can end the run, and it must end it before the timeout.
+    let mut child = fake_verify_with_timeout(&out, "1K..1M", 5, Some("hang:1"), 120)
+        .spawn()
+        .unwrap();
     wait_rows(&out, 1, &mut child);
     signal(&child, libc::SIGINT);
-    std::thread::sleep(Duration::from_millis(100));
+    // The first signal is taken (its message is written) before the second is sent: the handler that reads the
+    // second one is then the one that exits at once.
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(child.try_wait().unwrap().is_none(), "planner ended on the first Ctrl-C");
     signal(&child, libc::SIGINT);
     let start = Instant::now();
-    let (code, err) = wait_exit(&mut child, Duration::from_secs(10));
+    let (code, err) = wait_exit(&mut child, Duration::from_secs(100));
+    // Far below the child's 120 s timeout, the only other way this run could end.
     assert!(
-        start.elapsed() < Duration::from_secs(1),
+        start.elapsed() < Duration::from_secs(60),
         "{:?}",
         start.elapsed()
     );
     assert_eq!(code, Some(130), "{err}");
+    assert!(err.contains("stopping after the current size"), "{err}");
     // The file holds the finished size; it was never closed, so it says nothing of why.
     let file = read(&out).unwrap();
     assert_eq!(file["complete"], false);
-    assert!(ok_rows(&file) >= 1);
+    assert!(file.get("stopped").is_none(), "{}", file["stopped"]);
+    assert_eq!(ok_rows(&file), 1);
     let (code, _, stderr) = load(&out);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stderr.contains("without saying why"), "{stderr}");
