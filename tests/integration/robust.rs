@@ -431,6 +431,10 @@ fn endless_and_huge_input_files_are_refused_at_the_size_limit() {
     let fifo = fifo.to_str().unwrap().to_string();
     let topo = golden("topo.xml");
     let log = golden("nccl-init-rank0.log");
+    let results = format!(
+        "{}/bench/results/verify-h200x2-both-eager.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
     for (file, says) in [
         (huge.as_str(), "64 MiB input file limit"),
         ("/dev/zero", "is a character device, not a regular file"),
@@ -455,6 +459,16 @@ fn endless_and_huge_input_files_are_refused_at_the_size_limit() {
                 "/nonexistent-dir/plan.json",
             ],
             vec!["diff", file, file],
+            // Every other command that reads a named file (issue 28 class 3).
+            vec!["check", file],
+            vec!["check", &results, "--topo", file],
+            vec!["doctor", "--load", file],
+            vec!["explain", "--from-log", file],
+            vec!["expect", "--fit", file],
+            vec!["expect", "--fixture", "hgx-h200-8", "--graph", file],
+            vec!["verify", "--load", &results, "--calibration", file],
+            vec!["calibrate", &results, "--topo", file],
+            vec!["env", "--plan", file, "--tuner-plugin", &results],
         ] {
             refused(&args, &[file, says]);
         }
@@ -1055,6 +1069,10 @@ fn every_writer_refuses_what_is_not_a_regular_file_and_writes_through_links() {
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
     // SAFETY: a valid NUL-terminated path in the test's own directory; mkfifo only creates an entry.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let points = format!(
+        "{}/tests/data/expect-train/points.csv",
+        env!("CARGO_MANIFEST_DIR")
+    );
     let writers: Vec<(&str, Vec<&str>)> = vec![
         (
             "topo.xml",
@@ -1069,6 +1087,17 @@ fn every_writer_refuses_what_is_not_a_regular_file_and_writes_through_links() {
         ("plan.json", vec!["tune", "--from", &results, "-o"]),
         ("cal.json", vec!["calibrate", &results, "-o"]),
         ("diff.svg", vec!["diff", &results, &results, "--plot"]),
+        (
+            "expect.csv",
+            vec!["expect", "--fixture", "hgx-h200-8", "--csv"],
+        ),
+        ("points.csv", vec!["expect", "--fit", &points, "--points-out"]),
+        // The fake backend (PLANNER_FAKE_BACKEND, set by `writer`) for the two commands that measure.
+        ("run.json", fake_verify_args()),
+        (
+            "doctor.json",
+            vec!["doctor", "--repeats", "2", "--timeout", "1", "-o"],
+        ),
     ];
     for (name, args) in &writers {
         let with = |path: &str| {
@@ -1080,7 +1109,7 @@ fn every_writer_refuses_what_is_not_a_regular_file_and_writes_through_links() {
         // A FIFO: refused at once (exit 2, naming it) and left a FIFO.
         let a = with(fifo.to_str().unwrap());
         let a: Vec<&str> = a.iter().map(String::as_str).collect();
-        refused(&a, &[fifo.to_str().unwrap(), "a FIFO, not a regular file"]);
+        refused_fake(&a, &[fifo.to_str().unwrap(), "a FIFO, not a regular file"]);
         use std::os::unix::fs::FileTypeExt;
         assert!(std::fs::symlink_metadata(&fifo)
             .unwrap()
@@ -1090,13 +1119,13 @@ fn every_writer_refuses_what_is_not_a_regular_file_and_writes_through_links() {
         let missing = dir.join("no-such-dir").join(name);
         let a = with(missing.to_str().unwrap());
         let a: Vec<&str> = a.iter().map(String::as_str).collect();
-        refused(&a, &["does not exist"]);
+        refused_fake(&a, &["does not exist"]);
         // A symlink: its target is written, the link stays.
         let target = dir.join("real").join(name);
         let link = dir.join(name);
         std::os::unix::fs::symlink(&target, &link).unwrap();
         let a = with(link.to_str().unwrap());
-        let out = planner().args(&a).output().unwrap();
+        let out = fake_backend(planner()).args(&a).output().unwrap();
         assert!(
             out.status.success(),
             "{}: {}",
@@ -1140,4 +1169,133 @@ fn a_graph_naming_a_net_the_topology_lacks_is_refused() {
         ],
         &["graph-unknown-net.xml:", "<net dev=\"0x7\">: no such NET"],
     );
+}
+
+/// verify on the fake backend (PLANNER_FAKE_BACKEND=1, as `fake_backend` sets), up to its `--out`.
+fn fake_verify_args() -> Vec<&'static str> {
+    vec![
+        "verify",
+        "--fixture",
+        "h200x2-nvswitch-vm",
+        "--backend",
+        "nccl",
+        "--pair",
+        "Ring/LL",
+        "--sweep",
+        "1K..4K",
+        "--out",
+    ]
+}
+
+/// `cmd` with the fake backend of verify and doctor (no GPU), 1 ms per step, and no NCCL_* of the caller.
+fn fake_backend(mut cmd: assert_cmd::Command) -> assert_cmd::Command {
+    for (var, _) in std::env::vars_os() {
+        if var.to_string_lossy().starts_with("NCCL_") {
+            cmd.env_remove(var);
+        }
+    }
+    cmd.env("PLANNER_FAKE_BACKEND", "1")
+        .env("PLANNER_FAKE_DELAY_MS", "1")
+        .env_remove("PLANNER_FAKE_FAULT")
+        .env_remove("PLANNER_FAKE_DOCTOR");
+    cmd
+}
+
+/// `refused` with the fake backend set (it changes nothing for the commands that do not measure).
+fn refused_fake(args: &[&str], needles: &[&str]) {
+    let start = Instant::now();
+    let out = fake_backend(planner()).args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: not one line: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: '{n}' missing from: {err}");
+    }
+    assert!(start.elapsed() < Duration::from_secs(20), "{args:?}");
+}
+
+#[test]
+fn a_write_that_fails_at_write_time_exits_1_from_every_writer() {
+    // Issue 28 class 6: a disk that fails while the file is written is a runtime failure (1) on every command,
+    // where a missing directory is bad input (2). The failure is made without a full disk or /dev/full: the
+    // child's file size limit is 0 (RLIMIT_FSIZE) with SIGXFSZ ignored, so its first write fails with EFBIG, on
+    // a directory of this test's own. Nothing is left behind: no output, no temporary file.
+    let results = format!(
+        "{}/bench/results/verify-h200x2-both-eager.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let points = format!(
+        "{}/tests/data/expect-train/points.csv",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let dir = scratch("fsize-marker", b"").with_file_name("fsize");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let out_dir = dir.to_str().unwrap();
+    let at = |name: &str| format!("{out_dir}/{name}");
+    let mut writers: Vec<Vec<String>> = vec![
+        vec!["topo", "--fixture", "hgx-h200-8", "--xml", "-o", &at("t.xml")],
+        vec!["explain", "--fixture", "hgx-h200-8", "--plot", &at("p.svg")],
+        vec!["verify", "--load", &results, "--csv", &at("r.csv")],
+        vec!["verify", "--load", &results, "--plot", &at("r.svg")],
+        vec!["tune", "--from", &results, "-o", &at("plan.json")],
+        vec!["calibrate", &results, "-o", &at("cal.json")],
+        vec!["calibrate", &results, "--plot", &at("cal.svg")],
+        vec!["diff", &results, &results, "--plot", &at("d.svg")],
+        vec!["expect", "--fixture", "hgx-h200-8", "--csv", &at("e.csv")],
+        vec!["expect", "--fit", &points, "--points-out", &at("pts.csv")],
+        vec!["expect", "--fit", &points, "--write", out_dir],
+        vec!["doctor", "--repeats", "2", "--timeout", "1", "-o", &at("doc.json")],
+    ]
+    .into_iter()
+    .map(|a| a.into_iter().map(String::from).collect())
+    .collect();
+    let mut verify: Vec<String> = fake_verify_args().into_iter().map(String::from).collect();
+    verify.push(at("run.json"));
+    writers.push(verify);
+    for args in &writers {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin!("planner"));
+        for (var, _) in std::env::vars_os() {
+            if var.to_string_lossy().starts_with("NCCL_") {
+                cmd.env_remove(var);
+            }
+        }
+        for var in planner::nccl_env::VARIABLES {
+            cmd.env_remove(var);
+        }
+        cmd.env("PLANNER_FAKE_BACKEND", "1")
+            .env("PLANNER_FAKE_DELAY_MS", "1")
+            .env_remove("PLANNER_FAKE_FAULT")
+            .env_remove("PLANNER_FAKE_DOCTOR")
+            .args(args);
+        // SAFETY: between fork and exec only async-signal-safe calls (setrlimit, signal) on the child's own state.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            cmd.pre_exec(|| {
+                let none = libc::rlimit {
+                    rlim_cur: 0,
+                    rlim_max: libc::RLIM_INFINITY,
+                };
+                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                if libc::setrlimit(libc::RLIMIT_FSIZE, &none) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let out = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        let last = err.lines().last().unwrap_or_default();
+        assert!(
+            last.contains(out_dir) && last.contains("cannot write: File too large"),
+            "{args:?}: {err}"
+        );
+        let left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(left.is_empty(), "{args:?} left {left:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -106,6 +106,32 @@ fn wait_rows(path: &Path, n: usize, child: &mut Child) -> Value {
     }
 }
 
+/// Wait until every thread of `child` is asleep (state S in /proc) at 5 looks in a row, 20 ms apart.
+fn wait_asleep(child: &Child) {
+    let tasks = format!("/proc/{}/task", child.id());
+    let all_asleep = || {
+        let Ok(entries) = std::fs::read_dir(&tasks) else {
+            return false;
+        };
+        entries.flatten().all(|task| {
+            let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+            // pid (comm) STATE ...: the command name may hold spaces or parentheses, the state follows the last ')'.
+            stat.rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('S'))
+        })
+    };
+    let start = Instant::now();
+    let mut in_a_row = 0;
+    while in_a_row < 5 {
+        in_a_row = if all_asleep() { in_a_row + 1 } else { 0 };
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "planner never slept"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn signal(child: &Child, sig: i32) {
     // SAFETY: kill(2) on our own child's pid; no memory is involved.
     let rc = unsafe { libc::kill(child.id() as i32, sig) };
@@ -218,11 +244,21 @@ fn a_second_ctrl_c_exits_at_once_with_the_file_valid() {
         .spawn()
         .unwrap();
     wait_rows(&out, 1, &mut child);
+    // The row is in the file before planner asks whether to stop after that size: a signal in between stops the
+    // run there, correctly. So the first Ctrl-C waits until every thread of planner sleeps (waiting on the hung
+    // child), which it does only past that question.
+    wait_asleep(&child);
     signal(&child, libc::SIGINT);
     // The first signal is taken (its message is written) before the second is sent: the handler that reads the
     // second one is then the one that exits at once.
     std::thread::sleep(Duration::from_millis(200));
-    assert!(child.try_wait().unwrap().is_none(), "planner ended on the first Ctrl-C");
+    if let Some(status) = child.try_wait().unwrap() {
+        let (_, err) = wait_exit(&mut child, Duration::from_secs(1));
+        panic!(
+            "planner ended on the first Ctrl-C ({status}): {err}; file: {:?}",
+            read(&out)
+        );
+    }
     signal(&child, libc::SIGINT);
     let start = Instant::now();
     let (code, err) = wait_exit(&mut child, Duration::from_secs(100));
