@@ -231,7 +231,8 @@ impl VerifyRun {
         Ok(run)
     }
 
-    /// The file against its own header and against physics, naming the row: a world of at least one rank, sizes
+    /// The file against its own header and against physics, naming the row: a world of at least one rank, no more
+    /// nodes than ranks and no more ranks than the topology's GPUs x nodes, sizes
     /// of 1 B to 1 TiB, times that are positive normal numbers (0, subnormal, negative, inf and NaN are no
     /// measurement), at most `bytes` x world_size wrong elements, one row per (backend, pair, size), and a
     /// topology that matches its recorded hash.
@@ -249,6 +250,27 @@ impl VerifyRun {
                 m.world_size,
                 m.gpus.len()
             )));
+        }
+        // Every node holds a rank, and a node holds no more ranks than its topology has GPUs (a run may use fewer).
+        let nodes = m.nodes.max(1);
+        if nodes > m.world_size {
+            return Err(Error::bad_input(format!(
+                "{source}: machine.nodes {} but world_size {}: every node holds at least one rank",
+                m.nodes, m.world_size
+            )));
+        }
+        if let Some(root) = m
+            .topology_xml
+            .as_deref()
+            .and_then(|x| crate::xml::parse(x, source).ok())
+        {
+            let gpus = count_named(&root, "gpu");
+            if gpus > 0 && m.world_size > gpus.saturating_mul(nodes) {
+                return Err(Error::bad_input(format!(
+                    "{source}: machine.world_size {} but topology_xml holds {gpus} GPU(s) per node x {nodes} node(s)",
+                    m.world_size
+                )));
+            }
         }
         if !m.topology_hash.is_empty() {
             let dumps = [m.topology_xml.as_ref(), m.nccl_topology_xml.as_ref()];
@@ -321,6 +343,14 @@ impl VerifyRun {
 }
 
 /// Files written before `complete` existed ran to their end.
+/// Elements named `name` in the tree under `node` (the XML reader bounds its depth and size).
+fn count_named(node: &crate::xml::XmlNode, name: &str) -> usize {
+    node.children
+        .iter()
+        .map(|c| usize::from(c.name == name) + count_named(c, name))
+        .sum()
+}
+
 fn complete_by_default() -> bool {
     true
 }

@@ -259,7 +259,7 @@ impl Calibration {
         for p in &cal.pairs {
             check_params(&p.params).map_err(|why| {
                 Error::bad_input(format!(
-                    "{source}: {} {}/{}: {why}",
+                    "{source}: {} {}/{}: parameters out of range: {why}",
                     p.coll.nccl_name(),
                     p.algo.name(),
                     p.proto.nccl_name()
@@ -301,8 +301,10 @@ fn check_params(q: &PairParams) -> std::result::Result<(), String> {
     for (name, value, lo, hi) in fields {
         if !(lo..=hi).contains(&value) {
             return Err(format!(
-                "{name} {} is outside {lo:e}..{hi:e}",
-                crate::limits::short_number(value)
+                "{name} {} is outside {}..{}",
+                crate::limits::short_number(value),
+                crate::limits::short_number(lo),
+                crate::limits::short_number(hi)
             ));
         }
     }

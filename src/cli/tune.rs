@@ -67,7 +67,10 @@ pub fn run(args: TuneArgs) -> Result<()> {
     let (input, every_size) = match (&args.from, &args.calibration) {
         (Some(path), _) => {
             // Not silently ignored: only a calibration takes the topology for the stock model.
-            source.refuse_with("--from", "a result file's plan uses its own rows, not a topology")?;
+            source.refuse_with(
+                "--from",
+                "a result file's plan uses its own rows, not a topology",
+            )?;
             (TuneInput::Verify(path.clone()), true)
         }
         (None, Some(path)) => (TuneInput::Calibration(path.clone()), false),

@@ -813,7 +813,10 @@ pub fn run_fit(
                 .collect()
         })
         .unwrap_or_default();
-    for path in points_out.into_iter().chain(param_paths.iter().map(String::as_str)) {
+    for path in points_out
+        .into_iter()
+        .chain(param_paths.iter().map(String::as_str))
+    {
         crate::fsio::check_output_path(path)?;
     }
     let paths: Vec<&str> = points.split(',').collect();

@@ -260,10 +260,13 @@ fn a_result_file_with_a_huge_node_count_does_not_allocate() {
     run_file["machine"]["nodes"] = serde_json::json!(u64::MAX);
     let f = scratch("huge-nodes.json", run_file.to_string().as_bytes());
     let (code, err, took) = run(&["verify", "--load", f.to_str().unwrap()]);
-    // The current model cannot be built for it (said on stderr, naming the limit); the recorded predictions are
-    // shown instead, as for any file the model cannot re-create.
-    assert!(code == 0 || code == 2, "exit {code}: {err}");
-    assert!(err.contains("65536"), "{err}");
+    // Refused on load (issue 28: more nodes than ranks contradicts the file's own header), before anything is sized
+    // by the node count.
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("machine.nodes 18446744073709551615 but world_size 2"),
+        "{err}"
+    );
     assert!(took < Duration::from_secs(20), "{took:?}");
 }
 
@@ -1091,7 +1094,10 @@ fn every_writer_refuses_what_is_not_a_regular_file_and_writes_through_links() {
             "expect.csv",
             vec!["expect", "--fixture", "hgx-h200-8", "--csv"],
         ),
-        ("points.csv", vec!["expect", "--fit", &points, "--points-out"]),
+        (
+            "points.csv",
+            vec!["expect", "--fit", &points, "--points-out"],
+        ),
         // The fake backend (PLANNER_FAKE_BACKEND, set by `writer`) for the two commands that measure.
         ("run.json", fake_verify_args()),
         (
@@ -1234,7 +1240,14 @@ fn a_write_that_fails_at_write_time_exits_1_from_every_writer() {
     let out_dir = dir.to_str().unwrap();
     let at = |name: &str| format!("{out_dir}/{name}");
     let mut writers: Vec<Vec<String>> = vec![
-        vec!["topo", "--fixture", "hgx-h200-8", "--xml", "-o", &at("t.xml")],
+        vec![
+            "topo",
+            "--fixture",
+            "hgx-h200-8",
+            "--xml",
+            "-o",
+            &at("t.xml"),
+        ],
         vec!["explain", "--fixture", "hgx-h200-8", "--plot", &at("p.svg")],
         vec!["verify", "--load", &results, "--csv", &at("r.csv")],
         vec!["verify", "--load", &results, "--plot", &at("r.svg")],
@@ -1245,7 +1258,15 @@ fn a_write_that_fails_at_write_time_exits_1_from_every_writer() {
         vec!["expect", "--fixture", "hgx-h200-8", "--csv", &at("e.csv")],
         vec!["expect", "--fit", &points, "--points-out", &at("pts.csv")],
         vec!["expect", "--fit", &points, "--write", out_dir],
-        vec!["doctor", "--repeats", "2", "--timeout", "1", "-o", &at("doc.json")],
+        vec![
+            "doctor",
+            "--repeats",
+            "2",
+            "--timeout",
+            "1",
+            "-o",
+            &at("doc.json"),
+        ],
     ]
     .into_iter()
     .map(|a| a.into_iter().map(String::from).collect())
@@ -1298,4 +1319,190 @@ fn a_write_that_fails_at_write_time_exits_1_from_every_writer() {
         assert!(left.is_empty(), "{args:?} left {left:?}");
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A committed fuzz seed (issue 28's are named `issue28-*`), without the option byte of the measurement targets.
+fn corpus(path: &str) -> String {
+    let full = format!("{}/fuzz/corpus/{path}", env!("CARGO_MANIFEST_DIR"));
+    if path.starts_with("nccl_tests/") || path.starts_with("inspector/") {
+        let bytes = std::fs::read(&full).unwrap();
+        let name = path.replace('/', "-");
+        return scratch(&name, &bytes[1..]).to_str().unwrap().to_string();
+    }
+    full
+}
+
+#[test]
+fn files_that_parse_but_contradict_themselves_or_physics_are_refused_naming_the_field() {
+    // Issue 28 class 5 (and 4): each was exit 0 (or printed inf/NaN, or wrapped) before.
+    for (args, says) in [
+        (
+            vec![
+                "verify",
+                "--load",
+                "verify_result/issue28-nodes-above-world.json",
+            ],
+            "machine.nodes 3 but world_size 2: every node holds at least one rank",
+        ),
+        (
+            vec![
+                "verify",
+                "--load",
+                "verify_result/issue28-world-above-topology.json",
+            ],
+            "machine.world_size 8 but topology_xml holds 2 GPU(s) per node x 1 node(s)",
+        ),
+        (
+            vec![
+                "verify",
+                "--load",
+                "verify_result/issue28-wrong-overflow.json",
+            ],
+            "wrong 9223372036854775808 is more elements than its 2 ranks hold",
+        ),
+        (
+            vec!["tune", "--show", "tuner_plan/issue28-duplicate-key.json"],
+            "duplicate key \"algorithm\"",
+        ),
+        (
+            vec!["tune", "--show", "tuner_plan/issue28-nvls-ll.json"],
+            "NCCL never runs AllReduce NVLS/LL",
+        ),
+        (
+            vec![
+                "calibrate",
+                "nccl_tests/issue28-J-nthreads-ngpus-overflow.json",
+            ],
+            "nthreads 4294967296 x ngpus 4294967296 x 1 devices is more than planner's limit",
+        ),
+        (
+            vec![
+                "calibrate",
+                "inspector/issue28-allgather-bytes-x-ranks-overflow.jsonl",
+            ],
+            "coll_msg_size_bytes 4611686018427387904 x n_ranks 8 overflows a byte count",
+        ),
+    ] {
+        let args: Vec<String> = args
+            .iter()
+            .map(|a| {
+                if a.contains('/') {
+                    corpus(a)
+                } else {
+                    a.to_string()
+                }
+            })
+            .collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        refused(&args, &[says]);
+    }
+    for (flag, file, says) in [
+        (
+            "--calibration",
+            "calibration/issue28-absurd-bandwidth.json",
+            "AllReduce Tree/LL: parameters out of range: bandwidth_gbs 1e-300 is outside 0.000001..10000000",
+        ),
+        (
+            "--calibration",
+            "calibration/issue28-absurd-ramp-exponent.json",
+            "parameters out of range: ramp_exponent 1e300 is outside 0..16",
+        ),
+        (
+            "--tuning-table",
+            "tuning_table/issue28-absurd-latency.json",
+            "'base_latencies.Tree[0]' = 1e300 is outside 1e-6..1e15",
+        ),
+    ] {
+        let path = corpus(file);
+        refused(&["explain", "--fixture", "h200x2-nvswitch-vm", flag, &path], &[&path, says]);
+    }
+    // A 0-byte row is left out with a note; the pair is still fitted (it was dropped: "too few to fit").
+    let out = planner()
+        .args(["calibrate", &corpus("nccl_tests/issue28-zero-byte-row.txt")])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("fitted 1 pair(s)"), "{err}");
+    assert!(
+        err.contains("1 row(s) of 0 bytes or with a time that is not above 0 left out"),
+        "{err}"
+    );
+    // A row whose result was wrong is never the measured best, however fast.
+    let out = planner()
+        .args([
+            "verify",
+            "--json",
+            "--load",
+            &corpus("verify_result/issue28-wrong-row-fastest.json"),
+        ])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let scored: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = scored["rows"].as_array().unwrap();
+    let wrong: Vec<&serde_json::Value> = rows.iter().filter(|r| r["wrong"] == 5).collect();
+    assert_eq!(wrong.len(), 1);
+    assert_eq!(wrong[0]["measured_best"], false, "{}", wrong[0]);
+}
+
+#[test]
+fn nothing_a_file_says_reaches_the_terminal_as_a_control_character() {
+    // Issue 28 class 7: escape sequences and newlines from result files, plans and nccl-tests output were echoed
+    // raw (a newline in a plan's source_file forged a line of `tune --show`).
+    let check_file = {
+        let text = std::fs::read_to_string(format!(
+            "{}/tests/data/check/h200-2node-sockets-e09.txt",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        let text = text.replacen(
+            "NCCL version 2.27.3+cuda12.9",
+            "NCCL version 2.27.3+cuda12.9\u{1b}[31m\u{1b}]0;pwn\u{7}",
+            1,
+        );
+        scratch("check-escapes.txt", text.as_bytes())
+    };
+    for args in [
+        vec![
+            "verify".to_string(),
+            "--load".into(),
+            corpus("verify_result/issue28-escapes.json"),
+        ],
+        vec![
+            "tune".into(),
+            "--show".into(),
+            corpus("tuner_plan/issue28-newline-in-source-file.json"),
+        ],
+        vec![
+            "check".into(),
+            check_file.to_str().unwrap().into(),
+            "--coll".into(),
+            "all-reduce".into(),
+            "--fixture".into(),
+            "hgx-h200-8".into(),
+            "--nodes".into(),
+            "2".into(),
+        ],
+    ] {
+        let out = planner().args(&args).output().unwrap();
+        assert!(
+            out.status.code().is_some_and(|c| c <= 1),
+            "{args:?}: {out:?}"
+        );
+        for (what, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+            let text = String::from_utf8_lossy(bytes);
+            assert!(
+                !text.contains('\u{1b}') && !text.contains('\u{7}') && !text.contains('\r'),
+                "{args:?} {what}: {text}"
+            );
+            assert!(
+                !text
+                    .lines()
+                    .any(|l| l.starts_with("[0] NCCL INFO forged")
+                        || l.starts_with("planner: forged")),
+                "{args:?} {what}: {text}"
+            );
+        }
+    }
 }
