@@ -23,6 +23,64 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+/// A text file's content with what a terminal would act on made a space: every control character but the tab and
+/// the line ends (`\n`, and `\r` right before it), and the invisible reordering characters (`printable`). Lines stay
+/// lines, so line numbers and parsing are unchanged; a file without such characters is returned as it is (no copy).
+/// For the readers that quote lines of an input (nccl-tests output, logs) back on the terminal.
+pub fn printable_lines(text: &str) -> std::borrow::Cow<'_, str> {
+    let bad = |c: char, next: Option<char>| {
+        let invisible = matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+        invisible
+            || (c.is_control() && c != '\n' && c != '\t' && !(c == '\r' && next == Some('\n')))
+    };
+    let mut chars = text.chars().peekable();
+    let mut clean = true;
+    while let Some(c) = chars.next() {
+        if bad(c, chars.peek().copied()) {
+            clean = false;
+            break;
+        }
+    }
+    if clean {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        out.push(if bad(c, chars.peek().copied()) {
+            ' '
+        } else {
+            c
+        });
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Every string of a JSON document read from a file made `printable` (control characters and escape sequences
+/// become spaces), but for the values of the keys in `keep` (documents kept verbatim, such as a topology XML whose
+/// hash is checked): a result file's host names, GPU names, versions, notes and reasons are echoed on the terminal
+/// by `--load`, and a terminal must not take an escape sequence from a file. Object keys are left as they are
+/// (readers refuse keys they do not know). Linear in the document.
+pub fn printable_strings(value: &mut serde_json::Value, keep: &[&str]) {
+    use serde_json::Value;
+    match value {
+        Value::String(text) => *text = printable(text),
+        Value::Array(items) => {
+            for item in items {
+                printable_strings(item, keep);
+            }
+        }
+        Value::Object(map) => {
+            for (key, item) in map.iter_mut() {
+                if !keep.contains(&key.as_str()) {
+                    printable_strings(item, keep);
+                }
+            }
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
 /// A user-named input file as text, at most `limits::MAX_INPUT_FILE_BYTES` long; an unreadable, non-regular or
 /// larger file is bad input naming it (and the limit). Every reader of a named file goes through this or
 /// `read_input_bytes`.

@@ -216,6 +216,12 @@ impl VerifyRun {
                 version.map(|v| v.to_string()).unwrap_or_else(|| "missing".into())
             )));
         }
+        // The topology documents stay verbatim (their hash is checked); every other string is echoed by --load.
+        let mut value = value;
+        crate::fsio::printable_strings(
+            &mut value,
+            &["topology_xml", "nccl_topology_xml", "nccl_graph_xml"],
+        );
         let mut run: VerifyRun = serde_json::from_value(value)
             .map_err(|e| Error::bad_input(format!("{source}: bad result file: {e}")))?;
         run.check(source)?;
@@ -225,9 +231,11 @@ impl VerifyRun {
         Ok(run)
     }
 
-    /// The file against its own header and against physics, naming the row: a world of at least one rank, sizes
+    /// The file against its own header and against physics, naming the row: a world of at least one rank, no more
+    /// nodes than ranks and no more ranks than the topology's GPUs x nodes, sizes
     /// of 1 B to 1 TiB, times that are positive normal numbers (0, subnormal, negative, inf and NaN are no
-    /// measurement), one row per (backend, pair, size), and a topology that matches its recorded hash.
+    /// measurement), at most `bytes` x world_size wrong elements, one row per (backend, pair, size), and a
+    /// topology that matches its recorded hash.
     /// Linear in the rows (the duplicate check is a hash set).
     fn check(&self, source: &str) -> Result<()> {
         let m = &self.machine;
@@ -242,6 +250,27 @@ impl VerifyRun {
                 m.world_size,
                 m.gpus.len()
             )));
+        }
+        // Every node holds a rank, and a node holds no more ranks than its topology has GPUs (a run may use fewer).
+        let nodes = m.nodes.max(1);
+        if nodes > m.world_size {
+            return Err(Error::bad_input(format!(
+                "{source}: machine.nodes {} but world_size {}: every node holds at least one rank",
+                m.nodes, m.world_size
+            )));
+        }
+        if let Some(root) = m
+            .topology_xml
+            .as_deref()
+            .and_then(|x| crate::xml::parse(x, source).ok())
+        {
+            let gpus = count_named(&root, "gpu");
+            if gpus > 0 && m.world_size > gpus.saturating_mul(nodes) {
+                return Err(Error::bad_input(format!(
+                    "{source}: machine.world_size {} but topology_xml holds {gpus} GPU(s) per node x {nodes} node(s)",
+                    m.world_size
+                )));
+            }
         }
         if !m.topology_hash.is_empty() {
             let dumps = [m.topology_xml.as_ref(), m.nccl_topology_xml.as_ref()];
@@ -281,6 +310,16 @@ impl VerifyRun {
                     crate::limits::short_number(*t)
                 )));
             }
+            // Each rank checks at most `bytes` elements of its output: more wrong elements than that, over all
+            // ranks, is no count (and would overflow the sums of the report).
+            let most_wrong = row.bytes.saturating_mul(m.world_size as u64);
+            if let Some(wrong) = row.wrong.filter(|w| *w > most_wrong) {
+                return Err(Error::bad_input(format!(
+                    "{}: wrong {wrong} is more elements than its {} ranks hold ({most_wrong} at most)",
+                    label(),
+                    m.world_size
+                )));
+            }
             if !seen.insert((row.backend, row.pair, row.tuned, row.bytes)) {
                 return Err(Error::bad_input(format!(
                     "{}: a second row for the same backend, pair and size",
@@ -304,6 +343,14 @@ impl VerifyRun {
 }
 
 /// Files written before `complete` existed ran to their end.
+/// Elements named `name` in the tree under `node` (the XML reader bounds its depth and size).
+fn count_named(node: &crate::xml::XmlNode, name: &str) -> usize {
+    node.children
+        .iter()
+        .map(|c| usize::from(c.name == name) + count_named(c, name))
+        .sum()
+}
+
 fn complete_by_default() -> bool {
     true
 }

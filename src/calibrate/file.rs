@@ -251,36 +251,20 @@ impl Calibration {
                     .unwrap_or_else(|| "missing".into())
             )));
         }
+        // Every string is echoed by --load / the reports: no control character or escape sequence reaches a terminal.
+        let mut value = value;
+        crate::fsio::printable_strings(&mut value, &[]);
         let mut cal: Calibration = serde_json::from_value(value)
             .map_err(|e| Error::bad_input(format!("{source}: bad calibration file: {e}")))?;
         for p in &cal.pairs {
-            let q = &p.params;
-            let ok = q.latency_us.is_finite()
-                && q.latency_us >= 0.0
-                && q.bandwidth_gbs.is_finite()
-                && q.bandwidth_gbs > 0.0
-                && q.ramp_bytes.is_finite()
-                && q.ramp_bytes >= 0.0
-                && q.ramp_exponent.is_finite()
-                && q.overlap.is_finite()
-                && q.overlap >= 1.0
-                && q.ramp2_bytes.is_finite()
-                && q.ramp2_bytes >= 0.0
-                && q.ramp2_exponent.is_finite()
-                && q.cache_bytes.is_finite()
-                && q.cache_bytes >= 0.0
-                && q.cache_speedup.is_finite()
-                && q.cache_speedup > 0.0
-                && q.cache_width_octaves.is_finite()
-                && q.cache_width_octaves > 0.0;
-            if !ok {
-                return Err(Error::bad_input(format!(
-                    "{source}: {} {}/{}: parameters out of range ({q:?})",
+            check_params(&p.params).map_err(|why| {
+                Error::bad_input(format!(
+                    "{source}: {} {}/{}: parameters out of range: {why}",
                     p.coll.nccl_name(),
                     p.algo.name(),
                     p.proto.nccl_name()
-                )));
-            }
+                ))
+            })?;
         }
         cal.source = source.to_string();
         Ok(cal)
@@ -294,6 +278,48 @@ impl Calibration {
     pub fn save(&self, path: &str) -> Result<()> {
         crate::fsio::write_output(path, (self.to_json()? + "\n").as_bytes())
     }
+}
+
+/// Each parameter of a fitted pair against physics, naming the field: finite, and inside a range wide enough for
+/// any machine (a latency up to 1,000 s, a bandwidth of 1 kB/s to 10 PB/s, ramp and cache sizes up to 10^15 B,
+/// exponents up to 16, an overlap of 1 to 64, a cache factor of 1/1000 to 1000, a step 1/1000 to 64 octaves
+/// wide). Inside these ranges the time of every size from 1 B to 1 TiB is a finite positive number, which is
+/// checked at each power of two as well: a file with finite but absurd values would otherwise print inf or NaN.
+fn check_params(q: &PairParams) -> std::result::Result<(), String> {
+    let fields = [
+        ("latency_us", q.latency_us, 0.0, 1e9),
+        ("bandwidth_gbs", q.bandwidth_gbs, 1e-6, 1e7),
+        ("ramp_bytes", q.ramp_bytes, 0.0, 1e15),
+        ("ramp_exponent", q.ramp_exponent, 0.0, 16.0),
+        ("overlap", q.overlap, 1.0, 64.0),
+        ("ramp2_bytes", q.ramp2_bytes, 0.0, 1e15),
+        ("ramp2_exponent", q.ramp2_exponent, 0.0, 16.0),
+        ("cache_bytes", q.cache_bytes, 0.0, 1e15),
+        ("cache_speedup", q.cache_speedup, 1e-3, 1e3),
+        ("cache_width_octaves", q.cache_width_octaves, 1e-3, 64.0),
+    ];
+    for (name, value, lo, hi) in fields {
+        if !(lo..=hi).contains(&value) {
+            return Err(format!(
+                "{name} {} is outside {}..{}",
+                crate::limits::short_number(value),
+                crate::limits::short_number(lo),
+                crate::limits::short_number(hi)
+            ));
+        }
+    }
+    for shift in 0..=40 {
+        let bytes = (1u64 << shift) as f64;
+        let t = q.time_us(bytes);
+        if !(t.is_finite() && t > 0.0) {
+            return Err(format!(
+                "the parameters give {} µs at {} B (a time is finite and above 0)",
+                crate::limits::short_number(t),
+                1u64 << shift
+            ));
+        }
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------

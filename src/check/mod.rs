@@ -330,7 +330,9 @@ pub fn read_input(path: &str, options: &ReadOptions) -> Result<ReadInput> {
 /// `read_input` on text already read; `source` names it. A file of NCCL log lines alone (no nccl-tests output, no
 /// JSON) is evidence without measurements (a job's log beside its nccl-tests output).
 pub fn read_input_text(text: &str, source: &str, options: &ReadOptions) -> Result<ReadInput> {
-    let text = strip_rank_labels(text);
+    // Lines of the file are quoted back (versions, settings, evidence): nothing in them may drive the terminal.
+    let text = crate::fsio::printable_lines(text);
+    let text = strip_rank_labels(&text);
     let trimmed = text.trim_start();
     let mut evidence = if trimmed.starts_with('{') {
         LogEvidence::default()

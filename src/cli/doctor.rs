@@ -47,6 +47,9 @@ pub struct DoctorArgs {
 
 struct Stderr {
     out: Option<String>,
+    /// The first failure to write the result file: the run goes on (its report is still printed), then exits
+    /// with it (fsio's code: 1 for a failing disk).
+    save_error: std::cell::RefCell<Option<Error>>,
 }
 
 impl DoctorProgress for Stderr {
@@ -56,7 +59,11 @@ impl DoctorProgress for Stderr {
     fn saved(&self, run: &DoctorRun) {
         if let Some(path) = &self.out {
             if let Err(e) = run.save(path) {
-                eprintln!("doctor: cannot write {path}: {e}");
+                let mut first = self.save_error.borrow_mut();
+                if first.is_none() {
+                    eprintln!("doctor: cannot write the result file (the run goes on): {e}");
+                    *first = Some(e);
+                }
             }
         }
     }
@@ -137,8 +144,8 @@ fn gpus_per_node() -> usize {
 
 pub fn run(args: DoctorArgs) -> Result<()> {
     let rates = Rates::built_in()?;
-    let (run, hung, report_here) = match &args.load {
-        Some(path) => (DoctorRun::load(path)?, false, true),
+    let (run, hung, report_here, save_error) = match &args.load {
+        Some(path) => (DoctorRun::load(path)?, false, true, None),
         None => {
             let mut request = request_of(&args)?;
             let fake = crate::measure::FakeBackend::from_env()?;
@@ -162,9 +169,14 @@ pub fn run(args: DoctorArgs) -> Result<()> {
             if let Some(l) = &launcher {
                 request.no_links = l.local_rank.unwrap_or(l.rank) != 0;
             }
+            // A result file that cannot be written is refused before the run (a missing directory: 2).
+            if let Some(path) = args.out.as_ref().filter(|_| report_here) {
+                crate::fsio::check_output_path(path)?;
+            }
             crate::measure::install_stop_handler();
             let progress = Stderr {
                 out: args.out.clone().filter(|_| report_here),
+                save_error: std::cell::RefCell::new(None),
             };
             // The expected model of this machine, for the NCCL sweep (live only: the fake machine has no fixture).
             let expected = if fake.is_none() && !request.no_nccl {
@@ -186,10 +198,13 @@ pub fn run(args: DoctorArgs) -> Result<()> {
             let expectation = expected.as_ref().map(|e| e as &dyn NcclExpectation);
             let (run, hung) =
                 run_doctor(backend.as_ref(), &request, &rates, expectation, &progress)?;
-            if let Some(path) = args.out.as_ref().filter(|_| report_here) {
-                eprintln!("doctor: result file {path}");
+            let save_error = progress.save_error.take();
+            if save_error.is_none() {
+                if let Some(path) = args.out.as_ref().filter(|_| report_here) {
+                    eprintln!("doctor: result file {path}");
+                }
             }
-            (run, hung, report_here)
+            (run, hung, report_here, save_error)
         }
     };
     let code = run.verdict.as_ref().map(|v| v.exit_code()).unwrap_or(0);
@@ -202,6 +217,15 @@ pub fn run(args: DoctorArgs) -> Result<()> {
         let mut stdout = std::io::stdout();
         let _ = writeln!(stdout, "{}", text.trim_end());
         let _ = stdout.flush();
+    }
+    if let Some(e) = save_error {
+        if hung {
+            eprintln!("planner: error: {e}");
+            let _ = std::io::stderr().flush();
+            // SAFETY: as below: _exit skips the CUDA driver's teardown, which would wait on the hung copy forever.
+            unsafe { libc::_exit(e.exit_code()) };
+        }
+        return Err(e);
     }
     if hung {
         let _ = std::io::stderr().flush();

@@ -46,7 +46,8 @@ pub fn run(args: &EnvArgs) -> Result<()> {
     };
     let plugin = std::path::absolute(&plugin).unwrap_or(plugin);
     let plan = std::path::absolute(plan_arg).unwrap_or_else(|_| PathBuf::from(plan_arg));
-    if plan.is_file() {
+    // Anything there is read through fsio, which refuses what is not a regular file (a FIFO would block).
+    if plan.exists() {
         let text = crate::units::read_input_file(plan_arg)?;
         nccl_tuner_planner::plan::Plan::from_json(&text).map_err(|e| {
             Error::bad_input(format!("--plan {}: not a valid tuner plan: {e}", plan_arg))

@@ -108,8 +108,7 @@ pub fn run(args: ExpectArgs) -> Result<()> {
         ));
     }
     if let Some(path) = &args.csv {
-        std::fs::write(path, out::csv(&table))
-            .map_err(|e| Error::runtime(format!("{path}: cannot write: {e}")))?;
+        crate::fsio::write_output(path, out::csv(&table).as_bytes())?;
     }
     if args.json {
         println!("{}", crate::report::json::render(&table, "rows")?);

@@ -92,7 +92,14 @@ pub fn run(args: TuneArgs) -> Result<()> {
         return run_expected(&args);
     }
     let (input, every_size) = match (&args.from, &args.calibration) {
-        (Some(path), _) => (TuneInput::Verify(path.clone()), true),
+        (Some(path), _) => {
+            // Not silently ignored: only a calibration takes the topology for the stock model.
+            source.refuse_with(
+                "--from",
+                "a result file's plan uses its own rows, not a topology",
+            )?;
+            (TuneInput::Verify(path.clone()), true)
+        }
         (None, Some(path)) => (TuneInput::Calibration(path.clone()), false),
         (None, None) => return Err(Error::bad_input("give --from, --calibration or --show")),
     };

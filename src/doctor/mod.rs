@@ -332,6 +332,9 @@ impl DoctorRun {
                     .unwrap_or_else(|| "missing".into())
             )));
         }
+        // Every string is echoed by --load / the reports: no control character or escape sequence reaches a terminal.
+        let mut value = value;
+        crate::fsio::printable_strings(&mut value, &[]);
         let mut run: DoctorRun = serde_json::from_value(value)
             .map_err(|e| Error::bad_input(format!("{source}: bad doctor result file: {e}")))?;
         run.check(source)?;

@@ -875,6 +875,22 @@ pub fn run_fit(
     write: Option<&str>,
     points_out: Option<&str>,
 ) -> Result<FitReport> {
+    // Outputs are checked before the fit, so a bad path is refused at once, not after it (fsio: 2 for a wrong
+    // path, 1 for a disk that fails).
+    let param_paths: Vec<String> = write
+        .map(|dir| {
+            super::params::BUILTIN
+                .iter()
+                .map(|(name, _)| format!("{}/{name}", dir.trim_end_matches('/')))
+                .collect()
+        })
+        .unwrap_or_default();
+    for path in points_out
+        .into_iter()
+        .chain(param_paths.iter().map(String::as_str))
+    {
+        crate::fsio::check_output_path(path)?;
+    }
     let paths: Vec<&str> = points.split(',').collect();
     let data = Data::load(&paths, params)?;
     if data.points.is_empty() {
@@ -884,15 +900,10 @@ pub fn run_fit(
     }
     let report = fit_and_validate(&data, params, SWEEPS);
     if let Some(path) = points_out {
-        std::fs::write(path, report.points_csv())
-            .map_err(|e| Error::runtime(format!("{path}: cannot write: {e}")))?;
+        crate::fsio::write_output(path, report.points_csv().as_bytes())?;
     }
-    if let Some(dir) = write {
-        for (i, (name, original)) in super::params::BUILTIN.iter().enumerate() {
-            let path = format!("{}/{name}", dir.trim_end_matches('/'));
-            std::fs::write(&path, report.params.to_json(i, original)?)
-                .map_err(|e| Error::runtime(format!("{path}: cannot write: {e}")))?;
-        }
+    for (i, (path, (_, original))) in param_paths.iter().zip(super::params::BUILTIN).enumerate() {
+        crate::fsio::write_output(path, report.params.to_json(i, original)?.as_bytes())?;
     }
     Ok(report)
 }

@@ -655,6 +655,16 @@ impl Reader<'_> {
                 self.source
             )));
         }
+        // Physics: every constant is a latency (µs), a bandwidth (GB/s), a factor, a count or a byte count; none
+        // is above 10^15 or a positive number below 10^-6 (0 means none). Finite but absurd values beyond these
+        // would make the model's times inf or NaN.
+        if x > 1e15 || (x > 0.0 && x < 1e-6) {
+            return Err(Error::bad_input(format!(
+                "{}: '{path}' = {} is outside 1e-6..1e15 (or 0): no latency, bandwidth, factor or count is",
+                self.source,
+                crate::limits::short_number(x)
+            )));
+        }
         Ok(x)
     }
 

@@ -150,9 +150,28 @@ pub fn make(request: &TuneRequest) -> Result<Tuned> {
 }
 
 /// Reads and validates a plan file; anything wrong is bad input naming the file.
+/// Its free-text provenance is made printable (`fsio::printable`): `--show` echoes it on the terminal, where a
+/// newline would forge a line and an escape sequence would drive the terminal.
 pub fn load_plan(path: &str) -> Result<Plan> {
     let text = crate::units::read_input_file(path)?;
-    Plan::from_json(&text).map_err(|e| Error::bad_input(format!("{path}: invalid plan: {e}")))
+    let mut plan = Plan::from_json(&text)
+        .map_err(|e| Error::bad_input(format!("{path}: invalid plan: {e}")))?;
+    let p = &mut plan.provenance;
+    for text in [
+        &mut p.planner_version,
+        &mut p.machine,
+        &mut p.source_file,
+        &mut p.source_hash,
+    ] {
+        *text = crate::fsio::printable(text);
+    }
+    for text in [&mut p.nccl_version, &mut p.topology_hash]
+        .into_iter()
+        .flatten()
+    {
+        *text = crate::fsio::printable(text);
+    }
+    Ok(plan)
 }
 
 /// A named input file, capped at `limits::MAX_INPUT_FILE_BYTES` like every other.

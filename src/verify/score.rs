@@ -3,7 +3,7 @@
 //!
 //! Definitions (all per backend):
 //! - error % = (predicted - measured) / measured x 100, measured = median.
-//! - measured best at a size = the pinned pair with the lowest median.
+//! - measured best at a size = the pinned pair with the lowest median, of the rows without wrong elements.
 //! - the model's pick = the model's argmin at that size (over every pair the
 //!   model enables, not only the measured ones).
 //! - regret = measured(model's pick) / measured(best), >= 1; undefined when
@@ -24,9 +24,42 @@ use std::collections::{BTreeMap, HashMap};
 
 /// The predictions a result file recorded at measurement time. Its pick is
 /// the argmin over the recorded pairs only (the file does not know the pairs
-/// that were not measured).
+/// that were not measured). Indexed once (`Recorded::new`, linear in the rows), so
+/// scoring asks it per row and per size without scanning every row each time.
 pub struct Recorded<'a> {
     pub run: &'a VerifyRun,
+    /// The first recorded prediction of each (pair, size).
+    predicted: HashMap<(Pair, u64), f64>,
+    /// The pair with the lowest recorded prediction at each size (the first on a tie).
+    picks: HashMap<u64, (f64, Pair)>,
+    /// The first symmetric-kernel row at each size.
+    symmetric: HashMap<u64, &'a Row>,
+}
+
+impl<'a> Recorded<'a> {
+    pub fn new(run: &'a VerifyRun) -> Recorded<'a> {
+        let mut predicted = HashMap::new();
+        let mut picks: HashMap<u64, (f64, Pair)> = HashMap::new();
+        let mut symmetric = HashMap::new();
+        for row in &run.rows {
+            if row.backend == Backend::NcclSymm {
+                symmetric.entry(row.bytes).or_insert(row);
+            }
+            if let (Some(pair), Some(t)) = (row.pair, row.predicted_us) {
+                predicted.entry((pair, row.bytes)).or_insert(t);
+                let best = picks.entry(row.bytes).or_insert((t, pair));
+                if t < best.0 {
+                    *best = (t, pair);
+                }
+            }
+        }
+        Recorded {
+            run,
+            predicted,
+            picks,
+            symmetric,
+        }
+    }
 }
 
 impl Predictor for Recorded<'_> {
@@ -37,29 +70,13 @@ impl Predictor for Recorded<'_> {
         }
     }
     fn predict_us(&self, _: Coll, pair: Pair, bytes: u64) -> Option<f64> {
-        self.run
-            .rows
-            .iter()
-            .find(|r| r.pair == Some(pair) && r.bytes == bytes && r.predicted_us.is_some())
-            .and_then(|r| r.predicted_us)
+        self.predicted.get(&(pair, bytes)).copied()
     }
     fn pick(&self, _: Coll, bytes: u64) -> Option<Pair> {
-        let mut best: Option<(f64, Pair)> = None;
-        for row in &self.run.rows {
-            if let (Some(pair), Some(t)) = (row.pair, row.predicted_us) {
-                if row.bytes == bytes && best.is_none_or(|(b, _)| t < b) {
-                    best = Some((t, pair));
-                }
-            }
-        }
-        best.map(|(_, p)| p)
+        self.picks.get(&bytes).map(|&(_, p)| p)
     }
     fn predict_symmetric(&self, _: Coll, _: Dtype, bytes: u64) -> Option<SymmetricPrediction> {
-        let row = self
-            .run
-            .rows
-            .iter()
-            .find(|r| r.backend == Backend::NcclSymm && r.bytes == bytes)?;
+        let row = self.symmetric.get(&bytes)?;
         Some(SymmetricPrediction {
             kernel: row
                 .predicted_kernel
@@ -361,6 +378,10 @@ fn size_verdicts(by_size: &RowsBySize, predictor: &dyn Predictor, coll: Coll) ->
         };
         let mut best: Option<(f64, Pair)> = None;
         for r in rows {
+            // A row whose result had wrong elements is no candidate: it may be fast because it is wrong.
+            if r.wrong.is_some_and(|w| w > 0) {
+                continue;
+            }
             if let (Some(pair), Some(t)) = (r.pair, measured(r)) {
                 if best.is_none_or(|(b, _)| t < b) {
                     best = Some((t, pair));
@@ -614,7 +635,7 @@ pub fn predictor_for_run(run: &VerifyRun) -> Box<dyn Predictor + '_> {
         Ok(p) => Box::new(p),
         Err(e) => {
             eprintln!("planner: cannot run the current model on this file ({e}); using the predictions it recorded");
-            Box::new(Recorded { run })
+            Box::new(Recorded::new(run))
         }
     }
 }

@@ -260,10 +260,13 @@ fn a_result_file_with_a_huge_node_count_does_not_allocate() {
     run_file["machine"]["nodes"] = serde_json::json!(u64::MAX);
     let f = scratch("huge-nodes.json", run_file.to_string().as_bytes());
     let (code, err, took) = run(&["verify", "--load", f.to_str().unwrap()]);
-    // The current model cannot be built for it (said on stderr, naming the limit); the recorded predictions are
-    // shown instead, as for any file the model cannot re-create.
-    assert!(code == 0 || code == 2, "exit {code}: {err}");
-    assert!(err.contains("65536"), "{err}");
+    // Refused on load (issue 28: more nodes than ranks contradicts the file's own header), before anything is sized
+    // by the node count.
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("machine.nodes 18446744073709551615 but world_size 2"),
+        "{err}"
+    );
     assert!(took < Duration::from_secs(20), "{took:?}");
 }
 
@@ -431,6 +434,10 @@ fn endless_and_huge_input_files_are_refused_at_the_size_limit() {
     let fifo = fifo.to_str().unwrap().to_string();
     let topo = golden("topo.xml");
     let log = golden("nccl-init-rank0.log");
+    let results = format!(
+        "{}/bench/results/verify-h200x2-both-eager.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
     for (file, says) in [
         (huge.as_str(), "64 MiB input file limit"),
         ("/dev/zero", "is a character device, not a regular file"),
@@ -455,6 +462,16 @@ fn endless_and_huge_input_files_are_refused_at_the_size_limit() {
                 "/nonexistent-dir/plan.json",
             ],
             vec!["diff", file, file],
+            // Every other command that reads a named file (issue 28 class 3).
+            vec!["check", file],
+            vec!["check", &results, "--topo", file],
+            vec!["doctor", "--load", file],
+            vec!["explain", "--from-log", file],
+            vec!["expect", "--fit", file],
+            vec!["expect", "--fixture", "hgx-h200-8", "--graph", file],
+            vec!["verify", "--load", &results, "--calibration", file],
+            vec!["calibrate", &results, "--topo", file],
+            vec!["env", "--plan", file, "--tuner-plugin", &results],
         ] {
             refused(&args, &[file, says]);
         }
@@ -1055,6 +1072,10 @@ fn every_writer_refuses_what_is_not_a_regular_file_and_writes_through_links() {
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
     // SAFETY: a valid NUL-terminated path in the test's own directory; mkfifo only creates an entry.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let points = format!(
+        "{}/tests/data/expect-train/points.csv",
+        env!("CARGO_MANIFEST_DIR")
+    );
     let writers: Vec<(&str, Vec<&str>)> = vec![
         (
             "topo.xml",
@@ -1069,6 +1090,20 @@ fn every_writer_refuses_what_is_not_a_regular_file_and_writes_through_links() {
         ("plan.json", vec!["tune", "--from", &results, "-o"]),
         ("cal.json", vec!["calibrate", &results, "-o"]),
         ("diff.svg", vec!["diff", &results, &results, "--plot"]),
+        (
+            "expect.csv",
+            vec!["expect", "--fixture", "hgx-h200-8", "--csv"],
+        ),
+        (
+            "points.csv",
+            vec!["expect", "--fit", &points, "--points-out"],
+        ),
+        // The fake backend (PLANNER_FAKE_BACKEND, set by `writer`) for the two commands that measure.
+        ("run.json", fake_verify_args()),
+        (
+            "doctor.json",
+            vec!["doctor", "--repeats", "2", "--timeout", "1", "-o"],
+        ),
     ];
     for (name, args) in &writers {
         let with = |path: &str| {
@@ -1080,7 +1115,7 @@ fn every_writer_refuses_what_is_not_a_regular_file_and_writes_through_links() {
         // A FIFO: refused at once (exit 2, naming it) and left a FIFO.
         let a = with(fifo.to_str().unwrap());
         let a: Vec<&str> = a.iter().map(String::as_str).collect();
-        refused(&a, &[fifo.to_str().unwrap(), "a FIFO, not a regular file"]);
+        refused_fake(&a, &[fifo.to_str().unwrap(), "a FIFO, not a regular file"]);
         use std::os::unix::fs::FileTypeExt;
         assert!(std::fs::symlink_metadata(&fifo)
             .unwrap()
@@ -1090,13 +1125,13 @@ fn every_writer_refuses_what_is_not_a_regular_file_and_writes_through_links() {
         let missing = dir.join("no-such-dir").join(name);
         let a = with(missing.to_str().unwrap());
         let a: Vec<&str> = a.iter().map(String::as_str).collect();
-        refused(&a, &["does not exist"]);
+        refused_fake(&a, &["does not exist"]);
         // A symlink: its target is written, the link stays.
         let target = dir.join("real").join(name);
         let link = dir.join(name);
         std::os::unix::fs::symlink(&target, &link).unwrap();
         let a = with(link.to_str().unwrap());
-        let out = planner().args(&a).output().unwrap();
+        let out = fake_backend(planner()).args(&a).output().unwrap();
         assert!(
             out.status.success(),
             "{}: {}",
@@ -1140,4 +1175,334 @@ fn a_graph_naming_a_net_the_topology_lacks_is_refused() {
         ],
         &["graph-unknown-net.xml:", "<net dev=\"0x7\">: no such NET"],
     );
+}
+
+/// verify on the fake backend (PLANNER_FAKE_BACKEND=1, as `fake_backend` sets), up to its `--out`.
+fn fake_verify_args() -> Vec<&'static str> {
+    vec![
+        "verify",
+        "--fixture",
+        "h200x2-nvswitch-vm",
+        "--backend",
+        "nccl",
+        "--pair",
+        "Ring/LL",
+        "--sweep",
+        "1K..4K",
+        "--out",
+    ]
+}
+
+/// `cmd` with the fake backend of verify and doctor (no GPU), 1 ms per step, and no NCCL_* of the caller.
+fn fake_backend(mut cmd: assert_cmd::Command) -> assert_cmd::Command {
+    for (var, _) in std::env::vars_os() {
+        if var.to_string_lossy().starts_with("NCCL_") {
+            cmd.env_remove(var);
+        }
+    }
+    cmd.env("PLANNER_FAKE_BACKEND", "1")
+        .env("PLANNER_FAKE_DELAY_MS", "1")
+        .env_remove("PLANNER_FAKE_FAULT")
+        .env_remove("PLANNER_FAKE_DOCTOR");
+    cmd
+}
+
+/// `refused` with the fake backend set (it changes nothing for the commands that do not measure).
+fn refused_fake(args: &[&str], needles: &[&str]) {
+    let start = Instant::now();
+    let out = fake_backend(planner()).args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: not one line: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: '{n}' missing from: {err}");
+    }
+    assert!(start.elapsed() < Duration::from_secs(20), "{args:?}");
+}
+
+#[test]
+fn a_write_that_fails_at_write_time_exits_1_from_every_writer() {
+    // Issue 28 class 6: a disk that fails while the file is written is a runtime failure (1) on every command,
+    // where a missing directory is bad input (2). The failure is made without a full disk or /dev/full: the
+    // child's file size limit is 0 (RLIMIT_FSIZE) with SIGXFSZ ignored, so its first write fails with EFBIG, on
+    // a directory of this test's own. Nothing is left behind: no output, no temporary file.
+    let results = format!(
+        "{}/bench/results/verify-h200x2-both-eager.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let points = format!(
+        "{}/tests/data/expect-train/points.csv",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let dir = scratch("fsize-marker", b"").with_file_name("fsize");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let out_dir = dir.to_str().unwrap();
+    let at = |name: &str| format!("{out_dir}/{name}");
+    let mut writers: Vec<Vec<String>> = vec![
+        vec![
+            "topo",
+            "--fixture",
+            "hgx-h200-8",
+            "--xml",
+            "-o",
+            &at("t.xml"),
+        ],
+        vec!["explain", "--fixture", "hgx-h200-8", "--plot", &at("p.svg")],
+        vec!["verify", "--load", &results, "--csv", &at("r.csv")],
+        vec!["verify", "--load", &results, "--plot", &at("r.svg")],
+        vec!["tune", "--from", &results, "-o", &at("plan.json")],
+        vec!["calibrate", &results, "-o", &at("cal.json")],
+        vec!["calibrate", &results, "--plot", &at("cal.svg")],
+        vec!["diff", &results, &results, "--plot", &at("d.svg")],
+        vec!["expect", "--fixture", "hgx-h200-8", "--csv", &at("e.csv")],
+        vec!["expect", "--fit", &points, "--points-out", &at("pts.csv")],
+        vec!["expect", "--fit", &points, "--write", out_dir],
+        vec![
+            "doctor",
+            "--repeats",
+            "2",
+            "--timeout",
+            "1",
+            "-o",
+            &at("doc.json"),
+        ],
+    ]
+    .into_iter()
+    .map(|a| a.into_iter().map(String::from).collect())
+    .collect();
+    let mut verify: Vec<String> = fake_verify_args().into_iter().map(String::from).collect();
+    verify.push(at("run.json"));
+    writers.push(verify);
+    for args in &writers {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin!("planner"));
+        for (var, _) in std::env::vars_os() {
+            if var.to_string_lossy().starts_with("NCCL_") {
+                cmd.env_remove(var);
+            }
+        }
+        for var in planner::nccl_env::VARIABLES {
+            cmd.env_remove(var);
+        }
+        cmd.env("PLANNER_FAKE_BACKEND", "1")
+            .env("PLANNER_FAKE_DELAY_MS", "1")
+            .env_remove("PLANNER_FAKE_FAULT")
+            .env_remove("PLANNER_FAKE_DOCTOR")
+            .args(args);
+        // SAFETY: between fork and exec only async-signal-safe calls (setrlimit, signal) on the child's own state.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            cmd.pre_exec(|| {
+                let none = libc::rlimit {
+                    rlim_cur: 0,
+                    rlim_max: libc::RLIM_INFINITY,
+                };
+                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                if libc::setrlimit(libc::RLIMIT_FSIZE, &none) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let out = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        let last = err.lines().last().unwrap_or_default();
+        assert!(
+            last.contains(out_dir) && last.contains("cannot write: File too large"),
+            "{args:?}: {err}"
+        );
+        let left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(left.is_empty(), "{args:?} left {left:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A committed fuzz seed (issue 28's are named `issue28-*`), without the option byte of the measurement targets.
+fn corpus(path: &str) -> String {
+    let full = format!("{}/fuzz/corpus/{path}", env!("CARGO_MANIFEST_DIR"));
+    if path.starts_with("nccl_tests/") || path.starts_with("inspector/") {
+        let bytes = std::fs::read(&full).unwrap();
+        let name = path.replace('/', "-");
+        return scratch(&name, &bytes[1..]).to_str().unwrap().to_string();
+    }
+    full
+}
+
+#[test]
+fn files_that_parse_but_contradict_themselves_or_physics_are_refused_naming_the_field() {
+    // Issue 28 class 5 (and 4): each was exit 0 (or printed inf/NaN, or wrapped) before.
+    for (args, says) in [
+        (
+            vec![
+                "verify",
+                "--load",
+                "verify_result/issue28-nodes-above-world.json",
+            ],
+            "machine.nodes 3 but world_size 2: every node holds at least one rank",
+        ),
+        (
+            vec![
+                "verify",
+                "--load",
+                "verify_result/issue28-world-above-topology.json",
+            ],
+            "machine.world_size 8 but topology_xml holds 2 GPU(s) per node x 1 node(s)",
+        ),
+        (
+            vec![
+                "verify",
+                "--load",
+                "verify_result/issue28-wrong-overflow.json",
+            ],
+            "wrong 9223372036854775808 is more elements than its 2 ranks hold",
+        ),
+        (
+            vec!["tune", "--show", "tuner_plan/issue28-duplicate-key.json"],
+            "duplicate key \"algorithm\"",
+        ),
+        (
+            vec!["tune", "--show", "tuner_plan/issue28-nvls-ll.json"],
+            "NCCL never runs AllReduce NVLS/LL",
+        ),
+        (
+            vec![
+                "calibrate",
+                "nccl_tests/issue28-J-nthreads-ngpus-overflow.json",
+            ],
+            "nthreads 4294967296 x ngpus 4294967296 x 1 devices is more than planner's limit",
+        ),
+        (
+            vec![
+                "calibrate",
+                "inspector/issue28-allgather-bytes-x-ranks-overflow.jsonl",
+            ],
+            "coll_msg_size_bytes 4611686018427387904 x n_ranks 8 overflows a byte count",
+        ),
+    ] {
+        let args: Vec<String> = args
+            .iter()
+            .map(|a| {
+                if a.contains('/') {
+                    corpus(a)
+                } else {
+                    a.to_string()
+                }
+            })
+            .collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        refused(&args, &[says]);
+    }
+    for (flag, file, says) in [
+        (
+            "--calibration",
+            "calibration/issue28-absurd-bandwidth.json",
+            "AllReduce Tree/LL: parameters out of range: bandwidth_gbs 1e-300 is outside 0.000001..10000000",
+        ),
+        (
+            "--calibration",
+            "calibration/issue28-absurd-ramp-exponent.json",
+            "parameters out of range: ramp_exponent 1e300 is outside 0..16",
+        ),
+        (
+            "--tuning-table",
+            "tuning_table/issue28-absurd-latency.json",
+            "'base_latencies.Tree[0]' = 1e300 is outside 1e-6..1e15",
+        ),
+    ] {
+        let path = corpus(file);
+        refused(&["explain", "--fixture", "h200x2-nvswitch-vm", flag, &path], &[&path, says]);
+    }
+    // A 0-byte row (its in-place and out-of-place halves) is left out with a note; the pair is still fitted (it was dropped: "too few to fit").
+    let out = planner()
+        .args(["calibrate", &corpus("nccl_tests/issue28-zero-byte-row.txt")])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("fitted 1 pair(s)"), "{err}");
+    assert!(
+        err.contains("2 row(s) of 0 bytes or with a time that is not above 0 left out"),
+        "{err}"
+    );
+    // A row whose result was wrong is never the measured best, however fast.
+    let out = planner()
+        .args([
+            "verify",
+            "--json",
+            "--load",
+            &corpus("verify_result/issue28-wrong-row-fastest.json"),
+        ])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let scored: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = scored["rows"].as_array().unwrap();
+    let wrong: Vec<&serde_json::Value> = rows.iter().filter(|r| r["wrong"] == 5).collect();
+    assert_eq!(wrong.len(), 1);
+    assert_eq!(wrong[0]["measured_best"], false, "{}", wrong[0]);
+}
+
+#[test]
+fn nothing_a_file_says_reaches_the_terminal_as_a_control_character() {
+    // Issue 28 class 7: escape sequences and newlines from result files, plans and nccl-tests output were echoed
+    // raw (a newline in a plan's source_file forged a line of `tune --show`).
+    let check_file = {
+        let text = std::fs::read_to_string(format!(
+            "{}/tests/data/check/h200-2node-sockets-e09.txt",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        let text = text.replacen(
+            "NCCL version 2.27.3+cuda12.9",
+            "NCCL version 2.27.3+cuda12.9\u{1b}[31m\u{1b}]0;pwn\u{7}",
+            1,
+        );
+        scratch("check-escapes.txt", text.as_bytes())
+    };
+    for args in [
+        vec![
+            "verify".to_string(),
+            "--load".into(),
+            corpus("verify_result/issue28-escapes.json"),
+        ],
+        vec![
+            "tune".into(),
+            "--show".into(),
+            corpus("tuner_plan/issue28-newline-in-source-file.json"),
+        ],
+        vec![
+            "check".into(),
+            check_file.to_str().unwrap().into(),
+            "--coll".into(),
+            "all-reduce".into(),
+            "--fixture".into(),
+            "hgx-h200-8".into(),
+            "--nodes".into(),
+            "2".into(),
+        ],
+    ] {
+        let out = planner().args(&args).output().unwrap();
+        assert!(
+            out.status.code().is_some_and(|c| c <= 1),
+            "{args:?}: {out:?}"
+        );
+        for (what, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+            let text = String::from_utf8_lossy(bytes);
+            assert!(
+                !text.contains('\u{1b}') && !text.contains('\u{7}') && !text.contains('\r'),
+                "{args:?} {what}: {text}"
+            );
+            assert!(
+                !text
+                    .lines()
+                    .any(|l| l.starts_with("[0] NCCL INFO forged")
+                        || l.starts_with("planner: forged")),
+                "{args:?} {what}: {text}"
+            );
+        }
+    }
 }

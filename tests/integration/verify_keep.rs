@@ -18,6 +18,17 @@ fn dir(name: &str) -> PathBuf {
 
 /// `planner verify` on the fake backend, NCCL only, Ring/LL pinned plus NCCL's free choice.
 fn fake_verify(out: &Path, sizes: &str, delay_ms: u64, fault: Option<&str>) -> Command {
+    fake_verify_with_timeout(out, sizes, delay_ms, fault, 2)
+}
+
+/// `fake_verify` with its `--timeout` (seconds a child may go without reporting a size).
+fn fake_verify_with_timeout(
+    out: &Path,
+    sizes: &str,
+    delay_ms: u64,
+    fault: Option<&str>,
+    timeout_s: u64,
+) -> Command {
     let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("planner"));
     for (var, _) in std::env::vars_os() {
         if var.to_string_lossy().starts_with("NCCL_") {
@@ -45,9 +56,9 @@ fn fake_verify(out: &Path, sizes: &str, delay_ms: u64, fault: Option<&str>) -> C
             },
             sizes,
             "--timeout",
-            "2",
-            "--out",
         ])
+        .arg(timeout_s.to_string())
+        .arg("--out")
         .arg(out)
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
@@ -90,6 +101,32 @@ fn wait_rows(path: &Path, n: usize, child: &mut Child) -> Value {
         assert!(
             start.elapsed() < Duration::from_secs(60),
             "no {n} rows after 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Wait until every thread of `child` is asleep (state S in /proc) at 5 looks in a row, 20 ms apart.
+fn wait_asleep(child: &Child) {
+    let tasks = format!("/proc/{}/task", child.id());
+    let all_asleep = || {
+        let Ok(entries) = std::fs::read_dir(&tasks) else {
+            return false;
+        };
+        entries.flatten().all(|task| {
+            let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+            // pid (comm) STATE ...: the command name may hold spaces or parentheses, the state follows the last ')'.
+            stat.rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('S'))
+        })
+    };
+    let start = Instant::now();
+    let mut in_a_row = 0;
+    while in_a_row < 5 {
+        in_a_row = if all_asleep() { in_a_row + 1 } else { 0 };
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "planner never slept"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -200,24 +237,44 @@ fn ctrl_c_after_some_sizes_keeps_them_marks_the_file_and_exits_130() {
 fn a_second_ctrl_c_exits_at_once_with_the_file_valid() {
     let d = dir("sigint2");
     let out = d.join("run.json");
-    // One size every 2 s: the first Ctrl-C would wait for the size in progress.
-    let mut child = fake_verify(&out, "1K..1M", 2000, None).spawn().unwrap();
+    // Deterministic under any load: the NCCL child reports its first size, then hangs (it would be killed only
+    // by the 120 s --timeout), so once that size is in the file the first Ctrl-C can only wait: the size in
+    // progress never finishes. Only the second Ctrl-C can end the run, and it must end it before the timeout.
+    let mut child = fake_verify_with_timeout(&out, "1K..1M", 5, Some("hang:1"), 120)
+        .spawn()
+        .unwrap();
     wait_rows(&out, 1, &mut child);
+    // The row is in the file before planner asks whether to stop after that size: a signal in between stops the
+    // run there, correctly. So the first Ctrl-C waits until every thread of planner sleeps (waiting on the hung
+    // child), which it does only past that question.
+    wait_asleep(&child);
     signal(&child, libc::SIGINT);
-    std::thread::sleep(Duration::from_millis(100));
+    // The first signal is taken (its message is written) before the second is sent: the handler that reads the
+    // second one is then the one that exits at once.
+    std::thread::sleep(Duration::from_millis(200));
+    if let Some(status) = child.try_wait().unwrap() {
+        let (_, err) = wait_exit(&mut child, Duration::from_secs(1));
+        panic!(
+            "planner ended on the first Ctrl-C ({status}): {err}; file: {:?}",
+            read(&out)
+        );
+    }
     signal(&child, libc::SIGINT);
     let start = Instant::now();
-    let (code, err) = wait_exit(&mut child, Duration::from_secs(10));
+    let (code, err) = wait_exit(&mut child, Duration::from_secs(100));
+    // Far below the child's 120 s timeout, the only other way this run could end.
     assert!(
-        start.elapsed() < Duration::from_secs(1),
+        start.elapsed() < Duration::from_secs(60),
         "{:?}",
         start.elapsed()
     );
     assert_eq!(code, Some(130), "{err}");
+    assert!(err.contains("stopping after the current size"), "{err}");
     // The file holds the finished size; it was never closed, so it says nothing of why.
     let file = read(&out).unwrap();
     assert_eq!(file["complete"], false);
-    assert!(ok_rows(&file) >= 1);
+    assert!(file.get("stopped").is_none(), "{}", file["stopped"]);
+    assert_eq!(ok_rows(&file), 1);
     let (code, _, stderr) = load(&out);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stderr.contains("without saying why"), "{stderr}");

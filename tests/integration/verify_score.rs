@@ -54,7 +54,7 @@ fn bad_result_files_are_input_errors() {
 #[test]
 fn errors_per_regime() {
     let run = recorded_run();
-    let scored = score(&run, &Recorded { run: &run });
+    let scored = score(&run, &Recorded::new(&run));
     let nccl = scored
         .summaries
         .iter()
@@ -97,7 +97,7 @@ fn errors_per_regime() {
 #[test]
 fn picks_hits_and_regret() {
     let run = recorded_run();
-    let scored = score(&run, &Recorded { run: &run });
+    let scored = score(&run, &Recorded::new(&run));
     let nccl = scored
         .summaries
         .iter()
@@ -146,7 +146,7 @@ fn picks_hits_and_regret() {
 #[test]
 fn native_over_nccl_ratios() {
     let run = recorded_run();
-    let scored = score(&run, &Recorded { run: &run });
+    let scored = score(&run, &Recorded::new(&run));
     let ratio = |p: Pair| scored.ratios.iter().find(|r| r.pair == p).unwrap();
     // Ring/LL: 22/11 = 2.0, 40/40 = 1.0, 360/400 = 0.9 -> median 1.0, min 0.9, max 2.0
     let rl = ratio(ring_ll());

@@ -161,6 +161,28 @@ pub fn read_text(text: &str, source: &str, options: &ReadOptions) -> Result<Meas
     let format = detect::detect(text, source)?;
     let mut m = reader_of(format).read(text, source, options)?;
     m.fnv1a64 = format!("{:016x}", fnv1a64(text.as_bytes()));
+    leave_out_unfittable(&mut m);
+    // What the file says of its machine is echoed and written into the calibration: printable (JSON inputs may
+    // carry escape sequences as \u001b, which a text filter would not see).
+    let info = &mut m.machine;
+    for s in info
+        .hosts
+        .iter_mut()
+        .chain(info.gpus.iter_mut())
+        .chain(m.notes.iter_mut())
+    {
+        *s = crate::fsio::printable(s);
+    }
+    for s in [
+        &mut info.driver_version,
+        &mut info.cuda_version,
+        &mut info.nccl_version,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        *s = crate::fsio::printable(s);
+    }
     if m.rows.is_empty() {
         let why = if m.notes.is_empty() {
             String::new()
@@ -173,6 +195,27 @@ pub fn read_text(text: &str, source: &str, options: &ReadOptions) -> Result<Meas
         )));
     }
     Ok(m)
+}
+
+/// Rows no model can place are left out with a note naming the first: 0 bytes (nccl-tests' `-b 0` prints such
+/// rows; nothing moves, and the fit works in log bytes) and times that are not positive normal numbers (nccl-tests
+/// prints "0.00" below 5 ns). Kept, one such row made the fit of its whole pair fail, and calibrate said the pair
+/// had too few sizes.
+fn leave_out_unfittable(m: &mut Measurements) {
+    let fittable = |r: &Measurement| r.bytes > 0 && r.time_us.is_normal() && r.time_us > 0.0;
+    let Some(first) = m.rows.iter().find(|r| !fittable(r)) else {
+        return;
+    };
+    let first = format!(
+        "{}:{} ({} B, {} µs)",
+        first.source, first.line, first.bytes, first.time_us
+    );
+    let before = m.rows.len();
+    m.rows.retain(fittable);
+    m.notes.push(format!(
+        "{} row(s) of 0 bytes or with a time that is not above 0 left out (the first: {first})",
+        before - m.rows.len()
+    ));
 }
 
 /// One measurement file format: its text (named `source` in messages) -> `Measurements`.
