@@ -346,6 +346,7 @@ mod tests {
                 proto,
                 params: PairParams::stock_form(lat, bw),
                 physical: None,
+                measured_ratio: Vec::new(),
                 terms: vec!["latency".into(), "bandwidth".into()],
                 sizes: 2,
                 min_bytes: 8,

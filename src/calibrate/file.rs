@@ -69,9 +69,10 @@ impl ModelDescription {
                   towards the expected model's own (ln, weight 0.5 x the loss scale), Levenberg-Marquardt from \
                   the expected model's constants and four starts around them"
                 .into(),
-            terms: "physical (launch_us, step_us, channel_gbs, link_efficiency) from 4 sizes; ramp2 and cache \
-                    (the L2 step) tried from 12, each alone, kept where BIC on the training sizes says they pay; \
-                    without one: ramp2_bytes 0, cache_bytes 0"
+            terms: "physical (launch_us, step_us, channel_gbs, link_efficiency) from 4 sizes; then measured_ratio: \
+                    [bytes, measured / form] at each fitted size, the time multiplied by it interpolated linearly in \
+                    ln over log2(bytes), the nearest beyond the fitted sizes (the empirical terms ramp2 and cache \
+                    were tried as residuals kept by BIC and extrapolated worse: ramp2_bytes 0, cache_bytes 0)"
                 .into(),
         }
     }
@@ -120,6 +121,9 @@ pub struct PairFit {
     /// On the expected form: the fitted physical constants (`params` then holds the residual terms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub physical: Option<Physical>,
+    /// On the expected form: [bytes, measured / form] at the fitted sizes (`expected::ratio_at`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub measured_ratio: Vec<[f64; 2]>,
     /// The terms fitted ("latency", "bandwidth", "ramp", "overlap").
     pub terms: Vec<String>,
     /// Distinct sizes fitted, and their range.
@@ -141,7 +145,14 @@ impl PairFit {
     #[inline]
     pub fn time_us(&self, bytes: u64, basis: Option<&FormBasis>) -> Option<f64> {
         match (&self.physical, basis) {
-            (Some(phys), Some(b)) => b.time_us(self.coll, self.pair(), phys, &self.params, bytes),
+            (Some(phys), Some(b)) => b.time_us(
+                self.coll,
+                self.pair(),
+                phys,
+                &self.params,
+                &self.measured_ratio,
+                bytes,
+            ),
             (Some(_), None) => None,
             (None, _) => Some(self.params.time_us(bytes as f64)),
         }

@@ -135,6 +135,8 @@ pub(crate) struct FittedPair {
     pub params: PairParams,
     /// The expected form's constants (None: the empirical form).
     pub physical: Option<Physical>,
+    /// On the expected form: measured / form at the fitted sizes (`expected::ratio_at`).
+    pub ratio: Vec<[f64; 2]>,
     pub terms: Vec<String>,
     /// (bytes, measured µs) it was fitted on.
     pub points: Vec<(u64, f64)>,
@@ -144,7 +146,9 @@ impl FittedPair {
     /// The fitted time of `key` at `bytes`, µs.
     pub fn time_us(&self, key: &PairKey, bytes: u64, basis: Option<&FormBasis>) -> Option<f64> {
         match (self.physical, basis) {
-            (Some(phys), Some(b)) => b.time_us(key.0, key.1, &phys, &self.params, bytes),
+            (Some(phys), Some(b)) => {
+                b.time_us(key.0, key.1, &phys, &self.params, &self.ratio, bytes)
+            }
             (Some(_), None) => None,
             (None, _) => Some(self.params.time_us(bytes as f64)),
         }
@@ -199,14 +203,23 @@ fn fit_one(key: &PairKey, points: Vec<(u64, f64)>, basis: Option<&FormBasis>) ->
                 prior,
             };
             if let Some(f) = expected::fit_form(&data) {
+                // What the form misses at each fitted size: measured / form.
+                let ratio: Vec<[f64; 2]> = data
+                    .points
+                    .iter()
+                    .filter_map(|(bytes, t, pp)| {
+                        let e = b.time_prepared(pp, &f.physical, &f.residual, *bytes)?;
+                        Some([*bytes, t / e]).filter(|k| k[1].is_finite() && k[1] > 0.0)
+                    })
+                    .collect();
                 let mut params = f.residual;
                 params.latency_us = b
-                    .time_us(key.0, key.1, &f.physical, &f.residual, 8)
+                    .time_us(key.0, key.1, &f.physical, &f.residual, &ratio, 8)
                     .unwrap_or(f.physical.launch_us);
                 let (b1, b2) = (1u64 << 39, 1u64 << 40);
                 params.bandwidth_gbs = match (
-                    b.time_us(key.0, key.1, &f.physical, &f.residual, b1),
-                    b.time_us(key.0, key.1, &f.physical, &f.residual, b2),
+                    b.time_us(key.0, key.1, &f.physical, &f.residual, &ratio, b1),
+                    b.time_us(key.0, key.1, &f.physical, &f.residual, &ratio, b2),
                 ) {
                     (Some(t1), Some(t2)) if t2 > t1 => (b2 - b1) as f64 / (1000.0 * (t2 - t1)),
                     _ => f.physical.channel_gbs,
@@ -214,6 +227,7 @@ fn fit_one(key: &PairKey, points: Vec<(u64, f64)>, basis: Option<&FormBasis>) ->
                 return Some(FittedPair {
                     params,
                     physical: Some(f.physical),
+                    ratio,
                     terms: f.terms,
                     points,
                 });
@@ -226,6 +240,7 @@ fn fit_one(key: &PairKey, points: Vec<(u64, f64)>, basis: Option<&FormBasis>) ->
     Some(FittedPair {
         params: solution.params,
         physical: None,
+        ratio: Vec::new(),
         terms: term_names(solution.terms),
         points,
     })
@@ -414,6 +429,7 @@ pub(crate) fn fit_refs(
             proto: pair.proto,
             params: f.params,
             physical: f.physical,
+            measured_ratio: f.ratio.clone(),
             terms: f.terms.clone(),
             sizes: f.points.len(),
             min_bytes: f.points.first().map(|p| p.0).unwrap_or(0),
