@@ -216,7 +216,7 @@ impl FormBasis {
     }
 
     /// The parameter-free structure of one call (None: the pair is not on the form here).
-    pub fn prepared(&self, coll: Coll, pair: Pair, bytes: u64) -> Option<Prepared> {
+    pub fn prepared(&self, coll: Coll, pair: Pair, bytes: u64) -> Option<Shaped> {
         let (algo, proto) = pair.nccl()?;
         if !modelled(algo) {
             return None;
@@ -225,7 +225,7 @@ impl FormBasis {
         let model_bytes = Call::new(coll, bytes, self.plan.n_ranks, 1)
             .map(|c| c.model_bytes)
             .unwrap_or(bytes.max(1));
-        expect::prepare(
+        let pp = expect::prepare(
             &self.plan,
             &self.resolved.chunking,
             coll,
@@ -233,11 +233,14 @@ impl FormBasis {
             proto,
             model_bytes,
             channels,
-        )
+        )?;
+        let chunk_steps = chunk_steps(&pp, coll, algo);
+        Some(Shaped { pp, chunk_steps })
     }
 
     /// The expected model's own constants for `pp`'s pair: the priors of a fit.
-    pub fn prior(&self, pp: &Prepared) -> Physical {
+    pub fn prior(&self, shaped: &Shaped) -> Physical {
+        let pp = &shaped.pp;
         let p = pp.proto as usize;
         let r = &self.resolved;
         Physical {
@@ -262,14 +265,15 @@ impl FormBasis {
     /// The time of a prepared call under `phys`, with the residual terms of `residual` (µs).
     pub fn time_prepared(
         &self,
-        pp: &Prepared,
+        shaped: &Shaped,
         phys: &Physical,
         residual: &PairParams,
         bytes: f64,
     ) -> Option<f64> {
+        let pp = &shaped.pp;
         let r = self.resolved_with(pp.proto, phys);
         let factor = residual.transfer_factor(bytes.max(1.0));
-        expect::evaluate_with(&self.plan, &r, pp, factor)
+        expect::evaluate_with(&self.plan, &r, pp, factor, shaped.chunk_steps)
             .map(|t| t.0)
             .filter(|t| t.is_finite() && *t > 0.0)
     }
@@ -346,6 +350,30 @@ impl FormBasis {
             )))
         }
     }
+}
+
+/// The steps of `pp` that each move a new chunk: all of a ring's (every step of a ring all-reduce moves a chunk
+/// one hop on), a pipeline's minus its fill (a tree, a ring broadcast or reduce: `steps = chunks + hops - 1`). The
+/// expected model spreads the volume over every step (`expect::evaluate`), so a call of one chunk per channel
+/// crossing a tree's two levels is charged one chunk's transfer where it takes two; on the 2x H200 that is NCCL's
+/// Tree/Simple at 2-16 MiB (incremental 175-180 GB/s at 2-8 MiB, 330-360 above 16 MiB).
+fn chunk_steps(pp: &Prepared, coll: Coll, algo: Algo) -> f64 {
+    let pipelined = match algo {
+        Algo::Tree => true,
+        Algo::Ring => matches!(coll, Coll::Broadcast | Coll::Reduce),
+        _ => false,
+    };
+    if !pipelined {
+        return pp.steps;
+    }
+    (pp.steps - (pp.intra_hops + pp.net_hops - 1.0).max(0.0)).max(1.0)
+}
+
+/// One call's structure on the form: the expected model's `Prepared`, and the steps of it that move a new chunk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shaped {
+    pub pp: Prepared,
+    pub chunk_steps: f64,
 }
 
 /// The measured / form ratio at `bytes` from `knots` ([bytes, ratio], ascending bytes): linear in ln(ratio)
@@ -445,7 +473,7 @@ fn residual_of(theta: &[f64; NP], terms: Residual) -> PairParams {
 pub(crate) struct FormPoints<'a> {
     pub basis: &'a FormBasis,
     /// (bytes, measured µs, prepared).
-    pub points: Vec<(f64, f64, Prepared)>,
+    pub points: Vec<(f64, f64, Shaped)>,
     pub prior: Physical,
 }
 

@@ -191,7 +191,7 @@ pub(crate) fn bin_points(points: &[(u64, f64)]) -> Vec<(u64, f64)> {
 fn fit_one(key: &PairKey, points: Vec<(u64, f64)>, basis: Option<&FormBasis>) -> Option<FittedPair> {
     let fitted = bin_points(&points);
     if let Some(b) = basis {
-        let prepared: Option<Vec<(f64, f64, crate::expect::Prepared)>> = fitted
+        let prepared: Option<Vec<(f64, f64, expected::Shaped)>> = fitted
             .iter()
             .map(|&(bytes, t)| Some((bytes as f64, t, b.prepared(key.0, key.1, bytes)?)))
             .collect();

@@ -697,17 +697,19 @@ pub fn prepare(
 /// The expected time (us) of a prepared pair under constants `r`, and what limits it:
 /// launch + hops x their latency + steps x max(step synchronisation, step bytes / channel rate).
 pub fn evaluate(plan: &Plan, r: &Resolved, pp: &Prepared) -> Option<(f64, Limit)> {
-    evaluate_with(plan, r, pp, 1.0)
+    evaluate_with(plan, r, pp, 1.0, pp.steps)
 }
 
 /// `evaluate` with the bandwidth term (the time the volume takes at the channel rate) stretched by
-/// `transfer_factor` (1: `evaluate`): how `calibrate` applies a fitted residual of one machine (an L2 step, a slow
-/// ramp) on top of the expected form.
+/// `transfer_factor`, and that volume spread over `chunk_steps` steps instead of all `pp.steps` (1 and `pp.steps`:
+/// `evaluate`). `calibrate` passes the steps that each move a new chunk, so a pipeline's fill and drain steps
+/// (a tree's levels, a ring broadcast's hops) each move a whole chunk too.
 pub fn evaluate_with(
     plan: &Plan,
     r: &Resolved,
     pp: &Prepared,
     transfer_factor: f64,
+    chunk_steps: f64,
 ) -> Option<(f64, Limit)> {
     if pp.single_rank {
         return Some((r.launch_us, Limit::Latency));
@@ -757,7 +759,7 @@ pub fn evaluate_with(
     let fill =
         pp.intra_hops * r.hop_us[p] + pp.net_hops * r.net_hop_us + pp.nvls_hops * r.nvls_hop_us;
     let bw_us = pp.volume / (rate * 1e3) * transfer_factor;
-    let step_bw_us = bw_us / pp.steps;
+    let step_bw_us = bw_us / chunk_steps.clamp(1.0, pp.steps.max(1.0));
     let net_steps = pp.net_steps.min(pp.steps);
     let time = r.launch_us
         + fill
