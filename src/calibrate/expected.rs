@@ -335,7 +335,12 @@ impl FormBasis {
             && flows_ok(&self.plan.ring)
             && flows_ok(&self.plan.tree)
             && flows_ok(&self.plan.nvls)
-            && self.plan.nvls_out.iter().chain(&self.plan.nvls_in).all(|&s| s < n)
+            && self
+                .plan
+                .nvls_out
+                .iter()
+                .chain(&self.plan.nvls_in)
+                .all(|&s| s < n)
             && self.channels.iter().all(|t| {
                 t.channels_from_bytes.windows(2).all(|w| w[0][0] < w[1][0])
                     && t.channels_from_bytes
@@ -421,7 +426,7 @@ const UPPER: [f64; NP] = [
     9.210_340_371_976_182, // ln 1e4 µs
     6.907_755_278_982_137, // ln 1e3 µs
     9.210_340_371_976_182, // ln 1e4 GB/s
-    0.693_147_180_559_945, // ln 2
+    std::f64::consts::LN_2,
     29.933_606_208_922_594,
     1.0,
     17.909_855_186_755_04,
@@ -764,7 +769,11 @@ pub(crate) fn basis_of_inputs(inputs: &[&super::input::Measurements]) -> Option<
         let Ok(text) = crate::units::read_input_file(&m.source) else {
             continue;
         };
-        if format!("{:016x}", nccl_tuner_planner::plan::fnv1a64(text.as_bytes())) != m.fnv1a64 {
+        if format!(
+            "{:016x}",
+            nccl_tuner_planner::plan::fnv1a64(text.as_bytes())
+        ) != m.fnv1a64
+        {
             continue;
         }
         let Ok(run) = crate::result_file::VerifyRun::from_json(&text, &m.source) else {

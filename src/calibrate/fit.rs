@@ -188,7 +188,11 @@ pub(crate) fn bin_points(points: &[(u64, f64)]) -> Vec<(u64, f64)> {
 
 /// Fit one pair's points (ascending bytes): on the expected form where `basis` holds the pair, else the empirical
 /// one.
-fn fit_one(key: &PairKey, points: Vec<(u64, f64)>, basis: Option<&FormBasis>) -> Option<FittedPair> {
+fn fit_one(
+    key: &PairKey,
+    points: Vec<(u64, f64)>,
+    basis: Option<&FormBasis>,
+) -> Option<FittedPair> {
     let fitted = bin_points(&points);
     if let Some(b) = basis {
         let prepared: Option<Vec<(f64, f64, expected::Shaped)>> = fitted

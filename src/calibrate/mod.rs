@@ -58,8 +58,8 @@ pub use apply::{
 };
 pub use command::{calibrate, CalibrateOutcome, CalibrateRequest, TopologyFacts};
 pub use cv::{cross_validate, cross_validate_with, CvReport};
-pub use file::{topology_hash, topology_hash_of_root, Calibration, PairFit};
 pub use expected::{FormBasis, Physical};
+pub use file::{topology_hash, topology_hash_of_root, Calibration, PairFit};
 pub use fit::{fit, fit_with_basis, FitOptions};
 pub use input::{read_file, read_text, InputFormat, Measurement, Measurements, ReadOptions};
 pub use model::PairParams;

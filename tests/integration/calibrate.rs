@@ -706,7 +706,10 @@ fn a_verify_file_calibrates_on_the_expected_form_and_round_trips() {
     } else {
         (times[n / 2 - 1] + times[n / 2]) / 2.0
     };
-    assert!((t / measured - 1.0).abs() < 1e-9, "{t} {measured} {times:?}");
+    assert!(
+        (t / measured - 1.0).abs() < 1e-9,
+        "{t} {measured} {times:?}"
+    );
     let json = cal.to_json().unwrap();
     let back = Calibration::from_json(&json, "cal.json").unwrap();
     assert_eq!(back.expected_form, cal.expected_form);
@@ -728,7 +731,10 @@ fn a_verify_file_calibrates_on_the_expected_form_and_round_trips() {
     let mut v: serde_json::Value = serde_json::from_str(&json).unwrap();
     v["pairs"][0]["physical"]["channel_gbs"] = (-1.0).into();
     let e = Calibration::from_json(&v.to_string(), "c.json").unwrap_err();
-    assert!(e.to_string().contains("physical constants out of range"), "{e}");
+    assert!(
+        e.to_string().contains("physical constants out of range"),
+        "{e}"
+    );
 }
 
 /// (median from 64 KiB, p95 from 64 KiB, worst from 1 MiB, worst regret from 1 MiB, median below 64 KiB), %.
@@ -761,19 +767,23 @@ fn expected_form_k_fold_by_size_band_against_the_empirical_form() {
         [6.4, 36.6, 54.6, 3.8, 2.9],
         "empirical k-fold",
     );
-    // the expected form: every figure but the regret better, still 4 of 5 missed (the 1-4 GiB creep of
-    // Ring/LL128, Ring/Simple and Tree/Simple and the 8 MiB Tree bump, see the README)
+    // the expected form: every figure but the regret better; median from 64 KiB now met, 3 of 5 still missed
+    // (the 1-4 GiB creep of Ring/LL128, Ring/Simple and Tree/Simple held out; see the README)
     let k = target_figures(&after.sections[0]);
-    assert_figures(k, [5.5, 22.7, 27.6, 7.0, 1.7], "expected k-fold");
+    assert_figures(k, [3.6, 18.8, 27.6, 7.0, 1.7], "expected k-fold");
     let met: Vec<bool> = after.sections[0]
         .targets
         .iter()
         .map(|t| t.met.unwrap())
         .collect();
-    assert_eq!(met, [false, false, false, false, true]);
+    assert_eq!(met, [true, false, false, false, true]);
     // train on one run, test on another: all five met on all six ordered pairs, as with the empirical form
     for s in &after.sections[1..] {
-        assert!(s.targets.iter().all(|t| t.met == Some(true)), "{:?}", s.train);
+        assert!(
+            s.targets.iter().all(|t| t.met == Some(true)),
+            "{:?}",
+            s.train
+        );
         let f = target_figures(s);
         assert!(f[0] <= 1.0 && f[2] <= 7.0, "{f:?}");
     }
@@ -793,13 +803,18 @@ fn expected_form_k_fold_of_the_native_kernels() {
         [7.6, 40.3, 53.3, 26.1, 2.6],
         "empirical k-fold",
     );
+    // median and p95 from 64 KiB and median below it met; worst from 1 MiB and regret not
     assert_figures(
         target_figures(&after.sections[0]),
-        [4.6, 20.0, 31.9, 9.6, 1.1],
+        [3.4, 13.7, 19.6, 9.6, 1.1],
         "expected k-fold",
     );
     for s in &after.sections[1..] {
-        assert!(s.targets.iter().all(|t| t.met == Some(true)), "{:?}", s.train);
+        assert!(
+            s.targets.iter().all(|t| t.met == Some(true)),
+            "{:?}",
+            s.train
+        );
     }
 }
 
@@ -851,9 +866,8 @@ fn thirty_thousand_sizes_fit_through_at_most_256_bins() {
         .expected_form
         .unwrap();
     for form in [None, Some(&basis)] {
-        let cal =
-            calibrate::fit_with_basis(std::slice::from_ref(&m), &FitOptions::default(), form)
-                .unwrap();
+        let cal = calibrate::fit_with_basis(std::slice::from_ref(&m), &FitOptions::default(), form)
+            .unwrap();
         let p = &cal.pairs[0];
         assert_eq!(p.sizes, 30_000);
         assert_eq!(p.physical.is_some(), form.is_some());
