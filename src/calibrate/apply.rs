@@ -345,6 +345,8 @@ mod tests {
                 algo: algo.into(),
                 proto,
                 params: PairParams::stock_form(lat, bw),
+                physical: None,
+                measured_ratio: Vec::new(),
                 terms: vec!["latency".into(), "bandwidth".into()],
                 sizes: 2,
                 min_bytes: 8,

@@ -2,9 +2,10 @@
 //! asked cross-validate, plot and save, in one call (`calibrate`). The command
 //! line handler only turns flags into a `CalibrateRequest` and prints.
 
-use super::cv::{cross_validate, CvReport};
+use super::cv::{cross_validate_with, CvReport};
+use super::expected::{basis_of_inputs, FormBasis};
 use super::file::{topology_hash_of_root, Calibration};
-use super::fit::{fit, FitOptions};
+use super::fit::{fit_with_basis, FitOptions};
 use super::input::{read_file, Measurements, ReadOptions};
 use crate::error::{Error, Result};
 use crate::topo::Cluster;
@@ -20,6 +21,9 @@ pub struct TopologyFacts {
     pub gpu_count: usize,
     /// Where it came from, for messages.
     pub source: String,
+    /// The machine on the expected model's form (None: the expected model cannot build it; then the empirical
+    /// form).
+    pub basis: Option<FormBasis>,
 }
 
 impl TopologyFacts {
@@ -28,6 +32,7 @@ impl TopologyFacts {
             topology_hash: topology_hash_of_root(&cluster.node.xml),
             gpu_count: cluster.node.gpu_count() * cluster.n_nodes.max(1),
             source: cluster.node.source.clone(),
+            basis: FormBasis::of_cluster(cluster, None).ok(),
         }
     }
 }
@@ -158,8 +163,19 @@ pub fn calibrate(
         progress(&describe(&m));
         inputs.push(m);
     }
+    // The form: the expected model's on the inputs' own topology, else on the one named (`--topo`), else the
+    // empirical one.
     let start = Instant::now();
-    let mut calibration = fit(&inputs, &request.fit)?;
+    let refs: Vec<&Measurements> = inputs.iter().collect();
+    let basis = basis_of_inputs(&refs).or_else(|| request.topology.as_ref()?.basis.clone());
+    progress(&match &basis {
+        Some(b) => format!(
+            "form: the expected model's ({}, NCCL {} channels)",
+            b.machine_class, b.nccl_family
+        ),
+        None => "form: empirical (no input carries its topology; --topo names it)".to_string(),
+    });
+    let mut calibration = fit_with_basis(&inputs, &request.fit, basis.as_ref())?;
     let fit_ms = start.elapsed().as_secs_f64() * 1e3;
     progress(&format!(
         "fitted {} pair(s) of the {} backend in {fit_ms:.0} ms{}",
@@ -179,7 +195,7 @@ pub fn calibrate(
     }
     let cross_validation_report = if request.cv {
         let start = Instant::now();
-        let report = cross_validate(&inputs, &request.fit)?;
+        let report = cross_validate_with(&inputs, &request.fit, basis.as_ref())?;
         progress(&format!(
             "cross-validated in {:.0} ms: {} section(s)",
             start.elapsed().as_secs_f64() * 1e3,

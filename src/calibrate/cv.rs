@@ -14,6 +14,7 @@
 //! stock NCCL model. Regret at a size = measured time of the pick / measured
 //! time of the fastest pair measured there - 1.
 
+use super::expected::{self, FormBasis};
 use super::fit::{fit_pairs, FittedPair, PairKey, PointSet};
 use super::input::Measurements;
 use super::stats::{abs_rel_error, spread_about_median, ErrorStats};
@@ -178,8 +179,13 @@ fn in_regime(bytes: u64, regime: (&str, u64, u64)) -> bool {
     bytes >= regime.1 && bytes < regime.2
 }
 
-fn predict(models: &BTreeMap<PairKey, FittedPair>, key: &PairKey, bytes: u64) -> Option<f64> {
-    models.get(key).map(|m| m.params.time_us(bytes as f64))
+fn predict(
+    models: &BTreeMap<PairKey, FittedPair>,
+    key: &PairKey,
+    bytes: u64,
+    basis: Option<&FormBasis>,
+) -> Option<f64> {
+    models.get(key)?.time_us(key, bytes, basis)
 }
 
 fn regret_rows(points: &[TestPoint]) -> Vec<RegretRow> {
@@ -390,7 +396,7 @@ pub(crate) fn kfold_section(set: &PointSet, folds: usize, names: &[&str]) -> Opt
                     key: *key,
                     bytes: *bytes,
                     measured_us,
-                    calibrated_us: predict(&models, key, *bytes),
+                    calibrated_us: predict(&models, key, *bytes, set.basis.as_ref()),
                     stock_us: cell.stock_us(),
                     train_measured_us: None,
                     spread: spread_about_median(&cell.times_us),
@@ -411,8 +417,14 @@ pub(crate) fn kfold_section(set: &PointSet, folds: usize, names: &[&str]) -> Opt
 }
 
 /// Fit on `train`, score on `test`.
-fn cross_section(train: &Measurements, test: &Measurements, backend: Backend) -> Option<CvSection> {
-    let train_set = PointSet::of(&[train], backend);
+fn cross_section(
+    train: &Measurements,
+    test: &Measurements,
+    backend: Backend,
+    basis: Option<&FormBasis>,
+) -> Option<CvSection> {
+    let mut train_set = PointSet::of(&[train], backend);
+    train_set.basis = basis.cloned();
     let test_set = PointSet::of(&[test], backend);
     if train_set.pairs.is_empty() || test_set.is_empty() {
         return None;
@@ -428,7 +440,7 @@ fn cross_section(train: &Measurements, test: &Measurements, backend: Backend) ->
                 key: *key,
                 bytes: *bytes,
                 measured_us,
-                calibrated_us: predict(&models, key, *bytes),
+                calibrated_us: predict(&models, key, *bytes, basis),
                 stock_us: cell.stock_us(),
                 train_measured_us: train_set
                     .pairs
@@ -446,7 +458,7 @@ fn cross_section(train: &Measurements, test: &Measurements, backend: Backend) ->
             let (pick, us) = models
                 .iter()
                 .filter(|(k, _)| k.0 == row.coll)
-                .map(|(k, m)| (k.1, m.params.time_us(row.bytes as f64)))
+                .filter_map(|(k, m)| Some((k.1, m.time_us(k, row.bytes, basis)?)))
                 .min_by(|a, b| a.1.total_cmp(&b.1))?;
             Some(AutoRow {
                 collective: row.coll,
@@ -470,7 +482,20 @@ fn cross_section(train: &Measurements, test: &Measurements, backend: Backend) ->
 
 /// k-fold by size over all inputs together, then, with two or more inputs,
 /// every ordered (train, test) pair of them.
+///
+/// On the expected model's form when the inputs carry the machine's topology (as `fit`), else the empirical one.
 pub fn cross_validate(inputs: &[Measurements], options: &super::FitOptions) -> Result<CvReport> {
+    let refs: Vec<&Measurements> = inputs.iter().collect();
+    let basis = expected::basis_of_inputs(&refs);
+    cross_validate_with(inputs, options, basis.as_ref())
+}
+
+/// `cross_validate` on the form of `basis` (None: the empirical form).
+pub fn cross_validate_with(
+    inputs: &[Measurements],
+    options: &super::FitOptions,
+    basis: Option<&FormBasis>,
+) -> Result<CvReport> {
     let with_rows: Vec<&Measurements> = inputs
         .iter()
         .filter(|m| m.rows.iter().any(|r| r.backend == options.backend))
@@ -487,7 +512,8 @@ pub fn cross_validate(inputs: &[Measurements], options: &super::FitOptions) -> R
         )));
     }
     let mut sections = Vec::new();
-    let set = PointSet::of(&with_rows, options.backend);
+    let mut set = PointSet::of(&with_rows, options.backend);
+    set.basis = basis.cloned();
     let names: Vec<&str> = with_rows.iter().map(|m| m.source.as_str()).collect();
     if let Some(k) = kfold_section(&set, options.cv_folds.max(2), &names) {
         sections.push(k);
@@ -497,7 +523,7 @@ pub fn cross_validate(inputs: &[Measurements], options: &super::FitOptions) -> R
             if std::ptr::eq(*train, *test) {
                 continue;
             }
-            if let Some(s) = cross_section(train, test, options.backend) {
+            if let Some(s) = cross_section(train, test, options.backend, basis) {
                 sections.push(s);
             }
         }

@@ -3,6 +3,7 @@
 //! machines it applies to.
 
 use super::cv::RegimeRow;
+use super::expected::{FormBasis, Physical};
 use super::input::MachineInfo;
 use super::model::PairParams;
 use super::stats::ErrorStats;
@@ -17,8 +18,19 @@ use std::collections::BTreeMap;
 
 /// First field of every calibration file.
 pub const CALIBRATION_FORMAT: &str = "planner-calibration";
-/// Bumped when a field changes meaning; `from_json` refuses other versions.
-pub const CALIBRATION_VERSION: u32 = 1;
+/// Bumped when a field changes meaning; `from_json` reads this version and every older one it lists in
+/// `READABLE_VERSIONS`, and refuses others. 2: the form (`form`, `expected_form`, each pair's `physical`).
+pub const CALIBRATION_VERSION: u32 = 2;
+/// Versions `from_json` reads: 1 (the empirical form only: no `form` field) and 2.
+pub const READABLE_VERSIONS: [u32; 2] = [1, 2];
+/// `form` of a calibration on planner's empirical form (`model::PairParams`): every version-1 file.
+pub const FORM_EMPIRICAL: &str = "empirical";
+/// `form` of a calibration on the expected model's form (`expected`).
+pub const FORM_EXPECTED: &str = "expected";
+
+fn empirical() -> String {
+    FORM_EMPIRICAL.to_string()
+}
 
 /// What `topology_hash` covers, written into every file.
 pub const TOPOLOGY_HASH_COVERS: &str = "FNV-1a 64 of a canonical form of the NCCL topology XML: every element \
@@ -39,6 +51,32 @@ pub struct ModelDescription {
 }
 
 impl ModelDescription {
+    /// The expected model's form (`expected`), with its residual terms.
+    pub fn expected() -> ModelDescription {
+        ModelDescription {
+            time_us: "launch_us + fill + steps x max(step_us, step_bytes / rate x residual): the expected model \
+                      (src/expect) on the measured machine's plan (expected_form: its links, flows, NCCL's channels \
+                      per call, the protocol's steps and chunks), its other constants in expected_form.resolved"
+                .into(),
+            transfer_us: "rate = min(busiest link's rate x wire efficiency x link_efficiency / its flows, \
+                          channel_gbs) per channel; residual = (1 + (ramp2_bytes / bytes)^ramp2_exponent) / (1 + \
+                          (cache_speedup - 1) / (1 + exp(-log2(cache_bytes / bytes) / cache_width_octaves))); \
+                          latency_us and bandwidth_gbs of a pair are the form's time at 8 B and its rate at 1 TiB \
+                          (for reading, not used)"
+                .into(),
+            fit: "per (collective, algorithm, protocol): median time per size (at most 256 log-spaced bins); \
+                  soft-L1 loss (scale 2 %) on ln(predicted / measured) plus a weak pull of each physical constant \
+                  towards the expected model's own (ln, weight 0.5 x the loss scale), Levenberg-Marquardt from \
+                  the expected model's constants and four starts around them"
+                .into(),
+            terms: "physical (launch_us, step_us, channel_gbs, link_efficiency) from 4 sizes; then measured_ratio: \
+                    [bytes, measured / form] at each fitted size, the time multiplied by it interpolated linearly in \
+                    ln over log2(bytes), the nearest beyond the fitted sizes (the empirical terms ramp2 and cache \
+                    were tried as residuals kept by BIC and extrapolated worse: ramp2_bytes 0, cache_bytes 0)"
+                .into(),
+        }
+    }
+
     pub fn current() -> ModelDescription {
         ModelDescription {
             time_us: "(latency_us^overlap + transfer_us^overlap)^(1/overlap)".into(),
@@ -80,6 +118,12 @@ pub struct PairFit {
     pub proto: Proto,
     #[serde(flatten)]
     pub params: PairParams,
+    /// On the expected form: the fitted physical constants (`params` then holds the residual terms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub physical: Option<Physical>,
+    /// On the expected form: [bytes, measured / form] at the fitted sizes (`expected::ratio_at`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub measured_ratio: Vec<[f64; 2]>,
     /// The terms fitted ("latency", "bandwidth", "ramp", "overlap").
     pub terms: Vec<String>,
     /// Distinct sizes fitted, and their range.
@@ -95,6 +139,23 @@ pub struct PairFit {
 impl PairFit {
     pub fn pair(&self) -> Pair {
         Pair::new(self.algo, self.proto)
+    }
+
+    /// The calibrated time at `bytes` (µs) on the calibration's form (`basis`: its `expected_form`).
+    #[inline]
+    pub fn time_us(&self, bytes: u64, basis: Option<&FormBasis>) -> Option<f64> {
+        match (&self.physical, basis) {
+            (Some(phys), Some(b)) => b.time_us(
+                self.coll,
+                self.pair(),
+                phys,
+                &self.params,
+                &self.measured_ratio,
+                bytes,
+            ),
+            (Some(_), None) => None,
+            (None, _) => Some(self.params.time_us(bytes as f64)),
+        }
     }
 }
 
@@ -115,7 +176,13 @@ pub struct Calibration {
     /// Whose times: NCCL's, or the native kernels'.
     pub backend: Backend,
     pub machine: MachineInfo,
+    /// "empirical" (every version-1 file) or "expected" (`FORM_EXPECTED`).
+    #[serde(default = "empirical")]
+    pub form: String,
     pub model: ModelDescription,
+    /// On the expected form: the measured machine as the form evaluates it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_form: Option<FormBasis>,
     pub sources: Vec<SourceRef>,
     pub pairs: Vec<PairFit>,
     pub cross_validation: Option<CalibrationCv>,
@@ -148,7 +215,9 @@ impl Calibration {
                 .unwrap_or(0),
             backend,
             machine,
+            form: FORM_EMPIRICAL.to_string(),
             model,
+            expected_form: None,
             sources,
             pairs,
             cross_validation: regimes.map(|regimes| CalibrationCv {
@@ -176,7 +245,7 @@ impl Calibration {
         self.pairs
             .iter()
             .find(|p| p.coll == coll && p.algo == algo && p.proto == proto)
-            .map(|p| p.params.time_us(bytes as f64))
+            .and_then(|p| p.time_us(bytes, self.expected_form.as_ref()))
     }
 
     /// The fitted pair with the lowest calibrated time, among `candidates`
@@ -185,7 +254,7 @@ impl Calibration {
         self.pairs
             .iter()
             .filter(|p| p.coll == coll && (candidates.is_empty() || candidates.contains(&p.pair())))
-            .map(|p| (p.pair(), p.params.time_us(bytes as f64)))
+            .filter_map(|p| Some((p.pair(), p.time_us(bytes, self.expected_form.as_ref())?)))
             .min_by(|a, b| a.1.total_cmp(&b.1))
     }
 
@@ -243,9 +312,9 @@ impl Calibration {
             )));
         }
         let version = value.get("version").and_then(|v| v.as_u64());
-        if version != Some(CALIBRATION_VERSION as u64) {
+        if !version.is_some_and(|v| READABLE_VERSIONS.iter().any(|r| u64::from(*r) == v)) {
             return Err(Error::bad_input(format!(
-                "{source}: calibration version {} is not supported (this planner reads version {CALIBRATION_VERSION})",
+                "{source}: calibration version {} is not supported (this planner reads versions 1 and {CALIBRATION_VERSION})",
                 version
                     .map(|v| v.to_string())
                     .unwrap_or_else(|| "missing".into())
@@ -265,6 +334,41 @@ impl Calibration {
                     p.proto.nccl_name()
                 ))
             })?;
+        }
+        match (cal.form.as_str(), &cal.expected_form) {
+            (FORM_EMPIRICAL, _) => {
+                if cal.pairs.iter().any(|p| p.physical.is_some()) {
+                    return Err(Error::bad_input(format!(
+                        "{source}: form \"{FORM_EMPIRICAL}\" with a pair's physical constants: not a file calibrate wrote"
+                    )));
+                }
+            }
+            (FORM_EXPECTED, Some(b)) => b.check(source)?,
+            (FORM_EXPECTED, None) => {
+                return Err(Error::bad_input(format!(
+                    "{source}: form \"{FORM_EXPECTED}\" without expected_form"
+                )))
+            }
+            (other, _) => {
+                return Err(Error::bad_input(format!(
+                    "{source}: form \"{other}\" is not one this planner reads (\"{FORM_EMPIRICAL}\", \"{FORM_EXPECTED}\")"
+                )))
+            }
+        }
+        for p in &cal.pairs {
+            if let Some(q) = &p.physical {
+                let ok = [q.launch_us, q.step_us, q.channel_gbs, q.link_efficiency]
+                    .iter()
+                    .all(|v| v.is_finite() && *v > 0.0);
+                if !ok {
+                    return Err(Error::bad_input(format!(
+                        "{source}: {} {}/{}: physical constants out of range ({q:?})",
+                        p.coll.nccl_name(),
+                        p.algo.name(),
+                        p.proto.nccl_name()
+                    )));
+                }
+            }
         }
         cal.source = source.to_string();
         Ok(cal)

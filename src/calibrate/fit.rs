@@ -7,6 +7,7 @@
 //! with the terms its sizes can carry (`terms_for`).
 
 use super::cv;
+use super::expected::{self, FormBasis, FormPoints, Physical};
 use super::file::{Calibration, ModelDescription, PairFit, SourceRef};
 use super::input::{MachineInfo, Measurement, Measurements};
 use super::model::PairParams;
@@ -64,6 +65,8 @@ pub(crate) struct PointSet {
     pub pairs: BTreeMap<PairKey, BTreeMap<u64, Cell>>,
     /// NCCL's free choice where the file does not say what it ran.
     pub auto: Vec<Measurement>,
+    /// The measured machine on the expected model's form; None: the empirical form.
+    pub basis: Option<FormBasis>,
 }
 
 impl PointSet {
@@ -127,10 +130,124 @@ pub(crate) fn terms_for(sizes: usize) -> Option<Terms> {
 }
 
 pub(crate) struct FittedPair {
+    /// The empirical form's parameters; on the expected form its residual terms (the rest neutral) with
+    /// `latency_us` and `bandwidth_gbs` the form's time at 8 B and its asymptotic rate (for tables).
     pub params: PairParams,
-    pub terms: Terms,
+    /// The expected form's constants (None: the empirical form).
+    pub physical: Option<Physical>,
+    /// On the expected form: measured / form at the fitted sizes (`expected::ratio_at`).
+    pub ratio: Vec<[f64; 2]>,
+    pub terms: Vec<String>,
     /// (bytes, measured µs) it was fitted on.
     pub points: Vec<(u64, f64)>,
+}
+
+impl FittedPair {
+    /// The fitted time of `key` at `bytes`, µs.
+    pub fn time_us(&self, key: &PairKey, bytes: u64, basis: Option<&FormBasis>) -> Option<f64> {
+        match (self.physical, basis) {
+            (Some(phys), Some(b)) => {
+                b.time_us(key.0, key.1, &phys, &self.params, &self.ratio, bytes)
+            }
+            (Some(_), None) => None,
+            (None, _) => Some(self.params.time_us(bytes as f64)),
+        }
+    }
+}
+
+/// At most this many points per pair reach the solver: beyond it the sizes are merged into this many bins of
+/// equal width in log2(bytes), each its median size and median time (`bin_points`), so a file of 30,000 sizes
+/// costs what one of 256 does. Below it every size is fitted as measured.
+pub(crate) const MAX_FIT_SIZES: usize = 256;
+
+/// `points` (ascending bytes) reduced to at most `MAX_FIT_SIZES`: O(n) (each point visits one bin; the medians are
+/// found by selection within a bin).
+pub(crate) fn bin_points(points: &[(u64, f64)]) -> Vec<(u64, f64)> {
+    if points.len() <= MAX_FIT_SIZES {
+        return points.to_vec();
+    }
+    let lo = (points[0].0.max(1) as f64).log2();
+    let hi = (points[points.len() - 1].0.max(1) as f64).log2();
+    let width = ((hi - lo) / MAX_FIT_SIZES as f64).max(1e-12);
+    let mut bins: Vec<Vec<(u64, f64)>> = vec![Vec::new(); MAX_FIT_SIZES];
+    for &(b, t) in points {
+        let i = (((b.max(1) as f64).log2() - lo) / width) as usize;
+        bins[i.min(MAX_FIT_SIZES - 1)].push((b, t));
+    }
+    bins.into_iter()
+        .filter(|bin| !bin.is_empty())
+        .map(|mut bin| {
+            // bytes ascending within the bin already (the input is); the median time by selection
+            let bytes = bin[bin.len() / 2].0;
+            let mid = bin.len() / 2;
+            bin.select_nth_unstable_by(mid, |a, b| a.1.total_cmp(&b.1));
+            (bytes, bin[mid].1)
+        })
+        .collect()
+}
+
+/// Fit one pair's points (ascending bytes): on the expected form where `basis` holds the pair, else the empirical
+/// one.
+fn fit_one(
+    key: &PairKey,
+    points: Vec<(u64, f64)>,
+    basis: Option<&FormBasis>,
+) -> Option<FittedPair> {
+    let fitted = bin_points(&points);
+    if let Some(b) = basis {
+        let prepared: Option<Vec<(f64, f64, expected::Shaped)>> = fitted
+            .iter()
+            .map(|&(bytes, t)| Some((bytes as f64, t, b.prepared(key.0, key.1, bytes)?)))
+            .collect();
+        if let Some(prepared) = prepared.filter(|p| !p.is_empty()) {
+            let prior = b.prior(&prepared[0].2);
+            let data = FormPoints {
+                basis: b,
+                points: prepared,
+                prior,
+            };
+            if let Some(f) = expected::fit_form(&data) {
+                // What the form misses at each fitted size: measured / form.
+                let ratio: Vec<[f64; 2]> = data
+                    .points
+                    .iter()
+                    .filter_map(|(bytes, t, pp)| {
+                        let e = b.time_prepared(pp, &f.physical, &f.residual, *bytes)?;
+                        Some([*bytes, t / e]).filter(|k| k[1].is_finite() && k[1] > 0.0)
+                    })
+                    .collect();
+                let mut params = f.residual;
+                params.latency_us = b
+                    .time_us(key.0, key.1, &f.physical, &f.residual, &ratio, 8)
+                    .unwrap_or(f.physical.launch_us);
+                let (b1, b2) = (1u64 << 39, 1u64 << 40);
+                params.bandwidth_gbs = match (
+                    b.time_us(key.0, key.1, &f.physical, &f.residual, &ratio, b1),
+                    b.time_us(key.0, key.1, &f.physical, &f.residual, &ratio, b2),
+                ) {
+                    (Some(t1), Some(t2)) if t2 > t1 => (b2 - b1) as f64 / (1000.0 * (t2 - t1)),
+                    _ => f.physical.channel_gbs,
+                };
+                return Some(FittedPair {
+                    params,
+                    physical: Some(f.physical),
+                    ratio,
+                    terms: f.terms,
+                    points,
+                });
+            }
+        }
+    }
+    let terms = terms_for(fitted.len())?;
+    let xy: Vec<(f64, f64)> = fitted.iter().map(|&(b, t)| (b as f64, t)).collect();
+    let solution = solver::fit_points(&xy, terms)?;
+    Some(FittedPair {
+        params: solution.params,
+        physical: None,
+        ratio: Vec::new(),
+        terms: term_names(solution.terms),
+        points,
+    })
 }
 
 /// Fit every pair of `set`, leaving out the sizes `held_out` says.
@@ -145,19 +262,11 @@ pub(crate) fn fit_pairs(
             .filter(|(b, _)| !held_out(**b))
             .filter_map(|(b, c)| Some((*b, c.measured_us()?)))
             .collect();
-        let Some(terms) = terms_for(points.len()) else {
+        if points.len() < 2 {
             continue;
-        };
-        let xy: Vec<(f64, f64)> = points.iter().map(|&(b, t)| (b as f64, t)).collect();
-        if let Some(solution) = solver::fit_points(&xy, terms) {
-            out.insert(
-                *key,
-                FittedPair {
-                    params: solution.params,
-                    terms: solution.terms,
-                    points,
-                },
-            );
+        }
+        if let Some(f) = fit_one(key, points, set.basis.as_ref()) {
+            out.insert(*key, f);
         }
     }
     out
@@ -242,16 +351,35 @@ fn merge_machines(inputs: &[&Measurements], force: bool) -> Result<(MachineInfo,
 }
 
 /// Fit the model of `options.backend` to every pair the inputs measured.
+///
+/// On the expected model's form when the inputs carry the machine's topology (a planner verify file's own dump),
+/// else on the empirical form (`fit_with_basis` names the machine for inputs without one).
 pub fn fit(inputs: &[Measurements], options: &FitOptions) -> Result<Calibration> {
     let refs: Vec<&Measurements> = inputs.iter().collect();
-    fit_refs(&refs, options)
+    let basis = expected::basis_of_inputs(&refs);
+    fit_refs(&refs, options, basis.as_ref())
 }
 
-pub(crate) fn fit_refs(inputs: &[&Measurements], options: &FitOptions) -> Result<Calibration> {
+/// `fit` on the form of `basis` (None: the empirical form).
+pub fn fit_with_basis(
+    inputs: &[Measurements],
+    options: &FitOptions,
+    basis: Option<&FormBasis>,
+) -> Result<Calibration> {
+    let refs: Vec<&Measurements> = inputs.iter().collect();
+    fit_refs(&refs, options, basis)
+}
+
+pub(crate) fn fit_refs(
+    inputs: &[&Measurements],
+    options: &FitOptions,
+    basis: Option<&FormBasis>,
+) -> Result<Calibration> {
     if inputs.is_empty() {
         return Err(Error::bad_input("calibrate: no input file"));
     }
-    let set = PointSet::of(inputs, options.backend);
+    let mut set = PointSet::of(inputs, options.backend);
+    set.basis = basis.cloned();
     let names: Vec<&str> = inputs.iter().map(|m| m.source.as_str()).collect();
     if set.pairs.is_empty() {
         return Err(Error::bad_input(format!(
@@ -287,10 +415,11 @@ pub(crate) fn fit_refs(inputs: &[&Measurements], options: &FitOptions) -> Result
     };
     let mut pairs = Vec::new();
     for ((coll, pair), f) in &fitted {
+        let key = (*coll, *pair);
         let errors: Vec<f64> = f
             .points
             .iter()
-            .map(|&(b, t)| abs_rel_error(f.params.time_us(b as f64), t))
+            .filter_map(|&(b, t)| Some(abs_rel_error(f.time_us(&key, b, basis)?, t)))
             .collect();
         let cv_stats = kfold.as_ref().and_then(|k| {
             k.per_pair
@@ -303,7 +432,9 @@ pub(crate) fn fit_refs(inputs: &[&Measurements], options: &FitOptions) -> Result
             algo: pair.algo,
             proto: pair.proto,
             params: f.params,
-            terms: term_names(f.terms),
+            physical: f.physical,
+            measured_ratio: f.ratio.clone(),
+            terms: f.terms.clone(),
             sizes: f.points.len(),
             min_bytes: f.points.first().map(|p| p.0).unwrap_or(0),
             max_bytes: f.points.last().map(|p| p.0).unwrap_or(0),
@@ -330,13 +461,22 @@ pub(crate) fn fit_refs(inputs: &[&Measurements], options: &FitOptions) -> Result
             notes.push(format!("{}: {n}", m.source));
         }
     }
-    Ok(Calibration::new(
+    let mut cal = Calibration::new(
         options.backend,
         machine,
-        ModelDescription::current(),
+        if basis.is_some() {
+            ModelDescription::expected()
+        } else {
+            ModelDescription::current()
+        },
         sources,
         pairs,
         kfold.map(|k| k.regimes),
         notes,
-    ))
+    );
+    if let Some(b) = basis {
+        cal.form = super::file::FORM_EXPECTED.to_string();
+        cal.expected_form = Some(b.clone());
+    }
+    Ok(cal)
 }

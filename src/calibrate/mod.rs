@@ -42,6 +42,7 @@
 pub mod apply;
 pub mod command;
 pub mod cv;
+pub mod expected;
 pub mod file;
 pub mod fit;
 pub mod input;
@@ -56,8 +57,9 @@ pub use apply::{
     CalibratedPredictor, CalibratedSweep,
 };
 pub use command::{calibrate, CalibrateOutcome, CalibrateRequest, TopologyFacts};
-pub use cv::{cross_validate, CvReport};
+pub use cv::{cross_validate, cross_validate_with, CvReport};
+pub use expected::{FormBasis, Physical};
 pub use file::{topology_hash, topology_hash_of_root, Calibration, PairFit};
-pub use fit::{fit, FitOptions};
+pub use fit::{fit, fit_with_basis, FitOptions};
 pub use input::{read_file, read_text, InputFormat, Measurement, Measurements, ReadOptions};
 pub use model::PairParams;

@@ -97,7 +97,7 @@ impl PairParams {
 
     /// Factor by which ramps and the L2 step stretch the transfer time.
     #[inline]
-    fn transfer_factor(&self, bytes: f64) -> f64 {
+    pub(crate) fn transfer_factor(&self, bytes: f64) -> f64 {
         let mut ramp = 1.0;
         if self.ramp_bytes > 0.0 {
             ramp += (self.ramp_bytes / bytes).powf(self.ramp_exponent);

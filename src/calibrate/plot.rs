@@ -51,9 +51,13 @@ pub fn render_svg(cal: &Calibration, inputs: &[Measurements]) -> Result<String> 
         let (l2lo, l2hi) = ((lo as f64).log2(), (hi as f64).log2());
         let steps = (((l2hi - l2lo) * 8.0).ceil() as usize).max(2);
         let calibrated = (0..=steps)
-            .map(|i| {
+            .filter_map(|i| {
                 let b = (l2lo + (l2hi - l2lo) * i as f64 / steps as f64).exp2();
-                (b.round() as u64, fit.params.time_us(b))
+                let t = match fit.physical {
+                    None => fit.params.time_us(b),
+                    Some(_) => fit.time_us(b.round() as u64, cal.expected_form.as_ref())?,
+                };
+                Some((b.round() as u64, t))
             })
             .collect();
         series

@@ -301,6 +301,116 @@ fn descend_over(
     (theta, current)
 }
 
+/// Levenberg-Marquardt on the soft-L1 loss (IRLS weights, as `descend`) of any residual function over the
+/// parameters `idx` of a fixed-size vector, within `lower..=upper`, at most `iterations` steps. Each step costs
+/// `idx.len() + 1` evaluations of `residuals` and an `idx.len()`-square solve: with the residuals linear in the
+/// points, O(points x iterations) in all. Returns the end point and its loss.
+pub(crate) fn minimise<const P: usize>(
+    start: [f64; P],
+    lower: &[f64; P],
+    upper: &[f64; P],
+    idx: &[usize],
+    residuals: &dyn Fn(&[f64; P], &mut Vec<f64>),
+    iterations: usize,
+) -> ([f64; P], f64) {
+    let clamp = |t: &mut [f64; P]| {
+        for i in 0..P {
+            t[i] = t[i].clamp(lower[i], upper[i]);
+        }
+    };
+    let loss_of = |t: &[f64; P], r: &mut Vec<f64>| {
+        residuals(t, r);
+        let l = soft_l1(r);
+        if l.is_finite() {
+            l
+        } else {
+            f64::INFINITY
+        }
+    };
+    let m = idx.len();
+    let mut theta = start;
+    clamp(&mut theta);
+    let mut r = Vec::new();
+    let mut scratch = Vec::new();
+    let mut current = loss_of(&theta, &mut r);
+    if !current.is_finite() {
+        return (theta, current);
+    }
+    let mut lambda = 1e-2;
+    let mut jac: Vec<Vec<f64>> = Vec::new();
+    let s2 = LOSS_SCALE * LOSS_SCALE;
+    for _ in 0..iterations {
+        residuals(&theta, &mut r);
+        let n = r.len();
+        let w: Vec<f64> = r.iter().map(|x| 1.0 / (1.0 + x * x / s2).sqrt()).collect();
+        jac.resize(m, Vec::new());
+        for (col, &j) in idx.iter().enumerate() {
+            let h = 1e-6 * theta[j].abs().max(1.0);
+            let mut shifted = theta;
+            shifted[j] += h;
+            let step = if shifted[j] > upper[j] {
+                shifted[j] = theta[j] - h;
+                -h
+            } else {
+                h
+            };
+            residuals(&shifted, &mut scratch);
+            let column = &mut jac[col];
+            column.clear();
+            column.extend((0..n).map(|i| {
+                let d = (scratch.get(i).copied().unwrap_or(f64::NAN) - r[i]) / step;
+                if d.is_finite() {
+                    d
+                } else {
+                    0.0
+                }
+            }));
+        }
+        let mut a = vec![vec![0.0; m]; m];
+        let mut g = vec![0.0; m];
+        for p in 0..m {
+            for i in 0..n {
+                g[p] += jac[p][i] * w[i] * r[i];
+            }
+            for q in p..m {
+                let v: f64 = (0..n).map(|i| jac[p][i] * w[i] * jac[q][i]).sum();
+                a[p][q] = v;
+                a[q][p] = v;
+            }
+        }
+        let mut improved = false;
+        while lambda < 1e12 {
+            let mut damped = a.clone();
+            for p in 0..m {
+                damped[p][p] += lambda * (a[p][p] + 1e-12);
+            }
+            let Some(delta) = solve(damped, g.iter().map(|x| -x).collect()) else {
+                lambda *= 10.0;
+                continue;
+            };
+            let mut next = theta;
+            for (col, &j) in idx.iter().enumerate() {
+                next[j] += delta[col];
+            }
+            clamp(&mut next);
+            let l = loss_of(&next, &mut scratch);
+            if l < current {
+                let gain = current - l;
+                theta = next;
+                current = l;
+                lambda = (lambda / 3.0).max(1e-12);
+                improved = gain > 1e-10 * current.max(1e-300);
+                break;
+            }
+            lambda *= 4.0;
+        }
+        if !improved {
+            break;
+        }
+    }
+    (theta, current)
+}
+
 /// BIC of a soft-L1 loss over `n` points with `k` parameters.
 fn bic(loss: f64, n: usize, k: usize) -> f64 {
     let n = n as f64;

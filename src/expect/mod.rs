@@ -26,7 +26,7 @@ use crate::search::Graphs;
 use crate::topo::{Cluster, CpuVendor};
 pub use params::Params;
 use plan::{ChannelFlows, LinkClass, Plan};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How nccl-tests launches each call: eager (the default, as PyTorch does) or captured in a CUDA graph (`-G`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -233,7 +233,7 @@ pub struct LinkRate {
 }
 
 /// NCCL's chunk sizes (its protocol constants): a step of each protocol's buffer, and NVLS's own chunk.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Chunking {
     pub step_bytes: [f64; 3],
     /// NCCL_NVLS_CHUNKSIZE: NVLS and NVLSTree move this (or less, for small calls) per head and step.
@@ -294,8 +294,8 @@ impl Chunking {
     }
 }
 
-/// The constants of one machine, resolved from `Params`.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// The constants of one machine, resolved from `Params` (serialised into a calibration of the expected form).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Resolved {
     pub launch_us: f64,
     pub hop_us: [f64; 3],
@@ -697,6 +697,20 @@ pub fn prepare(
 /// The expected time (us) of a prepared pair under constants `r`, and what limits it:
 /// launch + hops x their latency + steps x max(step synchronisation, step bytes / channel rate).
 pub fn evaluate(plan: &Plan, r: &Resolved, pp: &Prepared) -> Option<(f64, Limit)> {
+    evaluate_with(plan, r, pp, 1.0, pp.steps)
+}
+
+/// `evaluate` with the bandwidth term (the time the volume takes at the channel rate) stretched by
+/// `transfer_factor`, and that volume spread over `chunk_steps` steps instead of all `pp.steps` (1 and `pp.steps`:
+/// `evaluate`). `calibrate` passes the steps that each move a new chunk, so a pipeline's fill and drain steps
+/// (a tree's levels, a ring broadcast's hops) each move a whole chunk too.
+pub fn evaluate_with(
+    plan: &Plan,
+    r: &Resolved,
+    pp: &Prepared,
+    transfer_factor: f64,
+    chunk_steps: f64,
+) -> Option<(f64, Limit)> {
     if pp.single_rank {
         return Some((r.launch_us, Limit::Latency));
     }
@@ -744,8 +758,8 @@ pub fn evaluate(plan: &Plan, r: &Resolved, pp: &Prepared) -> Option<(f64, Limit)
     let net_step_oh = step_oh + r.net_step_us;
     let fill =
         pp.intra_hops * r.hop_us[p] + pp.net_hops * r.net_hop_us + pp.nvls_hops * r.nvls_hop_us;
-    let bw_us = pp.volume / (rate * 1e3);
-    let step_bw_us = bw_us / pp.steps;
+    let bw_us = pp.volume / (rate * 1e3) * transfer_factor;
+    let step_bw_us = bw_us / chunk_steps.clamp(1.0, pp.steps.max(1.0));
     let net_steps = pp.net_steps.min(pp.steps);
     let time = r.launch_us
         + fill

@@ -436,11 +436,11 @@ fn calibration_round_trips_and_refuses_other_machines() {
 
     // other versions and formats are refused
     let e = Calibration::from_json(
-        &json.replacen("\"version\": 1", "\"version\": 2", 1),
+        &json.replacen("\"version\": 2", "\"version\": 3", 1),
         "c.json",
     )
     .unwrap_err();
-    assert!(e.to_string().contains("version 2 is not supported"), "{e}");
+    assert!(e.to_string().contains("version 3 is not supported"), "{e}");
     let e = Calibration::from_json("{\"format\": \"planner-verify\"}", "c.json").unwrap_err();
     assert!(e.to_string().contains("not a calibration file"), "{e}");
     let e = Calibration::from_json(
@@ -637,4 +637,254 @@ fn plot_has_one_panel_per_pair_with_binary_ticks() {
         assert!(svg.contains(tick), "{tick}");
     }
     assert!(!svg.contains("\n2M\n"));
+}
+
+// ---------------------------------------------------------------------------
+// The expected model's form (issue 24 item 5) and the fit's scaling (issue 28)
+
+const V1_NCCL: &str = "bench/results/calibration-cv-2026-12-01/calibration-nccl.json";
+
+#[test]
+fn version_1_files_load_on_the_empirical_form_and_predict_as_before() {
+    let cal = Calibration::load(&path(V1_NCCL)).unwrap();
+    assert_eq!(cal.version, 1);
+    assert_eq!(cal.form, "empirical");
+    assert!(cal.expected_form.is_none());
+    assert!(cal.pairs.iter().all(|p| p.physical.is_none()));
+    // Ring/LL of that file (latency 10.7138 µs, 120.676 GB/s, ramp 168223 B ^0.97628, overlap 2.08379), at 3 MiB
+    // by hand: transfer = 3145728 / 120676.3 x (1 + (168223 / 3145728)^0.97628) = 27.606 µs;
+    // (10.7138^2.08379 + 27.606^2.08379)^(1 / 2.08379) = 29.3455 µs
+    let t = cal
+        .predict_us(Coll::AllReduce, Algo::Ring, Proto::Ll, 3 << 20)
+        .unwrap();
+    assert!((t - 29.3455).abs() < 0.001, "{t}");
+}
+
+#[test]
+fn a_verify_file_calibrates_on_the_expected_form_and_round_trips() {
+    let cal = calibrate::fit(&[read(FINAL)], &FitOptions::default()).unwrap();
+    assert_eq!(cal.version, 2);
+    assert_eq!(cal.form, "expected");
+    let basis = cal.expected_form.as_ref().unwrap();
+    assert_eq!(basis.machine_class, "sm90 nvswitch");
+    assert_eq!(basis.nccl_family, "2.28");
+    assert_eq!(basis.plan.n_ranks, 2);
+    for p in &cal.pairs {
+        let phys = p.physical.unwrap();
+        assert!(phys.launch_us > 0.0 && phys.channel_gbs > 0.0, "{phys:?}");
+        assert_eq!(p.measured_ratio.len(), 30);
+        assert!(p.terms.contains(&"measured_ratio".to_string()));
+    }
+    // NCCL's channels per call, as its model launches them on this machine: Ring/Simple 1 below 64 KiB, 24 from
+    // 768 KiB
+    let table = basis
+        .channels
+        .iter()
+        .find(|t| t.collective == Coll::AllReduce && t.pair == Pair::new(Algo::Ring, Proto::Simple))
+        .unwrap();
+    assert_eq!(table.channels_from_bytes.first(), Some(&[0, 1]));
+    assert_eq!(table.channels_from_bytes.last(), Some(&[786432, 24]));
+    // at a measured size the calibration gives the measured median (the form x its measured ratio)
+    let t = cal
+        .predict_us(Coll::AllReduce, Algo::Ring, Proto::Simple, 1 << 30)
+        .unwrap();
+    // (the median of the file's Ring/Simple rows at 1 GiB: the pinned run and NCCL's own choice of that pair)
+    let mut times: Vec<f64> = read(FINAL)
+        .rows
+        .iter()
+        .filter(|r| {
+            r.backend == Backend::Nccl
+                && r.fit_pair() == Some(Pair::new(Algo::Ring, Proto::Simple))
+                && r.bytes == 1 << 30
+        })
+        .map(|r| r.time_us)
+        .collect();
+    times.sort_by(f64::total_cmp);
+    let n = times.len();
+    let measured = if n % 2 == 1 {
+        times[n / 2]
+    } else {
+        (times[n / 2 - 1] + times[n / 2]) / 2.0
+    };
+    assert!(
+        (t / measured - 1.0).abs() < 1e-9,
+        "{t} {measured} {times:?}"
+    );
+    let json = cal.to_json().unwrap();
+    let back = Calibration::from_json(&json, "cal.json").unwrap();
+    assert_eq!(back.expected_form, cal.expected_form);
+    for bytes in [8, 3 << 20, 100_000_000, 1 << 34] {
+        let a = cal.predict_us(Coll::AllReduce, Algo::Tree, Proto::Ll128, bytes);
+        let b = back.predict_us(Coll::AllReduce, Algo::Tree, Proto::Ll128, bytes);
+        assert!((a.unwrap() / b.unwrap() - 1.0).abs() < 1e-12);
+    }
+    // a form this build does not know, and the expected form without its machine, are refused
+    let mut v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    v["form"] = "curve".into();
+    let e = Calibration::from_json(&v.to_string(), "c.json").unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    assert!(e.to_string().contains("form \"curve\""), "{e}");
+    v["form"] = "expected".into();
+    v.as_object_mut().unwrap().remove("expected_form");
+    let e = Calibration::from_json(&v.to_string(), "c.json").unwrap_err();
+    assert!(e.to_string().contains("without expected_form"), "{e}");
+    let mut v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    v["pairs"][0]["physical"]["channel_gbs"] = (-1.0).into();
+    let e = Calibration::from_json(&v.to_string(), "c.json").unwrap_err();
+    assert!(
+        e.to_string().contains("physical constants out of range"),
+        "{e}"
+    );
+}
+
+/// (median from 64 KiB, p95 from 64 KiB, worst from 1 MiB, worst regret from 1 MiB, median below 64 KiB), %.
+fn target_figures(s: &CvSection) -> [f64; 5] {
+    let mut out = [0.0; 5];
+    for (o, t) in out.iter_mut().zip(&s.targets) {
+        *o = t.achieved_pct.unwrap();
+    }
+    out
+}
+
+fn assert_figures(got: [f64; 5], want: [f64; 5], what: &str) {
+    for (g, w) in got.iter().zip(want) {
+        assert!((g - w).abs() <= 0.15, "{what}: {got:?} vs {want:?}");
+    }
+}
+
+#[test]
+fn expected_form_k_fold_by_size_band_against_the_empirical_form() {
+    // NCCL, the three runs of bench/results/calibration-cv-2026-12-01 (the figures of
+    // bench/results/calibrate-expected-2026-12-03/README.md)
+    let inputs = [read(FINAL), read(PROCS_1), read(PROCS_2)];
+    let opts = FitOptions::default();
+    let after = calibrate::cross_validate(&inputs, &opts).unwrap();
+    let before = calibrate::cross_validate_with(&inputs, &opts, None).unwrap();
+    assert_eq!(after.sections.len(), 7);
+    // the empirical form's k-fold as committed in calibration-cv-2026-12-01 (cv-nccl.txt): misses 4 of 5
+    assert_figures(
+        target_figures(&before.sections[0]),
+        [6.4, 36.6, 54.6, 3.8, 2.9],
+        "empirical k-fold",
+    );
+    // the expected form: every figure but the regret better; median from 64 KiB now met, 3 of 5 still missed
+    // (the 1-4 GiB creep of Ring/LL128, Ring/Simple and Tree/Simple held out; see the README)
+    let k = target_figures(&after.sections[0]);
+    assert_figures(k, [3.6, 18.8, 27.6, 7.0, 1.7], "expected k-fold");
+    let met: Vec<bool> = after.sections[0]
+        .targets
+        .iter()
+        .map(|t| t.met.unwrap())
+        .collect();
+    assert_eq!(met, [true, false, false, false, true]);
+    // train on one run, test on another: all five met on all six ordered pairs, as with the empirical form
+    for s in &after.sections[1..] {
+        assert!(
+            s.targets.iter().all(|t| t.met == Some(true)),
+            "{:?}",
+            s.train
+        );
+        let f = target_figures(s);
+        assert!(f[0] <= 1.0 && f[2] <= 7.0, "{f:?}");
+    }
+}
+
+#[test]
+fn expected_form_k_fold_of_the_native_kernels() {
+    let inputs = [read(FINAL), read(INTEGRATION)];
+    let opts = FitOptions {
+        backend: Backend::Native,
+        ..FitOptions::default()
+    };
+    let after = calibrate::cross_validate(&inputs, &opts).unwrap();
+    let before = calibrate::cross_validate_with(&inputs, &opts, None).unwrap();
+    assert_figures(
+        target_figures(&before.sections[0]),
+        [7.6, 40.3, 53.3, 26.1, 2.6],
+        "empirical k-fold",
+    );
+    // median and p95 from 64 KiB and median below it met; worst from 1 MiB and regret not
+    assert_figures(
+        target_figures(&after.sections[0]),
+        [3.4, 13.7, 19.6, 9.6, 1.1],
+        "expected k-fold",
+    );
+    for s in &after.sections[1..] {
+        assert!(
+            s.targets.iter().all(|t| t.met == Some(true)),
+            "{:?}",
+            s.train
+        );
+    }
+}
+
+fn generated(n: usize) -> Measurements {
+    // n distinct sizes, log-spaced from 8 B to 4 GiB (multiples of 4), Ring/LL timed by NCCL's form with 10.5 µs
+    // and 120 GB/s: time = 10.5 + bytes / 120000 µs
+    let mut sizes: Vec<u64> = (0..n)
+        .map(|i| {
+            let b = 8.0 * 2f64.powf(29.0 * i as f64 / (n - 1) as f64);
+            ((b / 4.0).round() as u64 * 4).max(8) + 4 * i as u64
+        })
+        .collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    assert_eq!(sizes.len(), n);
+    let rows = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &b)| calibrate::Measurement {
+            backend: Backend::Nccl,
+            coll: Coll::AllReduce,
+            pair: Some(ring_ll()),
+            nccl_choice: None,
+            bytes: b,
+            time_us: 10.5 + b as f64 / 120_000.0,
+            repeats: None,
+            spread_pct: None,
+            stock_us: None,
+            in_place: None,
+            source: "generated".into(),
+            line: i + 1,
+        })
+        .collect();
+    Measurements {
+        source: "generated".into(),
+        format: InputFormat::NcclTestsText,
+        fnv1a64: String::new(),
+        machine: Default::default(),
+        rows,
+        notes: Vec::new(),
+    }
+}
+
+#[test]
+fn thirty_thousand_sizes_fit_through_at_most_256_bins() {
+    let m = generated(30_000);
+    let basis = calibrate::fit(&[read(FINAL)], &FitOptions::default())
+        .unwrap()
+        .expected_form
+        .unwrap();
+    for form in [None, Some(&basis)] {
+        let cal = calibrate::fit_with_basis(std::slice::from_ref(&m), &FitOptions::default(), form)
+            .unwrap();
+        let p = &cal.pairs[0];
+        assert_eq!(p.sizes, 30_000);
+        assert_eq!(p.physical.is_some(), form.is_some());
+        // the fit's error over all 30,000 sizes, and at sizes between them
+        let fit = p.fit.as_ref().unwrap();
+        assert_eq!(fit.n, 30_000);
+        assert!(fit.median_abs_error_pct < 0.5, "{fit:?}");
+        for bytes in [1000u64, 1 << 20, 3_000_000_000] {
+            let t = cal
+                .predict_us(Coll::AllReduce, Algo::Ring, Proto::Ll, bytes)
+                .unwrap();
+            let truth = 10.5 + bytes as f64 / 120_000.0;
+            assert!((t / truth - 1.0).abs() < 0.01, "{bytes}: {t} vs {truth}");
+        }
+        // the k-fold summary the file stores was computed on all of them
+        let cv = cal.cross_validation.as_ref().unwrap();
+        let all = cv.regimes.iter().map(|r| r.calibrated.as_ref().unwrap().n);
+        assert_eq!(all.take(3).sum::<usize>(), 30_000);
+    }
 }
