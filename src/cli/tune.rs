@@ -101,7 +101,10 @@ pub fn run(args: TuneArgs) -> Result<()> {
         );
         print!("{}", crate::report::text(&render::plan_table(&tuned.plan)));
     }
-    eprintln!("planner: wrote {out} ({} rules)", tuned.plan.rules.len());
+    eprintln!(
+        "planner: wrote {out} ({})",
+        crate::units::count(tuned.plan.rules.len(), "rule")
+    );
     Ok(())
 }
 

@@ -268,7 +268,21 @@ pub fn run(args: VerifyArgs) -> Result<()> {
     if let Some(signal) = crate::measure::stop_requested() {
         std::process::exit(128 + signal);
     }
-    Ok(())
+    stopped_early(&run, &path)
+}
+
+/// A run that stopped early for a runtime failure (a crashed NCCL child, a timeout, a lost rank, planner's own
+/// error) exits 1 after printing what it measured; the result file keeps every finished size.
+fn stopped_early(run: &VerifyRun, path: &str) -> Result<()> {
+    use crate::result_file::StopReason;
+    match &run.stopped {
+        Some(stopped) if stopped.reason != StopReason::Interrupted => Err(Error::runtime(format!(
+            "the run stopped early ({}: {}); the sizes measured before it are kept in {path}",
+            stopped.reason.label(),
+            stopped.detail
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// The hidden child of the NCCL backend.

@@ -6,21 +6,25 @@ use comfy_table::{presets, ContentArrangement, Table};
 
 pub fn audit_text(report: &AuditReport) -> String {
     let mut out = format!(
-        "{}: NCCL {}, compared with the planner's NCCL {} model: {} values, {} difference(s)\n",
+        "{}: NCCL {}, compared with the planner's NCCL {} model: {}, {}\n",
         report.log,
         report
             .nccl_version
             .as_deref()
             .unwrap_or("(version not in the log)"),
         report.table_family,
-        report.compared,
-        report.difference_count()
+        crate::units::count(report.compared, "value"),
+        crate::units::count(report.difference_count(), "difference")
     );
     if let Some(p) = &report.plugin {
         let checked = p.steered - p.steered_without_call_line;
         out.push_str(&format!(
-            "planner-tuner plugin steered {} call(s) ({} decision line(s), {} kept NCCL's choice); NCCL ran the plugin's pair in {} of {} checked\n",
-            p.steered, p.decisions, p.kept, p.steered_followed, checked
+            "planner-tuner plugin steered {} ({}, {} kept NCCL's choice); NCCL ran the plugin's pair in {} of {} checked\n",
+            crate::units::count(p.steered, "call"),
+            crate::units::count(p.decisions, "decision line"),
+            p.kept,
+            p.steered_followed,
+            checked
         ));
     }
     for part in &report.not_checked {

@@ -15,7 +15,8 @@ use crate::model::symmetric::{
 };
 use crate::model::{Algo, Coll, Model, Proto};
 use crate::topo::{Cluster, PathType};
-use crate::units::format_size;
+use crate::units::{count, format_size};
+use super::call_size_text;
 use comfy_table::{presets, Attribute, Cell, CellAlignment, ContentArrangement, Table};
 use serde::Serialize;
 
@@ -552,12 +553,12 @@ pub fn explain_text_calibrated(
         String::new()
     };
     out.push_str(&format!(
-        "{} of {}{ops}: {} ranks on {} node(s), {} channels, NCCL {} model ({})\n",
+        "{} of {}{ops}: {} on {}, {}, NCCL {} model ({})\n",
         call.coll.nccl_name(),
-        format_size(call.size),
-        model.input.n_ranks,
-        model.input.n_nodes,
-        model.input.channels,
+        call_size_text(call),
+        count(model.input.n_ranks, "rank"),
+        count(model.input.n_nodes, "node"),
+        count(model.input.channels, "channel"),
         model.table.family,
         model.table.source
     ));
@@ -681,11 +682,11 @@ pub fn explain_text_calibrated(
     }
     let w = eval.winner();
     out.push_str(&format!(
-        "NCCL picks {}/{} on {} channels x {} threads: {} µs",
+        "NCCL picks {}/{} on {} x {}: {} µs",
         w.algo.nccl_name(),
         w.proto.nccl_name(),
-        w.channels,
-        w.threads,
+        count(w.channels, "channel"),
+        count(w.threads, "thread"),
         us(w.time_us as f64)
     ));
     if call.ops > 1 {
@@ -823,20 +824,20 @@ fn calibrated_line(eval: &Evaluation, cal: &CalibratedCall) -> String {
 /// Bands of a sweep for people.
 pub fn sweep_text(model: &Model, sweep: &Sweep) -> String {
     let mut out = format!(
-        "{} crossover map{}: {} ranks on {} node(s), NCCL {} model\n",
+        "{} crossover map{}: {} on {}, NCCL {} model\n",
         sweep.coll.nccl_name(),
         if sweep.ops > 1 {
             format!(" ({} ops per group)", sweep.ops)
         } else {
             String::new()
         },
-        model.input.n_ranks,
-        model.input.n_nodes,
+        count(model.input.n_ranks, "rank"),
+        count(model.input.n_nodes, "node"),
         model.table.family
     );
     for band in &sweep.bands {
         let channels = if band.min_channels == band.max_channels {
-            format!("{} channels", band.min_channels)
+            count(band.min_channels, "channel")
         } else {
             format!("{}-{} channels", band.min_channels, band.max_channels)
         };
@@ -863,9 +864,9 @@ pub fn sweep_text(model: &Model, sweep: &Sweep) -> String {
     }
     if !sweep.skipped.is_empty() {
         out.push_str(&format!(
-            "Skipped (too small for {} on {} ranks): {}\n",
+            "Skipped (too small for {} on {}): {}\n",
             sweep.coll.nccl_name(),
-            model.input.n_ranks,
+            count(model.input.n_ranks, "rank"),
             sweep
                 .skipped
                 .iter()
@@ -1236,10 +1237,10 @@ pub fn plot_svg(
         )));
     }
     let what = format!(
-        "{}, {} ranks, {} node(s), NCCL {} model",
+        "{}, {}, {}, NCCL {} model",
         coll.nccl_name(),
-        n_ranks,
-        model.input.n_nodes,
+        count(n_ranks, "rank"),
+        count(model.input.n_nodes, "node"),
         model.table.family
     );
     let mut legend = vec![

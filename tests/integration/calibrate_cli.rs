@@ -105,7 +105,7 @@ fn calibration_of_a_verify_file_applies_to_the_captured_topology() {
     assert!(err.contains(&format!("wrote {cal_path}")), "{err}");
     let text = stdout(&out);
     assert!(
-        text.starts_with("calibration of the nccl backend: 2 GPU(s)"),
+        text.starts_with("calibration of the nccl backend: 2 GPUs"),
         "{text}"
     );
     assert_eq!(text.matches("| AllReduce  |").count(), 6, "{text}");

@@ -22,12 +22,12 @@ impl CheckFormat for Table {
         let mut out = String::new();
         let files: Vec<&str> = r.inputs.iter().map(|i| i.source.as_str()).collect();
         out.push_str(&format!(
-            "{}: {} size(s) measured on {} ({} node(s) x {} GPUs)",
+            "{}: {} measured on {} ({} x {})",
             files.join(", "),
-            r.sizes.len(),
+            crate::units::count(r.sizes.len(), "size"),
             m.source,
-            m.nodes,
-            m.gpus_per_node
+            crate::units::count(m.nodes, "node"),
+            crate::units::count(m.gpus_per_node, "GPU")
         ));
         if let Some(v) = &r.run.nccl_version {
             out.push_str(&format!(", NCCL {v}"));
@@ -88,13 +88,14 @@ impl CheckFormat for Table {
         out.push_str(&match r.verdict {
             Verdict::Healthy => "Verdict: healthy: every size inside its expected band\n".to_string(),
             Verdict::Slow => format!(
-                "Verdict: slow: {slow} of {} size(s) below their band by more than {} %{}\n",
-                r.sizes.len(),
+                "Verdict: slow: {slow} of {} below their band by more than {} %{}\n",
+                crate::units::count(r.sizes.len(), "size"),
                 r.tolerance_pct,
                 if fast > 0 { format!("; {fast} faster than expected") } else { String::new() }
             ),
             Verdict::Suspicious => format!(
-                "Verdict: suspicious: {fast} size(s) faster than this machine should be (another machine, or a timing artefact?)\n"
+                "Verdict: suspicious: {} faster than this machine should be (another machine, or a timing artefact?)\n",
+                crate::units::count(fast, "size")
             ),
         });
         let (likely, other): (Vec<_>, Vec<_>) = r.causes.iter().partition(|c| c.likely);
