@@ -65,6 +65,11 @@ fn request_from(args: &CalibrateArgs, source: &SourceArgs) -> Result<CalibrateRe
     };
     // A topology named on the command line binds the calibration to it (the
     // inputs may carry none); without one, never the probe or the default fixture.
+    super::source::preflight::output(args.out.as_deref())?;
+    super::source::preflight::output(args.plot.as_deref())?;
+    for file in &args.files {
+        super::source::preflight::input(Some(file))?;
+    }
     let topology = if source.source().is_explicit() {
         let cluster = source.source().load()?;
         Some(calibrate::TopologyFacts::of_cluster(&cluster))

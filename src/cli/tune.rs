@@ -7,9 +7,10 @@ use crate::tune::{self, render, TuneInput, TuneRequest, DEFAULT_MARGIN_PERCENT};
 /// The plan file's format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum PlanFormat {
-    /// The plan the planner tuner plugin reads (PLANNER_TUNER_PLAN)
+    // Plain comments: a doc comment here would give `tune --help` clap's long layout.
+    // The plan the planner tuner plugin reads (PLANNER_TUNER_PLAN).
     Json,
-    /// The CSV config of NCCL's example tuner plugin (nccl_tuner.conf)
+    // The CSV config of NCCL's example tuner plugin (nccl_tuner.conf).
     NcclCsv,
 }
 
@@ -38,7 +39,7 @@ pub struct TuneArgs {
         conflicts_with = "show"
     )]
     pub out: Option<String>,
-    /// Plan format: json (for the planner plugin) or nccl-csv (NCCL's example tuner plugin)
+    /// Plan format: json (the planner plugin's PLANNER_TUNER_PLAN) or nccl-csv (nccl_tuner.conf of NCCL's example tuner plugin)
     #[arg(long, value_enum, default_value = "json", conflicts_with = "show")]
     pub format: PlanFormat,
     /// Keep NCCL's own choice unless another pair is faster by more than this many percent

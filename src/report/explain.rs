@@ -1525,7 +1525,10 @@ pub fn symmetric_json(ctx: &SmallMessageContext, call: &Call) -> Option<Symmetri
                     .ineligible
                     .iter()
                     .chain(&choice.classic_path)
-                    .map(|r| r.to_string())
+                    .map(|r| match r {
+                        SymReason::NeedsMulticast => multicast_reason(ctx).to_string(),
+                        r => r.to_string(),
+                    })
                     .collect();
                 let time = c.time_us.map(|t| ctx.symmetric_time_us(call, t));
                 SymmetricKernelJson {
@@ -1694,6 +1697,19 @@ pub fn possible_text(bands: &[PossibleBandJson]) -> String {
     out
 }
 
+/// Why a multicast kernel cannot run here, the one reason that applies: several nodes, NVLS off, or too few ranks.
+fn multicast_reason(ctx: &SmallMessageContext) -> &'static str {
+    if ctx.n_nodes > 1 || ctx.physical_nodes > 1 {
+        "needs NVLS multicast (within one node)"
+    } else if !ctx.nvls_multicast {
+        "needs NVLS multicast (off)"
+    } else if ctx.n_ranks < 3 {
+        "needs NVLS multicast (3+ ranks)"
+    } else {
+        "needs NVLS multicast (NCCL_NVLS_ENABLE, a multicast NVSwitch, 3+ ranks)"
+    }
+}
+
 /// The section "NCCL symmetric kernels (needs registered windows)" for one call.
 pub fn symmetric_text(ctx: &SmallMessageContext, call: &Call) -> String {
     let mut out = String::from("NCCL symmetric kernels (needs registered windows):\n");
@@ -1731,13 +1747,7 @@ pub fn symmetric_text(ctx: &SmallMessageContext, call: &Call) -> String {
         } else if c.eligible {
             String::new()
         } else if c.needs_multicast && c.ineligible.contains(&SymReason::NeedsMulticast) {
-            if ctx.n_nodes > 1 || ctx.physical_nodes > 1 {
-                "needs NVLS multicast (within one node)".to_string()
-            } else if ctx.nvls_multicast {
-                "needs NVLS multicast (3+ ranks)".to_string()
-            } else {
-                "needs NVLS multicast (off)".to_string()
-            }
+            multicast_reason(ctx).to_string()
         } else {
             c.ineligible
                 .iter()
