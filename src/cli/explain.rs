@@ -434,10 +434,48 @@ fn run_sweep(
         Some(bands) => print!("{}", crate::report::text(&out::possible_text(bands))),
         None => println!("{ONE_OP_ONLY}"),
     }
-    if let Some(c) = &calibrated {
+    if let (Some(c), Some(cal)) = (&calibrated, calibration) {
         print!("{}", crate::report::text(&out::calibrated_sweep_text(c)));
+        let (measured, unmeasured) = measured_pairs(model, cal, coll, sizes, args.ops)?;
+        print!(
+            "{}",
+            crate::report::text(&out::calibrated_sweep_unmeasured_text(&measured, &unmeasured))
+        );
     }
     Ok(())
+}
+
+/// The pairs NCCL's model allows at some size of the sweep, split into those the calibration has a time for and
+/// those it has not (in NCCL's candidate order).
+fn measured_pairs(
+    model: &crate::model::Model,
+    cal: &calibrate::Calibration,
+    coll: Coll,
+    sizes: &[u64],
+    ops: usize,
+) -> Result<(Vec<String>, Vec<String>)> {
+    let mut allowed: Vec<crate::model::Pair> = Vec::new();
+    for &size in sizes {
+        let Ok(call) = Call::new(coll, size, model.input.n_ranks, ops) else {
+            continue;
+        };
+        for c in model.evaluate(&call)?.candidates.iter().filter(|c| c.usable()) {
+            let pair = crate::model::Pair::new(c.algo, c.proto);
+            if !allowed.contains(&pair) {
+                allowed.push(pair);
+            }
+        }
+    }
+    let calibrated: Vec<crate::model::Pair> = cal
+        .pairs
+        .iter()
+        .filter(|p| p.coll == coll)
+        .map(|p| p.pair())
+        .collect();
+    let (measured, unmeasured): (Vec<_>, Vec<_>) =
+        allowed.into_iter().partition(|p| calibrated.contains(p));
+    let names = |v: Vec<crate::model::Pair>| v.iter().map(|p| p.to_string()).collect();
+    Ok((names(measured), names(unmeasured)))
 }
 
 fn run_single(

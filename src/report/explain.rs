@@ -783,14 +783,57 @@ fn calibrated_line(eval: &Evaluation, cal: &CalibratedCall) -> String {
         cal.source, cal.backend
     );
     let (nccl_us, margin, _) = calibrated_margin(eval, cal);
+    // The pairs NCCL allows here, measured (a calibrated time) or not.
+    let name = |c: &crate::model::select::Candidate| format!("{}/{}", c.algo.nccl_name(), c.proto.nccl_name());
+    let allowed: Vec<(String, bool)> = cal
+        .times_us
+        .iter()
+        .zip(&eval.candidates)
+        .filter(|(_, c)| c.usable())
+        .map(|(t, c)| (name(c), t.is_some()))
+        .collect();
+    let measured = allowed.iter().filter(|(_, m)| *m).count();
+    let unmeasured: Vec<&str> = allowed
+        .iter()
+        .filter(|(_, m)| !*m)
+        .map(|(n, _)| n.as_str())
+        .collect();
     match (cal.pick, cal.pick_us()) {
-        (Some(i), Some(t)) if i == eval.winner => {
+        (Some(i), Some(t)) if i == eval.winner && unmeasured.is_empty() => {
             out.push_str(&format!("picks {nccl} too, {} µs.\n", us(t)));
+        }
+        (Some(i), Some(t)) if measured == 1 => {
+            // One measured pair is no pick: it beat nothing.
+            out.push_str(&format!(
+                "has a time for {} only ({} µs), 1 of the {} pairs NCCL allows here: the others were not measured, \
+                 so it ranks nothing",
+                name(&eval.candidates[i]),
+                us(t),
+                allowed.len()
+            ));
+            out.push_str(if i == eval.winner {
+                " (it is NCCL's pick).\n"
+            } else {
+                &".\n"[..]
+            });
         }
         (Some(i), Some(t)) => {
             let c = &eval.candidates[i];
+            let among = if unmeasured.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " among the {} measured of the {} pairs NCCL allows here",
+                    measured,
+                    allowed.len()
+                )
+            };
+            if i == eval.winner {
+                out.push_str(&format!("picks {nccl} too{among}, {} µs.\n", us(t)));
+                return with_unmeasured(out, &unmeasured);
+            }
             out.push_str(&format!(
-                "picks {}/{}, {} µs; ",
+                "picks {}/{}{among}, {} µs; ",
                 c.algo.nccl_name(),
                 c.proto.nccl_name(),
                 us(t)
@@ -808,17 +851,34 @@ fn calibrated_line(eval: &Evaluation, cal: &CalibratedCall) -> String {
         }
         _ => out.push_str("none of the pairs NCCL allows here is in the calibration.\n"),
     }
-    if cal
-        .times_us
-        .iter()
-        .zip(&eval.candidates)
-        .any(|(t, c)| c.usable() && t.is_none())
-    {
-        out.push_str(
-            "calibrated -: the pair was not measured, so the calibration has no time for it.\n",
-        );
+    with_unmeasured(out, &unmeasured)
+}
+
+/// The line naming the pairs NCCL allows that the calibration has no time for (`-` in its columns).
+fn with_unmeasured(mut out: String, unmeasured: &[&str]) -> String {
+    if !unmeasured.is_empty() {
+        out.push_str(&format!(
+            "calibrated -: not measured, so the calibration has no time for {}.\n",
+            unmeasured.join(", ")
+        ));
     }
     out
+}
+
+/// After the calibrated crossover map: the pairs NCCL's model allows somewhere in the sweep that the calibration
+/// has no time for, so the map ranks the measured ones only (empty when every allowed pair was measured).
+pub fn calibrated_sweep_unmeasured_text(measured: &[String], unmeasured: &[String]) -> String {
+    if unmeasured.is_empty() {
+        return String::new();
+    }
+    format!(
+        "The calibration measured {} of the {} pairs NCCL's model allows in this sweep ({}); not measured: {}. \
+         The calibrated map ranks the measured pairs only.\n",
+        measured.len(),
+        measured.len() + unmeasured.len(),
+        measured.join(", "),
+        unmeasured.join(", ")
+    )
 }
 
 /// Bands of a sweep for people.
