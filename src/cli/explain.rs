@@ -263,6 +263,7 @@ fn run_audit(args: &ExplainArgs, log: String) -> Result<()> {
         graph: args.graph.clone(),
         log,
         log_graphs: false,
+        tuner_csv: None,
         model: args.model.clone(),
         json: args.json,
     };

@@ -27,8 +27,8 @@ pub struct TuneArgs {
     /// for the stock model's pick; default: the calibration's verify files)
     #[arg(long, value_name = "CAL.json")]
     pub calibration: Option<String>,
-    /// Print the bands of a plan file
-    #[arg(long, value_name = "PLAN.json")]
+    /// Print the bands of a plan file, or the rules of NCCL's example tuner config (nccl_tuner.conf, CSV)
+    #[arg(long, value_name = "PLAN.json|FILE.conf")]
     pub show: Option<String>,
     /// Write the plan here
     #[arg(
@@ -57,6 +57,17 @@ pub fn run(args: TuneArgs) -> Result<()> {
     let source = &args.source;
     if let Some(path) = &args.show {
         source.refuse_with("--show", "a plan file carries its own bands")?;
+        // NCCL's example tuner config (CSV) or planner's plan (JSON), told apart by content.
+        let text = crate::fsio::read_input_file(path)?;
+        if crate::audit::tuner_csv::looks_like_csv(&text) {
+            let csv = crate::audit::tuner_csv::TunerCsv::parse(&text, path)?;
+            if args.json {
+                println!("{}", pretty(render::nccl_csv_json(&csv))?);
+            } else {
+                print!("{}", crate::report::text(&render::nccl_csv_table(&csv)));
+            }
+            return Ok(());
+        }
         let plan = tune::load_plan(path)?;
         if args.json {
             println!("{}", pretty(render::plan_json(&plan))?);

@@ -290,3 +290,123 @@ fn nvl72_domain_does_not_offer_one_tray_kernels() {
         "{single}"
     );
 }
+
+/// A config in the layout of NCCL's example tuner (written for this test): Ring/LL up to 1 MiB on 2 ranks of one
+/// node; from 1 MiB + 1 to 8 MiB Tree/Simple first and Ring/Simple second; above 8 MiB Tree/Simple.
+const TUNER_CSV: &str = "# colltype,minbytes,maxbytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff
+allreduce,0,1048576,ring,ll,-1,1,2
+
+allreduce,1048577,8388608,tree,simple,-1,-1,-1
+allreduce , 1048577 , 8388608 , ring , simple , 4 , -1 , -1 , 1
+allreduce,8388609,17179869184,tree,simple,-1,1,-1,-1,-1
+";
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("planner-first-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `tune --show FILE.conf` reads NCCL's example tuner CSV (what `tune --format nccl-csv` writes, and what users
+/// already have): the rules in file order, -1 as "any" / "-", plain ASCII when piped; a bad line exits 2 naming it.
+#[test]
+fn tune_show_reads_nccl_example_tuner_csv() {
+    let dir = scratch("csv");
+    let conf = dir.join("nccl_tuner.conf");
+    std::fs::write(&conf, TUNER_CSV).unwrap();
+    let out = planner().args(["tune", "--show"]).arg(&conf).output().unwrap();
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    assert!(text.is_ascii(), "{text}");
+    assert!(text.contains(": 4 rules, first match wins"), "{text}");
+    let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("| ") && !l.contains("collective")).collect();
+    assert_eq!(rows.len(), 4, "{text}");
+    assert!(rows[0].contains("| AllReduce  |         0 |     1048576 | 0 B - 1 MiB"), "{}", rows[0]);
+    assert!(rows[0].contains("| Ring/LL     |        - |      1 |      2 |        any |     any |"), "{}", rows[0]);
+    assert!(rows[2].starts_with("|    5 |"), "{}", rows[2]);
+    assert!(rows[2].contains("| Ring/Simple |        4 |    any |    any |          1 |     any |"), "{}", rows[2]);
+    let json: serde_json::Value = serde_json::from_slice(
+        &planner().args(["tune", "--show"]).arg(&conf).arg("--json").output().unwrap().stdout,
+    )
+    .unwrap();
+    assert_eq!(json["rules"][3]["max_bytes"], 17179869184u64);
+    assert_eq!(json["rules"][3]["algorithm"], "Tree");
+    assert_eq!(json["rules"][1]["n_ranks"], -1);
+    // What planner writes reads back: the same rules as the JSON plan made from the same run.
+    let written = dir.join("written.conf");
+    let out = planner()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["tune", "--from", "bench/results/verify-h200x2-final-2026-11-30/verify.json"])
+        .args(["--format", "nccl-csv", "-o"])
+        .arg(&written)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let back = stdout(&planner().args(["tune", "--show"]).arg(&written).output().unwrap());
+    assert!(back.contains(": 3 rules, first match wins"), "{back}");
+    for pair in ["Ring/LL ", "Ring/LL128", "Ring/Simple"] {
+        assert!(back.contains(pair), "{pair}: {back}");
+    }
+    // A line the plugin would misread is refused with its line.
+    let bad = dir.join("bad.conf");
+    std::fs::write(&bad, "allreduce,0,1024,ring,ll,-1,-1\n").unwrap();
+    let out = planner().args(["tune", "--show"]).arg(&bad).output().unwrap();
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("bad.conf:1: 7 fields"), "{}", stderr(&out));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `planner audit` of a run that used NCCL's example tuner: the log names the config it loaded
+/// (`TUNER/ExamplePlugin: Loaded N tuning configurations from PATH`), audit finds it beside the log, and compares
+/// every per-call choice with the first matching rule. The log is the real 2x H200 capture with NCCL's per-call
+/// lines (tests/golden), plus the two tuner lines; NCCL ran Ring/LL to 1 MiB and Ring/Simple from 2 MiB, so:
+/// 4 B - 1 MiB (19 calls) follow rule 2; 2, 4, 8 MiB (3) follow the later rule 5 (as if Tree/Simple were masked);
+/// 16 MiB - 4 GiB (9) differ from rule 6's Tree/Simple.
+#[test]
+fn audit_compares_a_run_with_its_example_tuner_config() {
+    let dir = scratch("csvaudit");
+    let mut log = std::fs::read_to_string(crate::common::golden("nccl-init-rank0.log")).unwrap();
+    log.push_str("vm:1:1 [0] NCCL INFO TUNER/Plugin: Using Example (v4)\n");
+    log.push_str("vm:1:1 [0] NCCL INFO TUNER/ExamplePlugin: Loaded 4 tuning configurations from /nonexistent/nccl_tuner.conf\n");
+    for line in std::fs::read_to_string(crate::common::golden("nccl-allreduce-choices.txt")).unwrap().lines() {
+        log.push_str(&format!("NCCL INFO {line}\n"));
+    }
+    let log_path = dir.join("run.log");
+    std::fs::write(&log_path, &log).unwrap();
+    std::fs::write(dir.join("nccl_tuner.conf"), TUNER_CSV).unwrap();
+    let audit = |extra: &[&str]| {
+        planner()
+            .args(["audit", "--topo", &crate::common::golden("topo.xml")])
+            .arg(&log_path)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = audit(&[]);
+    assert_exit(&out, 1);
+    let text = stdout(&out);
+    assert!(text.contains("354 values, 0 differences") || text.contains(", 0 differences"), "{text}");
+    assert!(
+        text.contains(": of 31 per-call lines NCCL ran, 0 fell in no rule's range (NCCL's own choice); NCCL ran the first matching rule's pair in 19, a later matching rule's in 3 (the first rule's pair masked), another pair in 9"),
+        "{text}"
+    );
+    assert!(text.contains("| AllReduce  |   16777216 |         6 | Tree/Simple | Ring/Simple |"), "{text}");
+    assert!(
+        stderr(&out).contains(": 9 differences between the log and the model and its tuner config"),
+        "{}",
+        stderr(&out)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&audit(&["--json"]).stdout).unwrap();
+    assert_eq!(json["tuner_csv"]["followed"], 19);
+    assert_eq!(json["tuner_csv"]["followed_later_rule"], 3);
+    assert_eq!(json["tuner_csv"]["differences"].as_array().unwrap().len(), 9);
+    assert_eq!(json["tuner_csv"]["differences"][0]["rule_line"], 6);
+    // --tuner-csv names the file itself; a config that keeps NCCL's choices everywhere gives no difference.
+    let keep = dir.join("keep.conf");
+    std::fs::write(&keep, "allreduce,0,1048576,ring,ll,-1,-1,-1\nallreduce,1048577,4294967296,ring,simple,-1,-1,-1\n").unwrap();
+    let out = audit(&["--tuner-csv", &keep.to_string_lossy()]);
+    assert_exit(&out, 0);
+    assert!(stdout(&out).contains("in 31, a later matching rule's in 0"), "{}", stdout(&out));
+    let _ = std::fs::remove_dir_all(&dir);
+}
