@@ -79,6 +79,7 @@ impl CheckFormat for Table {
         }
         out.push_str(&table.to_string());
         out.push('\n');
+        out.push_str(&per_iteration_text(&r.sizes));
         let slow = r.sizes.iter().filter(|s| s.status == Status::Slow).count();
         let fast = r
             .sizes
@@ -134,4 +135,47 @@ impl CheckFormat for Table {
         }
         Ok(out)
     }
+}
+
+/// Where the files carry nccl-tests' per-iteration statistics (`-I 1`): how much the iterations of each size moved,
+/// the sizes whose iterations vary most first (a measured time with a coefficient of variation of 20 % is one
+/// sample of a wide distribution, not a machine's rate); empty without them.
+fn per_iteration_text(sizes: &[crate::check::SizeCheck]) -> String {
+    let mut with: Vec<&crate::check::SizeCheck> =
+        sizes.iter().filter(|s| s.per_iteration.is_some()).collect();
+    if with.is_empty() {
+        return String::new();
+    }
+    with.sort_by(|a, b| {
+        let cv = |s: &crate::check::SizeCheck| s.per_iteration.as_ref().map_or(0.0, |p| p.cv_pct);
+        cv(b).total_cmp(&cv(a))
+    });
+    let mut out = format!(
+        "Per-iteration (nccl-tests -I 1, measured, the slowest GPU per iteration): {} with statistics; most variable:\n",
+        crate::units::count(with.len(), "size")
+    );
+    for s in with.iter().take(3) {
+        if let Some(p) = &s.per_iteration {
+            let processes = if p.per_process_median_us.len() > 1 {
+                let lo = p.per_process_median_us.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = p.per_process_median_us.iter().copied().fold(0.0, f64::max);
+                format!(", per-process median {lo:.2}-{hi:.2} us over {} processes", p.per_process_median_us.len())
+            } else {
+                String::new()
+            };
+            out.push_str(&format!(
+                "  {} {}: cv {:.1} %, min {:.2} us, max {:.2} us, p99 {:.2} us{}{processes}\n",
+                s.coll.nccl_name(),
+                crate::units::format_size(s.bytes),
+                p.cv_pct,
+                p.min_us,
+                p.max_us,
+                p.p99_us,
+                p.iterations
+                    .map(|n| format!(" over {}", crate::units::count(n as usize, "iteration")))
+                    .unwrap_or_default(),
+            ));
+        }
+    }
+    out
 }
