@@ -19,7 +19,13 @@ use serde::Serialize;
 /// `MAX_LINE_LENGTH` of the example plugin: `fgets` splits longer lines.
 const MAX_LINE: usize = 255;
 /// The plugin's collective, algorithm and protocol spellings, in NCCL's index order (`plugin.c:58-115`).
-const COLLS: [&str; 5] = ["broadcast", "reduce", "allgather", "reducescatter", "allreduce"];
+const COLLS: [&str; 5] = [
+    "broadcast",
+    "reduce",
+    "allgather",
+    "reducescatter",
+    "allreduce",
+];
 const ALGOS: [&str; 7] = [
     "tree",
     "ring",
@@ -58,7 +64,11 @@ pub struct CsvRule {
 impl CsvRule {
     /// `Ring/LL`.
     pub fn pair(&self) -> String {
-        format!("{}/{}", self.algorithm.nccl_name(), self.protocol.nccl_name())
+        format!(
+            "{}/{}",
+            self.algorithm.nccl_name(),
+            self.protocol.nccl_name()
+        )
     }
 
     /// Whether the rule applies to this call (pipeline ops and registration as given).
@@ -334,15 +344,28 @@ mod tests {
             ..call
         };
         assert!(csv.matching(&small).is_empty());
-        assert_eq!(csv.matching(&CallShape { reg_buff: 1, ..small }).len(), 1);
+        assert_eq!(
+            csv.matching(&CallShape {
+                reg_buff: 1,
+                ..small
+            })
+            .len(),
+            1
+        );
     }
 
     #[test]
     fn refuses_what_the_plugin_would_misread() {
         for (text, says) in [
             ("allreduce,0,1,ring,ll,-1,-1\n", "t.conf:1: 7 fields"),
-            ("allreduce,0,1,rings,ll,-1,-1,-1\n", "unknown algorithm 'rings'"),
-            ("alltoall,0,1,ring,ll,-1,-1,-1\n", "unknown collective 'alltoall'"),
+            (
+                "allreduce,0,1,rings,ll,-1,-1,-1\n",
+                "unknown algorithm 'rings'",
+            ),
+            (
+                "alltoall,0,1,ring,ll,-1,-1,-1\n",
+                "unknown collective 'alltoall'",
+            ),
             ("allreduce,0,1,ring,LL,-1,-1,-1\n", "unknown protocol 'LL'"),
             ("allreduce,-1,1,ring,ll,-1,-1,-1\n", "minbytes '-1'"),
             ("allreduce,9,1,ring,ll,-1,-1,-1\n", "above maxbytes"),

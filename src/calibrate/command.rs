@@ -39,11 +39,16 @@ impl TopologyFacts {
 pub struct StockEstimate(pub Option<StockFn>);
 
 /// The function behind `StockEstimate`.
-pub type StockFn = std::rc::Rc<dyn Fn(crate::model::Coll, crate::model::Pair, u64, Option<&str>) -> Option<f64>>;
+pub type StockFn =
+    std::rc::Rc<dyn Fn(crate::model::Coll, crate::model::Pair, u64, Option<&str>) -> Option<f64>>;
 
 impl std::fmt::Debug for StockEstimate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() { "StockEstimate(model)" } else { "StockEstimate(none)" })
+        f.write_str(if self.0.is_some() {
+            "StockEstimate(model)"
+        } else {
+            "StockEstimate(none)"
+        })
     }
 }
 

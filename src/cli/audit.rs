@@ -4,8 +4,8 @@
 use super::source::{AuditSourceArgs, GraphArgs, ModelArgs};
 use crate::audit::tuner_csv::{audit_csv, config_named_by_log, TunerCsv};
 use crate::audit::{audit_log, AuditOptions};
-use crate::nccl_log::NcclLog;
 use crate::error::Result;
+use crate::nccl_log::NcclLog;
 use std::io::Write;
 
 #[derive(Debug, clap::Args)]

@@ -440,7 +440,10 @@ fn run_sweep(
         let (measured, unmeasured) = measured_pairs(model, cal, coll, sizes, args.ops)?;
         print!(
             "{}",
-            crate::report::text(&out::calibrated_sweep_unmeasured_text(&measured, &unmeasured))
+            crate::report::text(&out::calibrated_sweep_unmeasured_text(
+                &measured,
+                &unmeasured
+            ))
         );
     }
     Ok(())
@@ -460,7 +463,12 @@ fn measured_pairs(
         let Ok(call) = Call::new(coll, size, model.input.n_ranks, ops) else {
             continue;
         };
-        for c in model.evaluate(&call)?.candidates.iter().filter(|c| c.usable()) {
+        for c in model
+            .evaluate(&call)?
+            .candidates
+            .iter()
+            .filter(|c| c.usable())
+        {
             let pair = crate::model::Pair::new(c.algo, c.proto);
             if !allowed.contains(&pair) {
                 allowed.push(pair);

@@ -292,9 +292,9 @@ pub mod preflight {
     /// A directory given as input exists.
     pub fn input_dir(flag: &str, path: Option<&str>) -> Result<()> {
         match path {
-            Some(p) if !std::path::Path::new(p).is_dir() => Err(Error::bad_input(format!(
-                "{flag} {p}: not a directory"
-            ))),
+            Some(p) if !std::path::Path::new(p).is_dir() => {
+                Err(Error::bad_input(format!("{flag} {p}: not a directory")))
+            }
             _ => Ok(()),
         }
     }

@@ -76,7 +76,10 @@ pub fn tuner_csv_text(a: &crate::audit::tuner_csv::CsvAudit) -> String {
         a.followed_later_rule,
         a.differences.len()
     );
-    out.push_str(&format!("  rules naming numPipeOps or regBuff matched with {}\n", a.assumed));
+    out.push_str(&format!(
+        "  rules naming numPipeOps or regBuff matched with {}\n",
+        a.assumed
+    ));
     if a.differences.is_empty() {
         return out;
     }

@@ -39,7 +39,11 @@ pub fn describe(run: &DoctorRun) -> String {
     }
     let mut parts = vec![
         format!("host {}", m.hosts.join(", ")),
-        format!("{}: {}", crate::units::count(m.gpus.len(), "GPU"), names.join(", ")),
+        format!(
+            "{}: {}",
+            crate::units::count(m.gpus.len(), "GPU"),
+            names.join(", ")
+        ),
         format!(
             "driver {}",
             m.driver_version.as_deref().unwrap_or(NOT_REPORTED)

@@ -2,6 +2,7 @@
 //! pair, the masked pairs with their reasons, sweep bands, an SVG plot, and
 //! NCCL's own formats (init table, per-call lines) to diff against a log.
 
+use super::call_size_text;
 use crate::calibrate::{CalibratedCall, CalibratedSweep};
 use crate::error::{Error, Result};
 use crate::expect::Expectation;
@@ -16,7 +17,6 @@ use crate::model::symmetric::{
 use crate::model::{Algo, Coll, Model, Proto};
 use crate::topo::{Cluster, PathType};
 use crate::units::{count, format_size};
-use super::call_size_text;
 use comfy_table::{presets, Attribute, Cell, CellAlignment, ContentArrangement, Table};
 use serde::Serialize;
 
@@ -784,7 +784,9 @@ fn calibrated_line(eval: &Evaluation, cal: &CalibratedCall) -> String {
     );
     let (nccl_us, margin, _) = calibrated_margin(eval, cal);
     // The pairs NCCL allows here, measured (a calibrated time) or not.
-    let name = |c: &crate::model::select::Candidate| format!("{}/{}", c.algo.nccl_name(), c.proto.nccl_name());
+    let name = |c: &crate::model::select::Candidate| {
+        format!("{}/{}", c.algo.nccl_name(), c.proto.nccl_name())
+    };
     let allowed: Vec<(String, bool)> = cal
         .times_us
         .iter()

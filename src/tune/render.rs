@@ -193,7 +193,13 @@ mod tests {
 
 /// `tune --show FILE.conf`: the rules of NCCL's example tuner config, in the order the plugin tries them.
 pub fn nccl_csv_table(csv: &crate::audit::tuner_csv::TunerCsv) -> String {
-    let any = |v: i64| if v == -1 { "any".to_string() } else { v.to_string() };
+    let any = |v: i64| {
+        if v == -1 {
+            "any".to_string()
+        } else {
+            v.to_string()
+        }
+    };
     let mut out = format!(
         "# NCCL example tuner config {}: {}, first match wins (a rule whose pair NCCL masked is passed over)\n",
         csv.source,
@@ -221,7 +227,11 @@ pub fn nccl_csv_table(csv: &crate::audit::tuner_csv::TunerCsv) -> String {
             r.collective.nccl_name().to_string(),
             r.min_bytes.to_string(),
             r.max_bytes.to_string(),
-            format!("{} - {}", format_size(r.min_bytes), format_size(r.max_bytes)),
+            format!(
+                "{} - {}",
+                format_size(r.min_bytes),
+                format_size(r.max_bytes)
+            ),
             r.pair(),
             if r.channels == -1 {
                 "-".to_string()

@@ -895,19 +895,35 @@ fn nccl_tests_input_with_a_fixture_gets_the_stock_estimate() {
             .map(|c| c.trim().to_string())
             .collect()
     };
-    let with = stdout(&ok(&["calibrate", &repo(TEXT), "--fixture", "h200x2-nvswitch-vm", "--cv"]));
+    let with = stdout(&ok(&[
+        "calibrate",
+        &repo(TEXT),
+        "--fixture",
+        "h200x2-nvswitch-vm",
+        "--cv",
+    ]));
     let without = stdout(&ok(&["calibrate", &repo(TEXT), "--cv"]));
     // | sizes | points | calibrated | stock NCCL model | ...
     let stock = &row(&with, "| < 64 KiB")[4];
     assert!(stock.contains('%') && stock.contains(" / "), "{with}");
     assert_eq!(row(&without, "| < 64 KiB")[4], "-", "{without}");
     // Per pair: | collective | pair | calibrated median / worst | stock |
-    assert!(row(&with, "| AllReduce  | Ring/LL")[4].ends_with('%'), "{with}");
+    assert!(
+        row(&with, "| AllReduce  | Ring/LL")[4].ends_with('%'),
+        "{with}"
+    );
     assert_eq!(row(&without, "| AllReduce  | Ring/LL")[4], "-", "{without}");
     // The stock model is NCCL's own: 2x H200 Ring/LL at 128 B is 7.80 us by NCCL's estimate (explain --json),
     // against 13.47 us measured out of place, so its error there is at least 40 %.
     let e: Value = json_of(&ok(&[
-        "explain", "--fixture", "h200x2-nvswitch-vm", "--nccl-version", "2.28", "--size", "128", "--json",
+        "explain",
+        "--fixture",
+        "h200x2-nvswitch-vm",
+        "--nccl-version",
+        "2.28",
+        "--size",
+        "128",
+        "--json",
     ]));
     let ring_ll = e["pairs"]
         .as_array()
@@ -926,9 +942,22 @@ fn nccl_tests_input_with_a_fixture_gets_the_stock_estimate() {
 fn a_calibration_of_one_pair_is_no_pick_among_the_others() {
     let dir = scratch("onepair");
     let cal = dir.join("cal.json").to_string_lossy().into_owned();
-    ok(&["calibrate", &repo(J_JSON), "--fixture", "h200x2-nvswitch-vm", "-o", &cal]);
+    ok(&[
+        "calibrate",
+        &repo(J_JSON),
+        "--fixture",
+        "h200x2-nvswitch-vm",
+        "-o",
+        &cal,
+    ]);
     let single = stdout(&ok(&[
-        "explain", "--fixture", "h200x2-nvswitch-vm", "--size", "2M", "--calibration", &cal,
+        "explain",
+        "--fixture",
+        "h200x2-nvswitch-vm",
+        "--size",
+        "2M",
+        "--calibration",
+        &cal,
     ]));
     assert!(
         single.contains("nccl backend): has a time for Ring/LL only (25.14 us), 1 of the 7 pairs NCCL allows here: the others were not measured, so it ranks nothing."),
@@ -940,7 +969,13 @@ fn a_calibration_of_one_pair_is_no_pick_among_the_others() {
         "{single}"
     );
     let sweep = stdout(&ok(&[
-        "explain", "--fixture", "h200x2-nvswitch-vm", "--sweep", "8..64M", "--calibration", &cal,
+        "explain",
+        "--fixture",
+        "h200x2-nvswitch-vm",
+        "--sweep",
+        "8..64M",
+        "--calibration",
+        &cal,
     ]));
     assert!(
         sweep.contains("The calibration measured 1 of the 7 pairs NCCL's model allows in this sweep (Ring/LL); not measured: Tree/LL, Tree/LL128, Tree/Simple, Ring/LL128, Ring/Simple, NVLS/Simple. The calibrated map ranks the measured pairs only."),

@@ -452,7 +452,11 @@ fn per_iteration_statistics_are_kept_and_shown() {
     let row = m.rows.iter().find(|r| r.bytes == 8388608).unwrap();
     assert_eq!(row.repeats, Some(4));
     // (95.0 - 75.0) / 82.3 (nccl-tests' time: the average of all 5 iterations) = 24.3 %.
-    assert!((row.spread_pct.unwrap() - 24.30).abs() < 0.01, "{:?}", row.spread_pct);
+    assert!(
+        (row.spread_pct.unwrap() - 24.30).abs() < 0.01,
+        "{:?}",
+        row.spread_pct
+    );
     // The text layout of -I 1: each half gains `i_min i_max i_p99 i_cv%` after `#wrong`.
     let text_run = "# nccl-tests version 2.19.6 nccl-headers=22803 nccl-library=22803
 # Collective test starting: all_reduce_perf
@@ -473,8 +477,14 @@ fn per_iteration_statistics_are_kept_and_shown() {
         },
     )
     .unwrap();
-    let p = m.rows[0].per_iteration.as_ref().expect("per-iteration columns");
-    assert_eq!((p.min_us, p.max_us, p.p99_us, p.cv_pct), (75.0, 95.0, 95.0, 10.51));
+    let p = m.rows[0]
+        .per_iteration
+        .as_ref()
+        .expect("per-iteration columns");
+    assert_eq!(
+        (p.min_us, p.max_us, p.p99_us, p.cv_pct),
+        (75.0, 95.0, 95.0, 10.51)
+    );
     assert_eq!(p.iterations, None);
     assert_eq!(m.rows.len(), 2);
 }

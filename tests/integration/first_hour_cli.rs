@@ -21,8 +21,19 @@ fn mnnvl_without_fabric_identity_is_refused_on_every_command() {
         &["channels"],
         &["topo"],
         &["expect", "--size", "16M", "--coll", "all-reduce"],
-        &["diff", "--nccl-version", "2.22", "--against", "2.28", "--size", "1M"],
-        &["calibrate", "bench/results/verify-h200x2-final-2026-11-30/verify.json"],
+        &[
+            "diff",
+            "--nccl-version",
+            "2.22",
+            "--against",
+            "2.28",
+            "--size",
+            "1M",
+        ],
+        &[
+            "calibrate",
+            "bench/results/verify-h200x2-final-2026-11-30/verify.json",
+        ],
     ];
     for args in commands {
         for flag in ["on", "off"] {
@@ -36,18 +47,32 @@ fn mnnvl_without_fabric_identity_is_refused_on_every_command() {
             let err = stderr(&out);
             assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
             assert!(
-                err.contains(&format!("--mnnvl {flag}: fixture hgx-h100-8 has no GPU with an NVLink fabric identity")),
+                err.contains(&format!(
+                    "--mnnvl {flag}: fixture hgx-h100-8 has no GPU with an NVLink fabric identity"
+                )),
                 "{args:?}: {err}"
             );
         }
     }
     // Where the GPUs have one, the flag acts: 18 trays through their NICs instead of one NVLink domain.
     let out = planner()
-        .args(["channels", "--fixture", "gb200-nvl72-tray", "--nodes", "18", "--mnnvl", "off"])
+        .args([
+            "channels",
+            "--fixture",
+            "gb200-nvl72-tray",
+            "--nodes",
+            "18",
+            "--mnnvl",
+            "off",
+        ])
         .output()
         .unwrap();
     assert_exit(&out, 0);
-    assert!(!stdout(&out).contains("MNNVL: 18 OS nodes"), "{}", stdout(&out));
+    assert!(
+        !stdout(&out).contains("MNNVL: 18 OS nodes"),
+        "{}",
+        stdout(&out)
+    );
 }
 
 /// `--size 1001` runs 1000 bytes (250 float32 elements, as nccl-tests): explain's header says so, and expect, diff
@@ -68,7 +93,15 @@ fn a_rounded_size_prints_the_bytes_that_run() {
     );
     // All-gather: 1001 B over 8 ranks is 31 floats... each rank's share rounded down to 16 B: 8 x 112 B = 896 B.
     let out = planner()
-        .args(["explain", "--fixture", "hgx-h100-8", "--size", "1001", "--coll", "all-gather"])
+        .args([
+            "explain",
+            "--fixture",
+            "hgx-h100-8",
+            "--size",
+            "1001",
+            "--coll",
+            "all-gather",
+        ])
         .output()
         .unwrap();
     assert_exit(&out, 0);
@@ -84,21 +117,52 @@ fn a_rounded_size_prints_the_bytes_that_run() {
         .args(["explain", "--fixture", "hgx-h100-8", "--size", "1000"])
         .output()
         .unwrap();
-    assert!(stdout(&out).starts_with("AllReduce of 1000 B: 8 ranks"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).starts_with("AllReduce of 1000 B: 8 ranks"),
+        "{}",
+        stdout(&out)
+    );
     for args in [
-        &["expect", "--fixture", "hgx-h100-8", "--coll", "all-reduce", "--size", "1001"][..],
-        &["diff", "--fixture", "hgx-h100-8", "--nccl-version", "2.22", "--against", "2.28", "--size", "1001"],
+        &[
+            "expect",
+            "--fixture",
+            "hgx-h100-8",
+            "--coll",
+            "all-reduce",
+            "--size",
+            "1001",
+        ][..],
+        &[
+            "diff",
+            "--fixture",
+            "hgx-h100-8",
+            "--nccl-version",
+            "2.22",
+            "--against",
+            "2.28",
+            "--size",
+            "1001",
+        ],
     ] {
         let out = planner().args(args).output().unwrap();
         assert_exit(&out, 0);
         assert!(
-            stderr(&out).contains("planner: runs 1000 B (1001 B rounded down to whole float32 elements)"),
+            stderr(&out)
+                .contains("planner: runs 1000 B (1001 B rounded down to whole float32 elements)"),
             "{args:?}: {}",
             stderr(&out)
         );
     }
     let out = planner()
-        .args(["expect", "--fixture", "hgx-h100-8", "--coll", "all-reduce", "--size", "1001"])
+        .args([
+            "expect",
+            "--fixture",
+            "hgx-h100-8",
+            "--coll",
+            "all-reduce",
+            "--size",
+            "1001",
+        ])
         .output()
         .unwrap();
     let row = stdout(&out).lines().last().unwrap().to_string();
@@ -111,7 +175,15 @@ fn a_rounded_size_prints_the_bytes_that_run() {
         .env("PLANNER_FAKE_BACKEND", "1")
         .env("PLANNER_FAKE_DELAY_MS", "1")
         .env_remove("PLANNER_FAKE_FAULT")
-        .args(["verify", "--fixture", "h200x2-nvswitch-vm", "--backend", "nccl", "--pair", "Ring/LL"])
+        .args([
+            "verify",
+            "--fixture",
+            "h200x2-nvswitch-vm",
+            "--backend",
+            "nccl",
+            "--pair",
+            "Ring/LL",
+        ])
         .args(["--size", "1001", "--out"])
         .arg(&file)
         .output()
@@ -122,7 +194,11 @@ fn a_rounded_size_prints_the_bytes_that_run() {
         "{}",
         stderr(&out)
     );
-    assert!(stdout(&out).contains("| 1000 B | Ring/LL |"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("| 1000 B | Ring/LL |"),
+        "{}",
+        stdout(&out)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -135,10 +211,17 @@ fn one_is_singular() {
             .output()
             .unwrap(),
     );
-    assert!(text.starts_with("AllReduce of 16 MiB: 8 ranks on 1 node, 24 channels"), "{text}");
+    assert!(
+        text.starts_with("AllReduce of 16 MiB: 8 ranks on 1 node, 24 channels"),
+        "{text}"
+    );
     let text = stdout(
         &planner()
-            .args(["channels", "--topo", "tests/integration/logs/nccl-tests-329-t600-topo.xml"])
+            .args([
+                "channels",
+                "--topo",
+                "tests/integration/logs/nccl-tests-329-t600-topo.xml",
+            ])
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .output()
             .unwrap(),
@@ -146,13 +229,31 @@ fn one_is_singular() {
     assert!(text.contains(": 1 GPU x 1 node = 1 rank; graphs"), "{text}");
     let text = stdout(
         &planner()
-            .args(["diff", "--fixture", "hgx-h100-8", "--nccl-version", "2.22", "--against", "2.28"])
+            .args([
+                "diff",
+                "--fixture",
+                "hgx-h100-8",
+                "--nccl-version",
+                "2.22",
+                "--against",
+                "2.28",
+            ])
             .args(["--coll", "all-reduce"])
             .output()
             .unwrap(),
     );
-    assert!(text.contains("2.23 -> 2.24 (1 constant, 3 rules)"), "{text}");
-    for plural in ["(s)", "1 ranks", "1 nodes", "1 channels", "1 constants", "1 rules"] {
+    assert!(
+        text.contains("2.23 -> 2.24 (1 constant, 3 rules)"),
+        "{text}"
+    );
+    for plural in [
+        "(s)",
+        "1 ranks",
+        "1 nodes",
+        "1 channels",
+        "1 constants",
+        "1 rules",
+    ] {
         assert!(!text.contains(plural), "{plural}: {text}");
     }
     assert_eq!(planner::units::count(1, "rank"), "1 rank");
@@ -170,30 +271,62 @@ fn bad_input_is_refused_before_the_probe() {
     std::fs::write(&garbage, "not a calibration").unwrap();
     let garbage = garbage.to_string_lossy().into_owned();
     let cases: Vec<(Vec<&str>, String)> = vec![
-        (vec!["explain", "--size", "3"], "size 3 B is too small".into()),
-        (vec!["explain", "--algo", "bogus"], "--algo bogus: Unrecognized element token".into()),
-        (vec!["explain", "--proto", "bogus"], "--proto bogus: Unrecognized element token".into()),
+        (
+            vec!["explain", "--size", "3"],
+            "size 3 B is too small".into(),
+        ),
+        (
+            vec!["explain", "--algo", "bogus"],
+            "--algo bogus: Unrecognized element token".into(),
+        ),
+        (
+            vec!["explain", "--proto", "bogus"],
+            "--proto bogus: Unrecognized element token".into(),
+        ),
         (vec!["explain", "--ops", "0"], "invalid --ops 0".into()),
-        (vec!["explain", "--sweep", "8..1M", "--ops", "0"], "invalid --ops 0".into()),
+        (
+            vec!["explain", "--sweep", "8..1M", "--ops", "0"],
+            "invalid --ops 0".into(),
+        ),
         (
             vec!["explain", "--plot", "/nonexistent-planner-dir/time.svg"],
             "/nonexistent-planner-dir/time.svg: cannot write".into(),
         ),
-        (vec!["explain", "--calibration", &garbage], format!("{garbage}:1:")),
-        (vec!["expect", "--size", "3"], "size 3 B is too small".into()),
+        (
+            vec!["explain", "--calibration", &garbage],
+            format!("{garbage}:1:"),
+        ),
+        (
+            vec!["expect", "--size", "3"],
+            "size 3 B is too small".into(),
+        ),
         (vec!["expect", "--algo", "bogus"], "--algo bogus".into()),
         (
             vec!["expect", "--csv", "/nonexistent-planner-dir/rows.csv"],
             "/nonexistent-planner-dir/rows.csv: cannot write".into(),
         ),
-        (vec!["expect", "--params", "/nonexistent-planner-dir"], "--params /nonexistent-planner-dir".into()),
+        (
+            vec!["expect", "--params", "/nonexistent-planner-dir"],
+            "--params /nonexistent-planner-dir".into(),
+        ),
         (
             vec!["topo", "--xml", "-o", "/nonexistent-planner-dir/t.xml"],
             "/nonexistent-planner-dir/t.xml: cannot write".into(),
         ),
-        (vec!["channels", "--graph", "/nonexistent-planner-dir/g.xml"], "/nonexistent-planner-dir/g.xml".into()),
         (
-            vec!["diff", "--nccl-version", "2.22", "--against", "2.28", "--size", "3"],
+            vec!["channels", "--graph", "/nonexistent-planner-dir/g.xml"],
+            "/nonexistent-planner-dir/g.xml".into(),
+        ),
+        (
+            vec![
+                "diff",
+                "--nccl-version",
+                "2.22",
+                "--against",
+                "2.28",
+                "--size",
+                "3",
+            ],
             "size 3 B is too small".into(),
         ),
     ];
@@ -214,8 +347,20 @@ fn bad_input_is_refused_before_the_probe() {
 #[test]
 fn help_is_short_and_states_the_size_defaults() {
     let commands = [
-        "topo", "fixtures", "explain", "expect", "check", "audit", "calibrate", "channels", "verify", "run",
-        "tune", "diff", "doctor", "env",
+        "topo",
+        "fixtures",
+        "explain",
+        "expect",
+        "check",
+        "audit",
+        "calibrate",
+        "channels",
+        "verify",
+        "run",
+        "tune",
+        "diff",
+        "doctor",
+        "env",
     ];
     for c in commands {
         let long = stdout(&planner().args([c, "--help"]).output().unwrap());
@@ -248,21 +393,42 @@ fn help_is_short_and_states_the_size_defaults() {
 fn nvls_multicast_reasons_are_the_ones_that_apply() {
     for json in [false, true] {
         let mut cmd = planner();
-        cmd.args(["explain", "--fixture", "hgx-h100-8", "--nodes", "2", "--size", "1M"]);
+        cmd.args([
+            "explain",
+            "--fixture",
+            "hgx-h100-8",
+            "--nodes",
+            "2",
+            "--size",
+            "1M",
+        ]);
         if json {
             cmd.arg("--json");
         }
         let text = stdout(&cmd.output().unwrap());
-        assert!(text.contains("needs NVLS multicast (within one node)"), "json {json}: {text}");
+        assert!(
+            text.contains("needs NVLS multicast (within one node)"),
+            "json {json}: {text}"
+        );
         assert!(!text.contains("3+ ranks"), "json {json}: {text}");
     }
     let text = stdout(
         &planner()
-            .args(["explain", "--fixture", "h200x2-nvswitch-vm", "--size", "1M", "--json"])
+            .args([
+                "explain",
+                "--fixture",
+                "h200x2-nvswitch-vm",
+                "--size",
+                "1M",
+                "--json",
+            ])
             .output()
             .unwrap(),
     );
-    assert!(text.contains("\"needs NVLS multicast (3+ ranks)\""), "{text}");
+    assert!(
+        text.contains("\"needs NVLS multicast (3+ ranks)\""),
+        "{text}"
+    );
 }
 
 /// Across the 18 trays of one NVL72 domain planner's own kernels (peer memory of one tray) are not offered: the
@@ -272,7 +438,15 @@ fn nvls_multicast_reasons_are_the_ones_that_apply() {
 fn nvl72_domain_does_not_offer_one_tray_kernels() {
     let sweep = stdout(
         &planner()
-            .args(["explain", "--fixture", "gb200-nvl72-tray", "--nodes", "18", "--sweep", "8..4G"])
+            .args([
+                "explain",
+                "--fixture",
+                "gb200-nvl72-tray",
+                "--nodes",
+                "18",
+                "--sweep",
+                "8..4G",
+            ])
             .output()
             .unwrap(),
     );
@@ -281,7 +455,15 @@ fn nvl72_domain_does_not_offer_one_tray_kernels() {
     assert!(!sweep.contains("TwoShot"), "{sweep}");
     let single = stdout(
         &planner()
-            .args(["explain", "--fixture", "gb200-nvl72-tray", "--nodes", "18", "--size", "8"])
+            .args([
+                "explain",
+                "--fixture",
+                "gb200-nvl72-tray",
+                "--nodes",
+                "18",
+                "--size",
+                "8",
+            ])
             .output()
             .unwrap(),
     );
@@ -293,7 +475,8 @@ fn nvl72_domain_does_not_offer_one_tray_kernels() {
 
 /// A config in the layout of NCCL's example tuner (written for this test): Ring/LL up to 1 MiB on 2 ranks of one
 /// node; from 1 MiB + 1 to 8 MiB Tree/Simple first and Ring/Simple second; above 8 MiB Tree/Simple.
-const TUNER_CSV: &str = "# colltype,minbytes,maxbytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff
+const TUNER_CSV: &str =
+    "# colltype,minbytes,maxbytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff
 allreduce,0,1048576,ring,ll,-1,1,2
 
 allreduce,1048577,8388608,tree,simple,-1,-1,-1
@@ -315,19 +498,44 @@ fn tune_show_reads_nccl_example_tuner_csv() {
     let dir = scratch("csv");
     let conf = dir.join("nccl_tuner.conf");
     std::fs::write(&conf, TUNER_CSV).unwrap();
-    let out = planner().args(["tune", "--show"]).arg(&conf).output().unwrap();
+    let out = planner()
+        .args(["tune", "--show"])
+        .arg(&conf)
+        .output()
+        .unwrap();
     assert_exit(&out, 0);
     let text = stdout(&out);
     assert!(text.is_ascii(), "{text}");
     assert!(text.contains(": 4 rules, first match wins"), "{text}");
-    let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("| ") && !l.contains("collective")).collect();
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.contains("collective"))
+        .collect();
     assert_eq!(rows.len(), 4, "{text}");
-    assert!(rows[0].contains("| AllReduce  |         0 |     1048576 | 0 B - 1 MiB"), "{}", rows[0]);
-    assert!(rows[0].contains("| Ring/LL     |        - |      1 |      2 |        any |     any |"), "{}", rows[0]);
+    assert!(
+        rows[0].contains("| AllReduce  |         0 |     1048576 | 0 B - 1 MiB"),
+        "{}",
+        rows[0]
+    );
+    assert!(
+        rows[0].contains("| Ring/LL     |        - |      1 |      2 |        any |     any |"),
+        "{}",
+        rows[0]
+    );
     assert!(rows[2].starts_with("|    5 |"), "{}", rows[2]);
-    assert!(rows[2].contains("| Ring/Simple |        4 |    any |    any |          1 |     any |"), "{}", rows[2]);
+    assert!(
+        rows[2].contains("| Ring/Simple |        4 |    any |    any |          1 |     any |"),
+        "{}",
+        rows[2]
+    );
     let json: serde_json::Value = serde_json::from_slice(
-        &planner().args(["tune", "--show"]).arg(&conf).arg("--json").output().unwrap().stdout,
+        &planner()
+            .args(["tune", "--show"])
+            .arg(&conf)
+            .arg("--json")
+            .output()
+            .unwrap()
+            .stdout,
     )
     .unwrap();
     assert_eq!(json["rules"][3]["max_bytes"], 17179869184u64);
@@ -337,13 +545,23 @@ fn tune_show_reads_nccl_example_tuner_csv() {
     let written = dir.join("written.conf");
     let out = planner()
         .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["tune", "--from", "bench/results/verify-h200x2-final-2026-11-30/verify.json"])
+        .args([
+            "tune",
+            "--from",
+            "bench/results/verify-h200x2-final-2026-11-30/verify.json",
+        ])
         .args(["--format", "nccl-csv", "-o"])
         .arg(&written)
         .output()
         .unwrap();
     assert_exit(&out, 0);
-    let back = stdout(&planner().args(["tune", "--show"]).arg(&written).output().unwrap());
+    let back = stdout(
+        &planner()
+            .args(["tune", "--show"])
+            .arg(&written)
+            .output()
+            .unwrap(),
+    );
     assert!(back.contains(": 3 rules, first match wins"), "{back}");
     for pair in ["Ring/LL ", "Ring/LL128", "Ring/Simple"] {
         assert!(back.contains(pair), "{pair}: {back}");
@@ -351,9 +569,17 @@ fn tune_show_reads_nccl_example_tuner_csv() {
     // A line the plugin would misread is refused with its line.
     let bad = dir.join("bad.conf");
     std::fs::write(&bad, "allreduce,0,1024,ring,ll,-1,-1\n").unwrap();
-    let out = planner().args(["tune", "--show"]).arg(&bad).output().unwrap();
+    let out = planner()
+        .args(["tune", "--show"])
+        .arg(&bad)
+        .output()
+        .unwrap();
     assert_exit(&out, 2);
-    assert!(stderr(&out).contains("bad.conf:1: 7 fields"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("bad.conf:1: 7 fields"),
+        "{}",
+        stderr(&out)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -369,7 +595,10 @@ fn audit_compares_a_run_with_its_example_tuner_config() {
     let mut log = std::fs::read_to_string(crate::common::golden("nccl-init-rank0.log")).unwrap();
     log.push_str("vm:1:1 [0] NCCL INFO TUNER/Plugin: Using Example (v4)\n");
     log.push_str("vm:1:1 [0] NCCL INFO TUNER/ExamplePlugin: Loaded 4 tuning configurations from /nonexistent/nccl_tuner.conf\n");
-    for line in std::fs::read_to_string(crate::common::golden("nccl-allreduce-choices.txt")).unwrap().lines() {
+    for line in std::fs::read_to_string(crate::common::golden("nccl-allreduce-choices.txt"))
+        .unwrap()
+        .lines()
+    {
         log.push_str(&format!("NCCL INFO {line}\n"));
     }
     let log_path = dir.join("run.log");
@@ -386,12 +615,18 @@ fn audit_compares_a_run_with_its_example_tuner_config() {
     let out = audit(&[]);
     assert_exit(&out, 1);
     let text = stdout(&out);
-    assert!(text.contains("354 values, 0 differences") || text.contains(", 0 differences"), "{text}");
+    assert!(
+        text.contains("354 values, 0 differences") || text.contains(", 0 differences"),
+        "{text}"
+    );
     assert!(
         text.contains(": of 31 per-call lines NCCL ran, 0 fell in no rule's range (NCCL's own choice); NCCL ran the first matching rule's pair in 19, a later matching rule's in 3 (the first rule's pair masked), another pair in 9"),
         "{text}"
     );
-    assert!(text.contains("| AllReduce  |   16777216 |         6 | Tree/Simple | Ring/Simple |"), "{text}");
+    assert!(
+        text.contains("| AllReduce  |   16777216 |         6 | Tree/Simple | Ring/Simple |"),
+        "{text}"
+    );
     assert!(
         stderr(&out).contains(": 9 differences between the log and the model and its tuner config"),
         "{}",
@@ -400,13 +635,24 @@ fn audit_compares_a_run_with_its_example_tuner_config() {
     let json: serde_json::Value = serde_json::from_slice(&audit(&["--json"]).stdout).unwrap();
     assert_eq!(json["tuner_csv"]["followed"], 19);
     assert_eq!(json["tuner_csv"]["followed_later_rule"], 3);
-    assert_eq!(json["tuner_csv"]["differences"].as_array().unwrap().len(), 9);
+    assert_eq!(
+        json["tuner_csv"]["differences"].as_array().unwrap().len(),
+        9
+    );
     assert_eq!(json["tuner_csv"]["differences"][0]["rule_line"], 6);
     // --tuner-csv names the file itself; a config that keeps NCCL's choices everywhere gives no difference.
     let keep = dir.join("keep.conf");
-    std::fs::write(&keep, "allreduce,0,1048576,ring,ll,-1,-1,-1\nallreduce,1048577,4294967296,ring,simple,-1,-1,-1\n").unwrap();
+    std::fs::write(
+        &keep,
+        "allreduce,0,1048576,ring,ll,-1,-1,-1\nallreduce,1048577,4294967296,ring,simple,-1,-1,-1\n",
+    )
+    .unwrap();
     let out = audit(&["--tuner-csv", &keep.to_string_lossy()]);
     assert_exit(&out, 0);
-    assert!(stdout(&out).contains("in 31, a later matching rule's in 0"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("in 31, a later matching rule's in 0"),
+        "{}",
+        stdout(&out)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -88,17 +88,27 @@ fn checks() -> Vec<Check> {
                 .position(|l| !l.trim().is_empty())
                 .map(|p| i + 1 + p)
                 .expect("a block after the marker");
-            assert_eq!(lines[fence].trim(), "```", "README.md:{}: no fenced block after the marker", i + 1);
+            assert_eq!(
+                lines[fence].trim(),
+                "```",
+                "README.md:{}: no fenced block after the marker",
+                i + 1
+            );
             let end = lines[fence + 1..]
                 .iter()
                 .position(|l| l.trim() == "```")
                 .map(|p| fence + 1 + p)
                 .expect("the block's end");
-            let mut block: Vec<String> = lines[fence + 1..end].iter().map(|l| l.to_string()).collect();
+            let mut block: Vec<String> = lines[fence + 1..end]
+                .iter()
+                .map(|l| l.to_string())
+                .collect();
             let command = if block.first().is_some_and(|l| l.starts_with("$ ")) {
                 block.remove(0)[2..].to_string()
             } else {
-                setup.pop().expect("readme-output without a $ line names its command")
+                setup
+                    .pop()
+                    .expect("readme-output without a $ line names its command")
             };
             out.push(Check {
                 line: i + 1,
@@ -108,7 +118,9 @@ fn checks() -> Vec<Check> {
                 what: Quoted::Block(block),
             });
         } else if let Some(body) = marker_body(line, "readme-quotes") {
-            let (cmds, quotes) = body.split_once("=>").expect("readme-quotes: COMMANDS => QUOTES");
+            let (cmds, quotes) = body
+                .split_once("=>")
+                .expect("readme-quotes: COMMANDS => QUOTES");
             let mut setup = commands(cmds);
             let command = setup.pop().expect("a command");
             let quotes: Vec<String> = quotes.split(" | ").map(|q| q.trim().to_string()).collect();
@@ -171,7 +183,11 @@ fn compare(line: usize, command: &str, quoted: &[String], stdout: &str) {
         return;
     }
     let mut at = 0;
-    for q in quoted.iter().map(|l| l.trim_end()).filter(|l| l.trim() != "...") {
+    for q in quoted
+        .iter()
+        .map(|l| l.trim_end())
+        .filter(|l| l.trim() != "...")
+    {
         match output[at..].iter().position(|o| *o == q) {
             Some(p) => at += p + 1,
             None => panic!(
@@ -191,10 +207,21 @@ fn every_quoted_output_is_what_the_command_prints() {
     for c in &checks {
         for s in &c.setup {
             let (code, _, err) = run(&dir, s);
-            assert_eq!(code, Some(0), "README.md:{}: setup `{s}` failed: {err}", c.line);
+            assert_eq!(
+                code,
+                Some(0),
+                "README.md:{}: setup `{s}` failed: {err}",
+                c.line
+            );
         }
         let (code, stdout, err) = run(&dir, &c.command);
-        assert_eq!(code, Some(c.exit), "README.md:{}: `{}`: {err}", c.line, c.command);
+        assert_eq!(
+            code,
+            Some(c.exit),
+            "README.md:{}: `{}`: {err}",
+            c.line,
+            c.command
+        );
         match &c.what {
             Quoted::Block(lines) => compare(c.line, &c.command, lines, &stdout),
             Quoted::Quotes(quotes) => {
@@ -215,11 +242,23 @@ fn every_quoted_output_is_what_the_command_prints() {
 /// The markers themselves: a block without a `$` line must name its command, and `...` is the only elision.
 #[test]
 fn markers_parse() {
-    assert_eq!(marker_body("<!-- readme-output -->", "readme-output"), Some(""));
-    assert_eq!(marker_body("<!-- readme-output: exit=1 -->", "readme-output"), Some("exit=1"));
+    assert_eq!(
+        marker_body("<!-- readme-output -->", "readme-output"),
+        Some("")
+    );
+    assert_eq!(
+        marker_body("<!-- readme-output: exit=1 -->", "readme-output"),
+        Some("exit=1")
+    );
     assert_eq!(marker_body("<!-- other -->", "readme-output"), None);
-    assert_eq!(commands("planner a b; planner c"), vec!["planner a b", "planner c"]);
+    assert_eq!(
+        commands("planner a b; planner c"),
+        vec!["planner a b", "planner c"]
+    );
     let all = checks();
     assert!(all.iter().any(|c| c.exit == 1), "the check example exits 1");
-    assert!(all.iter().any(|c| !c.setup.is_empty()), "the calibration example has a setup");
+    assert!(
+        all.iter().any(|c| !c.setup.is_empty()),
+        "the calibration example has a setup"
+    );
 }

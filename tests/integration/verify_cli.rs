@@ -173,7 +173,10 @@ fn a_crashed_nccl_child_exits_1_and_keeps_the_file() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("the run stopped early (child crashed: "), "{stderr}");
+    assert!(
+        stderr.contains("the run stopped early (child crashed: "),
+        "{stderr}"
+    );
     let kept: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(kept["complete"], false);

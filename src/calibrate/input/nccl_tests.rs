@@ -120,10 +120,7 @@ impl TestsRow<'_> {
             nccl_choice: None,
             bytes: self.bytes,
             time_us: self.time_us,
-            repeats: self
-                .per_iteration
-                .as_ref()
-                .and_then(|s| s.iterations),
+            repeats: self.per_iteration.as_ref().and_then(|s| s.iterations),
             spread_pct: self
                 .per_iteration
                 .as_ref()

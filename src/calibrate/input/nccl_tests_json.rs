@@ -105,11 +105,7 @@ fn read_config(value: &Value, source: &str, out: &mut Measurements) -> Result<()
 /// `out_of_place_per_iter` / `in_place_per_iter` of `-I 1` (nccl-tests 2.19.2+, `writePerIterReport` in
 /// src/util.cu of v2.19.6): the summary over the iterations after `skipped_iterations`, the iteration times, and
 /// with several processes each process's times (`per_process_max_times_us`, one list per process).
-fn per_iteration(
-    p: &Value,
-    bad: &dyn Fn(&str) -> Error,
-    key: &str,
-) -> Result<super::IterStats> {
+fn per_iteration(p: &Value, bad: &dyn Fn(&str) -> Error, key: &str) -> Result<super::IterStats> {
     let num = |name: &str| {
         p.get(name)
             .and_then(|v| v.as_f64())

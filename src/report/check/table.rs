@@ -157,9 +157,16 @@ fn per_iteration_text(sizes: &[crate::check::SizeCheck]) -> String {
     for s in with.iter().take(3) {
         if let Some(p) = &s.per_iteration {
             let processes = if p.per_process_median_us.len() > 1 {
-                let lo = p.per_process_median_us.iter().copied().fold(f64::INFINITY, f64::min);
+                let lo = p
+                    .per_process_median_us
+                    .iter()
+                    .copied()
+                    .fold(f64::INFINITY, f64::min);
                 let hi = p.per_process_median_us.iter().copied().fold(0.0, f64::max);
-                format!(", per-process median {lo:.2}-{hi:.2} us over {} processes", p.per_process_median_us.len())
+                format!(
+                    ", per-process median {lo:.2}-{hi:.2} us over {} processes",
+                    p.per_process_median_us.len()
+                )
             } else {
                 String::new()
             };
