@@ -91,6 +91,21 @@ impl Source {
     }
 
     fn cluster_of(&self, node: Topology) -> Result<Cluster> {
+        // `--mnnvl on|off` where no GPU has a fabric identity would change nothing: refused, not ignored.
+        if let Some(flag) = self.mnnvl {
+            if !crate::topo::mnnvl::has_fabric(&node) {
+                return Err(Error::bad_input(format!(
+                    "--mnnvl {}: {} has no GPU with an NVLink fabric identity (NVML fabric state; a GB200/GB300 \
+                     tray such as --fixture gb200-nvl72-tray has one), so NCCL never uses MNNVL there and the flag \
+                     would change nothing",
+                    match flag {
+                        crate::topo::mnnvl::MnnvlEnable::Off => "off",
+                        _ => "on",
+                    },
+                    node.source
+                )));
+            }
+        }
         // GB200/GB300 trays whose GPUs share an NVLink fabric: NCCL fuses them into one node (topo/mnnvl.rs).
         if crate::topo::mnnvl::has_fabric(&node) {
             let enable = match self.mnnvl {

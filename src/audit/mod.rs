@@ -2,6 +2,9 @@
 //! machine: graphs, channel counts, every cell of the init table, thread
 //! thresholds and every per-call choice.
 
+// NCCL's example tuner CSV: read, and a log of a run that used it compared with its rules (issue 26).
+pub mod tuner_csv;
+
 use crate::error::{Error, Result};
 use crate::model::input::NvlsFlag;
 use crate::model::select::Call;

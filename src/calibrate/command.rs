@@ -37,6 +37,36 @@ impl TopologyFacts {
     }
 }
 
+/// NCCL's stock estimate for the rows that record none (nccl-tests output, NCCL Inspector), where `--topo` /
+/// `--fixture` names the machine: (collective, pair, bytes, the input's NCCL version) -> µs, None where the model
+/// masks the pair.
+#[derive(Clone, Default)]
+pub struct StockEstimate(pub Option<StockFn>);
+
+/// The function behind `StockEstimate`.
+pub type StockFn =
+    std::rc::Rc<dyn Fn(crate::model::Coll, crate::model::Pair, u64, Option<&str>) -> Option<f64>>;
+
+impl std::fmt::Debug for StockEstimate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "StockEstimate(model)"
+        } else {
+            "StockEstimate(none)"
+        })
+    }
+}
+
+impl PartialEq for StockEstimate {
+    fn eq(&self, other: &StockEstimate) -> bool {
+        match (&self.0, &other.0) {
+            (Some(a), Some(b)) => std::rc::Rc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        }
+    }
+}
+
 /// Everything `planner calibrate` was asked to do.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct CalibrateRequest {
@@ -50,6 +80,8 @@ pub struct CalibrateRequest {
     /// Write the small-multiples plot here (SVG).
     pub plot: Option<String>,
     pub topology: Option<TopologyFacts>,
+    /// NCCL's stock estimate for rows without one (with `topology`).
+    pub stock: StockEstimate,
 }
 
 /// What it produced.
@@ -159,7 +191,15 @@ pub fn calibrate(
     }
     let mut inputs = Vec::with_capacity(request.files.len());
     for path in &request.files {
-        let m = read_file(path, &request.read)?;
+        let mut m = read_file(path, &request.read)?;
+        if let Some(stock) = &request.stock.0 {
+            let version = m.machine.nccl_version.clone();
+            for row in m.rows.iter_mut().filter(|r| r.stock_us.is_none()) {
+                if let Some(pair) = row.fit_pair() {
+                    row.stock_us = stock(row.coll, pair, row.bytes, version.as_deref());
+                }
+            }
+        }
         progress(&describe(&m));
         inputs.push(m);
     }

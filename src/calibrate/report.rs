@@ -78,11 +78,11 @@ impl Calibration {
         let m = &self.machine;
         let mut out = String::new();
         out.push_str(&format!(
-            "calibration of the {} backend: {} GPU(s) {}, driver {}, NCCL {}, topology {}\n",
+            "calibration of the {} backend: {} {}, driver {}, NCCL {}, topology {}\n",
             self.backend,
             m.gpu_count
-                .map(|n| n.to_string())
-                .unwrap_or_else(|| "?".into()),
+                .map(|n| crate::units::count(n, "GPU"))
+                .unwrap_or_else(|| "? GPUs".into()),
             if m.gpus.is_empty() {
                 String::new()
             } else {

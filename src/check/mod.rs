@@ -84,6 +84,9 @@ pub struct SizeCheck {
     /// (measured busbw / expected busbw - 1) x 100.
     pub deviation_pct: Option<f64>,
     pub status: Status,
+    /// nccl-tests' per-iteration statistics of the measured column (`-I 1`), where the file has them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_iteration: Option<calibrate::input::IterStats>,
 }
 
 /// Something the files say that the machine named on the command line does not (or the reverse).
@@ -409,6 +412,7 @@ fn read_doctor(text: &str, source: &str) -> Result<ReadInput> {
                 spread_pct: None,
                 stock_us: None,
                 in_place: None,
+                per_iteration: None,
                 source: source.to_string(),
                 line: lines.get(i).copied().unwrap_or(0),
             }),
@@ -598,20 +602,23 @@ fn size_checks(
     tolerance_pct: f64,
 ) -> Result<Vec<SizeCheck>> {
     use std::collections::BTreeMap;
-    let mut best: BTreeMap<(Coll, Option<Pair>, u64), (f64, usize)> = BTreeMap::new();
+    type Best = (f64, usize, Option<calibrate::input::IterStats>);
+    let mut best: BTreeMap<(Coll, Option<Pair>, u64), Best> = BTreeMap::new();
     for row in m
         .rows
         .iter()
         .filter(|r| r.backend == crate::measure::Backend::Nccl)
     {
         let key = (row.coll, row.pair, row.bytes);
-        let e = best.entry(key).or_insert((row.time_us, row.line));
+        let e = best
+            .entry(key)
+            .or_insert((row.time_us, row.line, row.per_iteration.clone()));
         if row.time_us < e.0 {
-            *e = (row.time_us, row.line);
+            *e = (row.time_us, row.line, row.per_iteration.clone());
         }
     }
     let mut out = Vec::new();
-    for ((coll, pair, bytes), (time_us, line)) in best {
+    for ((coll, pair, bytes), (time_us, line, per_iteration)) in best {
         if bytes == 0 {
             continue;
         }
@@ -643,6 +650,7 @@ fn size_checks(
             expected,
             deviation_pct: deviation,
             status,
+            per_iteration,
         });
     }
     Ok(out)

@@ -65,11 +65,17 @@ fn request_from(args: &CalibrateArgs, source: &SourceArgs) -> Result<CalibrateRe
     };
     // A topology named on the command line binds the calibration to it (the
     // inputs may carry none); without one, never the probe or the default fixture.
-    let topology = if source.source().is_explicit() {
+    super::source::preflight::output(args.out.as_deref())?;
+    super::source::preflight::output(args.plot.as_deref())?;
+    for file in &args.files {
+        super::source::preflight::input(Some(file))?;
+    }
+    let (topology, stock) = if source.source().is_explicit() {
         let cluster = source.source().load()?;
-        Some(calibrate::TopologyFacts::of_cluster(&cluster))
+        let facts = calibrate::TopologyFacts::of_cluster(&cluster);
+        (Some(facts), stock_estimate(cluster))
     } else {
-        None
+        (None, calibrate::command::StockEstimate::default())
     };
     Ok(CalibrateRequest {
         files: args.files.clone(),
@@ -83,7 +89,25 @@ fn request_from(args: &CalibrateArgs, source: &SourceArgs) -> Result<CalibrateRe
         cv: args.cv,
         plot: args.plot.clone(),
         topology,
+        stock,
     })
+}
+
+/// NCCL's stock estimate on the named topology, for inputs that record none (nccl-tests, Inspector): the model of
+/// the input's NCCL version (else the newest), built once per version.
+fn stock_estimate(cluster: crate::topo::Cluster) -> calibrate::command::StockEstimate {
+    use crate::predict::{ModelPredictor, Predictor};
+    use std::collections::HashMap;
+    let models: std::cell::RefCell<HashMap<Option<String>, Option<ModelPredictor>>> =
+        Default::default();
+    let estimate = move |coll: Coll, pair: Pair, bytes: u64, version: Option<&str>| {
+        let mut models = models.borrow_mut();
+        let model = models
+            .entry(version.map(str::to_string))
+            .or_insert_with(|| ModelPredictor::new(&cluster, None, version).ok());
+        model.as_ref()?.predict_us(coll, pair, bytes)
+    };
+    calibrate::command::StockEstimate(Some(std::rc::Rc::new(estimate)))
 }
 
 pub fn run(args: CalibrateArgs) -> Result<()> {

@@ -69,6 +69,7 @@ fn search_family(version: &str) -> Result<search::rules::Family> {
 
 pub fn run(args: &ChannelsArgs) -> Result<()> {
     let (source, graph) = (&args.source, &args.graph);
+    super::source::preflight::input(graph.graph.as_deref())?;
     let cluster = source.source().load()?;
     if args.rank >= cluster.n_ranks() {
         return Err(Error::bad_input(format!(

@@ -72,8 +72,8 @@ pub fn run(args: CheckArgs) -> Result<()> {
     match report.slow().count() {
         0 => Ok(()),
         n => Err(Error::runtime(format!(
-            "{n} of {} size(s) below the expected band by more than {} %",
-            report.sizes.len(),
+            "{n} of {} below the expected band by more than {} %",
+            crate::units::count(report.sizes.len(), "size"),
             report.tolerance_pct
         ))),
     }

@@ -10,6 +10,10 @@ use crate::report::diff as out;
 use crate::result_file::VerifyRun;
 
 #[derive(Debug, clap::Args)]
+#[command(
+    mut_arg("size", |a| a.help("One message size in bytes, binary units (16K, 16M = 16 MiB, 1G) [default: the --sweep]")),
+    mut_arg("sweep", |a| a.help("A range of sizes LO..HI, both included, doubling each step [default: 8..4G]"))
+)]
 pub struct DiffArgs {
     /// With --against: the topology both versions model
     #[command(flatten)]
@@ -84,6 +88,7 @@ pub fn run(args: DiffArgs) -> Result<()> {
                     "--nccl-version compares model versions (with --against); two result files are compared as measured",
                 ));
             }
+            super::source::preflight::output(args.plot.as_deref())?;
             let (ra, rb) = (VerifyRun::load(a)?, VerifyRun::load(b)?);
             let d = diff_runs(&ra, a, &rb, b)?;
             if let Some(path) = &args.plot {
@@ -103,6 +108,11 @@ pub fn run(args: DiffArgs) -> Result<()> {
                     "--plot draws the ratios of two result files; for versions use --json",
                 ));
             }
+            let sizes = args.sizes.sizes("8..4G")?;
+            super::source::preflight::sizes(&sizes, args.sizes.size.is_some(), 1)?;
+            super::source::SizeArgs::as_run(&sizes, 4, "float32");
+            super::source::preflight::input(graph.graph.as_deref())?;
+            let colls = colls(&args.coll)?;
             let from = match &args.nccl_version {
                 Some(v) => v.clone(),
                 None => pipeline::choose_table(None, None, None)?.family,
@@ -112,8 +122,8 @@ pub fn run(args: DiffArgs) -> Result<()> {
                 against: against.clone(),
                 source: source.source(),
                 graph_file: graph.graph.clone(),
-                colls: colls(&args.coll)?,
-                sizes: args.sizes.sizes("8..4G")?,
+                colls,
+                sizes,
                 env: source.nccl_env.clone(),
                 nvls: args.nvls.flag(),
             })?;
@@ -125,8 +135,8 @@ pub fn run(args: DiffArgs) -> Result<()> {
             Ok(())
         }
         (runs, against) => Err(Error::bad_input(format!(
-            "planner diff compares two verify result files (RUN_A.json RUN_B.json) or two NCCL versions (--nccl-version A --against B); got {} file(s){}",
-            runs.len(),
+            "planner diff compares two verify result files (RUN_A.json RUN_B.json) or two NCCL versions (--nccl-version A --against B); got {}{}",
+            crate::units::count(runs.len(), "file"),
             if against.is_some() { " and --against" } else { "" }
         ))),
     }

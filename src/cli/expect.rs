@@ -8,6 +8,10 @@ use crate::expect::{self, ExpectOptions, Launch, NetKind};
 use crate::report::expect as out;
 
 #[derive(Debug, clap::Args)]
+#[command(
+    mut_arg("size", |a| a.help("One message size in bytes, binary units (16K, 16M = 16 MiB, 1G) [default: the --sweep]")),
+    mut_arg("sweep", |a| a.help("A range of sizes LO..HI, both included, doubling each step, as nccl-tests -b LO -e HI -f 2 [default: 8..8G]"))
+)]
 pub struct ExpectArgs {
     #[command(flatten)]
     pub source: SourceArgs,
@@ -73,6 +77,7 @@ pub fn run(args: ExpectArgs) -> Result<()> {
     }
     let colls = super::diff::colls(&args.coll)?;
     let sizes = args.sizes.sizes("8..8G")?;
+    SizeArgs::as_run(&sizes, 4, "float32");
     let opts = ExpectOptions {
         launch: Launch::parse(&args.launch)?,
         net_kind: args.net_kind.as_deref().map(NetKind::parse).transpose()?,
@@ -86,6 +91,11 @@ pub fn run(args: ExpectArgs) -> Result<()> {
         env.proto = Some(p.clone());
         env.overridden("NCCL_PROTO");
     }
+    super::source::preflight::algo_proto(args.algo.as_deref(), args.proto.as_deref())?;
+    super::source::preflight::sizes(&sizes, args.sizes.size.is_some(), 1)?;
+    super::source::preflight::output(args.csv.as_deref())?;
+    super::source::preflight::input(args.graph.graph.as_deref())?;
+    super::source::preflight::input_dir("--params", args.params.as_deref())?;
     let table = args.model.table(None)?;
     let cluster = args.source.source().load()?;
     let params = match &args.params {

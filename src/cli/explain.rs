@@ -12,6 +12,10 @@ use crate::report::explain as out;
 use crate::units::parse_size_range;
 
 #[derive(Debug, clap::Args)]
+#[command(
+    mut_arg("size", |a| a.help("One message size in bytes, binary units (16K, 16M = 16 MiB, 1G) [default: 16M; all-gather/reduce-scatter: the whole buffer, as nccl-tests]")),
+    mut_arg("sweep", |a| a.help("A range of sizes LO..HI, both included, doubling each step (e.g. 8..4G) [default: one size, --size]"))
+)]
 pub struct ExplainArgs {
     #[command(flatten)]
     pub source: SourceArgs,
@@ -180,9 +184,41 @@ struct Explained {
     expected: crate::expect::Expected,
 }
 
+/// Every flag and file checked before the topology is probed or loaded (a bad one is then the only line).
+fn preflight(args: &ExplainArgs, mode: &ExplainMode) -> Result<()> {
+    use super::source::preflight;
+    preflight::algo_proto(args.algo.as_deref(), args.proto.as_deref())?;
+    match mode {
+        ExplainMode::Single { size, .. } => preflight::sizes(&[*size], true, args.ops)?,
+        ExplainMode::NcclCalls { sizes, .. } => {
+            preflight::sizes(sizes, args.sizes.sweep.is_none(), args.ops)?
+        }
+        ExplainMode::Sweep { sizes, .. } => preflight::sizes(sizes, false, args.ops)?,
+        ExplainMode::Plot { .. } => preflight::sizes(&[], false, args.ops)?,
+        ExplainMode::Audit(_) | ExplainMode::NcclTable => {}
+    }
+    if !matches!(mode, ExplainMode::NcclTable | ExplainMode::Audit(_)) {
+        crate::model::select::Call::check(1, args.ops)?;
+    }
+    preflight::output(args.plot.as_deref())?;
+    preflight::input(args.graph.graph.as_deref())?;
+    if let Some(path) = &args.calibration {
+        calibrate::Calibration::load(path)?;
+        if args.ops != 1 {
+            return Err(Error::bad_input(format!(
+                "--calibration with --ops {}: {path} was measured one call at a time, not in aggregated groups",
+                args.ops
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn run_explain(args: ExplainArgs, stderr_lines: &mut Vec<String>) -> Result<()> {
     refuse_calibrated_nccl_formats(&args)?;
-    match ExplainMode::parse(&args)? {
+    let mode = ExplainMode::parse(&args)?;
+    preflight(&args, &mode)?;
+    match mode {
         ExplainMode::Audit(log) => run_audit(&args, log),
         ExplainMode::NcclTable => run_nccl_table(&args, &build(&args, stderr_lines)?),
         ExplainMode::NcclCalls { coll, sizes } => {
@@ -228,6 +264,7 @@ fn run_audit(args: &ExplainArgs, log: String) -> Result<()> {
         graph: args.graph.clone(),
         log,
         log_graphs: false,
+        tuner_csv: None,
         model: args.model.clone(),
         json: args.json,
     };
@@ -399,10 +436,56 @@ fn run_sweep(
         Some(bands) => print!("{}", crate::report::text(&out::possible_text(bands))),
         None => println!("{ONE_OP_ONLY}"),
     }
-    if let Some(c) = &calibrated {
+    if let (Some(c), Some(cal)) = (&calibrated, calibration) {
         print!("{}", crate::report::text(&out::calibrated_sweep_text(c)));
+        let (measured, unmeasured) = measured_pairs(model, cal, coll, sizes, args.ops)?;
+        print!(
+            "{}",
+            crate::report::text(&out::calibrated_sweep_unmeasured_text(
+                &measured,
+                &unmeasured
+            ))
+        );
     }
     Ok(())
+}
+
+/// The pairs NCCL's model allows at some size of the sweep, split into those the calibration has a time for and
+/// those it has not (in NCCL's candidate order).
+fn measured_pairs(
+    model: &crate::model::Model,
+    cal: &calibrate::Calibration,
+    coll: Coll,
+    sizes: &[u64],
+    ops: usize,
+) -> Result<(Vec<String>, Vec<String>)> {
+    let mut allowed: Vec<crate::model::Pair> = Vec::new();
+    for &size in sizes {
+        let Ok(call) = Call::new(coll, size, model.input.n_ranks, ops) else {
+            continue;
+        };
+        for c in model
+            .evaluate(&call)?
+            .candidates
+            .iter()
+            .filter(|c| c.usable())
+        {
+            let pair = crate::model::Pair::new(c.algo, c.proto);
+            if !allowed.contains(&pair) {
+                allowed.push(pair);
+            }
+        }
+    }
+    let calibrated: Vec<crate::model::Pair> = cal
+        .pairs
+        .iter()
+        .filter(|p| p.coll == coll)
+        .map(|p| p.pair())
+        .collect();
+    let (measured, unmeasured): (Vec<_>, Vec<_>) =
+        allowed.into_iter().partition(|p| calibrated.contains(p));
+    let names = |v: Vec<crate::model::Pair>| v.iter().map(|p| p.to_string()).collect();
+    Ok((names(measured), names(unmeasured)))
 }
 
 fn run_single(

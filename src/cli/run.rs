@@ -10,6 +10,10 @@ use crate::measure::Dtype;
 use std::time::Duration;
 
 #[derive(Debug, clap::Args)]
+#[command(
+    mut_arg("size", |a| a.help("One message size in bytes, binary units (16K, 16M = 16 MiB, 1G) [default: 16M]")),
+    mut_arg("sweep", |a| a.help("A range of sizes LO..HI, both included, doubling each step (e.g. 8..4G) [default: one size, --size]"))
+)]
 pub struct RunArgs {
     /// The topology the channel search uses (default: the probe of this machine)
     #[command(flatten)]
@@ -70,10 +74,14 @@ pub struct RunArgs {
 
 pub fn run(args: RunArgs) -> Result<()> {
     let source = &args.source;
-    let sizes = args.sizes.sizes("16M")?;
     let pair = parse_pair(&args.pair)?;
     let collective = parse_collective(&args.coll)?;
     let dtype = Dtype::parse(&args.dtype)?;
+    let sizes = super::source::SizeArgs::as_run(
+        &args.sizes.sizes("16M")?,
+        dtype.size(),
+        dtype.nccl_tests_name(),
+    );
     if args.iters == 0 {
         return Err(Error::bad_input("--iters must be at least 1"));
     }

@@ -198,6 +198,33 @@ impl SizeArgs {
         }
     }
 
+    /// The sizes as they run: each rounded down to whole elements of `elem_bytes` bytes (`elem_name`), as
+    /// nccl-tests counts them, with one line on stderr naming each size that was rounded. A size below one element
+    /// is kept as given (the command refuses or skips it, as before).
+    pub fn as_run(sizes: &[u64], elem_bytes: u64, elem_name: &str) -> Vec<u64> {
+        let elem = elem_bytes.max(1);
+        let mut rounded = Vec::new();
+        let out = sizes
+            .iter()
+            .map(|&s| {
+                let r = s / elem * elem;
+                if r == s || r == 0 {
+                    s
+                } else {
+                    rounded.push(format!(
+                        "{} ({s} B rounded down to whole {elem_name} elements)",
+                        crate::units::format_size(r)
+                    ));
+                    r
+                }
+            })
+            .collect();
+        if !rounded.is_empty() {
+            eprintln!("planner: runs {}", rounded.join(", "));
+        }
+        out
+    }
+
     /// The flag given, for messages naming it.
     pub fn given(&self) -> Option<&'static str> {
         if self.size.is_some() {
@@ -206,6 +233,72 @@ impl SizeArgs {
             Some("--sweep")
         } else {
             None
+        }
+    }
+}
+
+/// What a command checks before it probes or loads a topology, so that a bad flag or file is one error line and
+/// never arrives after the "no GPU found" notice (issue 26).
+pub mod preflight {
+    use crate::error::{Error, Result};
+    use crate::model::select::Call;
+
+    /// `--algo`/`--proto` in NCCL_ALGO / NCCL_PROTO syntax, named by the flag.
+    pub fn algo_proto(algo: Option<&str>, proto: Option<&str>) -> Result<()> {
+        for (flag, text) in [("--algo", algo), ("--proto", proto)] {
+            let Some(text) = text else { continue };
+            let mut env = crate::nccl_env::NcclEnv::default();
+            if flag == "--algo" {
+                env.algo = Some(text.to_string());
+            } else {
+                env.proto = Some(text.to_string());
+            }
+            crate::model::knobs::EnableMatrix::from_env(&env).map_err(|e| {
+                let why = e.message();
+                let why = why.split_once(": ").map_or(why, |(_, rest)| rest);
+                Error::bad_input(format!("{flag} {text}: {why}"))
+            })?;
+        }
+        Ok(())
+    }
+
+    /// `--ops N`, and one `--size` too small for a single float32 element (a sweep skips such sizes instead).
+    pub fn sizes(sizes: &[u64], single: bool, ops: usize) -> Result<()> {
+        for &size in sizes {
+            Call::check(size, ops)?;
+        }
+        if single {
+            if let Some(&size) = sizes.first() {
+                // The element rule of every collective; all-gather/reduce-scatter's per-rank rule needs the ranks.
+                Call::new(crate::model::Coll::AllReduce, size, 1, ops)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// An output file's directory exists and is writable (the file is written after the work).
+    pub fn output(path: Option<&str>) -> Result<()> {
+        match path {
+            Some(p) => crate::fsio::check_output_path(p),
+            None => Ok(()),
+        }
+    }
+
+    /// An input file exists and is a readable regular file within the limits (it is read again where it is used).
+    pub fn input(path: Option<&str>) -> Result<()> {
+        match path {
+            Some(p) => crate::fsio::open_input(p).map(|_| ()),
+            None => Ok(()),
+        }
+    }
+
+    /// A directory given as input exists.
+    pub fn input_dir(flag: &str, path: Option<&str>) -> Result<()> {
+        match path {
+            Some(p) if !std::path::Path::new(p).is_dir() => {
+                Err(Error::bad_input(format!("{flag} {p}: not a directory")))
+            }
+            _ => Ok(()),
         }
     }
 }

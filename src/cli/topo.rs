@@ -33,6 +33,7 @@ pub struct FixturesArgs {
 }
 
 pub fn run_topo(args: &TopoArgs) -> Result<()> {
+    super::source::preflight::output(args.out.as_deref())?;
     let cluster = args.source.source().load()?;
     let out = args.out.as_deref();
     if args.xml {

@@ -7,9 +7,10 @@ use crate::tune::{self, render, TuneInput, TuneRequest, DEFAULT_MARGIN_PERCENT};
 /// The plan file's format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum PlanFormat {
-    /// The plan the planner tuner plugin reads (PLANNER_TUNER_PLAN)
+    // Plain comments: a doc comment here would give `tune --help` clap's long layout.
+    // The plan the planner tuner plugin reads (PLANNER_TUNER_PLAN).
     Json,
-    /// The CSV config of NCCL's example tuner plugin (nccl_tuner.conf)
+    // The CSV config of NCCL's example tuner plugin (nccl_tuner.conf).
     NcclCsv,
 }
 
@@ -26,8 +27,8 @@ pub struct TuneArgs {
     /// for the stock model's pick; default: the calibration's verify files)
     #[arg(long, value_name = "CAL.json")]
     pub calibration: Option<String>,
-    /// Print the bands of a plan file
-    #[arg(long, value_name = "PLAN.json")]
+    /// Print the bands of a plan file, or the rules of NCCL's example tuner config (nccl_tuner.conf, CSV)
+    #[arg(long, value_name = "PLAN.json|FILE.conf")]
     pub show: Option<String>,
     /// Make the plan from planner's expected model of the topology (--fixture/--topo, --nodes, NCCL_* env), without
     /// any measurement: per size the expected fastest pair NCCL can run (the plan says no measurement was used)
@@ -57,7 +58,7 @@ pub struct TuneArgs {
         conflicts_with = "show"
     )]
     pub out: Option<String>,
-    /// Plan format: json (for the planner plugin) or nccl-csv (NCCL's example tuner plugin)
+    /// Plan format: json (the planner plugin's PLANNER_TUNER_PLAN) or nccl-csv (nccl_tuner.conf of NCCL's example tuner plugin)
     #[arg(long, value_enum, default_value = "json", conflicts_with = "show")]
     pub format: PlanFormat,
     /// Keep NCCL's own choice unless another pair is faster by more than this many percent
@@ -75,6 +76,17 @@ pub fn run(args: TuneArgs) -> Result<()> {
     let source = &args.source;
     if let Some(path) = &args.show {
         source.refuse_with("--show", "a plan file carries its own bands")?;
+        // NCCL's example tuner config (CSV) or planner's plan (JSON), told apart by content.
+        let text = crate::fsio::read_input_file(path)?;
+        if crate::audit::tuner_csv::looks_like_csv(&text) {
+            let csv = crate::audit::tuner_csv::TunerCsv::parse(&text, path)?;
+            if args.json {
+                println!("{}", pretty(render::nccl_csv_json(&csv))?);
+            } else {
+                print!("{}", crate::report::text(&render::nccl_csv_table(&csv)));
+            }
+            return Ok(());
+        }
         let plan = tune::load_plan(path)?;
         if args.json {
             println!("{}", pretty(render::plan_json(&plan))?);
@@ -135,7 +147,10 @@ pub fn run(args: TuneArgs) -> Result<()> {
         );
         print!("{}", crate::report::text(&render::plan_table(&tuned.plan)));
     }
-    eprintln!("planner: wrote {out} ({} rules)", tuned.plan.rules.len());
+    eprintln!(
+        "planner: wrote {out} ({})",
+        crate::units::count(tuned.plan.rules.len(), "rule")
+    );
     Ok(())
 }
 

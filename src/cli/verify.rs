@@ -18,6 +18,10 @@ use crate::verify::{Dtype, IterPlan, PairSelection};
 use std::time::Duration;
 
 #[derive(Debug, clap::Args)]
+#[command(
+    mut_arg("size", |a| a.help("One message size in bytes, binary units (16K, 16M = 16 MiB, 1G) [default: the --sweep]")),
+    mut_arg("sweep", |a| a.help("A range of sizes LO..HI, both included, doubling each step [default: 8..4G]"))
+)]
 pub struct VerifyArgs {
     /// The topology for the model's predictions (default: the probe of this machine)
     #[command(flatten)]
@@ -112,10 +116,16 @@ fn request_from(args: &VerifyArgs) -> Result<VerifyRequest> {
         ));
     }
     let backends = Backend::parse_list(&args.backend)?;
+    let dtype = Dtype::parse(&args.dtype)?;
+    let sizes = SizeArgs::as_run(
+        &args.sizes.sizes("8..4G")?,
+        dtype.size(),
+        dtype.nccl_tests_name(),
+    );
     Ok(VerifyRequest {
         collective: Coll::parse(&args.coll)?,
-        dtype: Dtype::parse(&args.dtype)?,
-        sizes: args.sizes.sizes("8..4G")?,
+        dtype,
+        sizes,
         pairs: PairSelection::parse(&args.pair)?,
         pairs_text: args.pair.clone(),
         tuner: tuner_from(args, &backends)?,
@@ -268,7 +278,21 @@ pub fn run(args: VerifyArgs) -> Result<()> {
     if let Some(signal) = crate::measure::stop_requested() {
         std::process::exit(128 + signal);
     }
-    Ok(())
+    stopped_early(&run, &path)
+}
+
+/// A run that stopped early for a runtime failure (a crashed NCCL child, a timeout, a lost rank, planner's own
+/// error) exits 1 after printing what it measured; the result file keeps every finished size.
+fn stopped_early(run: &VerifyRun, path: &str) -> Result<()> {
+    use crate::result_file::StopReason;
+    match &run.stopped {
+        Some(stopped) if stopped.reason != StopReason::Interrupted => Err(Error::runtime(format!(
+            "the run stopped early ({}: {}); the sizes measured before it are kept in {path}",
+            stopped.reason.label(),
+            stopped.detail
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// The hidden child of the NCCL backend.

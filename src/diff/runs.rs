@@ -248,8 +248,8 @@ fn option_fields(a: &VerifyRun, b: &VerifyRun) -> Vec<FieldDiff> {
     let (oa, ob) = (&a.options, &b.options);
     let sizes = |o: &RunOptions| match (o.sizes.first(), o.sizes.last()) {
         (Some(lo), Some(hi)) => format!(
-            "{} sizes, {} .. {}",
-            o.sizes.len(),
+            "{}, {} .. {}",
+            crate::units::count(o.sizes.len(), "size"),
             size_label(*lo),
             size_label(*hi)
         ),
@@ -503,12 +503,14 @@ fn verdict(backends: &[BackendVerdict], best_changed: usize, choice_changed: usi
         .join("; ");
     if best_changed > 0 {
         text.push_str(&format!(
-            "; measured-best pair changed at {best_changed} size(s)"
+            "; measured-best pair changed at {}",
+            crate::units::count(best_changed, "size")
         ));
     }
     if choice_changed > 0 {
         text.push_str(&format!(
-            "; NCCL's own choice changed at {choice_changed} size(s)"
+            "; NCCL's own choice changed at {}",
+            crate::units::count(choice_changed, "size")
         ));
     }
     text
@@ -548,7 +550,7 @@ mod tests {
         );
         assert_eq!(
             verdict(&[v(3, 0)], 1, 0),
-            "nccl: B slower (3 slower, 0 faster of 10 outside the noise band, geometric mean ratio 1.100); measured-best pair changed at 1 size(s)"
+            "nccl: B slower (3 slower, 0 faster of 10 outside the noise band, geometric mean ratio 1.100); measured-best pair changed at 1 size"
         );
         assert!(verdict(&[v(6, 2)], 0, 0).starts_with("nccl: mostly slower"));
         assert!(verdict(&[v(2, 2)], 0, 0).starts_with("nccl: mixed"));

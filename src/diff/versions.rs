@@ -831,8 +831,10 @@ pub fn diff_versions(opts: &VersionDiffOptions) -> Result<VersionDiff> {
         a: ia,
         b: ib,
         machine: format!(
-            "{}: {} ranks on {} node(s)",
-            cluster.node.source, ma.input.n_ranks, ma.input.n_nodes
+            "{}: {} on {}",
+            cluster.node.source,
+            crate::units::count(ma.input.n_ranks, "rank"),
+            crate::units::count(ma.input.n_nodes, "node")
         ),
         n_ranks: ma.input.n_ranks,
         n_nodes: ma.input.n_nodes,

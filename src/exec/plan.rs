@@ -138,13 +138,13 @@ impl fmt::Display for ExecPlan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} {}/{} {} ranks, {} channels x {} threads, {} {}",
+            "{} {}/{} {}, {} x {}, {} {}",
             coll_name(self.collective),
             self.algorithm.name(),
             self.protocol.nccl_name(),
-            self.n_ranks,
-            self.n_channels,
-            self.n_threads,
+            crate::units::count(self.n_ranks, "rank"),
+            crate::units::count(self.n_channels, "channel"),
+            crate::units::count(self.n_threads, "thread"),
             self.dtype.nccl_tests_name(),
             if self.in_place {
                 "in-place"

@@ -288,11 +288,11 @@ pub fn render_text(
     let conn = &result.connection;
     let mut out = String::new();
     out.push_str(&format!(
-        "{}: {} GPU(s) x {} node(s) = {} ranks; graphs {}\n",
+        "{}: {} x {} = {}; graphs {}\n",
         cluster.node.source,
-        cluster.gpus_per_node(),
-        cluster.n_nodes,
-        cluster.n_ranks(),
+        crate::units::count(cluster.gpus_per_node(), "GPU"),
+        crate::units::count(cluster.n_nodes, "node"),
+        crate::units::count(cluster.n_ranks(), "rank"),
         origin
     ));
     if let Some(line) = crate::topo::mnnvl::summary(cluster) {

@@ -47,11 +47,11 @@ pub fn versions_text(d: &VersionDiff) -> String {
                     .filter(|c| c.what.starts_with("rule:"))
                     .count();
                 format!(
-                    "{} -> {} ({} constants, {} rules)",
+                    "{} -> {} ({}, {})",
                     s.from_family,
                     s.to_family,
-                    s.changes.len() - rules,
-                    rules
+                    crate::units::count(s.changes.len() - rules, "constant"),
+                    crate::units::count(rules, "rule")
                 )
             })
             .collect();
@@ -224,8 +224,9 @@ pub fn runs_text(d: &RunDiff) -> String {
     }
     if d.only_in_a + d.only_in_b > 0 {
         out.push_str(&format!(
-            "Measured in one file only: {} row(s) of A, {} of B\n",
-            d.only_in_a, d.only_in_b
+            "Measured in one file only: {} of A, {} of B\n",
+            crate::units::count(d.only_in_a, "row"),
+            d.only_in_b
         ));
     }
     let pair_text = |p: Option<Pair>| p.map_or("-".to_string(), |p| p.to_string());

@@ -39,7 +39,11 @@ pub fn describe(run: &DoctorRun) -> String {
     }
     let mut parts = vec![
         format!("host {}", m.hosts.join(", ")),
-        format!("{} GPU(s): {}", m.gpus.len(), names.join(", ")),
+        format!(
+            "{}: {}",
+            crate::units::count(m.gpus.len(), "GPU"),
+            names.join(", ")
+        ),
         format!(
             "driver {}",
             m.driver_version.as_deref().unwrap_or(NOT_REPORTED)
@@ -206,7 +210,7 @@ fn links_table(run: &DoctorRun) -> String {
             .unwrap_or_default();
         t.add_row(vec![
             kind.name().to_string(),
-            format!("{} pairs", of_kind.len()),
+            crate::units::count(of_kind.len(), "pair"),
             format!("{}{median}", range(&measured)),
             range(&expected),
             "-".into(),

@@ -2,6 +2,7 @@
 //! pair, the masked pairs with their reasons, sweep bands, an SVG plot, and
 //! NCCL's own formats (init table, per-call lines) to diff against a log.
 
+use super::call_size_text;
 use crate::calibrate::{CalibratedCall, CalibratedSweep};
 use crate::error::{Error, Result};
 use crate::expect::Expectation;
@@ -15,7 +16,7 @@ use crate::model::symmetric::{
 };
 use crate::model::{Algo, Coll, Model, Proto};
 use crate::topo::{Cluster, PathType};
-use crate::units::format_size;
+use crate::units::{count, format_size};
 use comfy_table::{presets, Attribute, Cell, CellAlignment, ContentArrangement, Table};
 use serde::Serialize;
 
@@ -552,12 +553,12 @@ pub fn explain_text_calibrated(
         String::new()
     };
     out.push_str(&format!(
-        "{} of {}{ops}: {} ranks on {} node(s), {} channels, NCCL {} model ({})\n",
+        "{} of {}{ops}: {} on {}, {}, NCCL {} model ({})\n",
         call.coll.nccl_name(),
-        format_size(call.size),
-        model.input.n_ranks,
-        model.input.n_nodes,
-        model.input.channels,
+        call_size_text(call),
+        count(model.input.n_ranks, "rank"),
+        count(model.input.n_nodes, "node"),
+        count(model.input.channels, "channel"),
         model.table.family,
         model.table.source
     ));
@@ -681,11 +682,11 @@ pub fn explain_text_calibrated(
     }
     let w = eval.winner();
     out.push_str(&format!(
-        "NCCL picks {}/{} on {} channels x {} threads: {} µs",
+        "NCCL picks {}/{} on {} x {}: {} µs",
         w.algo.nccl_name(),
         w.proto.nccl_name(),
-        w.channels,
-        w.threads,
+        count(w.channels, "channel"),
+        count(w.threads, "thread"),
         us(w.time_us as f64)
     ));
     if call.ops > 1 {
@@ -782,14 +783,59 @@ fn calibrated_line(eval: &Evaluation, cal: &CalibratedCall) -> String {
         cal.source, cal.backend
     );
     let (nccl_us, margin, _) = calibrated_margin(eval, cal);
+    // The pairs NCCL allows here, measured (a calibrated time) or not.
+    let name = |c: &crate::model::select::Candidate| {
+        format!("{}/{}", c.algo.nccl_name(), c.proto.nccl_name())
+    };
+    let allowed: Vec<(String, bool)> = cal
+        .times_us
+        .iter()
+        .zip(&eval.candidates)
+        .filter(|(_, c)| c.usable())
+        .map(|(t, c)| (name(c), t.is_some()))
+        .collect();
+    let measured = allowed.iter().filter(|(_, m)| *m).count();
+    let unmeasured: Vec<&str> = allowed
+        .iter()
+        .filter(|(_, m)| !*m)
+        .map(|(n, _)| n.as_str())
+        .collect();
     match (cal.pick, cal.pick_us()) {
-        (Some(i), Some(t)) if i == eval.winner => {
+        (Some(i), Some(t)) if i == eval.winner && unmeasured.is_empty() => {
             out.push_str(&format!("picks {nccl} too, {} µs.\n", us(t)));
+        }
+        (Some(i), Some(t)) if measured == 1 => {
+            // One measured pair is no pick: it beat nothing.
+            out.push_str(&format!(
+                "has a time for {} only ({} µs), 1 of the {} pairs NCCL allows here: the others were not measured, \
+                 so it ranks nothing",
+                name(&eval.candidates[i]),
+                us(t),
+                allowed.len()
+            ));
+            out.push_str(if i == eval.winner {
+                " (it is NCCL's pick).\n"
+            } else {
+                &".\n"[..]
+            });
         }
         (Some(i), Some(t)) => {
             let c = &eval.candidates[i];
+            let among = if unmeasured.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " among the {} measured of the {} pairs NCCL allows here",
+                    measured,
+                    allowed.len()
+                )
+            };
+            if i == eval.winner {
+                out.push_str(&format!("picks {nccl} too{among}, {} µs.\n", us(t)));
+                return with_unmeasured(out, &unmeasured);
+            }
             out.push_str(&format!(
-                "picks {}/{}, {} µs; ",
+                "picks {}/{}{among}, {} µs; ",
                 c.algo.nccl_name(),
                 c.proto.nccl_name(),
                 us(t)
@@ -807,36 +853,53 @@ fn calibrated_line(eval: &Evaluation, cal: &CalibratedCall) -> String {
         }
         _ => out.push_str("none of the pairs NCCL allows here is in the calibration.\n"),
     }
-    if cal
-        .times_us
-        .iter()
-        .zip(&eval.candidates)
-        .any(|(t, c)| c.usable() && t.is_none())
-    {
-        out.push_str(
-            "calibrated -: the pair was not measured, so the calibration has no time for it.\n",
-        );
+    with_unmeasured(out, &unmeasured)
+}
+
+/// The line naming the pairs NCCL allows that the calibration has no time for (`-` in its columns).
+fn with_unmeasured(mut out: String, unmeasured: &[&str]) -> String {
+    if !unmeasured.is_empty() {
+        out.push_str(&format!(
+            "calibrated -: not measured, so the calibration has no time for {}.\n",
+            unmeasured.join(", ")
+        ));
     }
     out
+}
+
+/// After the calibrated crossover map: the pairs NCCL's model allows somewhere in the sweep that the calibration
+/// has no time for, so the map ranks the measured ones only (empty when every allowed pair was measured).
+pub fn calibrated_sweep_unmeasured_text(measured: &[String], unmeasured: &[String]) -> String {
+    if unmeasured.is_empty() {
+        return String::new();
+    }
+    format!(
+        "The calibration measured {} of the {} pairs NCCL's model allows in this sweep ({}); not measured: {}. \
+         The calibrated map ranks the measured pairs only.\n",
+        measured.len(),
+        measured.len() + unmeasured.len(),
+        measured.join(", "),
+        unmeasured.join(", ")
+    )
 }
 
 /// Bands of a sweep for people.
 pub fn sweep_text(model: &Model, sweep: &Sweep) -> String {
     let mut out = format!(
-        "{} crossover map{}: {} ranks on {} node(s), NCCL {} model\n",
+        "{} crossover map{}: {} on {}, NCCL {} model\n",
         sweep.coll.nccl_name(),
         if sweep.ops > 1 {
             format!(" ({} ops per group)", sweep.ops)
         } else {
             String::new()
         },
-        model.input.n_ranks,
-        model.input.n_nodes,
+        count(model.input.n_ranks, "rank"),
+        count(model.input.n_nodes, "node"),
         model.table.family
     );
     for band in &sweep.bands {
         let channels = if band.min_channels == band.max_channels {
-            format!("{} channels", band.min_channels)
+            count(band.min_channels, "channel")
         } else {
             format!("{}-{} channels", band.min_channels, band.max_channels)
         };
@@ -863,9 +926,9 @@ pub fn sweep_text(model: &Model, sweep: &Sweep) -> String {
     }
     if !sweep.skipped.is_empty() {
         out.push_str(&format!(
-            "Skipped (too small for {} on {} ranks): {}\n",
+            "Skipped (too small for {} on {}): {}\n",
             sweep.coll.nccl_name(),
-            model.input.n_ranks,
+            count(model.input.n_ranks, "rank"),
             sweep
                 .skipped
                 .iter()
@@ -1236,10 +1299,10 @@ pub fn plot_svg(
         )));
     }
     let what = format!(
-        "{}, {} ranks, {} node(s), NCCL {} model",
+        "{}, {}, {}, NCCL {} model",
         coll.nccl_name(),
-        n_ranks,
-        model.input.n_nodes,
+        count(n_ranks, "rank"),
+        count(model.input.n_nodes, "node"),
         model.table.family
     );
     let mut legend = vec![
@@ -1524,7 +1587,10 @@ pub fn symmetric_json(ctx: &SmallMessageContext, call: &Call) -> Option<Symmetri
                     .ineligible
                     .iter()
                     .chain(&choice.classic_path)
-                    .map(|r| r.to_string())
+                    .map(|r| match r {
+                        SymReason::NeedsMulticast => multicast_reason(ctx).to_string(),
+                        r => r.to_string(),
+                    })
                     .collect();
                 let time = c.time_us.map(|t| ctx.symmetric_time_us(call, t));
                 SymmetricKernelJson {
@@ -1693,6 +1759,19 @@ pub fn possible_text(bands: &[PossibleBandJson]) -> String {
     out
 }
 
+/// Why a multicast kernel cannot run here, the one reason that applies: several nodes, NVLS off, or too few ranks.
+fn multicast_reason(ctx: &SmallMessageContext) -> &'static str {
+    if ctx.n_nodes > 1 || ctx.physical_nodes > 1 {
+        "needs NVLS multicast (within one node)"
+    } else if !ctx.nvls_multicast {
+        "needs NVLS multicast (off)"
+    } else if ctx.n_ranks < 3 {
+        "needs NVLS multicast (3+ ranks)"
+    } else {
+        "needs NVLS multicast (NCCL_NVLS_ENABLE, a multicast NVSwitch, 3+ ranks)"
+    }
+}
+
 /// The section "NCCL symmetric kernels (needs registered windows)" for one call.
 pub fn symmetric_text(ctx: &SmallMessageContext, call: &Call) -> String {
     let mut out = String::from("NCCL symmetric kernels (needs registered windows):\n");
@@ -1730,13 +1809,7 @@ pub fn symmetric_text(ctx: &SmallMessageContext, call: &Call) -> String {
         } else if c.eligible {
             String::new()
         } else if c.needs_multicast && c.ineligible.contains(&SymReason::NeedsMulticast) {
-            if ctx.n_nodes > 1 || ctx.physical_nodes > 1 {
-                "needs NVLS multicast (within one node)".to_string()
-            } else if ctx.nvls_multicast {
-                "needs NVLS multicast (3+ ranks)".to_string()
-            } else {
-                "needs NVLS multicast (off)".to_string()
-            }
+            multicast_reason(ctx).to_string()
         } else {
             c.ineligible
                 .iter()

@@ -12,7 +12,29 @@ pub mod run;
 pub mod topo;
 pub mod verify;
 
+use crate::model::select::Call;
+use crate::units::format_size;
 use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
+
+/// The bytes a call runs (one op), and where the size asked for was rounded down as nccl-tests does, what was
+/// asked and why: "1000 B (1001 B rounded down to whole float32 elements)".
+pub fn call_size_text(call: &Call) -> String {
+    let runs = call.model_bytes;
+    if runs == call.size {
+        return format_size(runs);
+    }
+    format!("{} ({})", format_size(runs), rounded_note(call))
+}
+
+/// "1001 B rounded down to whole float32 elements" (all-gather/reduce-scatter: "to 16 B per rank").
+pub fn rounded_note(call: &Call) -> String {
+    let to = if call.coll.is_ag_rs() {
+        "a multiple of 16 B per rank"
+    } else {
+        "whole float32 elements"
+    };
+    format!("{} B rounded down to {to}", call.size)
+}
 
 /// A table in the reports' style (condensed box borders, no wrapping) with this header.
 pub(crate) fn table(header: Vec<&str>) -> Table {

@@ -9,11 +9,11 @@ pub fn table(report: &RunReport) -> String {
     let p = &report.plan;
     let mut out = String::new();
     out.push_str(&format!(
-        "# {} {}/{} on {} rank(s){}, {} {}\n",
+        "# {} {}/{} on {}{}, {} {}\n",
         coll_name(p.collective),
         p.algorithm.name(),
         p.protocol.nccl_name(),
-        p.n_ranks,
+        crate::units::count(p.n_ranks, "rank"),
         match report.device.virtual_ranks {
             Some(v) => format!(" ({v} virtual ranks on one GPU)"),
             None => String::new(),

@@ -40,7 +40,7 @@ pub fn describe_machine(run: &VerifyRun) -> String {
         }
     }
     let gpus = if gpu_names.is_empty() {
-        format!("{} rank(s)", m.world_size)
+        crate::units::count(m.world_size, "rank")
     } else {
         format!("{} x {}", m.world_size, gpu_names.join(" + "))
     };
@@ -732,10 +732,10 @@ pub fn render_svg(run: &VerifyRun, scored: &Scored) -> Result<String> {
     }
     legend.push(("model's prediction".to_string(), DARK, Mark::Dashed));
     let what = format!(
-        "{} {}, {} ranks",
+        "{} {}, {}",
         coll.nccl_name(),
         run.options.dtype,
-        scored.world_size
+        crate::units::count(scored.world_size, "rank")
     );
     let shaded = Some("NCCL's free choice ran this pair".to_string());
     crate::plot::render_time_and_busbw(

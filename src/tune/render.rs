@@ -191,3 +191,82 @@ mod tests {
         assert_eq!(us(None), "-");
     }
 }
+
+/// `tune --show FILE.conf`: the rules of NCCL's example tuner config, in the order the plugin tries them.
+pub fn nccl_csv_table(csv: &crate::audit::tuner_csv::TunerCsv) -> String {
+    let any = |v: i64| {
+        if v == -1 {
+            "any".to_string()
+        } else {
+            v.to_string()
+        }
+    };
+    let mut out = format!(
+        "# NCCL example tuner config {}: {}, first match wins (a rule whose pair NCCL masked is passed over)\n",
+        csv.source,
+        crate::units::count(csv.rules.len(), "rule")
+    );
+    let mut t = table(
+        vec![
+            "line",
+            "collective",
+            "min bytes",
+            "max bytes",
+            "sizes",
+            "pair",
+            "channels",
+            "nNodes",
+            "nRanks",
+            "numPipeOps",
+            "regBuff",
+        ],
+        &[0, 2, 3, 6, 7, 8, 9, 10],
+    );
+    for r in &csv.rules {
+        t.add_row(vec![
+            r.line.to_string(),
+            r.collective.nccl_name().to_string(),
+            r.min_bytes.to_string(),
+            r.max_bytes.to_string(),
+            format!(
+                "{} - {}",
+                format_size(r.min_bytes),
+                format_size(r.max_bytes)
+            ),
+            r.pair(),
+            if r.channels == -1 {
+                "-".to_string()
+            } else {
+                r.channels.to_string()
+            },
+            any(r.n_nodes),
+            any(r.n_ranks),
+            any(r.num_pipe_ops),
+            any(r.reg_buff),
+        ]);
+    }
+    out.push_str(&t.to_string());
+    out.push('\n');
+    out
+}
+
+/// `tune --show FILE.conf --json`: the config's rules (-1 kept as NCCL's wildcard).
+pub fn nccl_csv_json(csv: &crate::audit::tuner_csv::TunerCsv) -> Value {
+    json!({
+        "format": "nccl-example-tuner-csv",
+        "source": csv.source,
+        "rules": csv.rules.iter().map(|r| json!({
+            "line": r.line,
+            "collective": r.collective.nccl_name(),
+            "min_bytes": r.min_bytes,
+            "max_bytes": r.max_bytes,
+            "algorithm": r.algorithm.nccl_name(),
+            "protocol": r.protocol.nccl_name(),
+            "channels": r.channels,
+            "n_nodes": r.n_nodes,
+            "n_ranks": r.n_ranks,
+            "num_pipe_ops": r.num_pipe_ops,
+            "reg_buff": r.reg_buff,
+        })).collect::<Vec<_>>(),
+    })
+}

@@ -89,7 +89,7 @@ fn audit_cli_on_the_capture_log_reports_no_differences() {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("0 difference(s)"), "{text}");
+    assert!(text.contains("0 differences"), "{text}");
     assert!(text.contains("No differences."), "{text}");
     // Same through explain --nccl-log, as JSON.
     let out = planner()

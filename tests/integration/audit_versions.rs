@@ -354,7 +354,7 @@ fn tuner_plugin_decisions_are_checked_against_nccls_choice() {
     assert!(p.plan.as_ref().unwrap().contains("applies: 3 of 3 rules"));
     let text = planner::report::audit::audit_text(&report);
     assert!(
-        text.contains("planner-tuner plugin steered 2 call(s) (3 decision line(s), 1 kept NCCL's choice); NCCL ran the plugin's pair in 2 of 2 checked"),
+        text.contains("planner-tuner plugin steered 2 calls (3 decision lines, 1 kept NCCL's choice); NCCL ran the plugin's pair in 2 of 2 checked"),
         "{text}"
     );
     // NCCL ignoring the plugin is a difference.
@@ -413,7 +413,7 @@ fn a_log_newer_than_the_newest_model_uses_the_newest_with_one_line() {
     );
     // The capture's cells are the same in the newest model; the report says what stood in.
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("0 difference(s)"), "{text}");
+    assert!(text.contains("0 differences"), "{text}");
     assert!(
         text.contains("Not checked: NCCL 2.32.0+cuda13.0's own rules (per-call choice, channels, threads): the 2.31 model stands in for them"),
         "{text}"

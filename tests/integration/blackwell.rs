@@ -325,7 +325,7 @@ fn mnnvl_off_joins_the_trays_through_their_nics() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.starts_with("fixture gb200-nvl72-tray: 4 GPU(s) x 18 node(s) = 72 ranks"),
+        text.starts_with("fixture gb200-nvl72-tray: 4 GPUs x 18 nodes = 72 ranks"),
         "{text}"
     );
     assert!(!text.contains("MNNVL"));
@@ -371,7 +371,7 @@ fn nvl72_commands_run_and_show_mnnvl() {
     assert!(channels.contains("MNNVL 1 cliqueId 7ffe cliqueSize 72 cliqueRank 0"));
     assert!(channels.contains("comm - rank 0 nRanks 72 nNodes 1 localRanks 72 localRank 0 MNNVL 1"));
     let sweep = run(&[&["explain", "--sweep", "8..4G"][..], &base].concat());
-    assert!(sweep.contains("72 ranks on 1 node(s)"), "{sweep}");
+    assert!(sweep.contains("72 ranks on 1 node"), "{sweep}");
     assert!(
         sweep.contains("8 B - 4 GiB: NVLS/Simple, 24 channels"),
         "{sweep}"

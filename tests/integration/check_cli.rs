@@ -410,3 +410,81 @@ fn a_doctor_result_file_is_read() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// nccl-tests' per-iteration statistics (`-I 1`, nccl-tests 2.19.2+) are kept, as `-J` JSON and as text columns
+/// `i_min i_max i_p99 i_cv%`, and shown by check (most variable size first) and recorded by calibrate (repeats and
+/// spread). The JSON is tests/data/calibrate/nccl-tests-J-per-iter.json (reconstructed in nccl-tests v2.19.6's `-J`
+/// layout, README there); its 8 MiB iterations after the skipped first are 75.0, 76.0, 95.0, 75.5 us (the slower
+/// of the two processes per iteration): cv = 8.451 / 80.375 = 10.5 %, process medians 75.75 and 75.55 us.
+#[test]
+fn per_iteration_statistics_are_kept_and_shown() {
+    let json = format!(
+        "{}/tests/data/calibrate/nccl-tests-J-per-iter.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = planner()
+        .args(["check", "--fixture", "h200x2-nvswitch-vm", &json])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Per-iteration (nccl-tests -I 1, measured, the slowest GPU per iteration): 2 sizes with statistics; most variable:\n  AllReduce 8 MiB: cv 10.5 %, min 75.00 us, max 95.00 us, p99 95.00 us over 4 iterations, per-process median 75.55-75.75 us over 2 processes\n"),
+        "{text}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(
+        &planner()
+            .args(["check", "--fixture", "h200x2-nvswitch-vm", &json, "--json"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let size = v["sizes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["size_bytes"] == 8388608)
+        .unwrap();
+    assert_eq!(size["per_iteration"]["iterations"], 4);
+    assert_eq!(size["per_iteration"]["skipped_iterations"], 1);
+    assert!((size["per_iteration"]["stdev_us"].as_f64().unwrap() - 8.45115).abs() < 1e-4);
+    let m = planner::calibrate::read_file(&json, &Default::default()).unwrap();
+    let row = m.rows.iter().find(|r| r.bytes == 8388608).unwrap();
+    assert_eq!(row.repeats, Some(4));
+    // (95.0 - 75.0) / 82.3 (nccl-tests' time: the average of all 5 iterations) = 24.3 %.
+    assert!(
+        (row.spread_pct.unwrap() - 24.30).abs() < 0.01,
+        "{:?}",
+        row.spread_pct
+    );
+    // The text layout of -I 1: each half gains `i_min i_max i_p99 i_cv%` after `#wrong`.
+    let text_run = "# nccl-tests version 2.19.6 nccl-headers=22803 nccl-library=22803
+# Collective test starting: all_reduce_perf
+# nThread 1 nGpus 1 minBytes 1048576 maxBytes 8388608 step: 8(factor) warmup iters: 2 iters: 5 agg iters: 1 validation: 1 graph: 0 unalign: 0
+# Per-Iteration Report: CUDA event timing; i_* uses max over process rows; summary skips first 1 iterations
+#
+#                                                              out-of-place (+ per-iteration)                                in-place (+ per-iteration)
+#       size         count      type   redop    root     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)     (us)     (us)      (%)     (us)  (GB/s)  (GB/s)             (us)     (us)     (us)      (%)
+     8388608       2097152     float     sum      -1    82.30  101.93  101.93       0    75.00    95.00    95.00    10.51    82.30  101.93  101.93       0    75.00    95.00    95.00    10.51
+";
+    let m = planner::calibrate::read_text(
+        text_run,
+        "run.txt",
+        &planner::calibrate::ReadOptions {
+            pair: Some(planner::model::Pair::parse("Ring/LL").unwrap()),
+            coll: None,
+        },
+    )
+    .unwrap();
+    let p = m.rows[0]
+        .per_iteration
+        .as_ref()
+        .expect("per-iteration columns");
+    assert_eq!(
+        (p.min_us, p.max_us, p.p99_us, p.cv_pct),
+        (75.0, 95.0, 95.0, 10.51)
+    );
+    assert_eq!(p.iterations, None);
+    assert_eq!(m.rows.len(), 2);
+}

@@ -140,7 +140,7 @@ fn text_output_names_the_change_and_its_effect() {
         .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.starts_with("NCCL 2.22 (NCCL v2.22.3-1) vs 2.28 (NCCL v2.28.9-1) on fixture hgx-h100-8: 8 ranks on 1 node(s)\n"), "{text}");
+    assert!(text.starts_with("NCCL 2.22 (NCCL v2.22.3-1) vs 2.28 (NCCL v2.28.9-1) on fixture hgx-h100-8: 8 ranks on 1 node\n"), "{text}");
     assert!(text.contains("Ring/LL -> NVLS/Simple\n"), "{text}");
     assert!(
         text.contains("2.28: nvls_efficiency.Hopper 0.0 -> 0.85: on 2.28 without -> with it: Ring/LL -> NVLS/Simple at"),

@@ -116,7 +116,7 @@ fn plans_take_their_own_launch_shape_and_refuse_what_the_kernels_do_not_run() {
     assert_eq!((p.n_channels, p.n_threads), (1, 64));
     assert_eq!(
         p.to_string(),
-        "all_reduce OneShot/LL 4 ranks, 1 channels x 64 threads, float out-of-place"
+        "all_reduce OneShot/LL 4 ranks, 1 channel x 64 threads, float out-of-place"
     );
     // 256 MiB: all 24 channels of 512 threads.
     let p =

@@ -183,7 +183,7 @@ fn t600_issue329_audit() {
         .assert()
         // audit exits 1 when it finds differences
         .code(1)
-        .stdout(contains("5 difference(s)"))
+        .stdout(contains("5 differences"))
         .stdout(contains("P2P chunk size      | 131072 | 524288"))
         .stdout(contains("ring graph channels | 16     | 32"))
         .stdout(contains("coll channels       | 32     | 64"));
@@ -233,7 +233,7 @@ fn one_h200_end_to_end() {
         .args(["channels", "--topo", topo])
         .assert()
         .success()
-        .stdout(contains("1 GPU(s) x 1 node(s) = 1 ranks"))
+        .stdout(contains("1 GPU x 1 node = 1 rank"))
         .stdout(contains(
             "Pattern 4, crossNic 0, nChannels 32, bw 60.000000/60.000000, type LOC/PIX, sameChannels 1",
         ))

@@ -138,3 +138,48 @@ fn load_of_a_missing_or_foreign_file_exits_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out).contains("/nonexistent/x.json"));
 }
+
+/// A verify whose NCCL child crashed exits 1 (a runtime failure), and the result file keeps the sizes measured
+/// before the crash (the fake backend's child aborts after 1 size: `PLANNER_FAKE_FAULT=crash:1`).
+#[test]
+fn a_crashed_nccl_child_exits_1_and_keeps_the_file() {
+    let dir = std::env::temp_dir().join(format!("planner-verify-crash-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("crash.json");
+    let mut cmd = planner();
+    for (var, _) in std::env::vars_os() {
+        if var.to_string_lossy().starts_with("NCCL_") {
+            cmd.env_remove(var);
+        }
+    }
+    let out = cmd
+        .env("PLANNER_FAKE_BACKEND", "1")
+        .env("PLANNER_FAKE_DELAY_MS", "1")
+        .env("PLANNER_FAKE_FAULT", "crash:1")
+        .args([
+            "verify",
+            "--fixture",
+            "h200x2-nvswitch-vm",
+            "--backend",
+            "nccl",
+            "--pair",
+            "Ring/LL",
+            "--sweep",
+            "1K..4K",
+            "--out",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("the run stopped early (child crashed: "),
+        "{stderr}"
+    );
+    let kept: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(kept["complete"], false);
+    assert_eq!(kept["stopped"]["reason"], "child_crashed");
+    let _ = std::fs::remove_dir_all(&dir);
+}

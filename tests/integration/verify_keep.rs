@@ -321,7 +321,9 @@ fn a_crashed_or_hanging_child_is_recorded_as_the_reason() {
             .spawn()
             .unwrap();
         let (code, err) = wait_exit(&mut child, Duration::from_secs(60));
-        assert_eq!(code, Some(0), "{fault}: {err}");
+        // A runtime failure: exit 1, the file kept (issue 26).
+        assert_eq!(code, Some(1), "{fault}: {err}");
+        assert!(err.contains("the run stopped early"), "{fault}: {err}");
         let file = read(&out).unwrap();
         assert_eq!(file["complete"], false, "{fault}");
         assert_eq!(file["stopped"]["reason"], reason, "{fault}");

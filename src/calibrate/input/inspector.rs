@@ -282,6 +282,7 @@ fn rows_of(calls: &BTreeMap<(String, u64), Call>, source: &str) -> Vec<Measureme
             spread_pct,
             stock_us: None,
             in_place: None,
+            per_iteration: None,
             source: source.to_string(),
             line,
         });

@@ -82,6 +82,9 @@ pub struct Measurement {
     pub stock_us: Option<f64>,
     /// nccl-tests: the in-place column (true) or the out-of-place one.
     pub in_place: Option<bool>,
+    /// nccl-tests' per-iteration statistics (`-I 1`, nccl-tests 2.19.2+), where the file has them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_iteration: Option<IterStats>,
     /// Where it came from, for messages.
     pub source: String,
     pub line: usize,
@@ -105,6 +108,37 @@ impl Measurement {
             Some(p) => p.to_string(),
             None => "auto".into(),
         }
+    }
+}
+
+/// nccl-tests' per-iteration statistics of one half (out-of-place or in-place) of one row (`-I 1`:
+/// `writePerIterReport`, src/util.cu of nccl-tests v2.19.6): the text columns `i_min i_max i_p99 i_cv%`, and in `-J`
+/// JSON the object `out_of_place_per_iter`/`in_place_per_iter` with the iteration times and, with several processes,
+/// each process's. Each iteration's time is the slowest GPU's (nccl-tests: "i_* uses max over process rows").
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IterStats {
+    /// Iterations the statistics cover (after `skipped_iterations`); None in text, which does not say.
+    pub iterations: Option<u32>,
+    pub skipped_iterations: Option<u32>,
+    pub min_us: f64,
+    pub max_us: f64,
+    /// JSON only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p50_us: Option<f64>,
+    pub p99_us: f64,
+    /// JSON only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stdev_us: Option<f64>,
+    pub cv_pct: f64,
+    /// JSON with several processes: the median of each process's iteration times (a slow process stands out).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub per_process_median_us: Vec<f64>,
+}
+
+impl IterStats {
+    /// (slowest - fastest iteration) / the row's time x 100: the spread `Measurement::spread_pct` records.
+    pub fn spread_pct(&self, time_us: f64) -> Option<f64> {
+        (time_us > 0.0).then(|| (self.max_us - self.min_us) / time_us * 100.0)
     }
 }
 

@@ -107,6 +107,8 @@ pub(super) struct TestsRow<'a> {
     pub in_place: bool,
     pub source: &'a str,
     pub line: usize,
+    /// `-I 1`: the half's per-iteration statistics.
+    pub per_iteration: Option<super::IterStats>,
 }
 
 impl TestsRow<'_> {
@@ -118,10 +120,14 @@ impl TestsRow<'_> {
             nccl_choice: None,
             bytes: self.bytes,
             time_us: self.time_us,
-            repeats: None,
-            spread_pct: None,
+            repeats: self.per_iteration.as_ref().and_then(|s| s.iterations),
+            spread_pct: self
+                .per_iteration
+                .as_ref()
+                .and_then(|s| s.spread_pct(self.time_us)),
             stock_us: None,
             in_place: Some(self.in_place),
+            per_iteration: self.per_iteration.clone(),
             source: self.source.to_string(),
             line: self.line,
         }

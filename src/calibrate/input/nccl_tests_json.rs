@@ -102,6 +102,52 @@ fn read_config(value: &Value, source: &str, out: &mut Measurements) -> Result<()
     Ok(())
 }
 
+/// `out_of_place_per_iter` / `in_place_per_iter` of `-I 1` (nccl-tests 2.19.2+, `writePerIterReport` in
+/// src/util.cu of v2.19.6): the summary over the iterations after `skipped_iterations`, the iteration times, and
+/// with several processes each process's times (`per_process_max_times_us`, one list per process).
+fn per_iteration(p: &Value, bad: &dyn Fn(&str) -> Error, key: &str) -> Result<super::IterStats> {
+    let num = |name: &str| {
+        p.get(name)
+            .and_then(|v| v.as_f64())
+            .filter(|v| v.is_finite() && *v >= 0.0)
+            .ok_or_else(|| bad(&format!("{key}_per_iter: no non-negative \"{name}\"")))
+    };
+    let count = |name: &str| {
+        p.get(name)
+            .and_then(|v| v.as_u64())
+            .and_then(|v| u32::try_from(v).ok())
+    };
+    let skipped = count("skipped_iterations");
+    let times = p.get("times_us").and_then(|t| t.as_array());
+    let iterations = times.map(|t| (t.len() as u32).saturating_sub(skipped.unwrap_or(0)));
+    let per_process_median_us = p
+        .get("per_process_max_times_us")
+        .and_then(|r| r.as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|row| {
+            let times: Vec<f64> = row
+                .as_array()?
+                .iter()
+                .skip(skipped.unwrap_or(0) as usize)
+                .filter_map(|t| t.as_f64())
+                .collect();
+            crate::measure::median(&times)
+        })
+        .collect();
+    Ok(super::IterStats {
+        iterations,
+        skipped_iterations: skipped,
+        min_us: num("min_us")?,
+        max_us: num("max_us")?,
+        p50_us: Some(num("p50_us")?),
+        p99_us: num("p99_us")?,
+        stdev_us: Some(num("stdev_us")?),
+        cv_pct: num("cv_pct")?,
+        per_process_median_us,
+    })
+}
+
 /// The `results` list: both halves of every row whose halves are right.
 fn read_results(
     results: &[Value],
@@ -137,7 +183,12 @@ fn read_results(
                 .filter(|t| t.is_finite() && *t > 0.0)
                 .ok_or_else(|| bad(&format!("{key}: no positive \"time\"")))?;
             let wrong = half.get("nwrong").and_then(|w| w.as_f64()).unwrap_or(0.0);
-            halves.push((time, in_place, wrong > 0.0));
+            let per_iteration = result
+                .get(format!("{key}_per_iter").as_str())
+                .filter(|p| !p.is_null())
+                .map(|p| per_iteration(p, &bad, key))
+                .transpose()?;
+            halves.push((time, in_place, wrong > 0.0, per_iteration));
         }
         if halves.is_empty() {
             return Err(bad("neither \"out_of_place\" nor \"in_place\" times"));
@@ -146,7 +197,7 @@ fn read_results(
             wrong_rows += 1;
             continue;
         }
-        for (time_us, in_place, _) in halves {
+        for (time_us, in_place, _, per_iteration) in halves {
             let half = TestsRow {
                 coll,
                 pair,
@@ -155,6 +206,7 @@ fn read_results(
                 in_place,
                 source,
                 line,
+                per_iteration,
             };
             out.rows.push(half.measurement());
         }

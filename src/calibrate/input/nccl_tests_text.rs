@@ -65,7 +65,31 @@ struct TextRow {
     bytes: u64,
     out_of_place: Option<f64>,
     in_place: Option<f64>,
+    /// `-I 1`: each half's `i_min i_max i_p99 i_cv%`.
+    out_of_place_iter: Option<super::IterStats>,
+    in_place_iter: Option<super::IterStats>,
     line: usize,
+}
+
+/// The four per-iteration columns after a half's `#wrong` (`-I 1`: `i_min i_max i_p99 i_cv%`), where all four are
+/// numbers (nccl-tests prints `N/A`-free numbers; a row of another layout has none).
+fn iter_columns(tokens: &[&str], at: usize) -> Option<super::IterStats> {
+    let v: Vec<f64> = tokens
+        .get(at..at + 4)?
+        .iter()
+        .map(|t| t.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0))
+        .collect::<Option<Vec<f64>>>()?;
+    Some(super::IterStats {
+        iterations: None,
+        skipped_iterations: None,
+        min_us: v[0],
+        max_us: v[1],
+        p50_us: None,
+        p99_us: v[2],
+        stdev_us: None,
+        cv_pct: v[3],
+        per_process_median_us: Vec::new(),
+    })
 }
 
 /// What the lines read so far said.
@@ -262,10 +286,18 @@ impl<'t> TextScan<'t> {
             self.wrong_rows += 1;
             return Ok(());
         }
+        // With -I 1 a half is `time algbw busbw #wrong i_min i_max i_p99 i_cv%`.
+        let (out_of_place_iter, in_place_iter) = if half == 8 && both_halves {
+            (iter_columns(&tokens, 9), iter_columns(&tokens, 9 + half))
+        } else {
+            (None, None)
+        };
         self.rows.push(TextRow {
             bytes,
             out_of_place,
             in_place,
+            out_of_place_iter,
+            in_place_iter,
             line: number,
         });
         Ok(())
@@ -300,7 +332,10 @@ impl<'t> TextScan<'t> {
             ));
         }
         for row in self.rows {
-            for (time, in_place) in [(row.out_of_place, false), (row.in_place, true)] {
+            for (time, in_place, per_iteration) in [
+                (row.out_of_place, false, row.out_of_place_iter),
+                (row.in_place, true, row.in_place_iter),
+            ] {
                 if let Some(time_us) = time {
                     let half = TestsRow {
                         coll,
@@ -310,6 +345,7 @@ impl<'t> TextScan<'t> {
                         in_place,
                         source,
                         line: row.line,
+                        per_iteration,
                     };
                     out.rows.push(half.measurement());
                 }

@@ -89,6 +89,7 @@ fn measurement_of(row: &Row, coll: Coll, source: &str, line: usize) -> Option<Me
         spread_pct,
         stock_us: row.predicted_us.filter(|p| p.is_finite() && *p > 0.0),
         in_place: None,
+        per_iteration: None,
         source: source.to_string(),
         line,
     })

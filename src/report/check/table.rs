@@ -22,12 +22,12 @@ impl CheckFormat for Table {
         let mut out = String::new();
         let files: Vec<&str> = r.inputs.iter().map(|i| i.source.as_str()).collect();
         out.push_str(&format!(
-            "{}: {} size(s) measured on {} ({} node(s) x {} GPUs)",
+            "{}: {} measured on {} ({} x {})",
             files.join(", "),
-            r.sizes.len(),
+            crate::units::count(r.sizes.len(), "size"),
             m.source,
-            m.nodes,
-            m.gpus_per_node
+            crate::units::count(m.nodes, "node"),
+            crate::units::count(m.gpus_per_node, "GPU")
         ));
         if let Some(v) = &r.run.nccl_version {
             out.push_str(&format!(", NCCL {v}"));
@@ -79,6 +79,7 @@ impl CheckFormat for Table {
         }
         out.push_str(&table.to_string());
         out.push('\n');
+        out.push_str(&per_iteration_text(&r.sizes));
         let slow = r.sizes.iter().filter(|s| s.status == Status::Slow).count();
         let fast = r
             .sizes
@@ -88,13 +89,14 @@ impl CheckFormat for Table {
         out.push_str(&match r.verdict {
             Verdict::Healthy => "Verdict: healthy: every size inside its expected band\n".to_string(),
             Verdict::Slow => format!(
-                "Verdict: slow: {slow} of {} size(s) below their band by more than {} %{}\n",
-                r.sizes.len(),
+                "Verdict: slow: {slow} of {} below their band by more than {} %{}\n",
+                crate::units::count(r.sizes.len(), "size"),
                 r.tolerance_pct,
                 if fast > 0 { format!("; {fast} faster than expected") } else { String::new() }
             ),
             Verdict::Suspicious => format!(
-                "Verdict: suspicious: {fast} size(s) faster than this machine should be (another machine, or a timing artefact?)\n"
+                "Verdict: suspicious: {} faster than this machine should be (another machine, or a timing artefact?)\n",
+                crate::units::count(fast, "size")
             ),
         });
         let (likely, other): (Vec<_>, Vec<_>) = r.causes.iter().partition(|c| c.likely);
@@ -133,4 +135,54 @@ impl CheckFormat for Table {
         }
         Ok(out)
     }
+}
+
+/// Where the files carry nccl-tests' per-iteration statistics (`-I 1`): how much the iterations of each size moved,
+/// the sizes whose iterations vary most first (a measured time with a coefficient of variation of 20 % is one
+/// sample of a wide distribution, not a machine's rate); empty without them.
+fn per_iteration_text(sizes: &[crate::check::SizeCheck]) -> String {
+    let mut with: Vec<&crate::check::SizeCheck> =
+        sizes.iter().filter(|s| s.per_iteration.is_some()).collect();
+    if with.is_empty() {
+        return String::new();
+    }
+    with.sort_by(|a, b| {
+        let cv = |s: &crate::check::SizeCheck| s.per_iteration.as_ref().map_or(0.0, |p| p.cv_pct);
+        cv(b).total_cmp(&cv(a))
+    });
+    let mut out = format!(
+        "Per-iteration (nccl-tests -I 1, measured, the slowest GPU per iteration): {} with statistics; most variable:\n",
+        crate::units::count(with.len(), "size")
+    );
+    for s in with.iter().take(3) {
+        if let Some(p) = &s.per_iteration {
+            let processes = if p.per_process_median_us.len() > 1 {
+                let lo = p
+                    .per_process_median_us
+                    .iter()
+                    .copied()
+                    .fold(f64::INFINITY, f64::min);
+                let hi = p.per_process_median_us.iter().copied().fold(0.0, f64::max);
+                format!(
+                    ", per-process median {lo:.2}-{hi:.2} us over {} processes",
+                    p.per_process_median_us.len()
+                )
+            } else {
+                String::new()
+            };
+            out.push_str(&format!(
+                "  {} {}: cv {:.1} %, min {:.2} us, max {:.2} us, p99 {:.2} us{}{processes}\n",
+                s.coll.nccl_name(),
+                crate::units::format_size(s.bytes),
+                p.cv_pct,
+                p.min_us,
+                p.max_us,
+                p.p99_us,
+                p.iterations
+                    .map(|n| format!(" over {}", crate::units::count(n as usize, "iteration")))
+                    .unwrap_or_default(),
+            ));
+        }
+    }
+    out
 }
