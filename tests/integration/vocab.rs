@@ -291,7 +291,8 @@ fn conflicting_and_ignored_flags_are_refused_naming_both() {
             assert!(err.contains(f), "{args:?} must name {f}: {err}");
         }
     }
-    // A flag a command does not act on is not one of its flags.
+    // A flag a command does not act on is not one of its flags. (`audit --nodes` is one of audit's flags since issue
+    // 27; against a log that says nNodes 1 it is refused as a contradiction, tests/integration/audit_shape.rs.)
     for (args, flag) in [
         (vec!["audit", log.as_str(), "--nodes", "4"], "--nodes"),
         (vec!["fixtures", "--fixture", "hgx-h200-8"], "--fixture"),
