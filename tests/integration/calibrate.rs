@@ -844,6 +844,7 @@ fn generated(n: usize) -> Measurements {
             spread_pct: None,
             stock_us: None,
             in_place: None,
+            per_iteration: None,
             source: "generated".into(),
             line: i + 1,
         })
