@@ -92,7 +92,10 @@ impl Source {
 
     fn cluster_of(&self, node: Topology) -> Result<Cluster> {
         // `--mnnvl on|off` where no GPU has a fabric identity would change nothing: refused, not ignored.
-        if let Some(flag) = self.mnnvl {
+        if let Some(
+            flag @ (crate::topo::mnnvl::MnnvlEnable::On | crate::topo::mnnvl::MnnvlEnable::Off),
+        ) = self.mnnvl
+        {
             if !crate::topo::mnnvl::has_fabric(&node) {
                 return Err(Error::bad_input(format!(
                     "--mnnvl {}: {} has no GPU with an NVLink fabric identity (NVML fabric state; a GB200/GB300 \

@@ -189,10 +189,15 @@ fn preflight(args: &ExplainArgs, mode: &ExplainMode) -> Result<()> {
     use super::source::preflight;
     preflight::algo_proto(args.algo.as_deref(), args.proto.as_deref())?;
     match mode {
-        ExplainMode::Single { size, .. } => preflight::sizes(&[*size], true, args.ops)?,
-        ExplainMode::NcclCalls { sizes, .. } => {
-            preflight::sizes(sizes, args.sizes.sweep.is_none(), args.ops)?
+        // All-gather/reduce-scatter's least size depends on the ranks: checked once the topology is loaded.
+        ExplainMode::Single { size, coll } => {
+            preflight::sizes(&[*size], !coll.is_ag_rs(), args.ops)?
         }
+        ExplainMode::NcclCalls { sizes, coll } => preflight::sizes(
+            sizes,
+            args.sizes.sweep.is_none() && !coll.is_ag_rs(),
+            args.ops,
+        )?,
         ExplainMode::Sweep { sizes, .. } => preflight::sizes(sizes, false, args.ops)?,
         ExplainMode::Plot { .. } => preflight::sizes(&[], false, args.ops)?,
         ExplainMode::Audit(_) | ExplainMode::NcclTable => {}

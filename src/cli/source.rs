@@ -253,11 +253,8 @@ pub mod preflight {
             } else {
                 env.proto = Some(text.to_string());
             }
-            crate::model::knobs::EnableMatrix::from_env(&env).map_err(|e| {
-                let why = e.message();
-                let why = why.split_once(": ").map_or(why, |(_, rest)| rest);
-                Error::bad_input(format!("{flag} {text}: {why}"))
-            })?;
+            crate::model::knobs::EnableMatrix::from_env(&env)
+                .map_err(|e| Error::bad_input(format!("{flag} {text}: {e}")))?;
         }
         Ok(())
     }

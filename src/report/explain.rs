@@ -816,7 +816,7 @@ fn calibrated_line(eval: &Evaluation, cal: &CalibratedCall) -> String {
             out.push_str(if i == eval.winner {
                 " (it is NCCL's pick).\n"
             } else {
-                &".\n"[..]
+                ".\n"
             });
         }
         (Some(i), Some(t)) => {

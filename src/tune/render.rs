@@ -178,20 +178,6 @@ pub fn tuned_json(tuned: &Tuned) -> Value {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ranges_read_in_binary_units() {
-        assert_eq!(range_text(0, 1_482_910), "0 B - 1.4 MiB");
-        assert_eq!(range_text(5_931_642, u64::MAX), "5.7 MiB - max");
-        assert_eq!(max_text(u64::MAX), "max");
-        assert_eq!(us(Some(22.0752)), "22.08");
-        assert_eq!(us(None), "-");
-    }
-}
-
 /// `tune --show FILE.conf`: the rules of NCCL's example tuner config, in the order the plugin tries them.
 pub fn nccl_csv_table(csv: &crate::audit::tuner_csv::TunerCsv) -> String {
     let any = |v: i64| {
@@ -269,4 +255,18 @@ pub fn nccl_csv_json(csv: &crate::audit::tuner_csv::TunerCsv) -> Value {
             "reg_buff": r.reg_buff,
         })).collect::<Vec<_>>(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_read_in_binary_units() {
+        assert_eq!(range_text(0, 1_482_910), "0 B - 1.4 MiB");
+        assert_eq!(range_text(5_931_642, u64::MAX), "5.7 MiB - max");
+        assert_eq!(max_text(u64::MAX), "max");
+        assert_eq!(us(Some(22.0752)), "22.08");
+        assert_eq!(us(None), "-");
+    }
 }

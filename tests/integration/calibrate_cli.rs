@@ -888,8 +888,7 @@ fn nccl_tests_input_with_a_fixture_gets_the_stock_estimate() {
     let row = |text: &str, first: &str| -> Vec<String> {
         // The last such row: the cross-validation's tables follow the fit's.
         text.lines()
-            .filter(|l| l.starts_with(first))
-            .last()
+            .rfind(|l| l.starts_with(first))
             .unwrap_or_else(|| panic!("no {first} row: {text}"))
             .split('|')
             .map(|c| c.trim().to_string())

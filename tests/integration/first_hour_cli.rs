@@ -277,11 +277,11 @@ fn bad_input_is_refused_before_the_probe() {
         ),
         (
             vec!["explain", "--algo", "bogus"],
-            "--algo bogus: Unrecognized element token".into(),
+            "--algo bogus: NCCL_ALGO: Unrecognized element token".into(),
         ),
         (
             vec!["explain", "--proto", "bogus"],
-            "--proto bogus: Unrecognized element token".into(),
+            "--proto bogus: NCCL_PROTO: Unrecognized element token".into(),
         ),
         (vec!["explain", "--ops", "0"], "invalid --ops 0".into()),
         (
