@@ -10,20 +10,29 @@ use super::input::{read_file, Measurements, ReadOptions};
 use crate::error::{Error, Result};
 use crate::topo::Cluster;
 use serde::Serialize;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// The machine the measurements were taken on, as the user names it
 /// (`--topo` / `--fixture`), for inputs that carry no topology of their own
 /// (nccl-tests output, NCCL Inspector).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct TopologyFacts {
     pub topology_hash: String,
     pub gpu_count: usize,
     /// Where it came from, for messages.
     pub source: String,
-    /// The machine on the expected model's form (None: the expected model cannot build it; then the empirical
-    /// form).
-    pub basis: Option<FormBasis>,
+    /// The machine itself: the expected model's form is built on it (`basis`) under the inputs' NCCL version.
+    pub cluster: Option<Arc<Cluster>>,
+}
+
+impl PartialEq for TopologyFacts {
+    /// The facts; the cluster they were read from is the same machine when they are.
+    fn eq(&self, other: &TopologyFacts) -> bool {
+        self.topology_hash == other.topology_hash
+            && self.gpu_count == other.gpu_count
+            && self.source == other.source
+    }
 }
 
 impl TopologyFacts {
@@ -32,8 +41,14 @@ impl TopologyFacts {
             topology_hash: topology_hash_of_root(&cluster.node.xml),
             gpu_count: cluster.node.gpu_count() * cluster.n_nodes.max(1),
             source: cluster.node.source.clone(),
-            basis: FormBasis::of_cluster(cluster, None).ok(),
+            cluster: Some(Arc::new(cluster.clone())),
         }
+    }
+
+    /// The machine on the expected model's form with NCCL `nccl_version`'s channels (the newest table without
+    /// one); None where the expected model cannot build it (then the empirical form).
+    pub fn basis(&self, nccl_version: Option<&str>) -> Option<FormBasis> {
+        FormBasis::of_cluster(self.cluster.as_deref()?, nccl_version).ok()
     }
 }
 
@@ -207,7 +222,10 @@ pub fn calibrate(
     // empirical one.
     let start = Instant::now();
     let refs: Vec<&Measurements> = inputs.iter().collect();
-    let basis = basis_of_inputs(&refs).or_else(|| request.topology.as_ref()?.basis.clone());
+    let version = inputs
+        .iter()
+        .find_map(|m| m.machine.nccl_version.as_deref());
+    let basis = basis_of_inputs(&refs).or_else(|| request.topology.as_ref()?.basis(version));
     progress(&match &basis {
         Some(b) => format!(
             "form: the expected model's ({}, NCCL {} channels)",

@@ -798,3 +798,59 @@ pub(crate) fn basis_of_inputs(inputs: &[&super::input::Measurements]) -> Option<
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ratio_is_log_linear_between_knots_and_flat_beyond() {
+        let knots = [[1024.0, 1.0], [4096.0, 4.0]];
+        // half way in log2 (2048): exp((ln 1 + ln 4) / 2) = 2
+        assert!((ratio_at(&knots, 2048.0) - 2.0).abs() < 1e-12);
+        assert_eq!(ratio_at(&knots, 8.0), 1.0);
+        assert_eq!(ratio_at(&knots, 1e12), 4.0);
+        assert_eq!(ratio_at(&[], 1e6), 1.0);
+    }
+
+    fn prepared(steps: f64, intra: f64) -> Prepared {
+        Prepared {
+            proto: Proto::Simple,
+            channels: 1,
+            volume: 1.0,
+            steps,
+            net_steps: 0.0,
+            intra_hops: intra,
+            net_hops: 0.0,
+            nvls_hops: 0.0,
+            multi_node: false,
+            loads: Vec::new(),
+            single_rank: false,
+            reduces: true,
+        }
+    }
+
+    #[test]
+    fn fill_and_drain_steps_move_whole_chunks() {
+        // a tree of 2 GPUs (2 hops) with 1 chunk: steps = 1 + 2 - 1 = 2, of which 1 moves a new chunk
+        assert_eq!(
+            chunk_steps(&prepared(2.0, 2.0), Coll::AllReduce, Algo::Tree),
+            1.0
+        );
+        // 10 chunks: 11 steps, 10 of them new chunks
+        assert_eq!(
+            chunk_steps(&prepared(11.0, 2.0), Coll::AllReduce, Algo::Tree),
+            10.0
+        );
+        // a ring all-reduce: every step moves a chunk one hop on
+        assert_eq!(
+            chunk_steps(&prepared(6.0, 2.0), Coll::AllReduce, Algo::Ring),
+            6.0
+        );
+        // a ring broadcast over 3 hops with 4 chunks: 4 + 3 - 1 = 6 steps, 4 chunks
+        assert_eq!(
+            chunk_steps(&prepared(6.0, 3.0), Coll::Broadcast, Algo::Ring),
+            4.0
+        );
+    }
+}

@@ -480,3 +480,28 @@ pub(crate) fn fit_refs(
     }
     Ok(cal)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn up_to_256_sizes_fit_as_measured_beyond_them_256_bins() {
+        let few: Vec<(u64, f64)> = (0..256u64).map(|i| (8 + 4 * i, 1.0 + i as f64)).collect();
+        assert_eq!(bin_points(&few), few);
+        // 1000 sizes 1..=1000 B: log2 from 0 to 9.97, 256 bins of 0.039 octave; the first bins hold 1 B, 2 B, ...
+        // (the small sizes are far apart in log2), so fewer than 256 are occupied; each keeps its median
+        let many: Vec<(u64, f64)> = (1..=1000u64).map(|b| (b, b as f64)).collect();
+        let binned = bin_points(&many);
+        assert!(
+            binned.len() <= MAX_FIT_SIZES && binned.len() > 100,
+            "{}",
+            binned.len()
+        );
+        assert_eq!(binned[0], (1, 1.0));
+        assert!(binned.windows(2).all(|w| w[0].0 < w[1].0));
+        // the last bin: log2 in [9.93, 9.97], sizes 974..=1000: its median size 987 and time 987
+        assert_eq!(*binned.last().unwrap(), (987, 987.0));
+        assert_eq!(binned.len(), 159);
+    }
+}

@@ -982,3 +982,58 @@ fn a_calibration_of_one_pair_is_no_pick_among_the_others() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn nccl_tests_output_calibrates_on_the_expected_form_of_the_named_topology() {
+    let dir = scratch("expected-form");
+    let cal = dir.join("cal.json").to_string_lossy().into_owned();
+    let text = repo("tests/data/calibrate/nccl-tests-ring-ll.txt");
+    // without a topology: the empirical form, and the progress line says why
+    let out = ok(&["calibrate", &text, "-o", &cal]);
+    assert!(
+        stderr(&out).contains("form: empirical (no input carries its topology"),
+        "{}",
+        stderr(&out)
+    );
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&cal).unwrap()).unwrap();
+    assert_eq!(v["form"], "empirical");
+    assert!(v.get("expected_form").is_none());
+    // with --fixture: the expected form, NCCL's channels from the table of the run's NCCL (nccl-library=22803)
+    let out = ok(&[
+        "calibrate",
+        &text,
+        "--fixture",
+        "h200x2-nvswitch-vm",
+        "-o",
+        &cal,
+    ]);
+    assert!(
+        stderr(&out).contains("form: the expected model's (sm90 nvswitch, NCCL 2.28 channels)"),
+        "{}",
+        stderr(&out)
+    );
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&cal).unwrap()).unwrap();
+    assert_eq!(v["version"], 2);
+    assert_eq!(v["form"], "expected");
+    assert_eq!(v["expected_form"]["nccl_family"], "2.28");
+    assert_eq!(
+        v["pairs"][0]["measured_ratio"].as_array().unwrap().len(),
+        12
+    );
+    // and explain applies it on that topology
+    let out = ok(&[
+        "explain",
+        "--fixture",
+        "h200x2-nvswitch-vm",
+        "--size",
+        "2M",
+        "--calibration",
+        &cal,
+    ]);
+    assert!(
+        stdout(&out).contains("Calibrated model ("),
+        "{}",
+        stdout(&out)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
