@@ -770,7 +770,7 @@ fn expected_form_k_fold_by_size_band_against_the_empirical_form() {
     // the expected form: every figure but the regret better; median from 64 KiB now met, 3 of 5 still missed
     // (the 1-4 GiB creep of Ring/LL128, Ring/Simple and Tree/Simple held out; see the README)
     let k = target_figures(&after.sections[0]);
-    assert_figures(k, [3.6, 18.8, 27.6, 7.0, 1.7], "expected k-fold");
+    assert_figures(k, [3.9, 18.8, 27.6, 7.0, 1.7], "expected k-fold");
     let met: Vec<bool> = after.sections[0]
         .targets
         .iter()
@@ -806,7 +806,7 @@ fn expected_form_k_fold_of_the_native_kernels() {
     // median and p95 from 64 KiB and median below it met; worst from 1 MiB and regret not
     assert_figures(
         target_figures(&after.sections[0]),
-        [3.4, 13.7, 19.6, 9.6, 1.1],
+        [3.4, 13.6, 19.8, 9.6, 1.1],
         "expected k-fold",
     );
     for s in &after.sections[1..] {
