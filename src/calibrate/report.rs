@@ -104,6 +104,10 @@ impl Calibration {
             "  time_us = {}, transfer_us = {}\n",
             self.model.time_us, self.model.transfer_us
         ));
+        if self.pairs.iter().any(|p| p.physical.is_some()) {
+            out.push_str(&self.physical_table());
+            return out;
+        }
         let mut t = table(vec![
             "collective",
             "pair",
@@ -164,6 +168,53 @@ impl Calibration {
         out.push_str(&t.to_string());
         out.push('\n');
         // `notes` go to stderr with the progress lines (`command::calibrate`).
+        out
+    }
+
+    /// The expected form's table: the four physical constants fitted per pair (`calibrate::expected::Physical`)
+    /// in place of the empirical form's latency, bandwidth, ramp and overlap columns, which it does not have.
+    /// The in-sample fit reads 0 % by construction (the measured ratio at the fitted sizes is kept), so only the
+    /// k-fold column says how well the form predicts sizes it did not see.
+    fn physical_table(&self) -> String {
+        let mut t = table(vec![
+            "collective",
+            "pair",
+            "launch µs",
+            "step µs",
+            "channel GB/s",
+            "link efficiency",
+            "sizes",
+            "k-fold median / worst",
+        ]);
+        for p in &self.pairs {
+            let (launch, step, rate, efficiency) = match &p.physical {
+                Some(c) => (
+                    format!("{:.2}", c.launch_us),
+                    format!("{:.2}", c.step_us),
+                    format!("{:.1}", c.channel_gbs),
+                    format!("{:.3}", c.link_efficiency),
+                ),
+                None => ("-".into(), "-".into(), "-".into(), "-".into()),
+            };
+            t.add_row(vec![
+                p.coll.nccl_name().to_string(),
+                p.pair().to_string(),
+                launch,
+                step,
+                rate,
+                efficiency,
+                format!(
+                    "{} ({}..{})",
+                    p.sizes,
+                    format_size(p.min_bytes),
+                    format_size(p.max_bytes)
+                ),
+                stats2(&p.cv),
+            ]);
+        }
+        right_align(&mut t, 2);
+        let mut out = t.to_string();
+        out.push('\n');
         out
     }
 }

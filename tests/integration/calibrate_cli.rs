@@ -959,7 +959,7 @@ fn a_calibration_of_one_pair_is_no_pick_among_the_others() {
         &cal,
     ]));
     assert!(
-        single.contains("nccl backend): has a time for Ring/LL only (25.14 us), 1 of the 7 pairs NCCL allows here: the others were not measured, so it ranks nothing."),
+        single.contains("nccl backend): has a time for Ring/LL only (25.05 us), 1 of the 7 pairs NCCL allows here: the others were not measured, so it ranks nothing."),
         "{single}"
     );
     assert!(!single.contains("picks Ring/LL"), "{single}");
