@@ -1219,6 +1219,108 @@ fn first_speed_at_most(speeds: &[f32], bw: f32) -> usize {
     index
 }
 
+/// Pass 1 found no perfect solution: relax one constraint at a time in NCCL's order (the tree pattern, the
+/// path type inside, then between nodes, crossNic, then a lower speed), resetting each one that is exhausted.
+/// True: search again.
+fn relax_one(
+    sys: &SearchSystem,
+    bounds: &SearchBounds,
+    speeds: &[f32],
+    speed_index: &mut usize,
+    tmp: &mut Graph,
+    graph: &Graph,
+) -> bool {
+    if sys.cc_min() >= 90 && tmp.pattern == Pattern::BalancedTree {
+        tmp.pattern = Pattern::Tree;
+        return true;
+    }
+    tmp.pattern = graph.pattern;
+    let max_intra = if sys.inter {
+        tmp.type_inter
+    } else {
+        bounds.max_type_intra
+    };
+    if tmp.type_intra < max_intra && (graph.n_channels == 0 || tmp.type_intra < graph.type_intra) {
+        tmp.type_intra = next_type(tmp.type_intra);
+        if tmp.type_intra < PathType::Dis {
+            return true;
+        }
+    }
+    tmp.type_intra = bounds.min_type_intra;
+    if sys.inter
+        && tmp.type_inter < bounds.max_type_inter
+        && (graph.n_channels == 0
+            || tmp.type_inter < graph.type_inter
+            || tmp.type_inter < PathType::Pxn)
+    {
+        tmp.type_inter = next_type(tmp.type_inter);
+        if tmp.type_inter < PathType::Dis {
+            return true;
+        }
+    }
+    tmp.type_inter = bounds.min_type_inter;
+    if bounds.cross_nic == 2
+        && tmp.cross_nic == 0
+        && matches!(graph.pattern, Pattern::Ring | Pattern::BalancedTree)
+    {
+        tmp.cross_nic = 2;
+        return true;
+    }
+    tmp.cross_nic = if bounds.cross_nic == 1 { 1 } else { 0 };
+    if *speed_index < speeds.len() - 1
+        && (graph.n_channels == 0 || (speeds[*speed_index + 1] / graph.bw_inter) as f64 > 0.49)
+    {
+        *speed_index += 1;
+        tmp.bw_intra = speeds[*speed_index];
+        tmp.bw_inter = speeds[*speed_index];
+        return true;
+    }
+    *speed_index = first_speed_at_most(speeds, sys.max_bw);
+    tmp.bw_intra = speeds[*speed_index];
+    tmp.bw_inter = speeds[*speed_index];
+    false
+}
+
+/// Pass 2 (a solution and speeds above it left): raise its bandwidth one speed at a time. True: search again.
+fn raise_one(
+    req: &GraphRequest,
+    speeds: &[f32],
+    speed_index: &mut usize,
+    tmp: &mut Graph,
+    graph: &Graph,
+) -> bool {
+    if !req.dup_before_pass2 {
+        // 2.18: only a tree's bwIntra goes up.
+        if graph.pattern != Pattern::Ring
+            && tmp.bw_intra == graph.bw_intra
+            && tmp.bw_intra < tmp.bw_inter * 2.0
+        {
+            *speed_index -= 1;
+            tmp.bw_intra = speeds[*speed_index];
+            return true;
+        }
+    } else if graph.pattern == Pattern::Ring {
+        *speed_index -= 1;
+        tmp.bw_intra = speeds[*speed_index];
+        tmp.bw_inter = speeds[*speed_index];
+        return true;
+    } else if graph.pattern == Pattern::Nvls
+        && tmp.bw_inter == graph.bw_inter
+        && tmp.bw_inter < tmp.bw_intra * 2.0
+    {
+        tmp.min_channels = graph.n_channels;
+        tmp.max_channels = graph.n_channels;
+        *speed_index -= 1;
+        tmp.bw_inter = speeds[*speed_index];
+        return true;
+    } else if tmp.bw_intra == graph.bw_intra && tmp.bw_intra < tmp.bw_inter * 2.0 {
+        *speed_index -= 1;
+        tmp.bw_intra = speeds[*speed_index];
+        return true;
+    }
+    false
+}
+
 /// `compute`, optionally without replaying crossNic twins (to check the replay).
 pub(crate) fn compute_with(
     sys: &SearchSystem,
@@ -1229,14 +1331,7 @@ pub(crate) fn compute_with(
 ) -> Graph {
     let ngpus = sys.ngpus;
     let (mut graph, bounds) = start_graph(sys, &req);
-    let SearchBounds {
-        cross_nic,
-        min_type_intra,
-        max_type_intra,
-        min_type_inter,
-        max_type_inter,
-        try_same_channels,
-    } = bounds;
+    let try_same_channels = bounds.try_same_channels;
 
     if let Some(p) = preset {
         if p.n_channels > 0 {
@@ -1256,7 +1351,6 @@ pub(crate) fn compute_with(
 
     let mut tmp = graph.clone();
     let speeds = ladder::ladder(cc_min, sys.inter);
-    let nspeeds = speeds.len();
     let mut pass = 1;
     let max_bw = sys.max_bw;
     let mut total_bw = sys.total_bw;
@@ -1299,58 +1393,8 @@ pub(crate) fn compute_with(
                 global_timeout = SEARCH_GLOBAL_TIMEOUT;
             }
             let out_of_time = global_timeout < 0 && graph.n_channels > 0;
-            if !out_of_time {
-                if cc_min >= 90 && tmp.pattern == Pattern::BalancedTree {
-                    tmp.pattern = Pattern::Tree;
-                    continue;
-                }
-                tmp.pattern = graph.pattern;
-                let max_intra = if sys.inter {
-                    tmp.type_inter
-                } else {
-                    max_type_intra
-                };
-                if tmp.type_intra < max_intra
-                    && (graph.n_channels == 0 || tmp.type_intra < graph.type_intra)
-                {
-                    tmp.type_intra = next_type(tmp.type_intra);
-                    if tmp.type_intra < PathType::Dis {
-                        continue;
-                    }
-                }
-                tmp.type_intra = min_type_intra;
-                if sys.inter
-                    && tmp.type_inter < max_type_inter
-                    && (graph.n_channels == 0
-                        || tmp.type_inter < graph.type_inter
-                        || tmp.type_inter < PathType::Pxn)
-                {
-                    tmp.type_inter = next_type(tmp.type_inter);
-                    if tmp.type_inter < PathType::Dis {
-                        continue;
-                    }
-                }
-                tmp.type_inter = min_type_inter;
-                if cross_nic == 2
-                    && tmp.cross_nic == 0
-                    && matches!(graph.pattern, Pattern::Ring | Pattern::BalancedTree)
-                {
-                    tmp.cross_nic = 2;
-                    continue;
-                }
-                tmp.cross_nic = if cross_nic == 1 { 1 } else { 0 };
-                if speed_index < nspeeds - 1
-                    && (graph.n_channels == 0
-                        || (speeds[speed_index + 1] / graph.bw_inter) as f64 > 0.49)
-                {
-                    speed_index += 1;
-                    tmp.bw_intra = speeds[speed_index];
-                    tmp.bw_inter = speeds[speed_index];
-                    continue;
-                }
-                speed_index = first_speed_at_most(speeds, max_bw);
-                tmp.bw_intra = speeds[speed_index];
-                tmp.bw_inter = speeds[speed_index];
+            if !out_of_time && relax_one(sys, &bounds, speeds, &mut speed_index, &mut tmp, &graph) {
+                continue;
             }
         }
         // done:
@@ -1367,36 +1411,11 @@ pub(crate) fn compute_with(
             pass = 2;
         }
         // pass 2: try to raise the bandwidth of the solution.
-        if time != 0 && speed_index > 0 && !req.dup_before_pass2 {
-            // 2.18: only a tree's bwIntra goes up.
-            if graph.pattern != Pattern::Ring
-                && tmp.bw_intra == graph.bw_intra
-                && tmp.bw_intra < tmp.bw_inter * 2.0
-            {
-                speed_index -= 1;
-                tmp.bw_intra = speeds[speed_index];
-                continue;
-            }
-        } else if time != 0 && speed_index > 0 {
-            if graph.pattern == Pattern::Ring {
-                speed_index -= 1;
-                tmp.bw_intra = speeds[speed_index];
-                tmp.bw_inter = speeds[speed_index];
-                continue;
-            } else if graph.pattern == Pattern::Nvls
-                && tmp.bw_inter == graph.bw_inter
-                && tmp.bw_inter < tmp.bw_intra * 2.0
-            {
-                tmp.min_channels = graph.n_channels;
-                tmp.max_channels = graph.n_channels;
-                speed_index -= 1;
-                tmp.bw_inter = speeds[speed_index];
-                continue;
-            } else if tmp.bw_intra == graph.bw_intra && tmp.bw_intra < tmp.bw_inter * 2.0 {
-                speed_index -= 1;
-                tmp.bw_intra = speeds[speed_index];
-                continue;
-            }
+        if time != 0
+            && speed_index > 0
+            && raise_one(&req, speeds, &mut speed_index, &mut tmp, &graph)
+        {
+            continue;
         }
         break;
     }
