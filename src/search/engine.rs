@@ -620,105 +620,13 @@ impl<'a> Searcher<'a> {
         g.intra[nch * ngpus + step as usize] = self.sys.gpu_rank[gpu];
         if step == back_to_net {
             // Leave through a NET.
-            if !self.sys.inter {
-                return;
-            }
-            let Some(start_net) = self.sys.net_index_of_id(g.inter[nch * 2]) else {
-                return;
-            };
-            let nets = self.select_nets(g.type_inter, Some(gpu));
-            for &n in nets.iter() {
-                if !self.check_net(g, start_net, n, step) {
-                    continue;
-                }
-                let mut next_back_to_net = -1;
-                let bw_inter_save = g.bw_inter;
-                if g.pattern == Pattern::BalancedTree {
-                    // Half of the NET traffic on each of the first two GPUs.
-                    if step == 0 {
-                        next_back_to_net = 1;
-                    }
-                    g.bw_inter /= 2.0;
-                }
-                let ok = self.follow(g, End::Gpu(gpu), End::Net(n), 1.0);
-                g.bw_inter = bw_inter_save;
-                if ok {
-                    g.inter[nch * 2 + 1] = self.sys.nets[n].id;
-                    self.rec_gpu(
-                        g,
-                        save,
-                        Some(gpu),
-                        step,
-                        next_back_to_net,
-                        back_to_first,
-                        forced,
-                        time,
-                    );
-                    if g.pattern == Pattern::BalancedTree {
-                        g.bw_inter /= 2.0;
-                    }
-                    self.follow(g, End::Gpu(gpu), End::Net(n), -1.0);
-                    g.bw_inter = bw_inter_save;
-                }
-            }
+            self.rec_gpu_net(g, save, gpu, step, back_to_first, forced, time);
         } else if g.pattern == Pattern::Nvls {
             self.try_nvls(g, save, gpu, time);
         } else if g.pattern == Pattern::CollNetDirect {
             self.try_collnet_direct(g, save, gpu, time);
         } else if step < ngpus as i32 - 1 {
-            // Up to two candidates inline (forced orders, NVSwitch neighbours); a pooled
-            // list only for the full sort.
-            let mut few = [0usize; 2];
-            let mut n_few = 0;
-            let mut sorted: Option<Vec<usize>> = None;
-            match forced {
-                Forced::Pci => {
-                    few[0] = step as usize + 1;
-                    n_few = 1;
-                }
-                Forced::Replay => {
-                    if let Some(x) = self.replay_gpu(g, step) {
-                        few[0] = x;
-                        n_few = 1;
-                    }
-                }
-                Forced::None if self.sys.n_nvs > 0 => {
-                    n_few = self.nvs_neighbours(g, gpu, &mut few);
-                }
-                Forced::None => {
-                    let sort_net = if back_to_net == -1 {
-                        0
-                    } else if back_to_net == step + 1 {
-                        1
-                    } else {
-                        -1
-                    };
-                    let mut next = self.pool.pop().unwrap_or_default();
-                    self.next_gpus(g, gpu, sort_net, &mut next);
-                    sorted = Some(next);
-                }
-            }
-            let list: &[usize] = match &sorted {
-                Some(v) => v,
-                None => &few[..n_few],
-            };
-            for &to in list {
-                self.try_gpu(
-                    g,
-                    save,
-                    step + 1,
-                    back_to_net,
-                    back_to_first,
-                    forced,
-                    time,
-                    End::Gpu(gpu),
-                    to,
-                );
-            }
-            if let Some(mut next) = sorted {
-                next.clear();
-                self.pool.push(next);
-            }
+            self.rec_gpu_next(g, save, gpu, step, back_to_net, back_to_first, forced, time);
         } else if step == back_to_first {
             // Close the ring on the first GPU.
             let Some(first) = self.sys.gpu_index_of_rank(g.intra[nch * ngpus]) else {
@@ -739,6 +647,132 @@ impl<'a> Searcher<'a> {
             }
         } else {
             self.rec_gpu(g, save, Some(gpu), ngpus as i32, -1, -1, forced, time);
+        }
+    }
+
+    /// `rec_gpu` at the step that leaves through a NET: each NET the channel may use, the GPU's link to it
+    /// followed (half of it on each of a balanced tree's first two GPUs), then on.
+    #[allow(clippy::too_many_arguments)]
+    fn rec_gpu_net(
+        &mut self,
+        g: &mut Graph,
+        save: &mut Graph,
+        gpu: usize,
+        step: i32,
+        back_to_first: i32,
+        forced: Forced,
+        time: &mut i32,
+    ) {
+        let nch = g.n_channels;
+        if !self.sys.inter {
+            return;
+        }
+        let Some(start_net) = self.sys.net_index_of_id(g.inter[nch * 2]) else {
+            return;
+        };
+        let nets = self.select_nets(g.type_inter, Some(gpu));
+        for &n in nets.iter() {
+            if !self.check_net(g, start_net, n, step) {
+                continue;
+            }
+            let mut next_back_to_net = -1;
+            let bw_inter_save = g.bw_inter;
+            if g.pattern == Pattern::BalancedTree {
+                // Half of the NET traffic on each of the first two GPUs.
+                if step == 0 {
+                    next_back_to_net = 1;
+                }
+                g.bw_inter /= 2.0;
+            }
+            let ok = self.follow(g, End::Gpu(gpu), End::Net(n), 1.0);
+            g.bw_inter = bw_inter_save;
+            if ok {
+                g.inter[nch * 2 + 1] = self.sys.nets[n].id;
+                self.rec_gpu(
+                    g,
+                    save,
+                    Some(gpu),
+                    step,
+                    next_back_to_net,
+                    back_to_first,
+                    forced,
+                    time,
+                );
+                if g.pattern == Pattern::BalancedTree {
+                    g.bw_inter /= 2.0;
+                }
+                self.follow(g, End::Gpu(gpu), End::Net(n), -1.0);
+                g.bw_inter = bw_inter_save;
+            }
+        }
+    }
+
+    /// `rec_gpu` before the last GPU: the next GPU from each candidate (a forced order, NVSwitch neighbours, or
+    /// the full sort).
+    #[allow(clippy::too_many_arguments)]
+    fn rec_gpu_next(
+        &mut self,
+        g: &mut Graph,
+        save: &mut Graph,
+        gpu: usize,
+        step: i32,
+        back_to_net: i32,
+        back_to_first: i32,
+        forced: Forced,
+        time: &mut i32,
+    ) {
+        // Up to two candidates inline (forced orders, NVSwitch neighbours); a pooled
+        // list only for the full sort.
+        let mut few = [0usize; 2];
+        let mut n_few = 0;
+        let mut sorted: Option<Vec<usize>> = None;
+        match forced {
+            Forced::Pci => {
+                few[0] = step as usize + 1;
+                n_few = 1;
+            }
+            Forced::Replay => {
+                if let Some(x) = self.replay_gpu(g, step) {
+                    few[0] = x;
+                    n_few = 1;
+                }
+            }
+            Forced::None if self.sys.n_nvs > 0 => {
+                n_few = self.nvs_neighbours(g, gpu, &mut few);
+            }
+            Forced::None => {
+                let sort_net = if back_to_net == -1 {
+                    0
+                } else if back_to_net == step + 1 {
+                    1
+                } else {
+                    -1
+                };
+                let mut next = self.pool.pop().unwrap_or_default();
+                self.next_gpus(g, gpu, sort_net, &mut next);
+                sorted = Some(next);
+            }
+        }
+        let list: &[usize] = match &sorted {
+            Some(v) => v,
+            None => &few[..n_few],
+        };
+        for &to in list {
+            self.try_gpu(
+                g,
+                save,
+                step + 1,
+                back_to_net,
+                back_to_first,
+                forced,
+                time,
+                End::Gpu(gpu),
+                to,
+            );
+        }
+        if let Some(mut next) = sorted {
+            next.clear();
+            self.pool.push(next);
         }
     }
 
