@@ -15,10 +15,11 @@ use super::{
     check_libraries, id_from_hex, multicast_is_off, nccl_result_name, refused_pair, version_string,
     ChildEvent, ChildMode, ChildRanks, ChildSpec, CHILD_SPEC_ENV,
 };
+use crate::dtype::Dtype;
 use crate::error::{Error, Result};
 use crate::gpu::pattern::{self, CheckArgs, DataKernelArgs, DataPattern, Expectation, FillArgs};
 use crate::gpu::{self, cuda_error, nvrtc, CudaResult, DeviceBuffer, GpuId};
-use crate::measure::{Dtype, GpuInfo, RowStatus};
+use crate::measure::{GpuInfo, RowStatus};
 use crate::model::Coll;
 use cudarc::driver::{
     sys as cu, CudaContext, CudaEvent, CudaFunction, CudaGraph, CudaStream, DriverError,

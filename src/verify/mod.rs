@@ -14,9 +14,10 @@ pub mod score;
 pub mod session;
 pub mod tuner;
 
+pub use crate::dtype::Dtype;
 pub use crate::measure::{
-    algbw_gbs, coll_label, coll_label_serde, logged_bytes, Dtype, GpuInfo, IterPlan, NcclChoice,
-    Row, RowStatus, SymmetricLaunch, TunerDecision,
+    algbw_gbs, coll_label, coll_label_serde, logged_bytes, GpuInfo, IterPlan, NcclChoice, Row,
+    RowStatus, SymmetricLaunch, TunerDecision,
 };
 use crate::model::Pair;
 
