@@ -26,7 +26,33 @@ use std::collections::{BTreeMap, HashMap};
 /// the argmin over the recorded pairs only (the file does not know the pairs
 /// that were not measured).
 pub struct Recorded<'a> {
-    pub run: &'a VerifyRun,
+    run: &'a VerifyRun,
+    /// (pair, bytes) -> the first recorded prediction of that pair at that size.
+    predicted: HashMap<(Pair, u64), f64>,
+    /// bytes -> the recorded pick: the least prediction, the first row on a tie.
+    picks: HashMap<u64, (f64, Pair)>,
+}
+
+impl<'a> Recorded<'a> {
+    /// The predictions `run` recorded, indexed by pair and size (one pass over its rows).
+    pub fn new(run: &'a VerifyRun) -> Self {
+        let mut predicted = HashMap::new();
+        let mut picks: HashMap<u64, (f64, Pair)> = HashMap::new();
+        for row in &run.rows {
+            if let (Some(pair), Some(t)) = (row.pair, row.predicted_us) {
+                predicted.entry((pair, row.bytes)).or_insert(t);
+                let best = picks.entry(row.bytes).or_insert((t, pair));
+                if t < best.0 {
+                    *best = (t, pair);
+                }
+            }
+        }
+        Recorded {
+            run,
+            predicted,
+            picks,
+        }
+    }
 }
 
 impl Predictor for Recorded<'_> {
@@ -37,22 +63,10 @@ impl Predictor for Recorded<'_> {
         }
     }
     fn predict_us(&self, _: Coll, pair: Pair, bytes: u64) -> Option<f64> {
-        self.run
-            .rows
-            .iter()
-            .find(|r| r.pair == Some(pair) && r.bytes == bytes && r.predicted_us.is_some())
-            .and_then(|r| r.predicted_us)
+        self.predicted.get(&(pair, bytes)).copied()
     }
     fn pick(&self, _: Coll, bytes: u64) -> Option<Pair> {
-        let mut best: Option<(f64, Pair)> = None;
-        for row in &self.run.rows {
-            if let (Some(pair), Some(t)) = (row.pair, row.predicted_us) {
-                if row.bytes == bytes && best.is_none_or(|(b, _)| t < b) {
-                    best = Some((t, pair));
-                }
-            }
-        }
-        best.map(|(_, p)| p)
+        self.picks.get(&bytes).map(|&(_, p)| p)
     }
     fn predict_symmetric(&self, _: Coll, _: Dtype, bytes: u64) -> Option<SymmetricPrediction> {
         let row = self
@@ -614,7 +628,7 @@ pub fn predictor_for_run(run: &VerifyRun) -> Box<dyn Predictor + '_> {
         Ok(p) => Box::new(p),
         Err(e) => {
             eprintln!("planner: cannot run the current model on this file ({e}); using the predictions it recorded");
-            Box::new(Recorded { run })
+            Box::new(Recorded::new(run))
         }
     }
 }

@@ -58,7 +58,7 @@ fn the_result_file_keeps_tuned_and_symm_rows() {
 #[test]
 fn tuned_against_auto_by_hand() {
     let run = verify_data::tuned_symm_run();
-    let scored = score(&run, &Recorded { run: &run });
+    let scored = score(&run, &Recorded::new(&run));
     let tuned = scored
         .comparisons
         .iter()
