@@ -14,7 +14,7 @@ pub struct SourceArgs {
     /// Use an NCCL topology XML file (NCCL_TOPO_FILE / NCCL_TOPO_DUMP_FILE format)
     #[arg(long, value_name = "FILE")]
     pub topo: Option<String>,
-    /// Fill a partial --topo file (a vendor file with no <gpu>) with this GPU model when no GPU is probed: a100-sxm, a100-pcie, h100-sxm, h100-pcie, h200-sxm, b200-sxm, h800-sxm, l40s, rtx4090, rtx5090
+    /// Fill a partial --topo file (a vendor file with no <gpu>) with this GPU model when no GPU is probed: a100-sxm, a100-pcie, h100-sxm, h100-pcie, h200-sxm, b200-sxm, h800-sxm, l40s, rtx4090, rtx5090, h20, rtxpro6000, gb10
     #[arg(long, value_name = "MODEL", requires = "topo")]
     pub gpu: Option<String>,
     /// With --gpu: speed in Gb/s of the NICs filled into the file (default: from the NIC's PCI id, else the GPU model's reference NIC)

@@ -1,6 +1,6 @@
 //! `planner tune`: flags, and the thin glue between `crate::tune` and the output.
 
-use super::source::SourceArgs;
+use super::source::{nvls_flag, GraphArgs, OnOff, SourceArgs};
 use crate::error::{Error, Result};
 use crate::tune::{self, render, TuneInput, TuneRequest, DEFAULT_MARGIN_PERCENT};
 
@@ -14,7 +14,7 @@ pub enum PlanFormat {
 }
 
 #[derive(Debug, clap::Args)]
-#[command(group(clap::ArgGroup::new("input").required(true).args(["from", "calibration", "show"])))]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["from", "calibration", "show", "expected"])))]
 pub struct TuneArgs {
     /// With --calibration: the topology for the stock model's pick (default: the calibration's verify files)
     #[command(flatten)]
@@ -29,6 +29,25 @@ pub struct TuneArgs {
     /// Print the bands of a plan file
     #[arg(long, value_name = "PLAN.json")]
     pub show: Option<String>,
+    /// Make the plan from planner's expected model of the topology (--fixture/--topo, --nodes, NCCL_* env), without
+    /// any measurement: per size the expected fastest pair NCCL can run (the plan says no measurement was used)
+    #[arg(long)]
+    pub expected: bool,
+    #[command(flatten)]
+    pub graph: GraphArgs,
+    /// With --expected: NCCL version family whose tuning table gives NCCL's own pick (2.18 to 2.31, or a full
+    /// version such as 2.28.3, recorded in the plan; default: the libnccl on this machine, else the newest)
+    #[arg(long, value_name = "VERSION", requires = "expected")]
+    pub nccl_version: Option<String>,
+    /// With --expected: launch mode, eager (nccl-tests' and PyTorch's default) or graph (CUDA graphs)
+    #[arg(long, value_name = "eager|graph", requires = "expected")]
+    pub launch: Option<String>,
+    /// With --expected: network between nodes: ib, roce, efa, tcpx, tcpxo, socket (default: from the NIC names)
+    #[arg(long, value_name = "KIND", requires = "expected")]
+    pub net_kind: Option<String>,
+    /// With --expected: NVLink SHARP on/off (overrides NCCL_NVLS_ENABLE; default: NCCL's rule)
+    #[arg(long, value_enum, value_name = "on|off", requires = "expected")]
+    pub nvls: Option<OnOff>,
     /// Write the plan here
     #[arg(
         short = 'o',
@@ -45,7 +64,7 @@ pub struct TuneArgs {
     #[arg(long, value_name = "PERCENT", default_value_t = DEFAULT_MARGIN_PERCENT, conflicts_with = "show")]
     pub margin: f64,
     /// Ranks of the communicator, where the input does not say
-    #[arg(long, value_name = "N", conflicts_with = "show")]
+    #[arg(long, value_name = "N", conflicts_with_all = ["show", "expected"])]
     pub ranks: Option<u32>,
     /// Machine-readable output on stdout (docs/json.md)
     #[arg(long)]
@@ -63,6 +82,14 @@ pub fn run(args: TuneArgs) -> Result<()> {
             print!("{}", crate::report::text(&render::plan_table(&plan)));
         }
         return Ok(());
+    }
+    if args.graph.graph.is_some() && !args.expected {
+        return Err(Error::bad_input(
+            "--graph is used only with --expected (a result file or calibration carries its own topology)",
+        ));
+    }
+    if args.expected {
+        return run_expected(&args);
     }
     let (input, every_size) = match (&args.from, &args.calibration) {
         (Some(path), _) => (TuneInput::Verify(path.clone()), true),
@@ -100,6 +127,52 @@ pub fn run(args: TuneArgs) -> Result<()> {
             crate::report::text(&render::decisions_table(&tuned.decisions, every_size))
         );
         print!("{}", crate::report::text(&render::plan_table(&tuned.plan)));
+    }
+    eprintln!("planner: wrote {out} ({} rules)", tuned.plan.rules.len());
+    Ok(())
+}
+
+/// `planner tune --expected`: the expected model of the topology, no measurement.
+fn run_expected(args: &TuneArgs) -> Result<()> {
+    use crate::expect::{ExpectOptions, Launch, NetKind, Params};
+    let request = tune::expected::ExpectedRequest {
+        source: args.source.source(),
+        graph: args.graph.graph.clone(),
+        table: crate::pipeline::choose_table(None, args.nccl_version.as_deref(), None)?,
+        nccl_version: args.nccl_version.clone(),
+        nvls: nvls_flag(args.nvls),
+        options: ExpectOptions {
+            launch: Launch::parse(args.launch.as_deref().unwrap_or("eager"))?,
+            net_kind: args.net_kind.as_deref().map(NetKind::parse).transpose()?,
+        },
+        params: Params::builtin()?,
+        margin_percent: args.margin,
+    };
+    let tuned = tune::expected::make(&request)?;
+    for note in &tuned.notes {
+        eprintln!("planner: {note}");
+    }
+    let text = match args.format {
+        PlanFormat::Json => tuned
+            .plan
+            .to_json()
+            .map_err(|e| Error::runtime(format!("the expected plan cannot be written: {e}")))?,
+        PlanFormat::NcclCsv => tuned.plan.to_nccl_csv(),
+    };
+    let out = args.out.as_deref().unwrap_or("plan.json");
+    crate::fsio::write_output(out, text.as_bytes())?;
+    if args.json {
+        println!("{}", pretty(render::tuned_json(&tuned))?);
+    } else {
+        println!("{}", tune::expected::NO_MEASUREMENT);
+        print!(
+            "{}",
+            crate::report::text(&tune::expected::decisions_table(&tuned.decisions))
+        );
+        print!("{}", crate::report::text(&render::plan_table(&tuned.plan)));
+    }
+    for line in args.source.nccl_env.announce_lines() {
+        eprintln!("{line}");
     }
     eprintln!("planner: wrote {out} ({} rules)", tuned.plan.rules.len());
     Ok(())

@@ -107,6 +107,28 @@ pub const FIXTURES: &[Fixture] = &[
         xml: include_str!("../../fixtures/hgx-h800-8.xml"),
     },
     Fixture {
+        name: "hgx-h20-8",
+        description:
+            "8x H20 (Hopper, sm 90), NVLink 4 x18 to 4 NVSwitches, 2 Sapphire Rapids sockets, 8x 400 Gb/s NDR NICs",
+        xml: include_str!("../../fixtures/hgx-h20-8.xml"),
+    },
+    Fixture {
+        name: "b200-sxm-2",
+        description: "pod/VM slice: 2x B200 SXM of an NVSwitch board (18 NVLink 5 links each), virtio NIC",
+        xml: include_str!("../../fixtures/b200-sxm-2.xml"),
+    },
+    Fixture {
+        name: "pcie-l40s-1-400g",
+        description:
+            "1x L40S (PCIe Gen4) and one ConnectX-7 400GbE port per node (a pod's GPU and SR-IOV interface); --nodes N",
+        xml: include_str!("../../fixtures/pcie-l40s-1-400g.xml"),
+    },
+    Fixture {
+        name: "dgx-spark",
+        description: "DGX Spark: 1 GB10 (sm 121, Arm CPU by NVLink-C2C) and a ConnectX-7 200 Gb/s port, no GDR; --nodes 2",
+        xml: include_str!("../../fixtures/dgx-spark.xml"),
+    },
+    Fixture {
         name: "aws-p4d",
         description:
             "AWS p4d.24xlarge: 8x A100 SXM, NVLink 3 x12, 2 Cascade Lake sockets, 4x 100 Gb/s EFA",
@@ -123,6 +145,18 @@ pub const FIXTURES: &[Fixture] = &[
         description:
             "AWS p5en.48xlarge (inferred): 8x H200 SXM, 2 Sapphire Rapids, 16x 200 Gb/s EFA as 8 NCCL NICs",
         xml: include_str!("../../fixtures/aws-p5en.xml"),
+    },
+    Fixture {
+        name: "aws-p6-b300",
+        description:
+            "AWS p6-b300.48xlarge: 8x B300 (sm 103), NVLink 5 x18, 16x 400 Gb/s EFA as 8 NCCL NICs of 800 Gb/s",
+        xml: include_str!("../../fixtures/aws-p6-b300.xml"),
+    },
+    Fixture {
+        name: "aws-g7e-1gpu",
+        description:
+            "AWS g7e.8xlarge: 1x RTX PRO 6000 Blackwell Server (PCIe Gen5), 1x 100 Gb/s EFA without GDR; --nodes N",
+        xml: include_str!("../../fixtures/aws-g7e-1gpu.xml"),
     },
     Fixture {
         name: "azure-ndv4",
@@ -147,6 +181,12 @@ pub const FIXTURES: &[Fixture] = &[
         description:
             "GCP a3-megagpu-8g: 8x H100 SXM, NVLink 4 x18, 2 Sapphire Rapids sockets, 8x 200 Gb/s TCPXO NICs",
         xml: include_str!("../../fixtures/gcp-a3-mega.xml"),
+    },
+    Fixture {
+        name: "gcp-h200-1gpu",
+        description:
+            "GCP H200 RDMA node (A3 Ultra class) as a 1-GPU pod: 1x H200 SXM and its 400 Gb/s RoCE NIC; --nodes N",
+        xml: include_str!("../../fixtures/gcp-h200-1gpu.xml"),
     },
 ];
 

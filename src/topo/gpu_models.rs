@@ -24,6 +24,12 @@ pub struct GpuModel {
     pub driver_p2p: bool,
     /// GPUDirect RDMA (`gdr`): data-center and professional boards; not GeForce.
     pub gdr: bool,
+    /// The card's PCIe host interface: generation and lanes (spec sheet), for reference and tests; a `--topo` file's
+    /// own `link_speed`/`link_width` are what NCCL reads.
+    pub pcie_gen: u32,
+    pub pcie_width: u32,
+    /// Where the facts come from (spec sheet or public listing).
+    pub source_url: &'static str,
 }
 
 /// The known models. Sources:
@@ -45,6 +51,16 @@ pub struct GpuModel {
 /// - GeForce RTX 4090 (sm 89, Gen4) and RTX 5090 (sm 120, Gen5): NVIDIA's product specifications, no NVLink; the
 ///   driver refuses P2P (NVIDIA/nccl#1637, tinygrad/open-gpu-kernel-modules#17) and gives no GPUDirect RDMA. Their
 ///   servers seldom have a fast NIC: reference NIC ASSUMED 100 Gb/s Ethernet.
+/// - H20: PCI id 10de:2329 "GH100 [H20]" (pci.ids); a Hopper part (sm 90) with H100 SXM5's 18 NVLink 4 links (900 GB/s)
+///   to NVSwitch on its HGX board, as the H20 nodes of NVIDIA/nccl#1244 (NVLSTree runs, so NVSwitch multicast); PCIe
+///   Gen5 x16 as H100 SXM5. NIC: 400 Gb/s NDR ("16 cx7 NICs(IB NDR)" for 2 nodes, the same issue).
+/// - RTX PRO 6000 Blackwell Server Edition: NVIDIA's product page (sm 120, PCIe Gen5 x16, no NVLink); a professional
+///   board: P2P and GPUDirect RDMA. Reference NIC ASSUMED 400 Gb/s.
+/// - GB10 (DGX Spark): compute capability 12.1 (CUDA C++ Programming Guide, "Compute Capabilities"); DGX Spark page:
+///   NVLink-C2C between CPU and GPU, ConnectX-7 200 Gb/s; GPUDirect RDMA is not supported on its unified memory (DGX
+///   Spark documentation): gdr false. Its PCIe figure (Gen5 x16) is ASSUMED: the GPU reaches the CPU over C2C.
+///
+/// Each row's `source_url` names its spec sheet or listing.
 pub const GPU_MODELS: &[GpuModel] = &[
     GpuModel {
         name: "a100-sxm",
@@ -56,6 +72,9 @@ pub const GPU_MODELS: &[GpuModel] = &[
         reference_nic: "HDR InfiniBand, as in DGX A100",
         driver_p2p: true,
         gdr: true,
+        pcie_gen: 4,
+        pcie_width: 16,
+        source_url: "https://www.nvidia.com/en-us/data-center/a100/",
     },
     GpuModel {
         name: "a100-pcie",
@@ -67,6 +86,9 @@ pub const GPU_MODELS: &[GpuModel] = &[
         reference_nic: "HDR InfiniBand, as in DGX A100",
         driver_p2p: true,
         gdr: true,
+        pcie_gen: 4,
+        pcie_width: 16,
+        source_url: "https://www.nvidia.com/en-us/data-center/a100/",
     },
     GpuModel {
         name: "h100-sxm",
@@ -78,6 +100,9 @@ pub const GPU_MODELS: &[GpuModel] = &[
         reference_nic: "NDR InfiniBand, as in DGX H100",
         driver_p2p: true,
         gdr: true,
+        pcie_gen: 5,
+        pcie_width: 16,
+        source_url: "https://www.nvidia.com/en-us/data-center/h100/",
     },
     GpuModel {
         name: "h100-pcie",
@@ -89,6 +114,9 @@ pub const GPU_MODELS: &[GpuModel] = &[
         reference_nic: "NDR InfiniBand, as in DGX H100",
         driver_p2p: true,
         gdr: true,
+        pcie_gen: 5,
+        pcie_width: 16,
+        source_url: "https://www.nvidia.com/en-us/data-center/h100/",
     },
     GpuModel {
         name: "h200-sxm",
@@ -100,6 +128,9 @@ pub const GPU_MODELS: &[GpuModel] = &[
         reference_nic: "NDR InfiniBand, as in DGX H200",
         driver_p2p: true,
         gdr: true,
+        pcie_gen: 5,
+        pcie_width: 16,
+        source_url: "https://www.nvidia.com/en-us/data-center/h200/",
     },
     GpuModel {
         name: "b200-sxm",
@@ -111,6 +142,9 @@ pub const GPU_MODELS: &[GpuModel] = &[
         reference_nic: "NDR InfiniBand, as in DGX B200",
         driver_p2p: true,
         gdr: true,
+        pcie_gen: 5,
+        pcie_width: 16,
+        source_url: "https://www.nvidia.com/en-us/data-center/dgx-b200/",
     },
     GpuModel {
         name: "h800-sxm",
@@ -122,6 +156,9 @@ pub const GPU_MODELS: &[GpuModel] = &[
         reference_nic: "NDR InfiniBand, as in DGX H100",
         driver_p2p: true,
         gdr: true,
+        pcie_gen: 5,
+        pcie_width: 16,
+        source_url: "https://www.nvidia.cn/data-center/h800/",
     },
     GpuModel {
         name: "l40s",
@@ -133,6 +170,9 @@ pub const GPU_MODELS: &[GpuModel] = &[
         reference_nic: "200 Gb/s ConnectX-7, as in NVIDIA's L40S reference servers",
         driver_p2p: true,
         gdr: true,
+        pcie_gen: 4,
+        pcie_width: 16,
+        source_url: "https://www.nvidia.com/en-us/data-center/l40s/",
     },
     GpuModel {
         name: "rtx4090",
@@ -144,6 +184,9 @@ pub const GPU_MODELS: &[GpuModel] = &[
         reference_nic: "100 Gb/s Ethernet (ASSUMED)",
         driver_p2p: false,
         gdr: false,
+        pcie_gen: 4,
+        pcie_width: 16,
+        source_url: "https://www.nvidia.com/en-us/geforce/graphics-cards/40-series/rtx-4090/",
     },
     GpuModel {
         name: "rtx5090",
@@ -155,6 +198,53 @@ pub const GPU_MODELS: &[GpuModel] = &[
         reference_nic: "100 Gb/s Ethernet (ASSUMED)",
         driver_p2p: false,
         gdr: false,
+        pcie_gen: 5,
+        pcie_width: 16,
+        source_url: "https://www.nvidia.com/en-us/geforce/graphics-cards/50-series/rtx-5090/",
+    },
+    GpuModel {
+        name: "h20",
+        description: "H20 (sm 90, Hopper, 18 NVLink 4 links to NVSwitch)",
+        sm: 90,
+        nvlinks: 18,
+        nvlink_gen: 4,
+        reference_nic_gbits: 400,
+        reference_nic: "NDR InfiniBand (ConnectX-7), as in NVIDIA/nccl#1244's H20 nodes",
+        driver_p2p: true,
+        gdr: true,
+        pcie_gen: 5,
+        pcie_width: 16,
+        source_url: "https://pci-ids.ucw.cz/read/PC/10de/2329",
+    },
+    GpuModel {
+        name: "rtxpro6000",
+        description: "RTX PRO 6000 Blackwell Server Edition (sm 120, PCIe Gen5, no NVLink)",
+        sm: 120,
+        nvlinks: 0,
+        nvlink_gen: 0,
+        reference_nic_gbits: 400,
+        reference_nic: "400 Gb/s ConnectX-7 (ASSUMED, as NVIDIA's RTX PRO servers)",
+        driver_p2p: true,
+        gdr: true,
+        pcie_gen: 5,
+        pcie_width: 16,
+        source_url:
+            "https://www.nvidia.com/en-us/data-center/rtx-pro-6000-blackwell-server-edition/",
+    },
+    GpuModel {
+        name: "gb10",
+        description:
+            "GB10 of DGX Spark (sm 121, NVLink-C2C to its CPU, no GPU NVLink, no GPUDirect RDMA)",
+        sm: 121,
+        nvlinks: 0,
+        nvlink_gen: 0,
+        reference_nic_gbits: 200,
+        reference_nic: "200 Gb/s ConnectX-7, as in DGX Spark",
+        driver_p2p: true,
+        gdr: false,
+        pcie_gen: 5,
+        pcie_width: 16,
+        source_url: "https://www.nvidia.com/en-us/products/workstations/dgx-spark/",
     },
 ];
 

@@ -5,6 +5,8 @@
 //!   beats NCCL's own choice by more than the margin and its repeats do not overlap NCCL's).
 //! * [`calibrated`]: a calibration -> one pick per size of a fine log2 grid (the calibrated best, where its
 //!   calibrated time beats the stock NCCL model's pick by more than the margin).
+//! * [`expected`]: no measurement: planner's expected model of the topology -> one pick per size of the same grid
+//!   (the expected fastest pair NCCL can run, where it beats NCCL's own pick by more than the margin).
 //! * [`bands`]: picks -> size bands with log2-midpoint edges, covering 0 ..= u64::MAX.
 //! * [`make`]: the one call `planner tune` makes: file in, validated [`Plan`] plus every decision out.
 //! * [`render`]: the decision and band tables, and their JSON.
@@ -16,6 +18,7 @@
 
 pub mod bands;
 pub mod calibrated;
+pub mod expected;
 pub mod measured;
 pub mod render;
 

@@ -171,6 +171,7 @@ pub fn decisions_table(decisions: &[Decision], every_size: bool) -> String {
 pub fn tuned_json(tuned: &Tuned) -> Value {
     json!({
         "plan": tuned.plan,
+        "measurement_used": tuned.plan.provenance.source_kind != super::SourceKind::Expected,
         "stock_model": tuned.stock_model,
         "decisions": tuned.decisions,
         "notes": tuned.notes,

@@ -17,18 +17,21 @@ fn data_paths() -> [String; 2] {
     ]
 }
 
-/// The figures bench/results/expect-2026-12-02/fit.txt records (`planner expect --fit`), recomputed from the data:
+/// The figures bench/results/expect-2026-12-03/fit.txt records (`planner expect --fit`), recomputed from the data:
 /// (class, range, training median, training worst, LOMO median, LOMO worst), as fractions.
 const RECORDED: &[(&str, Range, f64, f64, f64, f64)] = &[
-    ("all", Range::Small, 0.119, 0.667, 0.203, 5.517),
-    ("all", Range::Mid, 0.121, 1.043, 0.171, 1.937),
-    ("all", Range::Large, 0.122, 0.847, 0.116, 0.847),
-    ("nvswitch", Range::Small, 0.094, 0.278, 0.128, 0.418),
-    ("nvswitch", Range::Mid, 0.104, 0.425, 0.155, 0.874),
-    ("nvswitch", Range::Large, 0.125, 0.422, 0.130, 0.477),
-    ("nvswitch-net", Range::Small, 0.240, 0.667, 1.009, 5.517),
-    ("nvswitch-net", Range::Mid, 0.167, 1.043, 0.203, 1.937),
-    ("nvswitch-net", Range::Large, 0.122, 0.847, 0.116, 0.847),
+    ("all", Range::Small, 0.125, 0.668, 0.268, 0.921),
+    ("all", Range::Mid, 0.136, 1.035, 0.193, 2.712),
+    ("all", Range::Large, 0.122, 0.847, 0.128, 0.850),
+    ("nvswitch", Range::Small, 0.088, 0.364, 0.184, 0.921),
+    ("nvswitch", Range::Mid, 0.111, 0.431, 0.151, 1.298),
+    ("nvswitch", Range::Large, 0.125, 0.422, 0.124, 0.477),
+    ("nvswitch-net", Range::Small, 0.171, 0.668, 0.267, 0.663),
+    ("nvswitch-net", Range::Mid, 0.170, 1.035, 0.196, 1.064),
+    ("nvswitch-net", Range::Large, 0.110, 0.847, 0.123, 0.850),
+    ("pcie", Range::Small, 0.156, 0.447, 0.447, 0.903),
+    ("pcie", Range::Mid, 0.190, 0.736, 0.397, 2.712),
+    ("pcie", Range::Large, 0.195, 0.196, 0.211, 0.603),
 ];
 
 #[test]
@@ -36,12 +39,25 @@ fn fit_and_leave_one_machine_out_figures_are_the_recorded_ones() {
     let params = Params::builtin().unwrap();
     let [a, b] = data_paths();
     let data = Data::load(&[a.as_str(), b.as_str()], &params).unwrap();
-    // 672 public rows + 210 of ours: the 566 the model can place (healthy, a fixture in this build).
-    assert_eq!(data.points.len(), 566);
+    // 672 public rows + 210 of ours: the 714 the model can place (healthy, a fixture in this build). Of the 192
+    // public rows whose machine no fixture described on 12-02, 173 are placed on the fixtures added for them
+    // (`fit::PLACED`), 24 of those (E05) held out of the fit by their case's own note, 1 (E06 all-gather as PAT)
+    // not modelled; 19 (E17, E18, E19) stay unplaced.
+    assert_eq!(data.points.len(), 714);
     assert_eq!(data.skipped.reasons.get("status suspect"), Some(&111));
+    assert_eq!(
+        data.skipped.reasons.get("no fixture describes the machine"),
+        Some(&19)
+    );
+    assert_eq!(
+        data.skipped
+            .reasons
+            .get(planner::expect::fit::HELD_OUT[0].1),
+        Some(&24)
+    );
     assert_eq!(data.skipped.reasons.get("fixture not in this build"), None);
     let report = fit_and_validate(&data, &params, SWEEPS);
-    assert_eq!(report.machines, 19);
+    assert_eq!(report.machines, 26);
     for &(class, range, t_med, t_worst, l_med, l_worst) in RECORDED {
         let t = report.get(false, class, range).unwrap();
         let l = report.get(true, class, range).unwrap();
@@ -54,8 +70,10 @@ fn fit_and_leave_one_machine_out_figures_are_the_recorded_ones() {
             near(l.median, l_med) && near(l.worst, l_worst),
             "{class} {range:?} LOMO {l:?}"
         );
-        // Cross-validation never reads better than the fit in the medians of the single-node class.
-        if class == "nvswitch" {
+        // Cross-validation reads no better than the fit in the medians of the single-node class below the largest
+        // size. At the largest size it does since 2026-12-03 (12.4 % left out vs 12.5 % fitted, 27 points): the fit
+        // trades those few points against the many mid sizes it shares constants with.
+        if class == "nvswitch" && range != Range::Large {
             assert!(l.median >= t.median, "{class} {range:?}");
         }
     }
@@ -105,7 +123,7 @@ fn gb200_nvl4_partitions_expect_tree_fastest_as_measured() {
     );
     let fastest = e.fastest(Coll::AllReduce, size).unwrap();
     assert_eq!(fastest.algo, Algo::Tree);
-    // Measured (E19): Ring 160.1 ms, Tree 134.4 ms. Expected (2026-12-02 fit): Tree 140 ms (+4 %), Ring 193 ms (+21 %):
+    // Measured (E19): Ring 160.1 ms, Tree 134.4 ms. Expected (2026-12-03 fit, as on 12-02): Tree 140 ms (+4 %), Ring 193 ms (+21 %):
     // both bound by the host-side PCIe to the NICs at the rates the fit finds.
     assert!(
         (tree.expected_time_us / 134_353.0 - 1.0).abs() < 0.2,

@@ -56,6 +56,7 @@ mod single_gpu;
 mod topo_cli;
 mod topo_fixtures;
 mod tune;
+mod tune_expected;
 mod tuner_vocab;
 mod vendor_topo;
 mod verify_cli;

@@ -188,3 +188,181 @@ fn gpu_models_of_the_new_cards_fill_a_partial_file() {
     );
     assert_eq!(planner::topo::gpu_models::find("rtx5090").unwrap().sm, 120);
 }
+
+/// The fixtures added for the public points no fixture described (tests/data/expect-train cases E06, E07, E10, E20,
+/// E23, E24, E25; `planner::expect::fit::PLACED`).
+const PLACED: [&str; 7] = [
+    "hgx-h20-8",
+    "b200-sxm-2",
+    "pcie-l40s-1-400g",
+    "dgx-spark",
+    "aws-p6-b300",
+    "aws-g7e-1gpu",
+    "gcp-h200-1gpu",
+];
+
+#[test]
+fn each_placed_fixture_is_listed_and_runs_at_the_sources_node_count() {
+    let list = run_ok(&["fixtures"]);
+    let readme = include_str!("../../README.md");
+    for name in PLACED {
+        assert!(list.contains(name), "{name} not in `planner fixtures`");
+        assert!(
+            readme.contains(&format!("`{name}`")),
+            "{name} not in the README table"
+        );
+        // the node counts of the sources: 2 (8 for g7e), one node for the 2-GPU slice
+        let nodes = match name {
+            "b200-sxm-2" => "1",
+            "aws-g7e-1gpu" => "8",
+            _ => "2",
+        };
+        run_ok(&["topo", "--fixture", name, "--nodes", nodes]);
+        run_ok(&["channels", "--fixture", name, "--nodes", nodes]);
+        run_ok(&[
+            "explain",
+            "--fixture",
+            name,
+            "--nodes",
+            nodes,
+            "--size",
+            "16M",
+        ]);
+        run_ok(&[
+            "expect",
+            "--fixture",
+            name,
+            "--nodes",
+            nodes,
+            "--size",
+            "1M",
+        ]);
+    }
+    // every placed case's flags name a fixture of this build
+    for (case, _, args) in planner::expect::fit::PLACED {
+        let fixture = args
+            .split_whitespace()
+            .skip_while(|w| *w != "--fixture")
+            .nth(1)
+            .unwrap();
+        assert!(
+            planner::topo::fixtures::find(fixture).is_some(),
+            "{case}: {fixture}"
+        );
+    }
+}
+
+#[test]
+fn placed_fixtures_have_the_facts_their_sources_state() {
+    // (fixture, sm, NIC bandwidth GB/s = speed / 8000, NIC gdr, GPU-NIC path type and bandwidth)
+    // H20 and B200 pairs: NVLink 4 18 x 20.6 = 370.8 GB/s, NVLink 5 18 x 40.1 = 721.8 GB/s.
+    let nvl = |t: &Value, a: usize, b: usize, bw: f64| {
+        let (ty, got) = gpu_path(t, a, b);
+        assert_eq!(ty, "NVL");
+        assert!((got - bw).abs() < 1e-3, "{got} vs {bw}");
+    };
+    let t = fixture_topo("hgx-h20-8");
+    nvl(&t, 0, 7, 370.8);
+    assert!(t["gpus"].as_array().unwrap().iter().all(|g| g["sm"] == 90));
+    let t = fixture_topo("b200-sxm-2");
+    nvl(&t, 0, 1, 721.8);
+    for (name, sm, nic_gbs, gdr, path, path_gbs) in [
+        // 400GbE = 50 GB/s; GPU (Gen4 x16, 24 GB/s) and NIC on two root ports: PHB at the GPU's 24
+        ("pcie-l40s-1-400g", 89, 50.0, true, "PHB", 24.0),
+        // 200 Gb/s = 25 GB/s, no GDR; the NIC's Gen5 x8 link = 24 GB/s
+        ("dgx-spark", 121, 25.0, false, "PHB", 24.0),
+        // 100 Gb/s EFA = 12.5 GB/s, GDR off (the source's log)
+        ("aws-g7e-1gpu", 120, 12.5, false, "PHB", 12.5),
+        // A3 Ultra's 400 Gb/s RoCE NIC on the GPU's Gen5 switch: PIX at 48 GB/s (Gen5 x16)
+        ("gcp-h200-1gpu", 90, 50.0, true, "PIX", 48.0),
+        // 2x 400 Gb/s EFA per GPU as one 800 Gb/s NCCL NIC (100 GB/s) on a Gen6 x16 switch: 16 x 480 / 80 = 96 GB/s
+        ("aws-p6-b300", 103, 100.0, true, "PIX", 96.0),
+    ] {
+        let t = fixture_topo(name);
+        assert_eq!(t["gpus"][0]["sm"], sm, "{name}");
+        let net = &t["nets"][0];
+        assert!(
+            (net["bw_gbs"].as_f64().unwrap() - nic_gbs).abs() < 1e-6,
+            "{name}"
+        );
+        assert_eq!(net["gdr"], gdr, "{name}");
+        let p = &t["net_paths"][0];
+        assert_eq!(p["type"], path, "{name}");
+        assert!(
+            (p["bw_gbs"].as_f64().unwrap() - path_gbs).abs() < 1e-6,
+            "{name}: {p}"
+        );
+    }
+    // aws-p6-b300: 8 GPUs, 8 NCCL NICs, every GPU pair NVLink 5
+    let t = fixture_topo("aws-p6-b300");
+    assert_eq!(t["nets"].as_array().unwrap().len(), 8);
+    nvl(&t, 0, 7, 721.8);
+}
+
+/// `--gpu` accepts every card of the fixtures above and of issue 24's list, writes its compute capability, and its
+/// GPU class has the expected model's constants (tuning-tables/expect/gpu-<class>.json).
+#[test]
+fn gpu_models_cover_every_card_of_the_fixtures_with_expected_constants() {
+    // (model, sm, NVLinks, PCIe gen, the class the expected model uses)
+    let cards = [
+        ("rtx4090", 89, 0, 4, "sm89"),
+        ("rtx5090", 120, 0, 5, "sm120"),
+        ("l40s", 89, 0, 4, "sm89"),
+        ("h100-pcie", 90, 0, 5, "sm90"),
+        ("h800-sxm", 90, 8, 5, "sm90"),
+        ("h20", 90, 18, 5, "sm90"),
+        ("rtxpro6000", 120, 0, 5, "sm120"),
+        ("gb10", 121, 0, 5, "sm120"),
+    ];
+    let partial = r#"<system version="1">
+  <cpu numaid="0" arch="x86_64" vendor="GenuineIntel" familyid="6" modelid="143">
+    <pci busid="0000:16:00.0" class="0x060400" vendor="0x1000" device="0xc030" subsystem_vendor="0x1000" subsystem_device="0x100b" link_speed="32.0 GT/s PCIe" link_width="16">
+      <pci busid="0000:18:00.0" class="0x030200" vendor="0x10de" link_speed="32.0 GT/s PCIe" link_width="16"/>
+      <pci busid="0000:19:00.0" class="0x030200" vendor="0x10de" link_speed="32.0 GT/s PCIe" link_width="16"/>
+    </pci>
+  </cpu>
+</system>
+"#;
+    let f = scratch("partial-cards.xml", partial);
+    let params = planner::expect::Params::builtin().unwrap();
+    for (model, sm, nvlinks, gen, class) in cards {
+        let m = planner::topo::gpu_models::find(model).unwrap_or_else(|| panic!("--gpu {model}"));
+        assert_eq!(
+            (m.sm, m.nvlinks, m.pcie_gen, m.pcie_width),
+            (sm, nvlinks, gen, 16),
+            "{model}"
+        );
+        assert!(m.source_url.starts_with("https://"), "{model}");
+        let out = planner()
+            .args([
+                "topo",
+                "--topo",
+                f.to_str().unwrap(),
+                "--gpu",
+                model,
+                "--json",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{model}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let t: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(
+            t["gpus"].as_array().unwrap().iter().all(|g| g["sm"] == sm),
+            "{model}"
+        );
+        // NVLink models join the pair over NVLink, the PCIe cards over the switch (or the CPU without P2P)
+        let ty = gpu_path(&t, 0, 1).0;
+        assert_eq!(ty == "NVL", nvlinks > 0, "{model}: {ty}");
+        assert_eq!(planner::expect::gpu_class(sm), class, "{model}");
+        let file = params
+            .file("gpu", class)
+            .unwrap_or_else(|| panic!("{model}: no gpu-{class}.json"));
+        assert!(!file.params.is_empty(), "{model}");
+        assert!(params.get("gpu", class, "launch_eager_us") > 0.0, "{model}");
+    }
+}

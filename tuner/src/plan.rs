@@ -186,6 +186,8 @@ pub enum SourceKind {
     Verify,
     /// A calibration file: the calibrated model's pick per size.
     Calibration,
+    /// planner's expected model of the machine's links (`planner tune --expected`): no measurement was used.
+    Expected,
 }
 
 impl SourceKind {
@@ -193,6 +195,7 @@ impl SourceKind {
         match self {
             SourceKind::Verify => "verify",
             SourceKind::Calibration => "calibration",
+            SourceKind::Expected => "expected",
         }
     }
 }
@@ -751,10 +754,11 @@ fn parse_provenance(value: &Value) -> Result<Provenance, PlanError> {
     let source_kind = match required_string(map, P, "source_kind")?.as_str() {
         "verify" => SourceKind::Verify,
         "calibration" => SourceKind::Calibration,
+        "expected" => SourceKind::Expected,
         other => {
             return Err(PlanError::invalid(
                 "provenance.source_kind",
-                format!("unknown source kind {other:?} (expected \"verify\" or \"calibration\")"),
+                format!("unknown source kind {other:?} (expected \"verify\", \"calibration\" or \"expected\")"),
             ))
         }
     };
