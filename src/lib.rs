@@ -17,11 +17,13 @@
 //! - `calibrate::calibrate`, `audit::audit`, `diff::diff_runs`, `diff::diff_versions`;
 //! - `cli` is the binary's (`cli::run`): no stage or test imports it.
 
-// Foundations: errors, NCCL's fixed limits, file input/output, units, the XML reader, the SVG plotter.
+// Foundations: errors, NCCL's fixed limits, file input/output, units, element types, the XML reader, the SVG
+// plotter.
 pub mod error;
 pub mod limits;
 pub mod fsio;
 pub mod units;
+pub mod dtype;
 pub mod xml;
 pub mod plot;
 
@@ -41,12 +43,13 @@ pub mod expect;
 // What NCCL logged about it, against the model.
 pub mod audit;
 
-// Measuring it: the vocabulary of a measurement, the prediction seam, the GPU layer, our kernels (`exec`) and
-// the reference backend (`nccl`), then verify, which runs and scores both.
+// Measuring it: the GPU layer (below the measurement vocabulary: it reads only foundations and the model), the
+// vocabulary of a measurement, the prediction seam, our kernels (`exec`) and the reference backend (`nccl`),
+// then verify, which runs and scores both.
+pub mod gpu;
 pub mod measure;
 pub mod result_file;
 pub mod predict;
-pub mod gpu;
 pub mod exec;
 pub mod nccl;
 pub mod verify;

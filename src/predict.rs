@@ -2,7 +2,8 @@
 //! (`ModelPredictor`: NCCL's model as verify runs it; `NoModel`). `verify` scores runs against one,
 //! `calibrate` rescales one, `tune` asks one; none of them needs the others for it.
 
-use crate::measure::{logged_bytes, Backend, Dtype, Row};
+use crate::dtype::Dtype;
+use crate::measure::{logged_bytes, Backend, Row};
 use crate::model::symmetric::{
     symmetric_candidates, PeerPath, SymDtype, SymmetricInput, SymmetricTable,
 };

@@ -3,8 +3,9 @@
 //! module, placed before both verify (which writes it) and calibrate (which reads it), so that a reader of result
 //! files needs no measuring code.
 
+use crate::dtype::Dtype;
 use crate::error::{Error, Result};
-use crate::measure::{coll_label_serde, Backend, Dtype, GpuInfo, IterPlan, Row};
+use crate::measure::{coll_label_serde, Backend, GpuInfo, IterPlan, Row};
 use crate::model::Coll;
 use nccl_tuner_planner::plan::fnv1a64;
 use serde::{Deserialize, Serialize};

@@ -66,7 +66,7 @@ fuzz_target!(|data: &[u8]| {
             common::bad_input(planner::exec::plan::parse_pair(text));
         }
         4 => {
-            common::bad_input(planner::measure::Dtype::parse(text));
+            common::bad_input(planner::dtype::Dtype::parse(text));
             common::bad_input(planner::measure::Backend::parse_list(text));
             common::bad_input(planner::verify::PairSelection::parse(text));
         }

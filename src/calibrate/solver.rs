@@ -449,6 +449,9 @@ fn step_pays(
             <= worst_residual(&best.0, best.1, points) * 0.8
 }
 
+/// The best fit so far: its parameters, its terms and its BIC.
+type Best = ([f64; N], Terms, f64);
+
 /// Fit `points` (bytes, median µs), all positive, with `terms`. None when
 /// there are fewer sizes than parameters.
 pub(crate) fn fit_points(points: &[(f64, f64)], terms: Terms) -> Option<Solution> {
@@ -456,18 +459,87 @@ pub(crate) fn fit_points(points: &[(f64, f64)], terms: Terms) -> Option<Solution
     if points.len() < base_terms.count() || points.iter().any(|&(b, t)| !(b > 0.0 && t > 0.0)) {
         return None;
     }
+    let (base, base_loss) = base_fit(points, base_terms)?;
+    if !base_loss.is_finite() {
+        return None;
+    }
+    let n = points.len();
+    let mut best = (base, base_terms, bic(base_loss, n, base_terms.count()));
+    // The optional terms alone, each from a few starts around the base fit
+    // (one of them neutral: speedup 1, a ramp2 of 1 byte), then together
+    // from the two single fits merged; kept only where the BIC says the data
+    // needs them.
+    let mut singles: Vec<[f64; N]> = Vec::new();
+    let with = |r2: f64, e2: f64, w: f64, speedup: f64| start_with(&base, r2, e2, w, speedup);
+    if terms.ramp2
+        && n >= (Terms {
+            ramp2: true,
+            ..base_terms
+        })
+        .count()
+    {
+        let starts = [
+            with(1.0, 1.0, 3e7, 1.0),
+            with(1e8, 0.3, 3e7, 1.0),
+            with(1e9, 0.3, 3e7, 1.0),
+        ];
+        singles.extend(try_terms(
+            Terms {
+                ramp2: true,
+                ..base_terms
+            },
+            &starts,
+            &mut best,
+            points,
+        ));
+    }
+    if terms.cache
+        && n >= (Terms {
+            cache: true,
+            ..base_terms
+        })
+        .count()
+    {
+        singles.extend(fit_cache(&base, base_terms, &mut best, points));
+    }
+    let both = Terms {
+        ramp2: true,
+        cache: true,
+        ..base_terms
+    };
+    if let [ramp2_fit, cache_fit] = singles[..] {
+        // Both together only where one alone already paid for itself.
+        if n >= both.count() && best.1 != base_terms {
+            let mut merged = ramp2_fit;
+            merged[7..].copy_from_slice(&cache_fit[7..]);
+            try_terms(both, &[merged], &mut best, points);
+        }
+    }
+    Some(Solution {
+        params: params_of(&best.0, best.1),
+        terms: best.1,
+    })
+}
+
+/// The base fit (latency, bandwidth, and the ramp and overlap where asked): a short descent from every start,
+/// then the two best to convergence. (parameters, loss); None without a start.
+fn base_fit(points: &[(f64, f64)], base_terms: Terms) -> Option<([f64; N], f64)> {
     let latency0 = points.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
     let bandwidth0 = points
         .iter()
         .map(|&(b, t)| b / (1000.0 * t))
         .fold(0.0, f64::max)
         .max(1e-3);
-    let ramps: &[f64] = if terms.ramp {
+    let ramps: &[f64] = if base_terms.ramp {
         &[1e5, 1e6, 1e7, 1e8]
     } else {
         &[1.0]
     };
-    let overlaps: &[f64] = if terms.overlap { &[1.05, 2.0] } else { &[1.0] };
+    let overlaps: &[f64] = if base_terms.overlap {
+        &[1.05, 2.0]
+    } else {
+        &[1.0]
+    };
     // Neutral values of the optional terms, so a start of the base fit can
     // seed the extended ones.
     let neutral = [
@@ -492,144 +564,111 @@ pub(crate) fn fit_points(points: &[(f64, f64)], terms: Terms) -> Option<Solution
         }
     }
     ends.sort_by(|a, b| a.1.total_cmp(&b.1));
-    let (base, base_loss) = ends
-        .iter()
+    ends.iter()
         .take(2)
         .map(|(theta, _)| descend(*theta, base_terms, points, 200))
-        .min_by(|a, b| a.1.total_cmp(&b.1))?;
-    if !base_loss.is_finite() {
-        return None;
-    }
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+}
+
+/// A start of an extended fit: the base fit with the optional terms' values (ramp2 bytes, its exponent, the
+/// cache step's position and speedup).
+fn start_with(base: &[f64; N], r2: f64, e2: f64, w: f64, speedup: f64) -> [f64; N] {
+    let mut start = *base;
+    start[5..].copy_from_slice(&[r2.ln(), e2, w.ln(), speedup, 0.3]);
+    start
+}
+
+/// Fit with `cand` from `starts` (a short descent from each, the best to convergence); into `best` where its BIC
+/// is lower. The fit; None without a start.
+fn try_terms(
+    cand: Terms,
+    starts: &[[f64; N]],
+    best: &mut Best,
+    points: &[(f64, f64)],
+) -> Option<[f64; N]> {
     let n = points.len();
-    let mut best = (base, base_terms, bic(base_loss, n, base_terms.count()));
-    // The optional terms alone, each from a few starts around the base fit
-    // (one of them neutral: speedup 1, a ramp2 of 1 byte), then together
-    // from the two single fits merged; kept only where the BIC says the data
-    // needs them.
-    let mut singles: Vec<[f64; N]> = Vec::new();
-    let try_terms = |cand: Terms, starts: &[[f64; N]], best: &mut ([f64; N], Terms, f64)| {
-        let mut ends: Vec<([f64; N], f64)> = starts
-            .iter()
-            .map(|start| descend(*start, cand, points, 15))
-            .collect();
-        ends.sort_by(|a, b| a.1.total_cmp(&b.1));
-        let (theta, loss) = descend(ends.first()?.0, cand, points, 80);
-        let score = bic(loss, n, cand.count());
-        if loss.is_finite() && score < best.2 {
-            *best = (theta, cand, score);
-        }
-        Some(theta)
-    };
-    let with = |r2: f64, e2: f64, w: f64, speedup: f64| {
-        let mut start = base;
-        start[5..].copy_from_slice(&[r2.ln(), e2, w.ln(), speedup, 0.3]);
-        start
-    };
-    if terms.ramp2
-        && n >= (Terms {
-            ramp2: true,
-            ..base_terms
-        })
-        .count()
-    {
-        let starts = [
-            with(1.0, 1.0, 3e7, 1.0),
-            with(1e8, 0.3, 3e7, 1.0),
-            with(1e9, 0.3, 3e7, 1.0),
-        ];
-        singles.extend(try_terms(
-            Terms {
-                ramp2: true,
-                ..base_terms
-            },
-            &starts,
-            &mut best,
-        ));
+    let mut ends: Vec<([f64; N], f64)> = starts
+        .iter()
+        .map(|start| descend(*start, cand, points, 15))
+        .collect();
+    ends.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let (theta, loss) = descend(ends.first()?.0, cand, points, 80);
+    let score = bic(loss, n, cand.count());
+    if loss.is_finite() && score < best.2 {
+        *best = (theta, cand, score);
     }
-    if terms.cache
-        && n >= (Terms {
-            cache: true,
-            ..base_terms
-        })
-        .count()
-    {
-        let cache_terms = Terms {
-            cache: true,
-            ..base_terms
-        };
-        let starts = [
-            with(1.0, 1.0, 3e7, 1.0),
-            with(1.0, 1.0, 2.4e7, 1.6),
-            with(1.0, 1.0, 4e7, 1.3),
-        ];
-        let free = try_terms(cache_terms, &starts, &mut best);
-        // A sharp step is a narrow valley for the free fit (it ends near
-        // x1.1): place it first between two measured sizes, the L2's range,
-        // with the position held, then free.
-        let held: Vec<usize> = active(cache_terms)
-            .into_iter()
-            .filter(|&j| j != 7)
-            .collect();
-        // Each start fitted twice: on the robust loss, and on plain squares,
-        // which lets the one size the step moves pull as hard as it misses.
-        let mut stepped: Vec<([f64; N], f64)> = Vec::new();
-        for (at, speedup) in [(2.4e7, 1.6), (3e7, 1.6), (2.4e7, 0.7)] {
-            for kind in [Loss::SoftL1, Loss::Squares] {
-                let start = with(1.0, 1.0, at, speedup);
-                let (theta, _) = descend_over(start, cache_terms, points, 120, &held, kind);
-                stepped.push((theta, loss(&theta, cache_terms, points, &mut Vec::new())));
-            }
-        }
-        stepped.retain(|s| s.1.is_finite());
-        // Kept by the BIC (the position is not fitted: one parameter fewer),
-        // or, failing that, by `step_pays`: the one that cuts the worst
-        // residual most.
-        let by_bic = stepped
-            .iter()
-            .min_by(|a, b| a.1.total_cmp(&b.1))
-            .copied()
-            .filter(|s| bic(s.1, n, cache_terms.count() - 1) < best.2);
-        let by_worst = stepped
-            .iter()
-            .filter(|s| step_pays(&s.0, cache_terms, &best, points))
-            .min_by(|a, b| {
-                worst_residual(&a.0, cache_terms, points).total_cmp(&worst_residual(
-                    &b.0,
-                    cache_terms,
-                    points,
-                ))
-            })
-            .copied();
-        let mut cache_fit = free;
-        if let Some((theta, loss)) = by_bic.or(by_worst) {
-            best = (
-                theta,
-                cache_terms,
-                bic(loss, n, cache_terms.count() - 1).min(best.2),
-            );
-            cache_fit = Some(theta);
-        } else if cache_fit.is_none() {
-            cache_fit = stepped.first().map(|s| s.0);
-        }
-        singles.extend(cache_fit);
-    }
-    let both = Terms {
-        ramp2: true,
+    Some(theta)
+}
+
+/// The cache step alone on the base fit: free from a few starts, then placed and held between measured sizes;
+/// into `best` where it pays. The cache fit to merge with ramp2's, if any.
+fn fit_cache(
+    base: &[f64; N],
+    base_terms: Terms,
+    best: &mut Best,
+    points: &[(f64, f64)],
+) -> Option<[f64; N]> {
+    let n = points.len();
+    let with = |r2: f64, e2: f64, w: f64, speedup: f64| start_with(base, r2, e2, w, speedup);
+    let cache_terms = Terms {
         cache: true,
         ..base_terms
     };
-    if let [ramp2_fit, cache_fit] = singles[..] {
-        // Both together only where one alone already paid for itself.
-        if n >= both.count() && best.1 != base_terms {
-            let mut merged = ramp2_fit;
-            merged[7..].copy_from_slice(&cache_fit[7..]);
-            try_terms(both, &[merged], &mut best);
+    let starts = [
+        with(1.0, 1.0, 3e7, 1.0),
+        with(1.0, 1.0, 2.4e7, 1.6),
+        with(1.0, 1.0, 4e7, 1.3),
+    ];
+    let free = try_terms(cache_terms, &starts, best, points);
+    // A sharp step is a narrow valley for the free fit (it ends near
+    // x1.1): place it first between two measured sizes, the L2's range,
+    // with the position held, then free.
+    let held: Vec<usize> = active(cache_terms)
+        .into_iter()
+        .filter(|&j| j != 7)
+        .collect();
+    // Each start fitted twice: on the robust loss, and on plain squares,
+    // which lets the one size the step moves pull as hard as it misses.
+    let mut stepped: Vec<([f64; N], f64)> = Vec::new();
+    for (at, speedup) in [(2.4e7, 1.6), (3e7, 1.6), (2.4e7, 0.7)] {
+        for kind in [Loss::SoftL1, Loss::Squares] {
+            let start = with(1.0, 1.0, at, speedup);
+            let (theta, _) = descend_over(start, cache_terms, points, 120, &held, kind);
+            stepped.push((theta, loss(&theta, cache_terms, points, &mut Vec::new())));
         }
     }
-    Some(Solution {
-        params: params_of(&best.0, best.1),
-        terms: best.1,
-    })
+    stepped.retain(|s| s.1.is_finite());
+    // Kept by the BIC (the position is not fitted: one parameter fewer),
+    // or, failing that, by `step_pays`: the one that cuts the worst
+    // residual most.
+    let by_bic = stepped
+        .iter()
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .copied()
+        .filter(|s| bic(s.1, n, cache_terms.count() - 1) < best.2);
+    let by_worst = stepped
+        .iter()
+        .filter(|s| step_pays(&s.0, cache_terms, best, points))
+        .min_by(|a, b| {
+            worst_residual(&a.0, cache_terms, points).total_cmp(&worst_residual(
+                &b.0,
+                cache_terms,
+                points,
+            ))
+        })
+        .copied();
+    let mut cache_fit = free;
+    if let Some((theta, loss)) = by_bic.or(by_worst) {
+        *best = (
+            theta,
+            cache_terms,
+            bic(loss, n, cache_terms.count() - 1).min(best.2),
+        );
+        cache_fit = Some(theta);
+    } else if cache_fit.is_none() {
+        cache_fit = stepped.first().map(|s| s.0);
+    }
+    cache_fit
 }
 
 #[cfg(test)]

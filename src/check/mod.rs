@@ -169,59 +169,12 @@ pub fn check(request: &CheckRequest) -> Result<CheckReport> {
     if request.files.is_empty() {
         return Err(Error::bad_input("check needs at least one FILE"));
     }
-    let mut read = Vec::new();
-    for path in &request.files {
-        read.push(read_input(path, &request.read)?);
-    }
-    if read.iter().all(|r| r.measurements.rows.is_empty()) {
-        return Err(Error::bad_input(format!(
-            "{}: no measurements in the file(s), only NCCL log lines; give the nccl-tests output (or Inspector / verify files) too",
-            request.files.join(", ")
-        )));
-    }
+    let read = read_files(request)?;
     let run = run_facts(&read);
     let mut notes = Vec::new();
     let mut contradictions = Vec::new();
 
-    // The machine: the named topology (or the probe), with the files' node count unless --nodes was given.
-    let mut source = request.source.clone();
-    source.nccl_env = NcclEnv::default();
-    let probe_node = {
-        let mut one = source.clone();
-        one.nodes = 1;
-        one.load_machine()?.ok_or_else(|| {
-            Error::bad_input(
-                "no GPU found here and no --topo/--fixture given: check compares with the machine the files were \
-                 measured on; name it with --fixture NAME or --topo FILE (and --nodes N)",
-            )
-        })?
-    };
-    let gpus_per_node = probe_node.node.gpu_count().max(1);
-    let file_nodes = run.nodes.or_else(|| {
-        run.ranks
-            .filter(|r| *r > gpus_per_node && r % gpus_per_node == 0)
-            .map(|r| r / gpus_per_node)
-    });
-    if !request.nodes_given {
-        if let Some(n) = file_nodes {
-            source.nodes = n;
-        }
-    } else if let Some(n) = file_nodes.filter(|n| *n != source.nodes) {
-        contradictions.push(Contradiction {
-            what: "nodes".into(),
-            file_says: n.to_string(),
-            machine_says: format!("--nodes {}", source.nodes),
-            source: first_source(&read),
-            line: read
-                .iter()
-                .find_map(|r| r.evidence.n_nodes.as_ref().map(|s| s.line)),
-        });
-    }
-    let cluster = if source.nodes == 1 {
-        probe_node
-    } else {
-        source.load()?
-    };
+    let (source, cluster) = check_machine(request, &read, &run, &mut contradictions)?;
     let n_ranks = cluster.n_ranks();
     if let Some(r) = run.ranks.filter(|r| *r != n_ranks) {
         contradictions.push(Contradiction {
@@ -243,14 +196,7 @@ pub fn check(request: &CheckRequest) -> Result<CheckReport> {
     contradictions.extend(nic_contradictions(&read, &facts));
 
     // NCCL's pick under the run's own NCCL_ALGO / NCCL_PROTO (a log line or the printed command line).
-    let pins: Vec<(String, String)> = ["NCCL_ALGO", "NCCL_PROTO"]
-        .iter()
-        .filter_map(|name| {
-            read.iter()
-                .find_map(|r| r.evidence.env_value(name))
-                .map(|v| (name.to_string(), v.value.clone()))
-        })
-        .collect();
+    let pins = run_pins(&read);
     if !pins.is_empty() {
         let list: Vec<String> = pins.iter().map(|(k, v)| format!("{k}={v}")).collect();
         notes.push(format!("expected with the run's {}", list.join(" ")));
@@ -314,6 +260,82 @@ pub fn check(request: &CheckRequest) -> Result<CheckReport> {
         contradictions,
         notes,
     })
+}
+
+/// Every file of the request; Err when none holds a measurement (only NCCL log lines).
+fn read_files(request: &CheckRequest) -> Result<Vec<ReadInput>> {
+    let mut read = Vec::new();
+    for path in &request.files {
+        read.push(read_input(path, &request.read)?);
+    }
+    if read.iter().all(|r| r.measurements.rows.is_empty()) {
+        return Err(Error::bad_input(format!(
+            "{}: no measurements in the file(s), only NCCL log lines; give the nccl-tests output (or Inspector / verify files) too",
+            request.files.join(", ")
+        )));
+    }
+    Ok(read)
+}
+
+/// The machine: the named topology (or the probe), with the files' node count unless --nodes was given (a
+/// different count in the files is a contradiction). The source it was loaded from, and the cluster.
+fn check_machine(
+    request: &CheckRequest,
+    read: &[ReadInput],
+    run: &RunFacts,
+    contradictions: &mut Vec<Contradiction>,
+) -> Result<(Source, crate::topo::Cluster)> {
+    let mut source = request.source.clone();
+    source.nccl_env = NcclEnv::default();
+    let probe_node = {
+        let mut one = source.clone();
+        one.nodes = 1;
+        one.load_machine()?.ok_or_else(|| {
+            Error::bad_input(
+                "no GPU found here and no --topo/--fixture given: check compares with the machine the files were \
+                 measured on; name it with --fixture NAME or --topo FILE (and --nodes N)",
+            )
+        })?
+    };
+    let gpus_per_node = probe_node.node.gpu_count().max(1);
+    let file_nodes = run.nodes.or_else(|| {
+        run.ranks
+            .filter(|r| *r > gpus_per_node && r % gpus_per_node == 0)
+            .map(|r| r / gpus_per_node)
+    });
+    if !request.nodes_given {
+        if let Some(n) = file_nodes {
+            source.nodes = n;
+        }
+    } else if let Some(n) = file_nodes.filter(|n| *n != source.nodes) {
+        contradictions.push(Contradiction {
+            what: "nodes".into(),
+            file_says: n.to_string(),
+            machine_says: format!("--nodes {}", source.nodes),
+            source: first_source(read),
+            line: read
+                .iter()
+                .find_map(|r| r.evidence.n_nodes.as_ref().map(|s| s.line)),
+        });
+    }
+    let cluster = if source.nodes == 1 {
+        probe_node
+    } else {
+        source.load()?
+    };
+    Ok((source, cluster))
+}
+
+/// The run's own NCCL_ALGO / NCCL_PROTO (a log line or the printed command line), as (name, value).
+fn run_pins(read: &[ReadInput]) -> Vec<(String, String)> {
+    ["NCCL_ALGO", "NCCL_PROTO"]
+        .iter()
+        .filter_map(|name| {
+            read.iter()
+                .find_map(|r| r.evidence.env_value(name))
+                .map(|v| (name.to_string(), v.value.clone()))
+        })
+        .collect()
 }
 
 /// One file: its measurements and its log's evidence.

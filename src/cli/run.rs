@@ -2,11 +2,11 @@
 //! the local GPUs, check every element, and print time, algbw, busbw, #wrong.
 
 use crate::cli::source::{SizeArgs, SourceArgs};
+use crate::dtype::Dtype;
 use crate::error::{Error, Result};
 use crate::exec::plan::{parse_collective, parse_pair};
 use crate::exec::runtime::{Fault, RunOptions};
 use crate::exec::session::{run_sizes, wrong_elements, RunRequest};
-use crate::measure::Dtype;
 use std::time::Duration;
 
 #[derive(Debug, clap::Args)]

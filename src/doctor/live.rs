@@ -4,9 +4,10 @@
 
 use super::run::{DoctorBackend, DoctorProgress, LinkTester, NcclSweep, TesterFactory};
 use super::{LinkResult, LinkTest, NcclPoint, TestKind, TestStatus};
+use crate::dtype::Dtype;
 use crate::error::{Error, Result};
 use crate::gpu::bandwidth::{CopyTester, Engine, PeerCopy};
-use crate::measure::{Backend, Dtype, IterPlan};
+use crate::measure::{Backend, IterPlan};
 use crate::model::Coll;
 use crate::predict::NoModel;
 use crate::probe::health::{self, GpuHealth};

@@ -1,10 +1,12 @@
 //! `planner doctor`: is this live machine healthy, and if not, which link or setting is to blame.
 //!
-//! Stage: after `nccl` and `verify` (its NCCL sweep runs through verify's NCCL backend), before `report`.
+//! Stage: after `nccl` and `verify` (its NCCL sweep runs through verify's NCCL backend), before `calibrate`,
+//! `check` and `report`.
 //! - `rates`: the physical link rates (`tuning-tables/doctor.json`) the figures are judged by;
+//! - `expected`: the NCCL sweep's expectation from planner's expected model (`crate::expect`);
 //! - `judge`: each figure beside its expectation (ok / slow / suspiciously fast) and the verdict, causes first;
 //! - `run`: the run itself (NVML health, the link tests under a watchdog, the NCCL sweep), on the live backend
-//!   or the fake one (`fake`, for tests without a GPU);
+//!   (`live`) or the fake one (`fake`, for tests without a GPU);
 //! - this file: the result file (`DoctorRun`), written as the run goes and read back by `doctor --load` and by
 //!   `check`, anywhere, without a GPU.
 

@@ -140,9 +140,36 @@ pub fn run_doctor(
 ) -> Result<(DoctorRun, bool)> {
     progress.line("reading each GPU's health from NVML");
     let gpus = backend.health()?;
+    let mut run = new_run(backend, request, &gpus);
+    progress.saved(&run);
+
+    let tests = plan_tests(&gpus, request);
+    let hung = run_link_tests(backend, request, rates, progress, &gpus, &tests, &mut run)?;
+
+    let stopped_early = run.stopped.is_some() || crate::measure::stop_requested().is_some();
+    if !request.no_nccl && !hung && !stopped_early {
+        run_nccl_sweep(backend, request, progress, &mut run);
+    }
+    if hung && run.stopped.is_none() {
+        run.stopped = Some("a copy hung: the tests after it and the NCCL sweep did not run".into());
+    }
+    if let (None, Some(signal)) = (&run.stopped, crate::measure::stop_requested()) {
+        run.stopped = Some(format!(
+            "stopped by {}",
+            crate::measure::signal_name(signal)
+        ));
+    }
+    run.complete = run.stopped.is_none() && run.links.len() == tests.len();
+    super::judge::judge_with(&mut run, rates, expectation);
+    progress.saved(&run);
+    Ok((run, hung))
+}
+
+/// The run before any test: the machine (its GPUs' health, the driver) and the options.
+fn new_run(backend: &dyn DoctorBackend, request: &DoctorRequest, gpus: &[GpuHealth]) -> DoctorRun {
     let (driver_version, cuda_driver_version) = backend.driver();
     let created = now_unix();
-    let mut run = DoctorRun {
+    DoctorRun {
         format: DOCTOR_FORMAT.into(),
         version: DOCTOR_VERSION,
         planner_version: env!("CARGO_PKG_VERSION").into(),
@@ -151,7 +178,7 @@ pub fn run_doctor(
         machine: DoctorMachine {
             hosts: vec![crate::measure::hostname()],
             backend: backend.describe(),
-            gpus: gpus.clone(),
+            gpus: gpus.to_vec(),
             driver_version,
             cuda_driver_version,
             nccl_version: None,
@@ -175,14 +202,18 @@ pub fn run_doctor(
         complete: false,
         stopped: None,
         verdict: None,
-    };
-    progress.saved(&run);
+    }
+}
 
-    let tests = plan_tests(&gpus, request);
-    let (to_worker, worker_in) = mpsc::channel::<LinkTest>();
-    let (worker_out, from_worker) = mpsc::channel::<Reply>();
-    let factory = backend.tester(&gpus);
-    let worker = std::thread::Builder::new()
+/// Starts the worker thread that owns the GPUs: it makes the tester, then runs each test it is sent and replies
+/// (with the PCIe link under load after a successful host-to-device copy). When the tester cannot be made, every
+/// test fails with the reason.
+fn spawn_worker(
+    factory: TesterFactory,
+    worker_in: mpsc::Receiver<LinkTest>,
+    worker_out: mpsc::Sender<Reply>,
+) -> Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
         .name("doctor-links".into())
         .spawn(move || {
             let mut tester = match factory() {
@@ -217,7 +248,23 @@ pub fn run_doctor(
         })
         .map_err(|e| {
             crate::error::Error::runtime(format!("cannot start the link-test thread: {e}"))
-        })?;
+        })
+}
+
+/// Runs `tests` one by one on the worker under the watchdog, judging and saving the run after each. Returns
+/// whether a copy hung (then the worker is abandoned, not joined).
+fn run_link_tests(
+    backend: &dyn DoctorBackend,
+    request: &DoctorRequest,
+    rates: &super::rates::Rates,
+    progress: &dyn DoctorProgress,
+    gpus: &[GpuHealth],
+    tests: &[LinkTest],
+    run: &mut DoctorRun,
+) -> Result<bool> {
+    let (to_worker, worker_in) = mpsc::channel::<LinkTest>();
+    let (worker_out, from_worker) = mpsc::channel::<Reply>();
+    let worker = spawn_worker(backend.tester(gpus), worker_in, worker_out)?;
 
     let mut hung = false;
     let mut failed_gpus: Vec<u32> = Vec::new();
@@ -260,106 +307,122 @@ pub fn run_doctor(
             };
         match from_worker.recv_timeout(wait) {
             Ok(reply) => {
-                let result = reply.result;
-                if let Some((gen, width)) = reply.pcie {
-                    if let Some(g) = run.machine.gpus.iter_mut().find(|g| g.index == test.gpu) {
-                        g.pcie.under_load_gen = Some(gen);
-                        g.pcie.under_load_width = Some(width);
-                    }
-                }
-                if result.status == TestStatus::Failed {
+                if reply.result.status == TestStatus::Failed {
                     failed_gpus.push(test.gpu);
                 }
-                let shown = match result.measured_gbs() {
-                    Some(m) => format!("{m:.1} GB/s"),
-                    None => format!(
-                        "{:?}{}",
-                        result.status,
-                        result
-                            .note
-                            .as_ref()
-                            .map(|n| format!(": {n}"))
-                            .unwrap_or_default()
-                    ),
-                };
-                progress.line(&format!("{label}: {shown}"));
-                run.links.push(result);
+                record_reply(run, test, reply, &label, progress);
             }
             Err(_) => {
                 hung = true;
-                progress.line(&format!(
-                    "{label}: no completion within {} s: the copy hung; stopping the GPU tests",
-                    wait.as_secs()
-                ));
-                run.links.push(LinkResult::new(
-                    *test,
-                    TestStatus::Hung,
-                    Some(format!(
-                        "the watchdog gave up after {} s; the copy was not cancelled (a GPU copy cannot be)",
-                        wait.as_secs()
-                    )),
-                ));
+                record_hung(run, test, wait, &label, progress);
             }
         }
-        super::judge::judge(&mut run, rates);
-        progress.saved(&run);
+        super::judge::judge(run, rates);
+        progress.saved(run);
     }
     drop(to_worker);
     if !hung {
         // The tester frees its GPUs before NCCL's children start.
         let _ = worker.join();
     }
+    Ok(hung)
+}
 
-    let stopped_early = run.stopped.is_some() || crate::measure::stop_requested().is_some();
-    if !request.no_nccl && !hung && !stopped_early {
-        progress.line(&format!(
-            "NCCL all-reduce sweep ({} sizes, NCCL's own choice of algorithm)",
-            request.nccl_sizes.len()
-        ));
-        match backend.nccl_sweep(&request.nccl_sizes, request.timeout, progress) {
-            Ok(sweep) => {
-                run.nccl = sweep.points;
-                run.machine.nccl_ranks = sweep.ranks.max(1);
-                run.machine.nccl_version = sweep.nccl_version;
-                run.machine.cuda_version = sweep.cuda_version;
-                if !sweep.launch.is_empty() {
-                    run.machine.launch = sweep.launch;
-                }
-                if !sweep.hosts.is_empty() {
-                    run.machine.hosts = sweep.hosts;
-                }
-                if sweep.stopped.is_some() {
-                    run.stopped = sweep.stopped;
-                }
-            }
-            Err(e) => {
-                progress.line(&format!("NCCL sweep not run: {e}"));
-                run.nccl = request
-                    .nccl_sizes
-                    .iter()
-                    .map(|&bytes| NcclPoint {
-                        bytes,
-                        status: "not run".into(),
-                        note: Some(e.to_string()),
-                        times_us: Vec::new(),
-                        nccl_choice: None,
-                        figure: None,
-                    })
-                    .collect();
-            }
+/// One test's reply: the PCIe link under load onto its GPU, a progress line, the result into the run.
+fn record_reply(
+    run: &mut DoctorRun,
+    test: &LinkTest,
+    reply: Reply,
+    label: &str,
+    progress: &dyn DoctorProgress,
+) {
+    let result = reply.result;
+    if let Some((gen, width)) = reply.pcie {
+        if let Some(g) = run.machine.gpus.iter_mut().find(|g| g.index == test.gpu) {
+            g.pcie.under_load_gen = Some(gen);
+            g.pcie.under_load_width = Some(width);
         }
     }
-    if hung && run.stopped.is_none() {
-        run.stopped = Some("a copy hung: the tests after it and the NCCL sweep did not run".into());
+    let shown = match result.measured_gbs() {
+        Some(m) => format!("{m:.1} GB/s"),
+        None => format!(
+            "{:?}{}",
+            result.status,
+            result
+                .note
+                .as_ref()
+                .map(|n| format!(": {n}"))
+                .unwrap_or_default()
+        ),
+    };
+    progress.line(&format!("{label}: {shown}"));
+    run.links.push(result);
+}
+
+/// A test that did not complete within `wait`: a hung copy.
+fn record_hung(
+    run: &mut DoctorRun,
+    test: &LinkTest,
+    wait: Duration,
+    label: &str,
+    progress: &dyn DoctorProgress,
+) {
+    progress.line(&format!(
+        "{label}: no completion within {} s: the copy hung; stopping the GPU tests",
+        wait.as_secs()
+    ));
+    run.links.push(LinkResult::new(
+        *test,
+        TestStatus::Hung,
+        Some(format!(
+            "the watchdog gave up after {} s; the copy was not cancelled (a GPU copy cannot be)",
+            wait.as_secs()
+        )),
+    ));
+}
+
+/// The NCCL all-reduce sweep: its points and what it learnt of the machine into the run, or every size "not
+/// run" with the reason.
+fn run_nccl_sweep(
+    backend: &dyn DoctorBackend,
+    request: &DoctorRequest,
+    progress: &dyn DoctorProgress,
+    run: &mut DoctorRun,
+) {
+    progress.line(&format!(
+        "NCCL all-reduce sweep ({} sizes, NCCL's own choice of algorithm)",
+        request.nccl_sizes.len()
+    ));
+    match backend.nccl_sweep(&request.nccl_sizes, request.timeout, progress) {
+        Ok(sweep) => {
+            run.nccl = sweep.points;
+            run.machine.nccl_ranks = sweep.ranks.max(1);
+            run.machine.nccl_version = sweep.nccl_version;
+            run.machine.cuda_version = sweep.cuda_version;
+            if !sweep.launch.is_empty() {
+                run.machine.launch = sweep.launch;
+            }
+            if !sweep.hosts.is_empty() {
+                run.machine.hosts = sweep.hosts;
+            }
+            if sweep.stopped.is_some() {
+                run.stopped = sweep.stopped;
+            }
+        }
+        Err(e) => {
+            progress.line(&format!("NCCL sweep not run: {e}"));
+            run.nccl = request
+                .nccl_sizes
+                .iter()
+                .map(|&bytes| NcclPoint {
+                    bytes,
+                    status: "not run".into(),
+                    note: Some(e.to_string()),
+                    times_us: Vec::new(),
+                    nccl_choice: None,
+                    figure: None,
+                })
+                .collect();
+        }
     }
-    if let (None, Some(signal)) = (&run.stopped, crate::measure::stop_requested()) {
-        run.stopped = Some(format!(
-            "stopped by {}",
-            crate::measure::signal_name(signal)
-        ));
-    }
-    run.complete = run.stopped.is_none() && run.links.len() == total;
-    super::judge::judge_with(&mut run, rates, expectation);
-    progress.saved(&run);
-    Ok((run, hung))
 }

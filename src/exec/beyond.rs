@@ -261,34 +261,77 @@ pub fn simulate_one_shot(
     seed: u64,
     mutant: Mutant,
 ) -> Result<ModelStats, String> {
-    use std::collections::HashMap;
     let mut rng = Rng::new(seed);
-    let mut stats = ModelStats::default();
-    let max_ch = calls.iter().map(|c| c.channels).max().unwrap_or(1);
-    // Per rank, per channel: the device counter (rounds done), and for the
-    // mutant the value captured at the first launch.
-    let mut counter = vec![vec![0u64; max_ch]; n_ranks];
-    let captured = counter.clone();
-    // Inbox: (owner, parity, from, ch, u, tid) -> slot.
-    let mut inbox: HashMap<(usize, u64, usize, usize, usize, usize), Slot> = HashMap::new();
-    let mut call_of = vec![0usize; n_ranks];
-    let mut threads: Vec<Vec<LlThread>> = vec![Vec::new(); n_ranks];
-    // First round number (true, and as flagged) per rank per channel of its current launch.
-    let mut r0_true = vec![vec![0u64; max_ch]; n_ranks];
-    let mut r0_flag = vec![vec![0u64; max_ch]; n_ranks];
-    let start = |r: usize,
-                 call: &ModelCall,
-                 counter: &Vec<Vec<u64>>,
-                 r0_true: &mut Vec<Vec<u64>>,
-                 r0_flag: &mut Vec<Vec<u64>>|
-     -> Vec<LlThread> {
+    let mut sim = OneShotSim::new(n_ranks, calls, mutant);
+    loop {
+        sim.end_launches();
+        if sim.call_of.iter().all(|&c| c >= calls.len()) {
+            return Ok(sim.stats);
+        }
+        let (runnable, blocked) = sim.runnable();
+        if runnable.is_empty() {
+            return Err(one_shot_deadlock(&sim.threads, &sim.call_of));
+        }
+        sim.stats.blocked_polls += blocked;
+        sim.stats.steps += 1;
+        let (r, i) = runnable[rng.below(runnable.len())];
+        sim.step(r, i)?;
+    }
+}
+
+/// The OneShot/LL model's state: per rank its call, its threads and, per channel, the device counter (rounds
+/// done), the first round of its current launch (true, and as flagged) and, for the mutant, the value captured at
+/// the first launch; the inboxes.
+struct OneShotSim<'a> {
+    n_ranks: usize,
+    calls: &'a [ModelCall],
+    mutant: Mutant,
+    stats: ModelStats,
+    counter: Vec<Vec<u64>>,
+    captured: Vec<Vec<u64>>,
+    /// Inbox: (owner, parity, from, ch, u, tid) -> slot.
+    inbox: std::collections::HashMap<(usize, u64, usize, usize, usize, usize), Slot>,
+    call_of: Vec<usize>,
+    threads: Vec<Vec<LlThread>>,
+    r0_true: Vec<Vec<u64>>,
+    r0_flag: Vec<Vec<u64>>,
+}
+
+impl<'a> OneShotSim<'a> {
+    /// Every rank at its first call's launch.
+    fn new(n_ranks: usize, calls: &'a [ModelCall], mutant: Mutant) -> Self {
+        let max_ch = calls.iter().map(|c| c.channels).max().unwrap_or(1);
+        let counter = vec![vec![0u64; max_ch]; n_ranks];
+        let mut sim = OneShotSim {
+            n_ranks,
+            calls,
+            mutant,
+            stats: ModelStats::default(),
+            captured: counter.clone(),
+            counter,
+            inbox: std::collections::HashMap::new(),
+            call_of: vec![0usize; n_ranks],
+            threads: vec![Vec::new(); n_ranks],
+            r0_true: vec![vec![0u64; max_ch]; n_ranks],
+            r0_flag: vec![vec![0u64; max_ch]; n_ranks],
+        };
+        if let Some(call) = calls.first() {
+            for r in 0..n_ranks {
+                sim.threads[r] = sim.start(r, call);
+            }
+        }
+        sim
+    }
+
+    /// Rank `r` launches `call`: its first rounds per channel (true, and as flagged), its threads.
+    fn start(&mut self, r: usize, call: &ModelCall) -> Vec<LlThread> {
         let mut v = Vec::new();
         for ch in 0..call.channels {
-            r0_true[r][ch] = counter[r][ch];
-            r0_flag[r][ch] = if mutant == Mutant::SequenceFromLaunch {
-                captured[r][ch]
+            self.r0_true[r][ch] = self.counter[r][ch];
+            self.r0_flag[r][ch] = if self.mutant == Mutant::SequenceFromLaunch {
+                self.captured[r][ch]
             } else {
-                counter[r][ch]
+                self.counter[r][ch]
             };
             let rounds = one_shot_rounds(
                 units(call.count, call.elem_bytes),
@@ -310,55 +353,60 @@ pub fn simulate_one_shot(
             }
         }
         v
-    };
-    if let Some(call) = calls.first() {
-        for (r, ts) in threads.iter_mut().enumerate() {
-            *ts = start(r, call, &counter, &mut r0_true, &mut r0_flag);
-        }
     }
-    let parity_of = |round: u64| {
-        if mutant == Mutant::OneSlot {
+
+    fn parity_of(&self, round: u64) -> u64 {
+        if self.mutant == Mutant::OneSlot {
             0
         } else {
             round & 1
         }
-    };
-    loop {
-        // Launch ends: a rank whose threads are all done moves to its next call.
-        for r in 0..n_ranks {
-            while call_of[r] < calls.len() && threads[r].iter().all(|t| t.phase == LlPhase::Done) {
-                let call = calls[call_of[r]];
+    }
+
+    /// Launch ends: a rank whose threads are all done moves to its next call.
+    fn end_launches(&mut self) {
+        let calls = self.calls;
+        for r in 0..self.n_ranks {
+            while self.call_of[r] < calls.len()
+                && self.threads[r].iter().all(|t| t.phase == LlPhase::Done)
+            {
+                let call = calls[self.call_of[r]];
                 let n_units = units(call.count, call.elem_bytes);
                 let rounds = one_shot_rounds(n_units, call.channels, call.threads);
                 for ch in 0..call.channels {
-                    counter[r][ch] = r0_true[r][ch] + rounds;
+                    self.counter[r][ch] = self.r0_true[r][ch] + rounds;
                 }
-                call_of[r] += 1;
-                threads[r] = match calls.get(call_of[r]) {
-                    Some(next) => start(r, next, &counter, &mut r0_true, &mut r0_flag),
+                self.call_of[r] += 1;
+                self.threads[r] = match calls.get(self.call_of[r]) {
+                    Some(next) => self.start(r, next),
                     None => Vec::new(),
                 };
             }
         }
-        if call_of.iter().all(|&c| c >= calls.len()) {
-            return Ok(stats);
-        }
-        // Runnable threads: a push always, a poll once its slot holds the flag.
+    }
+
+    /// The poll's slot of thread `t` of rank `r` from peer `q` at `flag_round`.
+    fn slot(&self, r: usize, t: &LlThread, q: usize, flag_round: u64) -> Slot {
+        self.inbox
+            .get(&(r, self.parity_of(flag_round), q, t.ch, 0, t.tid))
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// Runnable threads (rank, index): a push always, a poll once its slot holds the flag; and how many polls
+    /// are blocked.
+    fn runnable(&self) -> (Vec<(usize, usize)>, u64) {
         let mut runnable = Vec::new();
         let mut blocked = 0u64;
-        for r in 0..n_ranks {
-            if call_of[r] >= calls.len() {
+        for r in 0..self.n_ranks {
+            if self.call_of[r] >= self.calls.len() {
                 continue;
             }
-            for (i, t) in threads[r].iter().enumerate() {
+            for (i, t) in self.threads[r].iter().enumerate() {
                 match t.phase {
-                    LlPhase::Poll(q) if q < n_ranks => {
-                        let flag_round = r0_flag[r][t.ch] + 1 + t.k;
-                        let slot = inbox
-                            .get(&(r, parity_of(flag_round), q, t.ch, 0, t.tid))
-                            .copied()
-                            .unwrap_or_default();
-                        if slot.flag == flag_round as u32 {
+                    LlPhase::Poll(q) if q < self.n_ranks => {
+                        let flag_round = self.r0_flag[r][t.ch] + 1 + t.k;
+                        if self.slot(r, t, q, flag_round).flag == flag_round as u32 {
                             runnable.push((r, i));
                         } else {
                             blocked += 1;
@@ -369,31 +417,34 @@ pub fn simulate_one_shot(
                 }
             }
         }
-        if runnable.is_empty() {
-            return Err(one_shot_deadlock(&threads, &call_of));
-        }
-        stats.blocked_polls += blocked;
-        stats.steps += 1;
-        let (r, i) = runnable[rng.below(runnable.len())];
-        let call = calls[call_of[r]];
+        (runnable, blocked)
+    }
+
+    /// One step of thread `i` of rank `r`: a push into the next peer's inbox, a poll of one peer, or the end of
+    /// a round (its unit checked). Err on data of another round or unit, or a wrong sum.
+    fn step(&mut self, r: usize, i: usize) -> Result<(), String> {
+        let n_ranks = self.n_ranks;
+        let call = self.calls[self.call_of[r]];
         let n_units = units(call.count, call.elem_bytes);
         let rounds = one_shot_rounds(n_units, call.channels, call.threads);
-        let t = &mut threads[r][i];
-        let true_round = r0_true[r][t.ch] + 1 + t.k;
-        let flag_round = r0_flag[r][t.ch] + 1 + t.k;
+        let t = self.threads[r][i].clone();
+        let true_round = self.r0_true[r][t.ch] + 1 + t.k;
+        let flag_round = self.r0_flag[r][t.ch] + 1 + t.k;
         let unit = one_shot_unit(t.k, t.ch, t.tid, 0, call.channels, call.threads);
         let value = if unit < n_units {
-            model_input(r, call_of[r], unit)
+            model_input(r, self.call_of[r], unit)
         } else {
             0
         };
         // The first peer from q on in rank order, skipping this rank.
         let next_peer = |q: usize| (q..n_ranks).find(|&p| p != r);
+        let mut t = t;
         match t.phase {
             LlPhase::Push(q) => match next_peer(q) {
                 Some(p) => {
-                    inbox.insert(
-                        (p, parity_of(flag_round), r, t.ch, 0, t.tid),
+                    let parity = self.parity_of(flag_round);
+                    self.inbox.insert(
+                        (p, parity, r, t.ch, 0, t.tid),
                         Slot {
                             flag: flag_round as u32,
                             round: true_round,
@@ -411,10 +462,7 @@ pub fn simulate_one_shot(
             },
             LlPhase::Poll(q) if q < n_ranks => {
                 // Runnable: the slot holds this round's flag.
-                let slot = inbox
-                    .get(&(r, parity_of(flag_round), q, t.ch, 0, t.tid))
-                    .copied()
-                    .unwrap_or_default();
+                let slot = self.slot(r, &t, q, flag_round);
                 if slot.round != true_round || slot.from != q || slot.unit != unit {
                     return Err(format!(
                         "rank {r} channel {} thread {} round {true_round}: the poll of peer {q} passed on round {} unit {} of rank {} (want unit {unit})",
@@ -426,14 +474,14 @@ pub fn simulate_one_shot(
             }
             LlPhase::Poll(_) => {
                 if unit < n_units {
-                    let want = model_sum(n_ranks, call_of[r], unit);
+                    let want = model_sum(n_ranks, self.call_of[r], unit);
                     if t.acc != want {
                         return Err(format!(
                             "rank {r} call {} unit {unit}: sum {} (want {want})",
-                            call_of[r], t.acc
+                            self.call_of[r], t.acc
                         ));
                     }
-                    stats.units_checked += 1;
+                    self.stats.units_checked += 1;
                 }
                 t.k += 1;
                 t.acc = 0;
@@ -445,6 +493,8 @@ pub fn simulate_one_shot(
             }
             LlPhase::Done => {}
         }
+        self.threads[r][i] = t;
+        Ok(())
     }
 }
 

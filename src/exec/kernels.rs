@@ -7,11 +7,11 @@
 //! algorithm, protocol, type) holds `planner_collective` and the data kernels `planner_fill` and
 //! `planner_check` (`kernels/pattern.cu`), compiled by the one NVRTC path to CUBIN (`crate::gpu::nvrtc`).
 
+use crate::dtype::Dtype;
 use crate::error::{Error, Result};
 use crate::exec::plan::{coll_name, kernel_coll_id};
 use crate::gpu::nvrtc::{self, Cubin, SourceFile};
 use crate::gpu::pattern::dtype_defines;
-use crate::measure::Dtype;
 use crate::model::{Algo, AnyAlgo, Coll, OwnAlgo, Proto};
 
 /// One algorithm the executor has a kernel for.

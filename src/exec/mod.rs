@@ -7,7 +7,8 @@
 //! - `plan`: what to run (`ExecPlan`), built from the search or by hand.
 //! - `schedule`: the kernels' step schedule on the CPU, with a FIFO simulator.
 //! - `kernels`: the kernel variants and their sources.
-//! - `runtime`: contexts, peer access, FIFOs, launches, graphs, timing.
+//! - `runtime`: contexts, peer access, FIFOs, launches, graphs, timing (`layout`, `device`, `open`, `launch`).
+//! - `session`: one plan over several sizes (`planner run`).
 //!
 //! The plumbing it shares with the NCCL backend (library checks, CUDA errors,
 //! device buffers, NVRTC, the test pattern) is in `crate::gpu`.

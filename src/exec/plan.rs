@@ -3,11 +3,11 @@
 //! from the search (`crate::search::SearchResult`) plus explicit choices, or by
 //! hand in tests.
 
+use crate::dtype::Dtype;
 use crate::error::{Error, Result};
 use crate::exec::beyond;
 use crate::gpu::collective_code;
 use crate::gpu::pattern::{DataPattern, Expectation};
-use crate::measure::Dtype;
 use crate::model::{Algo, AnyAlgo, Coll, Pair, Proto};
 use crate::search::SearchResult;
 use serde::Serialize;

@@ -173,169 +173,212 @@ pub fn ops(plan: &ExecPlan, rank: usize, channel: usize, group: Group) -> Vec<Op
     }
     match plan.algorithm {
         AnyAlgo::Nccl(Algo::Ring) => {
-            if group != Group::All {
-                return out;
-            }
-            let ring = &plan.rings[channel];
-            let pos = ring.iter().position(|&r| r == rank).expect("rank in ring");
-            let prev = ring[(pos + n - 1) % n];
-            let next = ring[(pos + 1) % n];
-            // user_ranks[i]: the rank i hops downstream (NCCL's ring->userRanks).
-            let user_ranks: Vec<usize> = (0..n).map(|i| ring[(pos + i) % n]).collect();
-            // NCCL's ring->index: position relative to rank 0's position.
-            let pos0 = ring.iter().position(|&r| r == 0).expect("rank 0 in ring");
-            let ring_index = (pos + n - pos0) % n;
-            match plan.collective {
-                Coll::AllReduce => ring_all_reduce(
+            if group == Group::All {
+                ring_ops(
                     &mut out,
-                    n,
-                    ring_index,
-                    prev,
-                    next,
-                    part_off,
-                    part_count,
+                    plan,
+                    rank,
+                    channel,
+                    (part_off, part_count),
                     ck.chunk_elems,
-                    16 / plan.dtype.size() as usize,
-                ),
-                Coll::AllGather => {
-                    let mut off = 0;
-                    while off < part_count {
-                        let nelem = ck.chunk_elems.min(part_count - off);
-                        let data = part_off + off;
-                        out.push(Op {
-                            recv: vec![],
-                            src: Some(data),
-                            dst: Some(user_ranks[0] * count + data),
-                            send: vec![next],
-                            nelem,
-                        });
-                        for j in 1..n - 1 {
-                            out.push(Op {
-                                recv: vec![prev],
-                                src: None,
-                                dst: Some(user_ranks[n - j] * count + data),
-                                send: vec![next],
-                                nelem,
-                            });
-                        }
-                        out.push(Op {
-                            recv: vec![prev],
-                            src: None,
-                            dst: Some(user_ranks[1] * count + data),
-                            send: vec![],
-                            nelem,
-                        });
-                        off += ck.chunk_elems;
-                    }
-                }
-                Coll::ReduceScatter => {
-                    let mut off = 0;
-                    while off < part_count {
-                        let nelem = ck.chunk_elems.min(part_count - off);
-                        let data = part_off + off;
-                        out.push(Op {
-                            recv: vec![],
-                            src: Some(user_ranks[n - 1] * count + data),
-                            dst: None,
-                            send: vec![next],
-                            nelem,
-                        });
-                        for j in 2..n {
-                            out.push(Op {
-                                recv: vec![prev],
-                                src: Some(user_ranks[n - j] * count + data),
-                                dst: None,
-                                send: vec![next],
-                                nelem,
-                            });
-                        }
-                        out.push(Op {
-                            recv: vec![prev],
-                            src: Some(user_ranks[0] * count + data),
-                            dst: Some(data),
-                            send: vec![],
-                            nelem,
-                        });
-                        off += ck.chunk_elems;
-                    }
-                }
-                Coll::Broadcast => {
-                    let mut off = 0;
-                    while off < part_count {
-                        let nelem = ck.chunk_elems.min(part_count - off);
-                        let data = part_off + off;
-                        if rank == plan.root {
-                            out.push(Op {
-                                recv: vec![],
-                                src: Some(data),
-                                dst: Some(data),
-                                send: vec![next],
-                                nelem,
-                            });
-                        } else if next == plan.root {
-                            out.push(Op {
-                                recv: vec![prev],
-                                src: None,
-                                dst: Some(data),
-                                send: vec![],
-                                nelem,
-                            });
-                        } else {
-                            out.push(Op {
-                                recv: vec![prev],
-                                src: None,
-                                dst: Some(data),
-                                send: vec![next],
-                                nelem,
-                            });
-                        }
-                        off += ck.chunk_elems;
-                    }
-                }
-                // ExecPlan::build rejects Reduce.
-                Coll::Reduce => {}
+                );
             }
         }
         AnyAlgo::Nccl(Algo::Tree) => {
-            let node = &plan.trees[channel][rank];
-            let up = node.up;
-            let down = &node.down;
-            let mut off = 0;
-            while off < part_count {
-                let nelem = ck.chunk_elems.min(part_count - off);
-                let data = part_off + off;
-                match (up, group) {
-                    // The root reduces from its children and sends the result straight back down.
-                    (None, Group::All) => out.push(Op {
-                        recv: down.clone(),
-                        src: Some(data),
-                        dst: Some(data),
-                        send: down.clone(),
-                        nelem,
-                    }),
-                    (Some(u), Group::TreeUp) => out.push(Op {
-                        recv: down.clone(),
-                        src: Some(data),
-                        dst: None,
-                        send: vec![u],
-                        nelem,
-                    }),
-                    (Some(u), Group::TreeDown) => out.push(Op {
-                        recv: vec![u],
-                        src: None,
-                        dst: Some(data),
-                        send: down.clone(),
-                        nelem,
-                    }),
-                    _ => {}
-                }
-                off += ck.chunk_elems;
-            }
+            tree_ops(
+                &mut out,
+                plan,
+                rank,
+                channel,
+                group,
+                (part_off, part_count),
+                ck.chunk_elems,
+            );
         }
         // ExecPlan::build admits only Ring and Tree.
         _ => {}
     }
     out
+}
+
+/// The ring's operations of (rank, channel) on the channel's part (offset, count) of the call, in chunks of
+/// `chunk_elems`.
+fn ring_ops(
+    out: &mut Vec<Op>,
+    plan: &ExecPlan,
+    rank: usize,
+    channel: usize,
+    (part_off, part_count): (usize, usize),
+    chunk_elems: usize,
+) {
+    let n = plan.n_ranks;
+    let count = plan.call_count();
+    let ring = &plan.rings[channel];
+    let pos = ring.iter().position(|&r| r == rank).expect("rank in ring");
+    let prev = ring[(pos + n - 1) % n];
+    let next = ring[(pos + 1) % n];
+    // user_ranks[i]: the rank i hops downstream (NCCL's ring->userRanks).
+    let user_ranks: Vec<usize> = (0..n).map(|i| ring[(pos + i) % n]).collect();
+    // NCCL's ring->index: position relative to rank 0's position.
+    let pos0 = ring.iter().position(|&r| r == 0).expect("rank 0 in ring");
+    let ring_index = (pos + n - pos0) % n;
+    match plan.collective {
+        Coll::AllReduce => ring_all_reduce(
+            out,
+            n,
+            ring_index,
+            prev,
+            next,
+            part_off,
+            part_count,
+            chunk_elems,
+            16 / plan.dtype.size() as usize,
+        ),
+        Coll::AllGather => {
+            let mut off = 0;
+            while off < part_count {
+                let nelem = chunk_elems.min(part_count - off);
+                let data = part_off + off;
+                out.push(Op {
+                    recv: vec![],
+                    src: Some(data),
+                    dst: Some(user_ranks[0] * count + data),
+                    send: vec![next],
+                    nelem,
+                });
+                for j in 1..n - 1 {
+                    out.push(Op {
+                        recv: vec![prev],
+                        src: None,
+                        dst: Some(user_ranks[n - j] * count + data),
+                        send: vec![next],
+                        nelem,
+                    });
+                }
+                out.push(Op {
+                    recv: vec![prev],
+                    src: None,
+                    dst: Some(user_ranks[1] * count + data),
+                    send: vec![],
+                    nelem,
+                });
+                off += chunk_elems;
+            }
+        }
+        Coll::ReduceScatter => {
+            let mut off = 0;
+            while off < part_count {
+                let nelem = chunk_elems.min(part_count - off);
+                let data = part_off + off;
+                out.push(Op {
+                    recv: vec![],
+                    src: Some(user_ranks[n - 1] * count + data),
+                    dst: None,
+                    send: vec![next],
+                    nelem,
+                });
+                for j in 2..n {
+                    out.push(Op {
+                        recv: vec![prev],
+                        src: Some(user_ranks[n - j] * count + data),
+                        dst: None,
+                        send: vec![next],
+                        nelem,
+                    });
+                }
+                out.push(Op {
+                    recv: vec![prev],
+                    src: Some(user_ranks[0] * count + data),
+                    dst: Some(data),
+                    send: vec![],
+                    nelem,
+                });
+                off += chunk_elems;
+            }
+        }
+        Coll::Broadcast => {
+            let mut off = 0;
+            while off < part_count {
+                let nelem = chunk_elems.min(part_count - off);
+                let data = part_off + off;
+                if rank == plan.root {
+                    out.push(Op {
+                        recv: vec![],
+                        src: Some(data),
+                        dst: Some(data),
+                        send: vec![next],
+                        nelem,
+                    });
+                } else if next == plan.root {
+                    out.push(Op {
+                        recv: vec![prev],
+                        src: None,
+                        dst: Some(data),
+                        send: vec![],
+                        nelem,
+                    });
+                } else {
+                    out.push(Op {
+                        recv: vec![prev],
+                        src: None,
+                        dst: Some(data),
+                        send: vec![next],
+                        nelem,
+                    });
+                }
+                off += chunk_elems;
+            }
+        }
+        // ExecPlan::build rejects Reduce.
+        Coll::Reduce => {}
+    }
+}
+
+/// The tree's operations of (rank, channel, group) on the channel's part (offset, count) of the call, in chunks
+/// of `chunk_elems`: the root reduces and broadcasts in one group, the other ranks in two.
+fn tree_ops(
+    out: &mut Vec<Op>,
+    plan: &ExecPlan,
+    rank: usize,
+    channel: usize,
+    group: Group,
+    (part_off, part_count): (usize, usize),
+    chunk_elems: usize,
+) {
+    let node = &plan.trees[channel][rank];
+    let up = node.up;
+    let down = &node.down;
+    let mut off = 0;
+    while off < part_count {
+        let nelem = chunk_elems.min(part_count - off);
+        let data = part_off + off;
+        match (up, group) {
+            // The root reduces from its children and sends the result straight back down.
+            (None, Group::All) => out.push(Op {
+                recv: down.clone(),
+                src: Some(data),
+                dst: Some(data),
+                send: down.clone(),
+                nelem,
+            }),
+            (Some(u), Group::TreeUp) => out.push(Op {
+                recv: down.clone(),
+                src: Some(data),
+                dst: None,
+                send: vec![u],
+                nelem,
+            }),
+            (Some(u), Group::TreeDown) => out.push(Op {
+                recv: vec![u],
+                src: None,
+                dst: Some(data),
+                send: down.clone(),
+                nelem,
+            }),
+            _ => {}
+        }
+        off += chunk_elems;
+    }
 }
 
 /// NCCL's ring all-reduce step order (`all_reduce.h:13-83`).
@@ -503,6 +546,111 @@ struct Proc {
     at: (usize, usize),
 }
 
+/// The simulation's buffers: every rank's output (and how often each element was written) and its own copy of
+/// its input (in-place reduce-scatter writes into it).
+struct SimBuffers<'a> {
+    plan: &'a ExecPlan,
+    send_count: usize,
+    recv_count: usize,
+    outputs: Vec<Vec<i64>>,
+    writes: Vec<Vec<u32>>,
+    inputs: Vec<Vec<i64>>,
+}
+
+impl<'a> SimBuffers<'a> {
+    fn new(plan: &'a ExecPlan, inputs: &[Vec<i64>]) -> Self {
+        let n = plan.n_ranks;
+        let send_count = plan.send_count();
+        let recv_count = plan.recv_count();
+        let mut bufs = SimBuffers {
+            plan,
+            send_count,
+            recv_count,
+            outputs: vec![vec![i64::MIN; recv_count]; n],
+            writes: vec![vec![0; recv_count]; n],
+            inputs: inputs.to_vec(),
+        };
+        if plan.in_place {
+            for r in 0..n {
+                if plan.collective == Coll::ReduceScatter {
+                    // In-place reduce-scatter: the output is a window of the input.
+                    continue;
+                }
+                let base = bufs.in_place_base(r);
+                for i in 0..send_count {
+                    bufs.outputs[r][base + i] = inputs[r][i];
+                }
+            }
+        }
+        bufs
+    }
+
+    /// In-place: the input is a window of the output (nccl-tests' layout).
+    fn in_place_base(&self, rank: usize) -> usize {
+        match self.plan.collective {
+            Coll::AllGather => rank * self.plan.call_count(),
+            _ => 0,
+        }
+    }
+
+    /// Add the source elements from `start` into `acc` (op `oi` of `p`).
+    fn read_src(&self, p: &Proc, oi: usize, start: usize, acc: &mut [i64]) -> Result<(), SimError> {
+        let plan = self.plan;
+        for (i, a) in acc.iter_mut().enumerate() {
+            let reads_output = plan.in_place && plan.collective != Coll::ReduceScatter;
+            let v = if start + i >= self.send_count {
+                None
+            } else if reads_output {
+                self.outputs[p.rank]
+                    .get(self.in_place_base(p.rank) + start + i)
+                    .copied()
+            } else {
+                self.inputs[p.rank].get(start + i).copied()
+            };
+            match v {
+                Some(v) => *a += v,
+                None => {
+                    return Err(SimError::OutOfBounds(format!(
+                        "rank {} channel {} op {oi}: source element {} outside the buffer",
+                        p.rank,
+                        p.channel,
+                        start + i
+                    )))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Write `acc` into the output from `start` (op `oi` of `p`).
+    fn write_dst(
+        &mut self,
+        p: &Proc,
+        oi: usize,
+        start: usize,
+        acc: &[i64],
+    ) -> Result<(), SimError> {
+        let plan = self.plan;
+        let recv_count = self.recv_count;
+        for (i, a) in acc.iter().enumerate() {
+            let idx = start + i;
+            if idx >= recv_count {
+                return Err(SimError::OutOfBounds(format!(
+                    "rank {} channel {} op {oi}: output element {idx} outside 0..{recv_count}",
+                    p.rank, p.channel
+                )));
+            }
+            self.outputs[p.rank][idx] = *a;
+            self.writes[p.rank][idx] += 1;
+            // In-place reduce-scatter writes into the input window.
+            if plan.in_place && plan.collective == Coll::ReduceScatter {
+                self.inputs[p.rank][p.rank * plan.call_count() + idx] = *a;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Play every rank's operations through FIFOs of `FIFO_STEPS` slots with the
 /// given inputs. A connection is (channel, sender, receiver, which of the
 /// algorithm's links); a message holds one slice. Runs processes round-robin,
@@ -521,30 +669,7 @@ pub fn simulate_ops(
 ) -> Result<SimResult, SimError> {
     let n = plan.n_ranks;
     let ck = chunking(plan);
-    let send_count = plan.send_count();
-    let recv_count = plan.recv_count();
-    let mut outputs: Vec<Vec<i64>> = vec![vec![i64::MIN; recv_count]; n];
-    let mut writes: Vec<Vec<u32>> = vec![vec![0; recv_count]; n];
-    // In-place: the input is a window of the output (nccl-tests' layout).
-    let in_place_base = |rank: usize| -> usize {
-        match plan.collective {
-            Coll::AllGather => rank * plan.call_count(),
-            _ => 0,
-        }
-    };
-    let mut inputs_own: Vec<Vec<i64>> = inputs.to_vec();
-    if plan.in_place {
-        for r in 0..n {
-            if plan.collective == Coll::ReduceScatter {
-                // In-place reduce-scatter: the output is a window of the input.
-                continue;
-            }
-            let base = in_place_base(r);
-            for i in 0..send_count {
-                outputs[r][base + i] = inputs[r][i];
-            }
-        }
-    }
+    let mut bufs = SimBuffers::new(plan, inputs);
     let mut procs = Vec::new();
     for r in 0..n {
         for c in 0..plan.n_channels {
@@ -604,47 +729,10 @@ pub fn simulate_ops(
                     }
                 }
                 if let Some(off) = op.src {
-                    let start = off + m_off;
-                    for (i, a) in acc.iter_mut().enumerate() {
-                        let reads_output = plan.in_place && plan.collective != Coll::ReduceScatter;
-                        let v = if start + i >= send_count {
-                            None
-                        } else if reads_output {
-                            outputs[p.rank]
-                                .get(in_place_base(p.rank) + start + i)
-                                .copied()
-                        } else {
-                            inputs_own[p.rank].get(start + i).copied()
-                        };
-                        match v {
-                            Some(v) => *a += v,
-                            None => {
-                                return Err(SimError::OutOfBounds(format!(
-                                "rank {} channel {} op {oi}: source element {} outside the buffer",
-                                p.rank,
-                                p.channel,
-                                start + i
-                            )))
-                            }
-                        }
-                    }
+                    bufs.read_src(p, oi, off + m_off, &mut acc)?;
                 }
                 if let Some(off) = op.dst {
-                    for (i, a) in acc.iter().enumerate() {
-                        let idx = off + m_off + i;
-                        if idx >= recv_count {
-                            return Err(SimError::OutOfBounds(format!(
-                                "rank {} channel {} op {oi}: output element {idx} outside 0..{recv_count}",
-                                p.rank, p.channel
-                            )));
-                        }
-                        outputs[p.rank][idx] = *a;
-                        writes[p.rank][idx] += 1;
-                        // In-place reduce-scatter writes into the input window.
-                        if plan.in_place && plan.collective == Coll::ReduceScatter {
-                            inputs_own[p.rank][p.rank * plan.call_count() + idx] = *a;
-                        }
-                    }
+                    bufs.write_dst(p, oi, off + m_off, &acc)?;
                 }
                 for &to in &op.send {
                     let entry = fifos
@@ -686,8 +774,8 @@ pub fn simulate_ops(
         )));
     }
     Ok(SimResult {
-        outputs,
-        writes,
+        outputs: bufs.outputs,
+        writes: bufs.writes,
         max_fifo_steps: max_fifo,
         messages: n_msgs,
     })

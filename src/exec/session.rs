@@ -3,8 +3,8 @@
 
 use super::plan::{ExecPlan, PlanChoice};
 use super::runtime::{Executor, RunOptions, RunReport, SizeResult};
+use crate::dtype::Dtype;
 use crate::error::{Error, Result};
-use crate::measure::Dtype;
 use crate::model::{Coll, Pair};
 use crate::topo::Cluster;
 

@@ -9,7 +9,9 @@
 //! their priors), then predict it. That error, per class and size range, is the figure to trust and the band.
 
 use super::params::Params;
-use super::{evaluate, prepare, ExpectOptions, Expected, Launch, NetKind, Prepared, Resolved};
+use super::{
+    evaluate, prepare, Chunking, ExpectOptions, Expected, Launch, NetKind, Prepared, Resolved,
+};
 use crate::error::{Error, Result};
 use crate::model::input::NvlsFlag;
 use crate::model::select::Call;
@@ -360,6 +362,14 @@ fn machine_key(case: &str, fixture: &str) -> String {
 
 type Built = (usize, Expected);
 
+/// What reading `points.csv` files carries from row to row: the parameters, their chunking, and the machines
+/// built so far (by flags, network and launch; None: the model cannot build it).
+struct LoadCtx<'a> {
+    params: &'a Params,
+    chunking: Chunking,
+    built: Vec<(String, Option<Built>)>,
+}
+
 impl Data {
     /// Read `points.csv` files; every row the model can place is prepared, the others are counted by reason.
     pub fn load(paths: &[&str], params: &Params) -> Result<Data> {
@@ -369,172 +379,196 @@ impl Data {
             combos: Vec::new(),
             skipped: Skipped::default(),
         };
-        let mut built: Vec<(String, Option<Built>)> = Vec::new();
-        let chunking = Resolved::new(params, "sm90", NetKind::Ib, Launch::Eager).chunking;
+        let mut ctx = LoadCtx {
+            params,
+            chunking: Resolved::new(params, "sm90", NetKind::Ib, Launch::Eager).chunking,
+            built: Vec::new(),
+        };
         for path in paths {
-            let text = crate::units::read_input_file(path)?;
-            let rows = csv_rows(&text);
-            let Some(header) = rows.first() else {
-                return Err(Error::bad_input(format!("{path}: empty")));
-            };
-            let col = |name: &str| -> Result<usize> {
-                header.iter().position(|h| h == name).ok_or_else(|| {
-                    Error::bad_input(format!("{path}: no column '{name}' in the header"))
-                })
-            };
-            let c = [
-                col("case")?,
-                col("collective")?,
-                col("env")?,
-                col("size_bytes")?,
-                col("measured_busbw_gbs")?,
-                col("measured_time_us")?,
-                col("planner_topology_args")?,
-                col("status")?,
-                col("launch")?,
-                col("network")?,
-                col("nodes")?,
-            ];
-            let mut series: BTreeMap<String, u64> = BTreeMap::new();
-            let mut staged = Vec::new();
-            for (line, row) in rows.iter().enumerate().skip(1) {
-                let get = |i: usize| row.get(c[i]).map(String::as_str).unwrap_or("");
-                if get(7) != "healthy" {
-                    data.skipped.add(&format!("status {}", get(7)));
-                    continue;
-                }
-                if let Some((_, why)) = HELD_OUT.iter().find(|(case, _)| *case == get(0)) {
-                    data.skipped.add(why);
-                    continue;
-                }
-                let args = topology_args(get(0), get(10), get(6));
-                let Some(mut flags) = parse_flags(args) else {
-                    data.skipped.add("no fixture describes the machine");
-                    continue;
-                };
-                if crate::topo::fixtures::find(&flags.fixture).is_none() {
-                    data.skipped.add("fixture not in this build");
-                    continue;
-                }
-                let env_col = env_tokens(get(2));
-                for (k, v) in env_col {
-                    if !flags.env.iter().any(|(x, _)| *x == k) {
-                        flags.env.push((k, v));
-                    }
-                }
-                let Ok(size) = get(3).parse::<u64>() else {
-                    return Err(Error::bad_input(format!(
-                        "{path}:{}: size_bytes '{}' is not a number",
-                        line + 1,
-                        get(3)
-                    )));
-                };
-                let coll = match Coll::parse(get(1)) {
-                    Ok(c) => c,
-                    Err(_) => {
-                        data.skipped.add("collective not modelled");
-                        continue;
-                    }
-                };
-                let launch = if get(8) == "graph" {
-                    Launch::Graph
-                } else {
-                    Launch::Eager
-                };
-                let net = net_kind_of(get(9), &flags.env);
-                let key = format!("{flags:?} {net:?} {launch:?}");
-                let index = match built.iter().position(|(k, _)| *k == key) {
-                    Some(i) => i,
-                    None => {
-                        let b = build_machine(&flags, net, launch, params).ok();
-                        let b = b.map(|e| {
-                            data.plans.push(e.plan.clone());
-                            (data.plans.len() - 1, e)
-                        });
-                        built.push((key, b));
-                        built.len() - 1
-                    }
-                };
-                let Some((plan_index, expected)) = &built[index].1 else {
-                    data.skipped.add("the model cannot build the machine");
-                    continue;
-                };
-                let Ok(call) = Call::new(coll, size, expected.n_ranks(), 1) else {
-                    data.skipped.add("size too small for the collective");
-                    continue;
-                };
-                let Ok(eval) = expected.model.evaluate(&call) else {
-                    data.skipped.add("the model cannot evaluate the call");
-                    continue;
-                };
-                let w = eval.winner();
-                let Some(prepared) = prepare(
-                    &expected.plan,
-                    &chunking,
-                    coll,
-                    w.algo,
-                    w.proto,
-                    call.model_bytes,
-                    w.channels,
-                ) else {
-                    data.skipped.add("algorithm not modelled (CollNet, PAT)");
-                    continue;
-                };
-                let factor = coll.nccl_tests_bus_factor(expected.n_ranks());
-                let measured_us = match (get(5).parse::<f64>(), get(4).parse::<f64>()) {
-                    (Ok(t), _) if t > 0.0 => t,
-                    (_, Ok(bw)) if bw > 0.0 => call.model_bytes as f64 * factor / (bw * 1e3),
-                    _ => {
-                        data.skipped.add("no measured value");
-                        continue;
-                    }
-                };
-                let combo = (
-                    expected.class.gpu_class.clone(),
-                    net.unwrap_or(NetKind::Ib),
-                    launch,
-                );
-                let combo = match data.combos.iter().position(|x| *x == combo) {
-                    Some(i) => i,
-                    None => {
-                        data.combos.push(combo);
-                        data.combos.len() - 1
-                    }
-                };
-                let series_key = format!("{} {} {}", get(0), args, get(2));
-                let largest = series.entry(series_key.clone()).or_insert(0);
-                *largest = (*largest).max(size);
-                staged.push((
-                    series_key,
-                    FitPoint {
-                        case: get(0).to_string(),
-                        machine: machine_key(get(0), &flags.fixture),
-                        band_key: expected.class.band_key.clone(),
-                        size,
-                        range: Range::Small,
-                        measured_us,
-                        nccl_estimate_us: f64::from(w.time_us),
-                        algo: w.algo,
-                        proto: w.proto,
-                        combo,
-                        plan: *plan_index,
-                        prepared,
-                    },
-                ));
-            }
-            for (key, mut p) in staged {
-                let largest = series.get(&key).copied().unwrap_or(0);
-                p.range = if p.size <= 64 << 10 {
-                    Range::Small
-                } else if p.size == largest && largest >= 256 << 20 {
-                    Range::Large
-                } else {
-                    Range::Mid
-                };
-                data.points.push(p);
-            }
+            data.load_file(path, &mut ctx)?;
         }
         Ok(data)
+    }
+
+    /// One `points.csv` file: its rows' points, each series' sizes ranged (small, mid, its largest).
+    fn load_file(&mut self, path: &str, ctx: &mut LoadCtx) -> Result<()> {
+        let text = crate::units::read_input_file(path)?;
+        let rows = csv_rows(&text);
+        let Some(header) = rows.first() else {
+            return Err(Error::bad_input(format!("{path}: empty")));
+        };
+        let col = |name: &str| -> Result<usize> {
+            header.iter().position(|h| h == name).ok_or_else(|| {
+                Error::bad_input(format!("{path}: no column '{name}' in the header"))
+            })
+        };
+        let c = [
+            col("case")?,
+            col("collective")?,
+            col("env")?,
+            col("size_bytes")?,
+            col("measured_busbw_gbs")?,
+            col("measured_time_us")?,
+            col("planner_topology_args")?,
+            col("status")?,
+            col("launch")?,
+            col("network")?,
+            col("nodes")?,
+        ];
+        let mut series: BTreeMap<String, u64> = BTreeMap::new();
+        let mut staged = Vec::new();
+        for (line, row) in rows.iter().enumerate().skip(1) {
+            if let Some((series_key, point)) = self.row_point(ctx, path, line, row, &c)? {
+                let largest = series.entry(series_key.clone()).or_insert(0);
+                *largest = (*largest).max(point.size);
+                staged.push((series_key, point));
+            }
+        }
+        for (key, mut p) in staged {
+            let largest = series.get(&key).copied().unwrap_or(0);
+            p.range = if p.size <= 64 << 10 {
+                Range::Small
+            } else if p.size == largest && largest >= 256 << 20 {
+                Range::Large
+            } else {
+                Range::Mid
+            };
+            self.points.push(p);
+        }
+        Ok(())
+    }
+
+    /// One row (`line`, 0-based; `c`: the columns' indices): its series and point, or None (counted by reason)
+    /// when the model cannot place it.
+    fn row_point(
+        &mut self,
+        ctx: &mut LoadCtx,
+        path: &str,
+        line: usize,
+        row: &[String],
+        c: &[usize; 11],
+    ) -> Result<Option<(String, FitPoint)>> {
+        let get = |i: usize| row.get(c[i]).map(String::as_str).unwrap_or("");
+        if get(7) != "healthy" {
+            self.skipped.add(&format!("status {}", get(7)));
+            return Ok(None);
+        }
+        if let Some((_, why)) = HELD_OUT.iter().find(|(case, _)| *case == get(0)) {
+            self.skipped.add(why);
+            return Ok(None);
+        }
+        let args = topology_args(get(0), get(10), get(6));
+        let Some(mut flags) = parse_flags(args) else {
+            self.skipped.add("no fixture describes the machine");
+            return Ok(None);
+        };
+        if crate::topo::fixtures::find(&flags.fixture).is_none() {
+            self.skipped.add("fixture not in this build");
+            return Ok(None);
+        }
+        let env_col = env_tokens(get(2));
+        for (k, v) in env_col {
+            if !flags.env.iter().any(|(x, _)| *x == k) {
+                flags.env.push((k, v));
+            }
+        }
+        let Ok(size) = get(3).parse::<u64>() else {
+            return Err(Error::bad_input(format!(
+                "{path}:{}: size_bytes '{}' is not a number",
+                line + 1,
+                get(3)
+            )));
+        };
+        let coll = match Coll::parse(get(1)) {
+            Ok(c) => c,
+            Err(_) => {
+                self.skipped.add("collective not modelled");
+                return Ok(None);
+            }
+        };
+        let launch = if get(8) == "graph" {
+            Launch::Graph
+        } else {
+            Launch::Eager
+        };
+        let net = net_kind_of(get(9), &flags.env);
+        let key = format!("{flags:?} {net:?} {launch:?}");
+        let index = match ctx.built.iter().position(|(k, _)| *k == key) {
+            Some(i) => i,
+            None => {
+                let b = build_machine(&flags, net, launch, ctx.params).ok();
+                let b = b.map(|e| {
+                    self.plans.push(e.plan.clone());
+                    (self.plans.len() - 1, e)
+                });
+                ctx.built.push((key, b));
+                ctx.built.len() - 1
+            }
+        };
+        let Some((plan_index, expected)) = &ctx.built[index].1 else {
+            self.skipped.add("the model cannot build the machine");
+            return Ok(None);
+        };
+        let Ok(call) = Call::new(coll, size, expected.n_ranks(), 1) else {
+            self.skipped.add("size too small for the collective");
+            return Ok(None);
+        };
+        let Ok(eval) = expected.model.evaluate(&call) else {
+            self.skipped.add("the model cannot evaluate the call");
+            return Ok(None);
+        };
+        let w = eval.winner();
+        let Some(prepared) = prepare(
+            &expected.plan,
+            &ctx.chunking,
+            coll,
+            w.algo,
+            w.proto,
+            call.model_bytes,
+            w.channels,
+        ) else {
+            self.skipped.add("algorithm not modelled (CollNet, PAT)");
+            return Ok(None);
+        };
+        let factor = coll.nccl_tests_bus_factor(expected.n_ranks());
+        let measured_us = match (get(5).parse::<f64>(), get(4).parse::<f64>()) {
+            (Ok(t), _) if t > 0.0 => t,
+            (_, Ok(bw)) if bw > 0.0 => call.model_bytes as f64 * factor / (bw * 1e3),
+            _ => {
+                self.skipped.add("no measured value");
+                return Ok(None);
+            }
+        };
+        let combo = (
+            expected.class.gpu_class.clone(),
+            net.unwrap_or(NetKind::Ib),
+            launch,
+        );
+        let combo = match self.combos.iter().position(|x| *x == combo) {
+            Some(i) => i,
+            None => {
+                self.combos.push(combo);
+                self.combos.len() - 1
+            }
+        };
+        let series_key = format!("{} {} {}", get(0), args, get(2));
+        Ok(Some((
+            series_key,
+            FitPoint {
+                case: get(0).to_string(),
+                machine: machine_key(get(0), &flags.fixture),
+                band_key: expected.class.band_key.clone(),
+                size,
+                range: Range::Small,
+                measured_us,
+                nccl_estimate_us: f64::from(w.time_us),
+                algo: w.algo,
+                proto: w.proto,
+                combo,
+                plan: *plan_index,
+                prepared,
+            },
+        )))
     }
 
     fn resolved(&self, params: &Params) -> Vec<Resolved> {

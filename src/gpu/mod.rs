@@ -1,5 +1,7 @@
 //! GPU plumbing shared by both backends, our executor (`crate::exec`) and
-//! the NCCL reference (`crate::nccl`), which do not import each other:
+//! the NCCL reference (`crate::nccl`), which do not import each other, and by `planner doctor`'s link tests.
+//! Below the measurement vocabulary (`crate::measure`) in the stage order: it reads only the foundations
+//! (errors, units, `crate::dtype`) and the model's `Coll`.
 //!
 //! - `libs`: checks that the driver and NVRTC libraries exist before any call.
 //! - `error`: a failed driver call as an error naming the GPU and the call.

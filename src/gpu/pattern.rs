@@ -12,11 +12,11 @@
 //! to thousands of ranks. Outputs are poisoned (all bits set: NaN) before the
 //! checked call, so an element nobody wrote is wrong too.
 
+use crate::dtype::Dtype;
 use crate::error::Result;
 use crate::gpu::collective_code;
 use crate::gpu::error::CudaResult;
 use crate::gpu::nvrtc::{self, Cubin};
-use crate::measure::Dtype;
 use crate::model::Coll;
 use cudarc::driver::{result, sys};
 use std::ffi::c_void;

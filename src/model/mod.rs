@@ -11,7 +11,14 @@
 //! * `select`: per-call time, argmin in NCCL's tie order, channels and threads.
 //! * `schedule`: grouping of several ops and the channel range each op gets.
 //! * `sweep`: winners over a size range as bands with exact crossovers.
-//! * `log` and `audit`: read an `NCCL_DEBUG=INFO` log and compare it with the model.
+//! * `cells`: the cost-table shape (`Cells<T>`, indexed by collective, algorithm and protocol).
+//! * `pair`: one algorithm x protocol pair (`Pair`, NCCL's `Algo` or planner's own).
+//! * `rules`: the formula and rule changes between release families.
+//! * `symmetric`: NCCL's symmetric kernels (2.27+), their gates and pick.
+//! * `beyond`: planner's own all-reduce algorithms outside NCCL's menu (`OwnAlgo`).
+//! * `examples`: model inputs written out by hand from real NCCL dumps.
+//!
+//! Logs are read by `crate::nccl_log` and compared with the model by `crate::audit`.
 //!
 //! Arithmetic follows NCCL's C types: bandwidths, latencies and times are
 //! `f32` where NCCL stores `float`, constants are `f64` where NCCL keeps

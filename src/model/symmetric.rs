@@ -824,35 +824,18 @@ fn softplus(x: f64, softness: f64, linear_from: f64) -> f64 {
     }
 }
 
-/// The symmetric path of one call: every kernel of the collective, why NCCL
-/// may not use it, its blocks and time under NCCL's model, and NCCL's pick.
-pub fn symmetric_candidates(
+/// The communicator and call gates: why NCCL never offers the call to the symmetric path (`slot`: the
+/// collective's row of the registration menus; `full_menu`: the
+/// registration opens every kernel of the collective; `forced`: NCCL_SYM_KERNEL's kernel).
+fn call_gates(
     input: &SymmetricInput,
     table: &SymmetricTable,
-) -> Result<SymmetricChoice> {
-    input.validate()?;
-    let n = input.n_ranks as u64;
+    slot: usize,
+    full_menu: bool,
+    forced: Option<&str>,
+) -> Vec<SymReason> {
     let cc = input.compute_capability;
     let mut classic: Vec<SymReason> = Vec::new();
-    let mut choice = SymmetricChoice {
-        family: table.family.clone(),
-        coll: input.coll,
-        bytes: input.bytes,
-        model_bytes: input.bytes.div_ceil(table.cell_bytes) * table.cell_bytes,
-        n_ranks: input.n_ranks,
-        candidates: Vec::new(),
-        pick: None,
-        classic_path: Vec::new(),
-        only_if_classic_picks_ll: false,
-    };
-    let Some(slot) = coll_slot(input.coll) else {
-        choice
-            .classic_path
-            .push(SymReason::NoSymmetricKernels(input.coll));
-        return Ok(choice);
-    };
-
-    // Communicator and call gates: NCCL never offers the call to the symmetric path.
     if input.n_ranks < table.min_ranks {
         classic.push(SymReason::OneRank);
     }
@@ -863,11 +846,9 @@ pub fn symmetric_candidates(
     } else if input.peers == PeerPath::NoP2p {
         classic.push(SymReason::NeedsPeerAccess);
     }
-    let several_domains = input.n_nodes > 1;
-    if several_domains && !table.multi_node_gin_only {
+    if input.n_nodes > 1 && !table.multi_node_gin_only {
         classic.push(SymReason::SingleNodeOnly);
     }
-    let full_menu = table.full_menu[slot].contains(&input.registration);
     if !full_menu && !table.ll_only[slot].contains(&input.registration) {
         classic.push(SymReason::NotRegistered(input.registration));
     }
@@ -891,16 +872,49 @@ pub fn symmetric_candidates(
             classic.push(SymReason::CopyEngineAllGather);
         }
     }
-    let forced = input
-        .knobs
-        .sym_kernel
-        .as_deref()
-        .filter(|name| *name != "^");
     if let Some(name) = forced {
         if !table.menu(input.coll).any(|k| k.name == name) {
             classic.push(SymReason::ForcedKernelUnavailable(name.to_string()));
         }
     }
+    classic
+}
+
+/// The symmetric path of one call: every kernel of the collective, why NCCL
+/// may not use it, its blocks and time under NCCL's model, and NCCL's pick.
+pub fn symmetric_candidates(
+    input: &SymmetricInput,
+    table: &SymmetricTable,
+) -> Result<SymmetricChoice> {
+    input.validate()?;
+    let n = input.n_ranks as u64;
+    let cc = input.compute_capability;
+    let mut choice = SymmetricChoice {
+        family: table.family.clone(),
+        coll: input.coll,
+        bytes: input.bytes,
+        model_bytes: input.bytes.div_ceil(table.cell_bytes) * table.cell_bytes,
+        n_ranks: input.n_ranks,
+        candidates: Vec::new(),
+        pick: None,
+        classic_path: Vec::new(),
+        only_if_classic_picks_ll: false,
+    };
+    let Some(slot) = coll_slot(input.coll) else {
+        choice
+            .classic_path
+            .push(SymReason::NoSymmetricKernels(input.coll));
+        return Ok(choice);
+    };
+
+    let several_domains = input.n_nodes > 1;
+    let full_menu = table.full_menu[slot].contains(&input.registration);
+    let forced = input
+        .knobs
+        .sym_kernel
+        .as_deref()
+        .filter(|name| *name != "^");
+    let mut classic = call_gates(input, table, slot, full_menu, forced);
 
     // Per kernel: ncclSymkMask and the registration filter of the pick.
     let arch = table.arch(cc);
@@ -916,11 +930,6 @@ pub fn symmetric_candidates(
         .load_reduce_dtypes
         .iter()
         .any(|(d, min_cc)| *d == input.dtype && cc >= *min_cc);
-    let nccl_tests_bytes = if input.coll == Coll::AllReduce {
-        input.bytes
-    } else {
-        input.bytes * n
-    };
     for k in table.menu(input.coll) {
         let mut why = Vec::new();
         if let Some(name) = forced {
@@ -969,19 +978,7 @@ pub fn symmetric_candidates(
             busbw_gbs: None,
         };
         if k.group != Group::Gin && k.bus_bytes != BusBytes::None {
-            let (bus_bytes, blocks, time_us) = query_model(k, model_bytes, input, table, arch);
-            let cells = model_bytes / table.cell_bytes;
-            let cells_per_channel = cells.div_ceil(blocks as u64);
-            let score = time_us * (1.0f32 + table.sm_penalty_per_block * blocks as f32);
-            row.bus_bytes = Some(bus_bytes);
-            row.blocks = Some(blocks);
-            row.channels = Some(cells.div_ceil(cells_per_channel) as u32);
-            row.time_us = Some(time_us);
-            row.score_us = Some(score);
-            row.busbw_gbs = Some(
-                nccl_tests_bytes as f64 / (time_us as f64 * 1e3)
-                    * input.coll.nccl_tests_bus_factor(input.n_ranks),
-            );
+            model_row(&mut row, k, model_bytes, input, table, arch);
         }
         choice.candidates.push(row);
     }
@@ -994,34 +991,75 @@ pub fn symmetric_candidates(
         classic.push(SymReason::NoKernelLeft);
     }
     if classic.is_empty() {
-        // ncclSymkPickKernel: least time*(1+0.025*blocks), floats, strict '<'.
-        let mut best: Option<(usize, f32)> = None;
-        for (i, c) in choice.candidates.iter().enumerate() {
-            if let (true, Some(score)) = (c.eligible, c.score_us) {
-                if best.is_none_or(|(_, b)| score < b) {
-                    best = Some((i, score));
-                }
-            }
-        }
-        if let Some((i, _)) = best {
-            let picked = &choice.candidates[i];
-            choice.pick = Some(picked.kernel.clone());
-            // 2.30 fallback for LL picks on not fully registered buffers.
-            if table.ll_fallback_to_classic
-                && input.registration != Registration::Both
-                && picked.ll
-                && forced.is_none()
-            {
-                if input.registration == Registration::Neither && !input.knobs.no_window {
-                    classic.push(SymReason::UnregisteredNoWindow);
-                } else {
-                    choice.only_if_classic_picks_ll = true;
-                }
-            }
-        }
+        pick_kernel(&mut choice, &mut classic, input, table, forced);
     }
     choice.classic_path = classic;
     Ok(choice)
+}
+
+/// NCCL's model of one load/store kernel on the call, into its row: bus bytes, blocks, channels, time, score and
+/// nccl-tests' busbw.
+fn model_row(
+    row: &mut SymCandidate,
+    k: &Kernel,
+    model_bytes: u64,
+    input: &SymmetricInput,
+    table: &SymmetricTable,
+    arch: &ArchConstants,
+) {
+    let nccl_tests_bytes = if input.coll == Coll::AllReduce {
+        input.bytes
+    } else {
+        input.bytes * input.n_ranks as u64
+    };
+    let (bus_bytes, blocks, time_us) = query_model(k, model_bytes, input, table, arch);
+    let cells = model_bytes / table.cell_bytes;
+    let cells_per_channel = cells.div_ceil(blocks as u64);
+    let score = time_us * (1.0f32 + table.sm_penalty_per_block * blocks as f32);
+    row.bus_bytes = Some(bus_bytes);
+    row.blocks = Some(blocks);
+    row.channels = Some(cells.div_ceil(cells_per_channel) as u32);
+    row.time_us = Some(time_us);
+    row.score_us = Some(score);
+    row.busbw_gbs = Some(
+        nccl_tests_bytes as f64 / (time_us as f64 * 1e3)
+            * input.coll.nccl_tests_bus_factor(input.n_ranks),
+    );
+}
+
+/// `ncclSymkPickKernel`: the eligible kernel of least time*(1+0.025*blocks) (floats, strict '<'), then 2.30's
+/// fallback to the classic path for LL picks on buffers not fully registered.
+fn pick_kernel(
+    choice: &mut SymmetricChoice,
+    classic: &mut Vec<SymReason>,
+    input: &SymmetricInput,
+    table: &SymmetricTable,
+    forced: Option<&str>,
+) {
+    let mut best: Option<(usize, f32)> = None;
+    for (i, c) in choice.candidates.iter().enumerate() {
+        if let (true, Some(score)) = (c.eligible, c.score_us) {
+            if best.is_none_or(|(_, b)| score < b) {
+                best = Some((i, score));
+            }
+        }
+    }
+    if let Some((i, _)) = best {
+        let picked = &choice.candidates[i];
+        choice.pick = Some(picked.kernel.clone());
+        // 2.30 fallback for LL picks on not fully registered buffers.
+        if table.ll_fallback_to_classic
+            && input.registration != Registration::Both
+            && picked.ll
+            && forced.is_none()
+        {
+            if input.registration == Registration::Neither && !input.knobs.no_window {
+                classic.push(SymReason::UnregisteredNoWindow);
+            } else {
+                choice.only_if_classic_picks_ll = true;
+            }
+        }
+    }
 }
 
 /// `queryModel` for one load/store kernel: (busBytes, blocks, time µs).

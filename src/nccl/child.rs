@@ -15,10 +15,11 @@ use super::{
     check_libraries, id_from_hex, multicast_is_off, nccl_result_name, refused_pair, version_string,
     ChildEvent, ChildMode, ChildRanks, ChildSpec, CHILD_SPEC_ENV,
 };
+use crate::dtype::Dtype;
 use crate::error::{Error, Result};
 use crate::gpu::pattern::{self, CheckArgs, DataKernelArgs, DataPattern, Expectation, FillArgs};
 use crate::gpu::{self, cuda_error, nvrtc, CudaResult, DeviceBuffer, GpuId};
-use crate::measure::{Dtype, GpuInfo, RowStatus};
+use crate::measure::{GpuInfo, RowStatus};
 use crate::model::Coll;
 use cudarc::driver::{
     sys as cu, CudaContext, CudaEvent, CudaFunction, CudaGraph, CudaStream, DriverError,
@@ -590,7 +591,6 @@ fn run_rank(
     }
     let send_max = send_max.max(spec.dtype.size());
     let recv_max = recv_max.max(spec.dtype.size());
-    let scratch_len = spec.plan.repeats as usize + 1;
     // Symmetric windows: the library's entry points, or why there are none.
     let symmetric: Option<std::result::Result<SymmetricApi, String>> =
         spec.symmetric.then(SymmetricApi::load);
@@ -600,95 +600,15 @@ fn run_rank(
     let mut ranks = Vec::new();
     let mut cubin = None;
     for (i, &ordinal) in ordinals.iter().enumerate() {
-        let ctx = CudaContext::new(ordinal).on_gpu(GpuId(ordinal), "cuDevicePrimaryCtxRetain")?;
-        // SAFETY: we order all work ourselves: every buffer is used on this
-        // one stream only, and results are read after explicit synchronisation.
-        unsafe { ctx.disable_event_tracking() };
-        let (free, _total) = ctx.mem_get_info().on_gpu(GpuId(ordinal), "cuMemGetInfo")?;
-        let need = send_max + recv_max + (64 << 20);
-        if (free as u64) < need {
-            return Err(Error::runtime(format!(
-                "GPU {ordinal}: the largest size needs {} of buffers, {} is free",
-                crate::units::format_size(need),
-                crate::units::format_size(free as u64)
-            )));
-        }
-        let stream = ctx.new_stream().on_gpu(GpuId(ordinal), "cuStreamCreate")?;
-        // The data kernels, compiled to CUBIN for this GPU's architecture
-        // (the same path and file as the executor's).
-        let image = match cubin.take() {
-            Some(image) => image,
-            None => {
-                let cc = ctx
-                    .compute_capability()
-                    .on_gpu(GpuId(ordinal), "cuDeviceGetAttribute")?;
-                pattern::compile(spec.dtype, &nvrtc::arch_of(cc))?.image
-            }
-        };
-        let module = ctx
-            .load_module(cudarc::nvrtc::Ptx::from_binary(image.clone()))
-            .on_gpu(GpuId(ordinal), "cuModuleLoadData")?;
-        cubin = Some(image);
-        let fill = module
-            .load_function(FillArgs::KERNEL)
-            .on_gpu(GpuId(ordinal), "cuModuleGetFunction (planner_fill)")?;
-        let check = module
-            .load_function(CheckArgs::KERNEL)
-            .on_gpu(GpuId(ordinal), "cuModuleGetFunction (planner_check)")?;
-        // Plain cuMemAlloc (see gpu::buffer): NCCL may register these buffers.
-        // Uninitialised memory is fine: the send buffer is filled below and
-        // the receive buffer is read only after a collective or the
-        // poisoning memset wrote it.
-        let id = GpuId(ordinal);
-        let mut buffers = Vec::new();
-        let mut nccl_memory = Vec::new();
-        let (send, recv) = match &symmetric_api {
-            // Symmetric windows need cuMem memory: NCCL's own allocator.
-            Some(api) => {
-                let send_mem = NcclMemory::new(api, &ctx, ordinal, send_max, "send")?;
-                let recv_mem = NcclMemory::new(api, &ctx, ordinal, recv_max, "recv")?;
-                let pointers = (send_mem.ptr, recv_mem.ptr);
-                nccl_memory.extend([send_mem, recv_mem]);
-                pointers
-            }
-            None => {
-                let send_buf = DeviceBuffer::new(&ctx, id, send_max as usize, "send")?;
-                let recv_buf = DeviceBuffer::new(&ctx, id, recv_max as usize, "recv")?;
-                let pointers = (send_buf.ptr(), recv_buf.ptr());
-                buffers.extend([send_buf, recv_buf]);
-                pointers
-            }
-        };
-        let wrong_buf = DeviceBuffer::new(&ctx, id, 16, "check counters")?;
-        let scratch_buf = DeviceBuffer::new(&ctx, id, 8 * scratch_len, "scratch")?;
-        let (wrong, scratch) = (wrong_buf.ptr(), scratch_buf.ptr());
-        buffers.extend([wrong_buf, scratch_buf]);
-        let timing = Some(cu::CUevent_flags::CU_EVENT_DEFAULT);
-        let start = ctx
-            .new_event(timing)
-            .on_gpu(GpuId(ordinal), "cuEventCreate")?;
-        let end = ctx
-            .new_event(timing)
-            .on_gpu(GpuId(ordinal), "cuEventCreate")?;
-        ranks.push(LocalRank {
+        ranks.push(open_rank(
+            spec,
             ordinal,
-            rank: first_rank + i,
-            ctx,
-            stream,
-            _buffers: buffers,
-            _nccl_memory: nccl_memory,
-            send,
-            recv,
-            wrong,
-            scratch,
-            scratch_len,
-            recv_bytes: recv_max,
-            fill,
-            check,
-            start,
-            end,
-            gate: gate.clone(),
-        });
+            first_rank + i,
+            (send_max, recv_max),
+            symmetric_api.as_ref(),
+            gate.as_ref(),
+            &mut cubin,
+        )?);
     }
 
     // Inputs: every rank's pattern over the whole send buffer (amplitude
@@ -748,6 +668,109 @@ fn run_rank(
     }
     drop(comms);
     outcome
+}
+
+/// One rank's GPU (`ordinal`) opened: its context, stream, kernels (compiled once per process: `cubin`), buffers
+/// of `send_max`/`recv_max` bytes (NCCL's allocator for symmetric windows) and timing events.
+fn open_rank(
+    spec: &ChildSpec,
+    ordinal: usize,
+    rank: usize,
+    (send_max, recv_max): (u64, u64),
+    symmetric_api: Option<&SymmetricApi>,
+    gate: Option<&Arc<Gate>>,
+    cubin: &mut Option<Vec<u8>>,
+) -> Result<LocalRank> {
+    let scratch_len = spec.plan.repeats as usize + 1;
+    let ctx = CudaContext::new(ordinal).on_gpu(GpuId(ordinal), "cuDevicePrimaryCtxRetain")?;
+    // SAFETY: we order all work ourselves: every buffer is used on this
+    // one stream only, and results are read after explicit synchronisation.
+    unsafe { ctx.disable_event_tracking() };
+    let (free, _total) = ctx.mem_get_info().on_gpu(GpuId(ordinal), "cuMemGetInfo")?;
+    let need = send_max + recv_max + (64 << 20);
+    if (free as u64) < need {
+        return Err(Error::runtime(format!(
+            "GPU {ordinal}: the largest size needs {} of buffers, {} is free",
+            crate::units::format_size(need),
+            crate::units::format_size(free as u64)
+        )));
+    }
+    let stream = ctx.new_stream().on_gpu(GpuId(ordinal), "cuStreamCreate")?;
+    // The data kernels, compiled to CUBIN for this GPU's architecture
+    // (the same path and file as the executor's).
+    let image = match cubin.take() {
+        Some(image) => image,
+        None => {
+            let cc = ctx
+                .compute_capability()
+                .on_gpu(GpuId(ordinal), "cuDeviceGetAttribute")?;
+            pattern::compile(spec.dtype, &nvrtc::arch_of(cc))?.image
+        }
+    };
+    let module = ctx
+        .load_module(cudarc::nvrtc::Ptx::from_binary(image.clone()))
+        .on_gpu(GpuId(ordinal), "cuModuleLoadData")?;
+    *cubin = Some(image);
+    let fill = module
+        .load_function(FillArgs::KERNEL)
+        .on_gpu(GpuId(ordinal), "cuModuleGetFunction (planner_fill)")?;
+    let check = module
+        .load_function(CheckArgs::KERNEL)
+        .on_gpu(GpuId(ordinal), "cuModuleGetFunction (planner_check)")?;
+    // Plain cuMemAlloc (see gpu::buffer): NCCL may register these buffers.
+    // Uninitialised memory is fine: the send buffer is filled below and
+    // the receive buffer is read only after a collective or the
+    // poisoning memset wrote it.
+    let id = GpuId(ordinal);
+    let mut buffers = Vec::new();
+    let mut nccl_memory = Vec::new();
+    let (send, recv) = match symmetric_api {
+        // Symmetric windows need cuMem memory: NCCL's own allocator.
+        Some(api) => {
+            let send_mem = NcclMemory::new(api, &ctx, ordinal, send_max, "send")?;
+            let recv_mem = NcclMemory::new(api, &ctx, ordinal, recv_max, "recv")?;
+            let pointers = (send_mem.ptr, recv_mem.ptr);
+            nccl_memory.extend([send_mem, recv_mem]);
+            pointers
+        }
+        None => {
+            let send_buf = DeviceBuffer::new(&ctx, id, send_max as usize, "send")?;
+            let recv_buf = DeviceBuffer::new(&ctx, id, recv_max as usize, "recv")?;
+            let pointers = (send_buf.ptr(), recv_buf.ptr());
+            buffers.extend([send_buf, recv_buf]);
+            pointers
+        }
+    };
+    let wrong_buf = DeviceBuffer::new(&ctx, id, 16, "check counters")?;
+    let scratch_buf = DeviceBuffer::new(&ctx, id, 8 * scratch_len, "scratch")?;
+    let (wrong, scratch) = (wrong_buf.ptr(), scratch_buf.ptr());
+    buffers.extend([wrong_buf, scratch_buf]);
+    let timing = Some(cu::CUevent_flags::CU_EVENT_DEFAULT);
+    let start = ctx
+        .new_event(timing)
+        .on_gpu(GpuId(ordinal), "cuEventCreate")?;
+    let end = ctx
+        .new_event(timing)
+        .on_gpu(GpuId(ordinal), "cuEventCreate")?;
+    Ok(LocalRank {
+        ordinal,
+        rank,
+        ctx,
+        stream,
+        _buffers: buffers,
+        _nccl_memory: nccl_memory,
+        send,
+        recv,
+        wrong,
+        scratch,
+        scratch_len,
+        recv_bytes: recv_max,
+        fill,
+        check,
+        start,
+        end,
+        gate: gate.cloned(),
+    })
 }
 
 /// The size loop of one rank.

@@ -30,10 +30,11 @@ pub mod child;
 pub mod spawn;
 pub mod tuner_plugin;
 
+use crate::dtype::Dtype;
 use crate::error::{Error, Result};
 use crate::measure::{
-    coll_label_serde, logged_bytes, Dtype, GpuInfo, IterPlan, NcclChoice, RowStatus,
-    SymmetricLaunch, TunerDecision,
+    coll_label_serde, logged_bytes, GpuInfo, IterPlan, NcclChoice, RowStatus, SymmetricLaunch,
+    TunerDecision,
 };
 use crate::model::{Algo, Coll, Pair};
 use crate::nccl_log::{symmetric_line, PluginOutcome};

@@ -458,7 +458,7 @@ mod tests {
         }
         let spec = ChildSpec {
             collective: crate::model::Coll::AllReduce,
-            dtype: crate::measure::Dtype::F32,
+            dtype: crate::dtype::Dtype::F32,
             sizes: vec![8, 16],
             plan: Default::default(),
             graph: false,

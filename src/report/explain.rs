@@ -541,8 +541,36 @@ pub fn explain_text_calibrated(
     cal: Option<&CalibratedCall>,
     expected: Option<&[Expectation]>,
 ) -> String {
+    let mut out = explain_heading(model, eval);
+    let (usable, masked) = ranked(eval);
+    if expected.is_some() {
+        out.push_str(NCCL_AND_EXPECTED_COLUMNS);
+    }
+    out.push_str(&explain_table(model, eval, &usable, cal, expected));
+    out.push('\n');
+    if model.input.n_ranks == 1 {
+        out.push_str(one_rank_text());
+        return out;
+    }
+    out.push_str(&pick_line(model, eval));
+    if let Some(expected) = expected {
+        out.push_str(&expected_verdict_line(eval, expected));
+    }
+    if let Some(cal) = cal {
+        out.push_str(&calibrated_line(eval, cal));
+    }
+    if !masked.is_empty() {
+        out.push_str("Masked:\n");
+        for &i in &masked {
+            out.push_str(&masked_line(eval, i));
+        }
+    }
+    out
+}
+
+/// Explain's first line: the call, the ranks and nodes, the channels and NCCL's model.
+fn explain_heading(model: &Model, eval: &Evaluation) -> String {
     let call = &eval.call;
-    let mut out = String::new();
     let ops = if call.ops > 1 {
         format!(
             " x {} ops (one group, {} per op)",
@@ -552,7 +580,7 @@ pub fn explain_text_calibrated(
     } else {
         String::new()
     };
-    out.push_str(&format!(
+    format!(
         "{} of {}{ops}: {} on {}, {}, NCCL {} model ({})\n",
         call.coll.nccl_name(),
         call_size_text(call),
@@ -561,11 +589,18 @@ pub fn explain_text_calibrated(
         count(model.input.channels, "channel"),
         model.table.family,
         model.table.source
-    ));
-    let (usable, masked) = ranked(eval);
-    if expected.is_some() {
-        out.push_str(NCCL_AND_EXPECTED_COLUMNS);
-    }
+    )
+}
+
+/// Explain's table: a row per usable pair (`usable`, in rank order) with NCCL's costs, then the expected and
+/// calibrated columns where given.
+fn explain_table(
+    model: &Model,
+    eval: &Evaluation,
+    usable: &[usize],
+    cal: Option<&CalibratedCall>,
+    expected: Option<&[Expectation]>,
+) -> String {
     let mut header = vec![
         "pick",
         "algorithm",
@@ -603,7 +638,7 @@ pub fn explain_text_calibrated(
         .load_style(presets::UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Disabled)
         .set_header(header);
-    for &i in &usable {
+    for &i in usable {
         let p = pair_json(model, eval, i, cal);
         let is_winner = i == eval.winner;
         let margin = match (p.margin_us, p.time_us) {
@@ -674,21 +709,21 @@ pub fn explain_text_calibrated(
             .collect();
         table.add_row(row);
     }
-    out.push_str(&table.to_string());
-    out.push('\n');
-    if model.input.n_ranks == 1 {
-        out.push_str(one_rank_text());
-        return out;
-    }
+    table.to_string()
+}
+
+/// The line under the table: NCCL's pick, its channels, threads and time, and the busbw factor.
+fn pick_line(model: &Model, eval: &Evaluation) -> String {
+    let call = &eval.call;
     let w = eval.winner();
-    out.push_str(&format!(
+    let mut out = format!(
         "NCCL picks {}/{} on {} x {}: {} µs",
         w.algo.nccl_name(),
         w.proto.nccl_name(),
         count(w.channels, "channel"),
         count(w.threads, "thread"),
         us(w.time_us as f64)
-    ));
+    );
     if call.ops > 1 {
         out.push_str(&format!(
             " for the group ({} µs per op, numPipeOps {})",
@@ -701,38 +736,32 @@ pub fn explain_text_calibrated(
         call.coll.nccl_tests_bus_factor(model.input.n_ranks),
         call.coll.nccl_name()
     ));
-    if let Some(expected) = expected {
-        out.push_str(&expected_verdict_line(eval, expected));
-    }
-    if let Some(cal) = cal {
-        out.push_str(&calibrated_line(eval, cal));
-    }
-    if !masked.is_empty() {
-        out.push_str("Masked:\n");
-        for &i in &masked {
-            let c = &eval.candidates[i];
-            // "NVLS: a; NVLS: b" reads as "NVLS: a; b".
-            let mut reasons: Vec<String> = Vec::new();
-            for m in &c.masks {
-                let text = m.text(call.coll, c.algo, c.proto);
-                let short = match reasons.first().and_then(|f| f.split_once(": ")) {
-                    Some((head, _)) => text
-                        .strip_prefix(&format!("{head}: "))
-                        .map(str::to_string)
-                        .unwrap_or(text),
-                    None => text,
-                };
-                reasons.push(short);
-            }
-            out.push_str(&format!(
-                "  {:<14} {:<7} {}\n",
-                c.algo.nccl_name(),
-                c.proto.nccl_name(),
-                reasons.join("; ")
-            ));
-        }
-    }
     out
+}
+
+/// One line under `Masked:`: the masked pair and why.
+fn masked_line(eval: &Evaluation, i: usize) -> String {
+    let call = &eval.call;
+    let c = &eval.candidates[i];
+    // "NVLS: a; NVLS: b" reads as "NVLS: a; b".
+    let mut reasons: Vec<String> = Vec::new();
+    for m in &c.masks {
+        let text = m.text(call.coll, c.algo, c.proto);
+        let short = match reasons.first().and_then(|f| f.split_once(": ")) {
+            Some((head, _)) => text
+                .strip_prefix(&format!("{head}: "))
+                .map(str::to_string)
+                .unwrap_or(text),
+            None => text,
+        };
+        reasons.push(short);
+    }
+    format!(
+        "  {:<14} {:<7} {}\n",
+        c.algo.nccl_name(),
+        c.proto.nccl_name(),
+        reasons.join("; ")
+    )
 }
 
 /// What the columns of explain's table are, above it when the expected columns are shown.

@@ -620,105 +620,13 @@ impl<'a> Searcher<'a> {
         g.intra[nch * ngpus + step as usize] = self.sys.gpu_rank[gpu];
         if step == back_to_net {
             // Leave through a NET.
-            if !self.sys.inter {
-                return;
-            }
-            let Some(start_net) = self.sys.net_index_of_id(g.inter[nch * 2]) else {
-                return;
-            };
-            let nets = self.select_nets(g.type_inter, Some(gpu));
-            for &n in nets.iter() {
-                if !self.check_net(g, start_net, n, step) {
-                    continue;
-                }
-                let mut next_back_to_net = -1;
-                let bw_inter_save = g.bw_inter;
-                if g.pattern == Pattern::BalancedTree {
-                    // Half of the NET traffic on each of the first two GPUs.
-                    if step == 0 {
-                        next_back_to_net = 1;
-                    }
-                    g.bw_inter /= 2.0;
-                }
-                let ok = self.follow(g, End::Gpu(gpu), End::Net(n), 1.0);
-                g.bw_inter = bw_inter_save;
-                if ok {
-                    g.inter[nch * 2 + 1] = self.sys.nets[n].id;
-                    self.rec_gpu(
-                        g,
-                        save,
-                        Some(gpu),
-                        step,
-                        next_back_to_net,
-                        back_to_first,
-                        forced,
-                        time,
-                    );
-                    if g.pattern == Pattern::BalancedTree {
-                        g.bw_inter /= 2.0;
-                    }
-                    self.follow(g, End::Gpu(gpu), End::Net(n), -1.0);
-                    g.bw_inter = bw_inter_save;
-                }
-            }
+            self.rec_gpu_net(g, save, gpu, step, back_to_first, forced, time);
         } else if g.pattern == Pattern::Nvls {
             self.try_nvls(g, save, gpu, time);
         } else if g.pattern == Pattern::CollNetDirect {
             self.try_collnet_direct(g, save, gpu, time);
         } else if step < ngpus as i32 - 1 {
-            // Up to two candidates inline (forced orders, NVSwitch neighbours); a pooled
-            // list only for the full sort.
-            let mut few = [0usize; 2];
-            let mut n_few = 0;
-            let mut sorted: Option<Vec<usize>> = None;
-            match forced {
-                Forced::Pci => {
-                    few[0] = step as usize + 1;
-                    n_few = 1;
-                }
-                Forced::Replay => {
-                    if let Some(x) = self.replay_gpu(g, step) {
-                        few[0] = x;
-                        n_few = 1;
-                    }
-                }
-                Forced::None if self.sys.n_nvs > 0 => {
-                    n_few = self.nvs_neighbours(g, gpu, &mut few);
-                }
-                Forced::None => {
-                    let sort_net = if back_to_net == -1 {
-                        0
-                    } else if back_to_net == step + 1 {
-                        1
-                    } else {
-                        -1
-                    };
-                    let mut next = self.pool.pop().unwrap_or_default();
-                    self.next_gpus(g, gpu, sort_net, &mut next);
-                    sorted = Some(next);
-                }
-            }
-            let list: &[usize] = match &sorted {
-                Some(v) => v,
-                None => &few[..n_few],
-            };
-            for &to in list {
-                self.try_gpu(
-                    g,
-                    save,
-                    step + 1,
-                    back_to_net,
-                    back_to_first,
-                    forced,
-                    time,
-                    End::Gpu(gpu),
-                    to,
-                );
-            }
-            if let Some(mut next) = sorted {
-                next.clear();
-                self.pool.push(next);
-            }
+            self.rec_gpu_next(g, save, gpu, step, back_to_net, back_to_first, forced, time);
         } else if step == back_to_first {
             // Close the ring on the first GPU.
             let Some(first) = self.sys.gpu_index_of_rank(g.intra[nch * ngpus]) else {
@@ -739,6 +647,132 @@ impl<'a> Searcher<'a> {
             }
         } else {
             self.rec_gpu(g, save, Some(gpu), ngpus as i32, -1, -1, forced, time);
+        }
+    }
+
+    /// `rec_gpu` at the step that leaves through a NET: each NET the channel may use, the GPU's link to it
+    /// followed (half of it on each of a balanced tree's first two GPUs), then on.
+    #[allow(clippy::too_many_arguments)]
+    fn rec_gpu_net(
+        &mut self,
+        g: &mut Graph,
+        save: &mut Graph,
+        gpu: usize,
+        step: i32,
+        back_to_first: i32,
+        forced: Forced,
+        time: &mut i32,
+    ) {
+        let nch = g.n_channels;
+        if !self.sys.inter {
+            return;
+        }
+        let Some(start_net) = self.sys.net_index_of_id(g.inter[nch * 2]) else {
+            return;
+        };
+        let nets = self.select_nets(g.type_inter, Some(gpu));
+        for &n in nets.iter() {
+            if !self.check_net(g, start_net, n, step) {
+                continue;
+            }
+            let mut next_back_to_net = -1;
+            let bw_inter_save = g.bw_inter;
+            if g.pattern == Pattern::BalancedTree {
+                // Half of the NET traffic on each of the first two GPUs.
+                if step == 0 {
+                    next_back_to_net = 1;
+                }
+                g.bw_inter /= 2.0;
+            }
+            let ok = self.follow(g, End::Gpu(gpu), End::Net(n), 1.0);
+            g.bw_inter = bw_inter_save;
+            if ok {
+                g.inter[nch * 2 + 1] = self.sys.nets[n].id;
+                self.rec_gpu(
+                    g,
+                    save,
+                    Some(gpu),
+                    step,
+                    next_back_to_net,
+                    back_to_first,
+                    forced,
+                    time,
+                );
+                if g.pattern == Pattern::BalancedTree {
+                    g.bw_inter /= 2.0;
+                }
+                self.follow(g, End::Gpu(gpu), End::Net(n), -1.0);
+                g.bw_inter = bw_inter_save;
+            }
+        }
+    }
+
+    /// `rec_gpu` before the last GPU: the next GPU from each candidate (a forced order, NVSwitch neighbours, or
+    /// the full sort).
+    #[allow(clippy::too_many_arguments)]
+    fn rec_gpu_next(
+        &mut self,
+        g: &mut Graph,
+        save: &mut Graph,
+        gpu: usize,
+        step: i32,
+        back_to_net: i32,
+        back_to_first: i32,
+        forced: Forced,
+        time: &mut i32,
+    ) {
+        // Up to two candidates inline (forced orders, NVSwitch neighbours); a pooled
+        // list only for the full sort.
+        let mut few = [0usize; 2];
+        let mut n_few = 0;
+        let mut sorted: Option<Vec<usize>> = None;
+        match forced {
+            Forced::Pci => {
+                few[0] = step as usize + 1;
+                n_few = 1;
+            }
+            Forced::Replay => {
+                if let Some(x) = self.replay_gpu(g, step) {
+                    few[0] = x;
+                    n_few = 1;
+                }
+            }
+            Forced::None if self.sys.n_nvs > 0 => {
+                n_few = self.nvs_neighbours(g, gpu, &mut few);
+            }
+            Forced::None => {
+                let sort_net = if back_to_net == -1 {
+                    0
+                } else if back_to_net == step + 1 {
+                    1
+                } else {
+                    -1
+                };
+                let mut next = self.pool.pop().unwrap_or_default();
+                self.next_gpus(g, gpu, sort_net, &mut next);
+                sorted = Some(next);
+            }
+        }
+        let list: &[usize] = match &sorted {
+            Some(v) => v,
+            None => &few[..n_few],
+        };
+        for &to in list {
+            self.try_gpu(
+                g,
+                save,
+                step + 1,
+                back_to_net,
+                back_to_first,
+                forced,
+                time,
+                End::Gpu(gpu),
+                to,
+            );
+        }
+        if let Some(mut next) = sorted {
+            next.clear();
+            self.pool.push(next);
         }
     }
 
@@ -1221,6 +1255,108 @@ fn first_speed_at_most(speeds: &[f32], bw: f32) -> usize {
     index
 }
 
+/// Pass 1 found no perfect solution: relax one constraint at a time in NCCL's order (the tree pattern, the
+/// path type inside, then between nodes, crossNic, then a lower speed), resetting each one that is exhausted.
+/// True: search again.
+fn relax_one(
+    sys: &SearchSystem,
+    bounds: &SearchBounds,
+    speeds: &[f32],
+    speed_index: &mut usize,
+    tmp: &mut Graph,
+    graph: &Graph,
+) -> bool {
+    if sys.cc_min() >= 90 && tmp.pattern == Pattern::BalancedTree {
+        tmp.pattern = Pattern::Tree;
+        return true;
+    }
+    tmp.pattern = graph.pattern;
+    let max_intra = if sys.inter {
+        tmp.type_inter
+    } else {
+        bounds.max_type_intra
+    };
+    if tmp.type_intra < max_intra && (graph.n_channels == 0 || tmp.type_intra < graph.type_intra) {
+        tmp.type_intra = next_type(tmp.type_intra);
+        if tmp.type_intra < PathType::Dis {
+            return true;
+        }
+    }
+    tmp.type_intra = bounds.min_type_intra;
+    if sys.inter
+        && tmp.type_inter < bounds.max_type_inter
+        && (graph.n_channels == 0
+            || tmp.type_inter < graph.type_inter
+            || tmp.type_inter < PathType::Pxn)
+    {
+        tmp.type_inter = next_type(tmp.type_inter);
+        if tmp.type_inter < PathType::Dis {
+            return true;
+        }
+    }
+    tmp.type_inter = bounds.min_type_inter;
+    if bounds.cross_nic == 2
+        && tmp.cross_nic == 0
+        && matches!(graph.pattern, Pattern::Ring | Pattern::BalancedTree)
+    {
+        tmp.cross_nic = 2;
+        return true;
+    }
+    tmp.cross_nic = if bounds.cross_nic == 1 { 1 } else { 0 };
+    if *speed_index < speeds.len() - 1
+        && (graph.n_channels == 0 || (speeds[*speed_index + 1] / graph.bw_inter) as f64 > 0.49)
+    {
+        *speed_index += 1;
+        tmp.bw_intra = speeds[*speed_index];
+        tmp.bw_inter = speeds[*speed_index];
+        return true;
+    }
+    *speed_index = first_speed_at_most(speeds, sys.max_bw);
+    tmp.bw_intra = speeds[*speed_index];
+    tmp.bw_inter = speeds[*speed_index];
+    false
+}
+
+/// Pass 2 (a solution and speeds above it left): raise its bandwidth one speed at a time. True: search again.
+fn raise_one(
+    req: &GraphRequest,
+    speeds: &[f32],
+    speed_index: &mut usize,
+    tmp: &mut Graph,
+    graph: &Graph,
+) -> bool {
+    if !req.dup_before_pass2 {
+        // 2.18: only a tree's bwIntra goes up.
+        if graph.pattern != Pattern::Ring
+            && tmp.bw_intra == graph.bw_intra
+            && tmp.bw_intra < tmp.bw_inter * 2.0
+        {
+            *speed_index -= 1;
+            tmp.bw_intra = speeds[*speed_index];
+            return true;
+        }
+    } else if graph.pattern == Pattern::Ring {
+        *speed_index -= 1;
+        tmp.bw_intra = speeds[*speed_index];
+        tmp.bw_inter = speeds[*speed_index];
+        return true;
+    } else if graph.pattern == Pattern::Nvls
+        && tmp.bw_inter == graph.bw_inter
+        && tmp.bw_inter < tmp.bw_intra * 2.0
+    {
+        tmp.min_channels = graph.n_channels;
+        tmp.max_channels = graph.n_channels;
+        *speed_index -= 1;
+        tmp.bw_inter = speeds[*speed_index];
+        return true;
+    } else if tmp.bw_intra == graph.bw_intra && tmp.bw_intra < tmp.bw_inter * 2.0 {
+        *speed_index -= 1;
+        tmp.bw_intra = speeds[*speed_index];
+        return true;
+    }
+    false
+}
+
 /// `compute`, optionally without replaying crossNic twins (to check the replay).
 pub(crate) fn compute_with(
     sys: &SearchSystem,
@@ -1231,14 +1367,7 @@ pub(crate) fn compute_with(
 ) -> Graph {
     let ngpus = sys.ngpus;
     let (mut graph, bounds) = start_graph(sys, &req);
-    let SearchBounds {
-        cross_nic,
-        min_type_intra,
-        max_type_intra,
-        min_type_inter,
-        max_type_inter,
-        try_same_channels,
-    } = bounds;
+    let try_same_channels = bounds.try_same_channels;
 
     if let Some(p) = preset {
         if p.n_channels > 0 {
@@ -1258,7 +1387,6 @@ pub(crate) fn compute_with(
 
     let mut tmp = graph.clone();
     let speeds = ladder::ladder_of(cc_min, sys.inter, req.family);
-    let nspeeds = speeds.len();
     let mut pass = 1;
     let max_bw = sys.max_bw;
     let mut total_bw = sys.total_bw;
@@ -1301,58 +1429,8 @@ pub(crate) fn compute_with(
                 global_timeout = SEARCH_GLOBAL_TIMEOUT;
             }
             let out_of_time = global_timeout < 0 && graph.n_channels > 0;
-            if !out_of_time {
-                if cc_min >= 90 && tmp.pattern == Pattern::BalancedTree {
-                    tmp.pattern = Pattern::Tree;
-                    continue;
-                }
-                tmp.pattern = graph.pattern;
-                let max_intra = if sys.inter {
-                    tmp.type_inter
-                } else {
-                    max_type_intra
-                };
-                if tmp.type_intra < max_intra
-                    && (graph.n_channels == 0 || tmp.type_intra < graph.type_intra)
-                {
-                    tmp.type_intra = next_type(tmp.type_intra);
-                    if tmp.type_intra < PathType::Dis {
-                        continue;
-                    }
-                }
-                tmp.type_intra = min_type_intra;
-                if sys.inter
-                    && tmp.type_inter < max_type_inter
-                    && (graph.n_channels == 0
-                        || tmp.type_inter < graph.type_inter
-                        || tmp.type_inter < PathType::Pxn)
-                {
-                    tmp.type_inter = next_type(tmp.type_inter);
-                    if tmp.type_inter < PathType::Dis {
-                        continue;
-                    }
-                }
-                tmp.type_inter = min_type_inter;
-                if cross_nic == 2
-                    && tmp.cross_nic == 0
-                    && matches!(graph.pattern, Pattern::Ring | Pattern::BalancedTree)
-                {
-                    tmp.cross_nic = 2;
-                    continue;
-                }
-                tmp.cross_nic = if cross_nic == 1 { 1 } else { 0 };
-                if speed_index < nspeeds - 1
-                    && (graph.n_channels == 0
-                        || (speeds[speed_index + 1] / graph.bw_inter) as f64 > 0.49)
-                {
-                    speed_index += 1;
-                    tmp.bw_intra = speeds[speed_index];
-                    tmp.bw_inter = speeds[speed_index];
-                    continue;
-                }
-                speed_index = first_speed_at_most(speeds, max_bw);
-                tmp.bw_intra = speeds[speed_index];
-                tmp.bw_inter = speeds[speed_index];
+            if !out_of_time && relax_one(sys, &bounds, speeds, &mut speed_index, &mut tmp, &graph) {
+                continue;
             }
         }
         // done:
@@ -1369,36 +1447,11 @@ pub(crate) fn compute_with(
             pass = 2;
         }
         // pass 2: try to raise the bandwidth of the solution.
-        if time != 0 && speed_index > 0 && !req.dup_before_pass2 {
-            // 2.18: only a tree's bwIntra goes up.
-            if graph.pattern != Pattern::Ring
-                && tmp.bw_intra == graph.bw_intra
-                && tmp.bw_intra < tmp.bw_inter * 2.0
-            {
-                speed_index -= 1;
-                tmp.bw_intra = speeds[speed_index];
-                continue;
-            }
-        } else if time != 0 && speed_index > 0 {
-            if graph.pattern == Pattern::Ring {
-                speed_index -= 1;
-                tmp.bw_intra = speeds[speed_index];
-                tmp.bw_inter = speeds[speed_index];
-                continue;
-            } else if graph.pattern == Pattern::Nvls
-                && tmp.bw_inter == graph.bw_inter
-                && tmp.bw_inter < tmp.bw_intra * 2.0
-            {
-                tmp.min_channels = graph.n_channels;
-                tmp.max_channels = graph.n_channels;
-                speed_index -= 1;
-                tmp.bw_inter = speeds[speed_index];
-                continue;
-            } else if tmp.bw_intra == graph.bw_intra && tmp.bw_intra < tmp.bw_inter * 2.0 {
-                speed_index -= 1;
-                tmp.bw_intra = speeds[speed_index];
-                continue;
-            }
+        if time != 0
+            && speed_index > 0
+            && raise_one(&req, speeds, &mut speed_index, &mut tmp, &graph)
+        {
+            continue;
         }
         break;
     }

@@ -143,27 +143,26 @@ pub struct BwState {
     pub used: Vec<u64>,
 }
 
-impl SearchSystem {
-    pub fn new(topo: &Topology, inter: bool) -> Result<Self> {
-        let src = &topo.source;
-        let gpus: Vec<NodeIndex> = topo.nodes(NodeKind::Gpu).to_vec();
-        let nets: Vec<NodeIndex> = topo.nodes(NodeKind::Net).to_vec();
-        let nvs: Vec<NodeIndex> = topo.nodes(NodeKind::Nvs).to_vec();
-        let ngpus = gpus.len();
-        if ngpus == 0 {
-            return Err(Error::bad_input(format!("{src}: the topology has no GPU")));
-        }
-        let (cpu_arch, cpu_vendor) = topo
-            .first_cpu()
-            .map(|c| (c.arch, c.vendor))
-            .unwrap_or((CpuArch::Unknown, CpuVendor::Unknown));
+/// The search's per-GPU columns, in the topology's GPU order.
+struct GpuColumns {
+    gpu_rank: Vec<i32>,
+    gpu_dev: Vec<i32>,
+    gpu_system_id: Vec<u64>,
+    gpu_label: Vec<String>,
+    gpu_cc: Vec<u32>,
+}
 
+impl GpuColumns {
+    /// Err when a GPU node carries no GPU data or two GPUs have the same rank.
+    fn read(topo: &Topology, gpus: &[NodeIndex]) -> Result<Self> {
+        let src = &topo.source;
+        let ngpus = gpus.len();
         let mut gpu_rank = Vec::with_capacity(ngpus);
         let mut gpu_dev = Vec::with_capacity(ngpus);
         let mut gpu_system_id = Vec::with_capacity(ngpus);
         let mut gpu_label = Vec::with_capacity(ngpus);
         let mut gpu_cc = Vec::with_capacity(ngpus);
-        for &g in &gpus {
+        for &g in gpus {
             let node = topo.node(g);
             let Some(info) = node.gpu() else {
                 return Err(Error::runtime(format!(
@@ -185,6 +184,89 @@ impl SearchSystem {
                 gpu_rank
             )));
         }
+        Ok(GpuColumns {
+            gpu_rank,
+            gpu_dev,
+            gpu_system_id,
+            gpu_label,
+            gpu_cc,
+        })
+    }
+}
+
+/// GPUs that cannot reach each other: NCCL would trim them away and run a smaller communicator; we refuse,
+/// because the job asked for all of them.
+fn check_reachable(src: &str, gpu_gpu: &[SPath], gpu_label: &[String]) -> Result<()> {
+    let ngpus = gpu_label.len();
+    for a in 0..ngpus {
+        for b in 0..ngpus {
+            let p = &gpu_gpu[a * ngpus + b];
+            if a != b && p.ptype >= PathType::Net {
+                return Err(Error::bad_input(format!(
+                    "{src}: {} cannot reach {} (path type {}); every GPU must reach every other",
+                    gpu_label[a],
+                    gpu_label[b],
+                    p.ptype.nccl_name()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The search's NICs, in the topology's NET order (no local GPU yet).
+fn search_nets(topo: &Topology, nets: &[NodeIndex]) -> Result<Vec<SNet>> {
+    let src = &topo.source;
+    let mut snets = Vec::with_capacity(nets.len());
+    for &n in nets {
+        let node = topo.node(n);
+        let NodeData::Net(info) = &node.data else {
+            return Err(Error::runtime(format!(
+                "{src}: node {} is listed as a NET but carries no NET data",
+                node.nccl_label()
+            )));
+        };
+        snets.push(SNet {
+            id: node.id as i64,
+            dev: info.dev,
+            asic: info.asic,
+            port: info.port,
+            // NCCL: speed in Mb/s / 8000, 10 Gb/s when unknown.
+            bw: if info.speed_mbps > 0.0 {
+                (info.speed_mbps / 8000.0) as f32
+            } else {
+                1.25
+            },
+            latency: info.latency_us as f32,
+            coll: info.coll,
+            local_gpu: -1,
+        });
+    }
+    Ok(snets)
+}
+
+impl SearchSystem {
+    pub fn new(topo: &Topology, inter: bool) -> Result<Self> {
+        let src = &topo.source;
+        let gpus: Vec<NodeIndex> = topo.nodes(NodeKind::Gpu).to_vec();
+        let nets: Vec<NodeIndex> = topo.nodes(NodeKind::Net).to_vec();
+        let nvs: Vec<NodeIndex> = topo.nodes(NodeKind::Nvs).to_vec();
+        let ngpus = gpus.len();
+        if ngpus == 0 {
+            return Err(Error::bad_input(format!("{src}: the topology has no GPU")));
+        }
+        let (cpu_arch, cpu_vendor) = topo
+            .first_cpu()
+            .map(|c| (c.arch, c.vendor))
+            .unwrap_or((CpuArch::Unknown, CpuVendor::Unknown));
+
+        let GpuColumns {
+            gpu_rank,
+            gpu_dev,
+            gpu_system_id,
+            gpu_label,
+            gpu_cc,
+        } = GpuColumns::read(topo, &gpus)?;
 
         use petgraph::visit::EdgeIndexable;
         let edge_bound = EdgeIndexable::edge_bound(&topo.graph);
@@ -234,47 +316,9 @@ impl SearchSystem {
             None => (Vec::new(), Vec::new()),
         };
 
-        // GPUs that cannot reach each other: NCCL would trim them away and run
-        // a smaller communicator; we refuse, because the job asked for all of them.
-        for a in 0..ngpus {
-            for b in 0..ngpus {
-                let p = &gpu_gpu[a * ngpus + b];
-                if a != b && p.ptype >= PathType::Net {
-                    return Err(Error::bad_input(format!(
-                        "{src}: {} cannot reach {} (path type {}); every GPU must reach every other",
-                        gpu_label[a],
-                        gpu_label[b],
-                        p.ptype.nccl_name()
-                    )));
-                }
-            }
-        }
+        check_reachable(src, &gpu_gpu, &gpu_label)?;
 
-        let mut snets = Vec::with_capacity(nets.len());
-        for &n in &nets {
-            let node = topo.node(n);
-            let NodeData::Net(info) = &node.data else {
-                return Err(Error::runtime(format!(
-                    "{src}: node {} is listed as a NET but carries no NET data",
-                    node.nccl_label()
-                )));
-            };
-            snets.push(SNet {
-                id: node.id as i64,
-                dev: info.dev,
-                asic: info.asic,
-                port: info.port,
-                // NCCL: speed in Mb/s / 8000, 10 Gb/s when unknown.
-                bw: if info.speed_mbps > 0.0 {
-                    (info.speed_mbps / 8000.0) as f32
-                } else {
-                    1.25
-                },
-                latency: info.latency_us as f32,
-                coll: info.coll,
-                local_gpu: -1,
-            });
-        }
+        let snets = search_nets(topo, &nets)?;
         if inter && snets.is_empty() {
             return Err(Error::bad_input(format!(
                 "{src}: more than one node but the topology has no NIC to join them through"
@@ -322,25 +366,32 @@ impl SearchSystem {
             .collect();
 
         if !sys.nets.is_empty() {
-            let mut table = Vec::with_capacity(ngpus);
-            for g in 0..ngpus {
-                let per_channel = sys.compute_local_nets(g);
-                if per_channel.is_empty() && inter {
-                    return Err(Error::bad_input(format!(
-                        "{src}: {} has no path to any NIC",
-                        sys.gpu_label[g]
-                    )));
-                }
-                table.push(per_channel);
-            }
-            sys.local_net = table;
-            for n in 0..sys.nets.len() {
-                sys.nets[n].local_gpu = sys.compute_local_gpu(n);
-            }
+            sys.init_local_nets(src)?;
         }
         sys.init_bw(topo, &gpus);
         sys.score_keys();
         Ok(sys)
+    }
+
+    /// Each GPU's local NICs per channel and each NIC's local GPU. Err when a GPU of a multi-node job reaches no
+    /// NIC.
+    fn init_local_nets(&mut self, src: &str) -> Result<()> {
+        let mut table = Vec::with_capacity(self.ngpus);
+        for g in 0..self.ngpus {
+            let per_channel = self.compute_local_nets(g);
+            if per_channel.is_empty() && self.inter {
+                return Err(Error::bad_input(format!(
+                    "{src}: {} has no path to any NIC",
+                    self.gpu_label[g]
+                )));
+            }
+            table.push(per_channel);
+        }
+        self.local_net = table;
+        for n in 0..self.nets.len() {
+            self.nets[n].local_gpu = self.compute_local_gpu(n);
+        }
+        Ok(())
     }
 
     /// NCCL sorts next-GPU candidates by interBw desc, interPciBw desc, interNhops asc,

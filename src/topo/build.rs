@@ -442,20 +442,7 @@ impl<'a> Builder<'a> {
             .ok_or_else(|| self.bad(xml, "missing the attribute 'busid'"))?
             .to_string();
         let bus = bus_id_to_u64(&busid);
-        // `kvDictPciClass`, prefix matched.
-        let mut kind = if class.starts_with("0x060400") || class.starts_with("0x080100") {
-            NodeKind::Pci
-        } else if class.starts_with("0x068000") {
-            NodeKind::Nvs
-        } else if class.starts_with("0x068001") {
-            NodeKind::Cpu
-        } else if class.starts_with("0x03") {
-            NodeKind::Gpu
-        } else if class.starts_with("0x02") {
-            NodeKind::Nic
-        } else {
-            NodeKind::Pci
-        };
+        let mut kind = pci_class_kind(class);
         for child in &xml.children {
             if !matches!(child.name.as_str(), "pci" | "gpu" | "nic" | "pcilink") {
                 return Err(self.bad(
@@ -472,44 +459,10 @@ impl<'a> Builder<'a> {
         if let Some(gpu) = xml.children_named("gpu").next() {
             kind = NodeKind::Gpu;
             // A GPU without a rank is not part of this job: NCCL drops the subtree.
-            let Some(rank) = self.int_attr(gpu, "rank")? else {
+            let Some(n) = self.add_pci_gpu(xml, gpu, system, &busid)? else {
                 return Ok(());
             };
-            for link in &gpu.children {
-                if !matches!(link.name.as_str(), "nvlink" | "c2c") {
-                    return Err(self.bad(
-                        link,
-                        format!(
-                            "<{}> is not allowed inside <gpu> (expected <nvlink> or <c2c>)",
-                            link.name
-                        ),
-                    ));
-                }
-            }
-            let sm = self.required_int(gpu, "sm")?;
-            if !(10..=1000).contains(&sm) {
-                return Err(self.bad(
-                    gpu,
-                    format!("sm=\"{sm}\" is not a compute capability like 90"),
-                ));
-            }
-            let data = GpuNode {
-                dev: self.required_int(gpu, "dev")? as i32,
-                rank: rank as i32,
-                sm: sm as u32,
-                gdr: self.int_attr(gpu, "gdr")?.unwrap_or(0) != 0,
-                busid: busid.to_lowercase(),
-                nvml_p2p: self.int_attr(gpu, "nvml_p2p")?.unwrap_or(1) != 0,
-            };
-            if self.find(NodeKind::Gpu, topo_id(system, bus)).is_some() {
-                return Err(self.bad(xml, format!("GPU {busid} appears twice")));
-            }
-            node = Some(self.create(
-                gpu,
-                NodeKind::Gpu,
-                topo_id(system, bus),
-                NodeData::Gpu(data),
-            )?);
+            node = Some(n);
         }
         let nic_xml = xml.children_named("nic").next();
         if nic_xml.is_some_and(|n| !self.keeps_a_net(n)) {
@@ -563,31 +516,84 @@ impl<'a> Builder<'a> {
             }
         }
         if let Some(n) = node {
-            let width = self.int_attr(xml, "link_width")?.unwrap_or(0);
-            let width = if width == 0 { 16 } else { width };
-            if width < 0 {
-                return Err(self.bad(xml, format!("link_width=\"{width}\" is negative")));
-            }
-            let speed_text = xml.attr("link_speed").unwrap_or("");
-            let speed = match pci_gen_speed(speed_text) {
-                Some(s) => s,
-                // Empty or "Unknown" is what sysfs says in VMs; NCCL falls back to Gen3.
-                None if speed_text.is_empty() || speed_text.starts_with("Unknown") => {
-                    PCI_GEN_FALLBACK
-                }
-                None => {
-                    return Err(self.bad(
-                        xml,
-                        format!(
-                        "link_speed=\"{speed_text}\" is not a PCIe speed like \"16.0 GT/s PCIe\""
-                    ),
-                    ))
-                }
-            };
-            let bw = (width as f32) * (speed as f32) / 80.0;
+            let bw = self.pci_link_bw(xml)?;
             self.connect_both(n, parent, LinkKind::Pci, bw);
         }
         Ok(())
+    }
+
+    /// The `<gpu>` inside `xml` (a `<pci>` of bus id `busid`): its node, or None for a GPU without a rank (not
+    /// part of this job: NCCL drops the subtree).
+    fn add_pci_gpu(
+        &mut self,
+        xml: &XmlNode,
+        gpu: &XmlNode,
+        system: u64,
+        busid: &str,
+    ) -> Result<Option<NodeIndex>> {
+        let bus = bus_id_to_u64(busid);
+        let Some(rank) = self.int_attr(gpu, "rank")? else {
+            return Ok(None);
+        };
+        for link in &gpu.children {
+            if !matches!(link.name.as_str(), "nvlink" | "c2c") {
+                return Err(self.bad(
+                    link,
+                    format!(
+                        "<{}> is not allowed inside <gpu> (expected <nvlink> or <c2c>)",
+                        link.name
+                    ),
+                ));
+            }
+        }
+        let sm = self.required_int(gpu, "sm")?;
+        if !(10..=1000).contains(&sm) {
+            return Err(self.bad(
+                gpu,
+                format!("sm=\"{sm}\" is not a compute capability like 90"),
+            ));
+        }
+        let data = GpuNode {
+            dev: self.required_int(gpu, "dev")? as i32,
+            rank: rank as i32,
+            sm: sm as u32,
+            gdr: self.int_attr(gpu, "gdr")?.unwrap_or(0) != 0,
+            busid: busid.to_lowercase(),
+            nvml_p2p: self.int_attr(gpu, "nvml_p2p")?.unwrap_or(1) != 0,
+        };
+        if self.find(NodeKind::Gpu, topo_id(system, bus)).is_some() {
+            return Err(self.bad(xml, format!("GPU {busid} appears twice")));
+        }
+        Ok(Some(self.create(
+            gpu,
+            NodeKind::Gpu,
+            topo_id(system, bus),
+            NodeData::Gpu(data),
+        )?))
+    }
+
+    /// The bandwidth of a `<pci>`'s link to its parent (GB/s) from its width and speed.
+    fn pci_link_bw(&self, xml: &XmlNode) -> Result<f32> {
+        let width = self.int_attr(xml, "link_width")?.unwrap_or(0);
+        let width = if width == 0 { 16 } else { width };
+        if width < 0 {
+            return Err(self.bad(xml, format!("link_width=\"{width}\" is negative")));
+        }
+        let speed_text = xml.attr("link_speed").unwrap_or("");
+        let speed = match pci_gen_speed(speed_text) {
+            Some(s) => s,
+            // Empty or "Unknown" is what sysfs says in VMs; NCCL falls back to Gen3.
+            None if speed_text.is_empty() || speed_text.starts_with("Unknown") => PCI_GEN_FALLBACK,
+            None => {
+                return Err(self.bad(
+                    xml,
+                    format!(
+                        "link_speed=\"{speed_text}\" is not a PCIe speed like \"16.0 GT/s PCIe\""
+                    ),
+                ))
+            }
+        };
+        Ok((width as f32) * (speed as f32) / 80.0)
     }
 
     /// Second pass: `<nvlink>`, `<c2c>` and `<pcilink>` elements, which refer to
@@ -979,6 +985,23 @@ pub fn from_xml_with(root: &XmlNode, source: &str, options: &PathOptions) -> Res
     };
     paths::compute(&mut topo, options)?;
     Ok(topo)
+}
+
+/// The node kind of a PCI class (`kvDictPciClass`, prefix matched).
+fn pci_class_kind(class: &str) -> NodeKind {
+    if class.starts_with("0x060400") || class.starts_with("0x080100") {
+        NodeKind::Pci
+    } else if class.starts_with("0x068000") {
+        NodeKind::Nvs
+    } else if class.starts_with("0x068001") {
+        NodeKind::Cpu
+    } else if class.starts_with("0x03") {
+        NodeKind::Gpu
+    } else if class.starts_with("0x02") {
+        NodeKind::Nic
+    } else {
+        NodeKind::Pci
+    }
 }
 
 #[cfg(test)]

@@ -1,9 +1,10 @@
 //! The topology stage: what the machine is, in NCCL's terms.
 //!
-//! `xml` reads and writes NCCL's topology files, `build` turns an XML tree into
+//! `crate::xml` reads and writes NCCL's topology files, `build` turns an XML tree into
 //! a graph of nodes and links with NCCL's bandwidths, `paths` computes NCCL's
 //! path type, bottleneck bandwidth and hops for every pair of nodes, and
-//! `fixtures` holds the built-in machines. A `Topology` is one node (one host);
+//! `fixtures` holds the built-in machines; `vendor` and `gpu_models` complete partial vendor topology files,
+//! `mnnvl` joins the trays of one multi-node NVLink domain, `cluster` replicates a host `--nodes` times. A `Topology` is one node (one host);
 //! a `Cluster` is that host replicated `--nodes` times and joined through NICs,
 //! the way NCCL sees a multi-node job (each rank searches its own host's graph).
 

@@ -1,9 +1,9 @@
-//! `planner verify`: the shared vocabulary (collectives, data types,
-//! algorithm/protocol pairs), the measurement plan (sizes and iterations per
-//! size), the statistics, and the self-describing result file that
-//! `verify --load` reads back on any machine.
+//! `planner verify`: the request (pairs, sizes, backends), one whole run (`session`), local and distributed runs
+//! (`run`, `rendezvous` under a launcher), our kernels as a backend (`native`), the fake backend (`fake`), keeping
+//! a stopped run's file valid (`keep`), the tuner plugin's runs (`tuner`) and the scoring (`score`).
 //!
-//! The vocabulary of a measurement (data types, rows, statistics) is `crate::measure`; the pair is `crate::model::Pair`.
+//! The vocabulary of a measurement (rows, iteration plan, statistics) is `crate::measure`, the data types
+//! `crate::dtype`, the pair `crate::model::Pair`, the result file `crate::result_file`.
 
 pub mod fake;
 pub mod keep;
@@ -14,9 +14,10 @@ pub mod score;
 pub mod session;
 pub mod tuner;
 
+pub use crate::dtype::Dtype;
 pub use crate::measure::{
-    algbw_gbs, coll_label, coll_label_serde, logged_bytes, Dtype, GpuInfo, IterPlan, NcclChoice,
-    Row, RowStatus, SymmetricLaunch, TunerDecision,
+    algbw_gbs, coll_label, coll_label_serde, logged_bytes, GpuInfo, IterPlan, NcclChoice, Row,
+    RowStatus, SymmetricLaunch, TunerDecision,
 };
 use crate::model::Pair;
 

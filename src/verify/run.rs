@@ -764,31 +764,8 @@ pub fn run_distributed(
     let world = env.world_size;
 
     if env.rank != 0 {
-        loop {
-            let message = rendezvous.broadcast(None)?;
-            let message: JobMessage = serde_json::from_slice(&message).map_err(|e| {
-                Error::runtime(format!("rank {}: bad job from rank 0: {e}", env.rank))
-            })?;
-            let JobMessage::Run { mut spec } = message else {
-                return Ok(None);
-            };
-            localise_spec(&mut spec, env, count);
-            let outcome = run_child(exe, &spec, request.timeout, &mut |_| {})?;
-            let report = JobReport {
-                rank: env.rank,
-                ok: outcome.exit_ok,
-                summary: outcome.fatal.clone().unwrap_or_else(|| {
-                    if outcome.timed_out {
-                        "timed out".into()
-                    } else {
-                        outcome.exit.clone()
-                    }
-                }),
-                gpus: outcome.init.map(|i| i.gpus).unwrap_or_default(),
-            };
-            let bytes = serde_json::to_vec(&report).map_err(|e| Error::runtime(e.to_string()))?;
-            rendezvous.gather(&bytes)?;
-        }
+        follow_rank0(exe, env, request, count, &mut rendezvous)?;
+        return Ok(None);
     }
 
     // Rank 0.
@@ -886,35 +863,14 @@ pub fn run_distributed(
                 break;
             }
         };
-        let mut failures = Vec::new();
-        for bytes in reports.iter().skip(1) {
-            if let Ok(report) = serde_json::from_slice::<JobReport>(bytes) {
-                if !report.ok {
-                    failures.push(format!("rank {}: {}", report.rank, report.summary));
-                }
-                for g in report.gpus {
-                    if !other_gpus.iter().any(|o| o.rank == g.rank) {
-                        other_gpus.push(g);
-                    }
-                }
-            }
-        }
+        let failures = read_reports(&reports, &mut other_gpus);
         if !failures.is_empty() {
             progress.note(&format!("{}: {}", job_label(&job), failures.join("; ")));
         }
         gaps_of(&job, &outcome, request.timeout, &mut gaps);
         outcomes.push((job, outcome));
     }
-    if ranks_up {
-        let end =
-            serde_json::to_vec(&JobMessage::End).map_err(|e| Error::runtime(e.to_string()))?;
-        if let Err(e) = rendezvous.broadcast(Some(&end)) {
-            gaps.push(StopReason::RankLost, format!("at the end: {e}"));
-        }
-    }
-    if let Some(signal) = crate::measure::stop_requested() {
-        gaps.push(StopReason::Interrupted, crate::measure::signal_name(signal));
-    }
+    end_jobs(&mut rendezvous, ranks_up, &mut gaps)?;
     let (nccl_rows, tuner_log) = collect_nccl_rows(request, &outcomes, world);
     rows.extend(nccl_rows);
     progress.finish();
@@ -925,6 +881,74 @@ pub fn run_distributed(
     let mut run = finish_run(request, predictor, machine, launch, rows, tuner_log);
     close_run(&mut run, &gaps);
     Ok(Some(run))
+}
+
+/// The end of rank 0's jobs: tell the ranks still up that the run is over; a lost rank or a signal is a gap.
+fn end_jobs(rendezvous: &mut Rendezvous, ranks_up: bool, gaps: &mut Gaps) -> Result<()> {
+    if ranks_up {
+        let end =
+            serde_json::to_vec(&JobMessage::End).map_err(|e| Error::runtime(e.to_string()))?;
+        if let Err(e) = rendezvous.broadcast(Some(&end)) {
+            gaps.push(StopReason::RankLost, format!("at the end: {e}"));
+        }
+    }
+    if let Some(signal) = crate::measure::stop_requested() {
+        gaps.push(StopReason::Interrupted, crate::measure::signal_name(signal));
+    }
+    Ok(())
+}
+
+/// A rank other than 0: run each job rank 0 broadcasts and report back, until rank 0 says the run is over.
+fn follow_rank0(
+    exe: &Path,
+    env: &LauncherEnv,
+    request: &VerifyRequest,
+    count: usize,
+    rendezvous: &mut Rendezvous,
+) -> Result<()> {
+    loop {
+        let message = rendezvous.broadcast(None)?;
+        let message: JobMessage = serde_json::from_slice(&message)
+            .map_err(|e| Error::runtime(format!("rank {}: bad job from rank 0: {e}", env.rank)))?;
+        let JobMessage::Run { mut spec } = message else {
+            return Ok(());
+        };
+        localise_spec(&mut spec, env, count);
+        let outcome = run_child(exe, &spec, request.timeout, &mut |_| {})?;
+        let report = JobReport {
+            rank: env.rank,
+            ok: outcome.exit_ok,
+            summary: outcome.fatal.clone().unwrap_or_else(|| {
+                if outcome.timed_out {
+                    "timed out".into()
+                } else {
+                    outcome.exit.clone()
+                }
+            }),
+            gpus: outcome.init.map(|i| i.gpus).unwrap_or_default(),
+        };
+        let bytes = serde_json::to_vec(&report).map_err(|e| Error::runtime(e.to_string()))?;
+        rendezvous.gather(&bytes)?;
+    }
+}
+
+/// The other ranks' reports on one job (rank 0's own first, skipped): their failures as lines, and the GPUs not
+/// seen yet into `other_gpus`.
+fn read_reports(reports: &[Vec<u8>], other_gpus: &mut Vec<GpuInfo>) -> Vec<String> {
+    let mut failures = Vec::new();
+    for bytes in reports.iter().skip(1) {
+        if let Ok(report) = serde_json::from_slice::<JobReport>(bytes) {
+            if !report.ok {
+                failures.push(format!("rank {}: {}", report.rank, report.summary));
+            }
+            for g in report.gpus {
+                if !other_gpus.iter().any(|o| o.rank == g.rank) {
+                    other_gpus.push(g);
+                }
+            }
+        }
+    }
+    failures
 }
 
 /// The child side of every rank: the job's ranks say which rank this process

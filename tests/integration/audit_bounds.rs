@@ -3,14 +3,11 @@
 //! error; out-of-limit values in a log are bad input (exit 2); a log of two NCCL versions is refused; a log's
 //! terminal escape sequences are not echoed.
 
-use crate::common::{assert_exit, golden, json_of, planner};
+use crate::common::{assert_exit, golden, json_of, planner, with_scratch};
 
+/// `text` in the file `name` of this test's scratch directory.
 fn scratch(name: &str, text: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("planner-audit-bounds-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path.to_string_lossy().into_owned()
+    with_scratch(|s| s.write(name, text).to_string_lossy().into_owned())
 }
 
 /// The 2x H200 capture's log (0 differences against its topology) with `extra` appended.

@@ -23,12 +23,9 @@ const G2: &str = "nccl-2x-g2-issue1706.log";
 /// NVIDIA/nccl#2094: 8x H100 in one node, lines prefixed `[r]` only; comm and Trees lines.
 const RANK_PREFIX: &str = "nccl-h100x8-rank-prefix-issue2094.log";
 
+/// `text` in the file `name` of this test's scratch directory.
 fn scratch(name: &str, text: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("planner-audit-logs-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path.to_string_lossy().into_owned()
+    crate::common::with_scratch(|s| s.write(name, text).to_string_lossy().into_owned())
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! `verify --load`; the refusals (another machine, NCCL's own formats); every
 //! input format and bad inputs on the command line.
 
-use crate::common::{golden, json_of, planner};
+use crate::common::{golden, json_of, planner, stderr, stdout, with_scratch};
 use planner::calibrate::{self, Calibration};
 use planner::model::{Algo, Coll, Proto};
 use serde_json::Value;
@@ -20,20 +20,9 @@ fn repo(rel: &str) -> String {
     format!("{}/{rel}", env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A fresh directory for one test.
+/// A fresh directory `name` in this test's scratch directory.
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("planner-calcli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    with_scratch(|s| s.subdir(name))
 }
 
 fn run(args: &[&str]) -> Output {

@@ -1,7 +1,7 @@
 //! `planner env` (the exports that make NCCL load planner's tuner plugin with a plan) and the conflict with a tuner
 //! already named by `NCCL_TUNER_PLUGIN`, in `env` and in `verify --tuner`; `tune` tables piped as plain ASCII.
 
-use crate::common::{assert_exit, planner};
+use crate::common::{assert_exit, planner, stderr, with_scratch};
 use std::path::PathBuf;
 
 const PLAN: &str = r#"{"format":"planner-tuner-plan","version":1,
@@ -13,18 +13,14 @@ const PLAN: &str = r#"{"format":"planner-tuner-plan","version":1,
 
 /// A directory with a plan and a stand-in plugin file (`env` only checks that the plugin exists).
 fn scratch(name: &str) -> (PathBuf, PathBuf, PathBuf) {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("env-cli-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let plan = dir.join("plan.json");
-    std::fs::write(&plan, PLAN).unwrap();
-    let plugin = dir.join("libnccl_tuner_planner.so");
-    std::fs::write(&plugin, b"\x7fELF").unwrap();
-    (dir, plan, plugin)
-}
-
-fn stderr(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    with_scratch(|s| {
+        let dir = s.subdir(name);
+        let plan = dir.join("plan.json");
+        std::fs::write(&plan, PLAN).unwrap();
+        let plugin = dir.join("libnccl_tuner_planner.so");
+        std::fs::write(&plugin, b"\x7fELF").unwrap();
+        (dir, plan, plugin)
+    })
 }
 
 #[test]

@@ -7,11 +7,11 @@
 //! exact sums; deliberately broken variants of each protocol are caught.
 
 use crate::common::planner;
+use planner::dtype::Dtype;
 use planner::exec::beyond::{
     self, simulate_one_shot, simulate_two_shot, two_shot_part, ModelCall, Mutant,
 };
 use planner::exec::plan::{parse_pair, ExecPlan, PlanChoice};
-use planner::measure::Dtype;
 use planner::model::{Algo, AnyAlgo, Coll, OwnAlgo, Pair, Proto};
 use predicates::prelude::*;
 

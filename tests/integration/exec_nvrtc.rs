@@ -4,10 +4,10 @@
 //! present (.ci/run installs the 13.0 wheel); on a developer machine without
 //! it the test says so and passes.
 
+use planner::dtype::Dtype;
 use planner::exec::kernels::{self, Variant};
 use planner::gpu::nvrtc::{self, Cubin};
 use planner::gpu::pattern;
-use planner::measure::Dtype;
 
 fn nvrtc_or_skip() -> bool {
     if planner::gpu::nvrtc_available() {

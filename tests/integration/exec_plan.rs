@@ -1,8 +1,8 @@
 //! Plans from a search result, the plan checks, and the input pattern.
 
+use planner::dtype::Dtype;
 use planner::exec::plan::{chain_tree, validate_tree, ExecPlan, PlanChoice, TreeNode};
 use planner::gpu::pattern::{self, DataPattern};
-use planner::measure::Dtype;
 use planner::model::{Algo, Coll, Proto};
 use planner::search::{Connection, Graphs, Pattern, SearchGraph, SearchResult, TreeLinks};
 

@@ -3,9 +3,9 @@
 //! channel counts and ragged sizes: every output element must be the exact
 //! sum / copy, written exactly once, with no deadlock and no FIFO overflow.
 
+use planner::dtype::Dtype;
 use planner::exec::plan::{chain_tree, heap_tree, launch_shape, ExecPlan, PlanChoice, TreeNode};
 use planner::exec::schedule::{self, simulate, FIFO_STEPS};
-use planner::measure::Dtype;
 use planner::model::{Algo, Coll, Proto};
 
 /// Inputs that make every misplaced element visible: rank r, element i holds

@@ -9,7 +9,7 @@ use planner::search::Pattern;
 use planner::topo::PathType;
 
 fn model(input: ModelInput, env: NcclEnv) -> Model {
-    Model::new(input, env, table::builtin("2.30").unwrap()).unwrap()
+    crate::common::model_of(input, env, "2.30")
 }
 
 /// The reasons (as text) for one pair in one call.

@@ -2,7 +2,7 @@
 
 use crate::common::close;
 use planner::model::input::{GraphInfo, NvlsState};
-use planner::model::{table, Algo, Coll, Model, ModelInput, Proto};
+use planner::model::{Algo, Coll, Model, ModelInput, Proto};
 use planner::nccl_env::NcclEnv;
 use planner::search::Pattern;
 use planner::topo::{CpuArch, CpuVendor, PathType};
@@ -46,7 +46,7 @@ fn cluster(nodes: usize, gpus: usize, vendor: CpuVendor) -> ModelInput {
 }
 
 fn model(input: ModelInput) -> Model {
-    Model::new(input, NcclEnv::default(), table::builtin("2.30").unwrap()).unwrap()
+    crate::common::model_of(input, NcclEnv::default(), "2.30")
 }
 
 fn lat(m: &Model, c: Coll, a: Algo, p: Proto) -> f64 {

@@ -5,16 +5,11 @@
 
 use crate::common::close;
 use planner::model::examples::h200x2_capture;
-use planner::model::{table, Algo, Coll, Model, Proto};
+use planner::model::{Algo, Coll, Model, Proto};
 use planner::nccl_env::NcclEnv;
 
 fn model(family: &str) -> Model {
-    Model::new(
-        h200x2_capture(),
-        NcclEnv::default(),
-        table::builtin(family).unwrap(),
-    )
-    .unwrap()
+    crate::common::model_of(h200x2_capture(), NcclEnv::default(), family)
 }
 
 fn tree_time(m: &Model, proto: Proto, bytes: u64) -> f64 {

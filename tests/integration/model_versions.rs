@@ -50,7 +50,7 @@ fn capture_env() -> NcclEnv {
 }
 
 fn model(input: &ModelInput, env: &NcclEnv, family: &str) -> Model {
-    Model::new(input.clone(), env.clone(), t(family)).unwrap()
+    crate::common::model_of(input.clone(), env.clone(), family)
 }
 
 fn capture(family: &str) -> Model {

@@ -4,16 +4,11 @@
 
 use planner::model::examples::hopper8_worked_example;
 use planner::model::select::Call;
-use planner::model::{table, Algo, Coll, Model, Proto};
+use planner::model::{Algo, Coll, Model, Proto};
 use planner::nccl_env::NcclEnv;
 
 fn model() -> Model {
-    Model::new(
-        hopper8_worked_example(),
-        NcclEnv::default(),
-        table::builtin("2.30").unwrap(),
-    )
-    .unwrap()
+    crate::common::model_of(hopper8_worked_example(), NcclEnv::default(), "2.30")
 }
 
 /// Absolute tolerance: the hand calculations round to the printed digits.

@@ -34,14 +34,9 @@ fn gpu_path(topo: &Value, a: usize, b: usize) -> (String, f64) {
     )
 }
 
-/// `text` in a file of this process's own in the temporary directory.
+/// `text` in the file `name` of this test's scratch directory.
 fn scratch(name: &str, text: &str) -> std::path::PathBuf {
-    let f = std::env::temp_dir().join(format!(
-        "planner-more-fixtures-{}-{name}",
-        std::process::id()
-    ));
-    std::fs::write(&f, text).unwrap();
-    f
+    crate::common::with_scratch(|s| s.write(name, text))
 }
 
 fn fixture_topo(name: &str) -> Value {

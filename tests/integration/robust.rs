@@ -7,13 +7,9 @@ use crate::common::{assert_exit, golden, planner};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// A scratch file with `contents`, unique per test.
+/// `contents` in the file `name` of this test's scratch directory.
 fn scratch(name: &str, contents: &[u8]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("planner-robust-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    std::fs::write(&path, contents).unwrap();
-    path
+    crate::common::with_scratch(|s| s.write(name, contents))
 }
 
 /// Run planner with `args`; the exit code, stderr, and how long it took.

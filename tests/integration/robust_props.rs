@@ -406,7 +406,7 @@ proptest! {
             Err(e) => prop_assert_eq!(e.exit_code(), 2),
             Ok(pair) => prop_assert_eq!(planner::model::Pair::parse(&pair.to_string()).ok(), Some(pair)),
         }
-        bad_input_only(planner::measure::Dtype::parse(&text))?;
+        bad_input_only(planner::dtype::Dtype::parse(&text))?;
         bad_input_only(planner::measure::Backend::parse_list(&text))?;
         bad_input_only(planner::verify::PairSelection::parse(&text))?;
         // ncclGetLevel's reading never fails: a level, an old numeric level, or ignored with a warning.

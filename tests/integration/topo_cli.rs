@@ -2,26 +2,12 @@
 //! output for several fixtures, the --xml/--json/--dot outputs, and every bad
 //! input giving one line on stderr and exit code 2.
 
-use crate::common::planner;
+use crate::common::{planner, run_ok as stdout_of};
 use std::path::PathBuf;
 
-fn stdout_of(args: &[&str]) -> String {
-    let out = planner().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "planner {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// A scratch file under the system temp dir, unique per test.
+/// `text` in the file `name` of this test's scratch directory.
 fn scratch(name: &str, text: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("planner-topo-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
+    crate::common::with_scratch(|s| s.write(name, text))
 }
 
 /// Run, expect exit code 2 and exactly one line on stderr; return that line.

@@ -9,11 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// A fresh directory `name` in this test's scratch directory.
 fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("planner-keep-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    crate::common::with_scratch(|s| s.subdir(name))
 }
 
 /// `planner verify` on the fake backend, NCCL only, Ring/LL pinned plus NCCL's free choice.

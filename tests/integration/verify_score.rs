@@ -196,3 +196,48 @@ fn the_stock_model_as_predictor_matches_the_capture() {
     let nvls = Pair::new(planner::model::Algo::Nvls, planner::model::Proto::Simple);
     assert_eq!(model.predict_us(Coll::AllReduce, nvls, 64 * KIB), None);
 }
+
+/// `Recorded`'s look-ups (a map built once) give what a scan of the rows gives: the first recorded prediction of
+/// (pair, size), and the pick = the least prediction at the size, the first row on a tie. On the hand-made run
+/// with a duplicate row (a later, lower prediction of a pair already recorded) and on the committed result files.
+#[test]
+fn recorded_look_ups_equal_a_scan_of_the_rows() {
+    use planner::predict::Predictor;
+    let mut hand = recorded_run();
+    let mut dup = hand.rows[0].clone();
+    dup.predicted_us = dup.predicted_us.map(|t| t / 2.0);
+    hand.rows.push(dup);
+    let mut runs = vec![hand];
+    for name in [
+        "verify-h200x2-both-eager.json",
+        "verify-h200x2-nccl-eager-2proc.json",
+    ] {
+        let path = format!("{}/bench/results/{name}", env!("CARGO_MANIFEST_DIR"));
+        runs.push(VerifyRun::load(&path).unwrap());
+    }
+    for run in &runs {
+        let recorded = Recorded::new(run);
+        let coll = run.options.collective;
+        let mut checked = 0;
+        for row in &run.rows {
+            let Some(pair) = row.pair else { continue };
+            let first = run
+                .rows
+                .iter()
+                .find(|r| r.pair == Some(pair) && r.bytes == row.bytes && r.predicted_us.is_some())
+                .and_then(|r| r.predicted_us);
+            assert_eq!(recorded.predict_us(coll, pair, row.bytes), first);
+            let mut best: Option<(f64, Pair)> = None;
+            for r in &run.rows {
+                if let (Some(p), Some(t)) = (r.pair, r.predicted_us) {
+                    if r.bytes == row.bytes && best.is_none_or(|(b, _)| t < b) {
+                        best = Some((t, p));
+                    }
+                }
+            }
+            assert_eq!(recorded.pick(coll, row.bytes), best.map(|(_, p)| p));
+            checked += 1;
+        }
+        assert!(checked > 3, "{checked} rows checked");
+    }
+}

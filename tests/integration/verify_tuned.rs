@@ -20,13 +20,9 @@ fn text(out: &std::process::Output) -> String {
     )
 }
 
+/// A fresh directory `name` in this test's scratch directory.
 fn scratch(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "planner-verify-tuned-{}-{name}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    crate::common::with_scratch(|s| s.subdir(name))
 }
 
 #[test]
