@@ -172,17 +172,15 @@ pub fn ops(plan: &ExecPlan, rank: usize, channel: usize, group: Group) -> Vec<Op
         return out;
     }
     match plan.algorithm {
-        AnyAlgo::Nccl(Algo::Ring) => {
-            if group == Group::All {
-                ring_ops(
-                    &mut out,
-                    plan,
-                    rank,
-                    channel,
-                    (part_off, part_count),
-                    ck.chunk_elems,
-                );
-            }
+        AnyAlgo::Nccl(Algo::Ring) if group == Group::All => {
+            ring_ops(
+                &mut out,
+                plan,
+                rank,
+                channel,
+                (part_off, part_count),
+                ck.chunk_elems,
+            );
         }
         AnyAlgo::Nccl(Algo::Tree) => {
             tree_ops(
@@ -571,15 +569,13 @@ impl<'a> SimBuffers<'a> {
             inputs: inputs.to_vec(),
         };
         if plan.in_place {
-            for r in 0..n {
+            for (r, input) in inputs.iter().enumerate().take(n) {
                 if plan.collective == Coll::ReduceScatter {
                     // In-place reduce-scatter: the output is a window of the input.
                     continue;
                 }
                 let base = bufs.in_place_base(r);
-                for i in 0..send_count {
-                    bufs.outputs[r][base + i] = inputs[r][i];
-                }
+                bufs.outputs[r][base..base + send_count].copy_from_slice(&input[..send_count]);
             }
         }
         bufs
