@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 /// Median, p95 (nearest rank) and worst of |relative error|, in percent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ErrorStats {
-    pub n: usize,
+    pub(crate) n: usize,
     pub median_abs_error_pct: f64,
     pub p95_abs_error_pct: f64,
     pub worst_abs_error_pct: f64,
@@ -16,7 +16,7 @@ pub struct ErrorStats {
 
 impl ErrorStats {
     /// From |relative errors| as fractions; None when empty.
-    pub fn of(abs_rel: &[f64]) -> Option<ErrorStats> {
+    pub(crate) fn of(abs_rel: &[f64]) -> Option<ErrorStats> {
         let values: Vec<f64> = abs_rel.iter().copied().filter(|v| v.is_finite()).collect();
         Some(ErrorStats {
             n: values.len(),

@@ -7,24 +7,24 @@ use crate::error::Result;
 use std::io::Write;
 
 #[derive(Debug, clap::Args)]
-pub struct AuditArgs {
+pub(crate) struct AuditArgs {
     #[command(flatten)]
-    pub source: AuditSourceArgs,
+    pub(crate) source: AuditSourceArgs,
     #[command(flatten)]
-    pub graph: GraphArgs,
+    pub(crate) graph: GraphArgs,
     /// NCCL log (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH,TUNING); the topology is --topo or the NCCL_TOPO_DUMP_FILE next to it
-    pub log: String,
+    pub(crate) log: String,
     /// Feed the model the log's own graphs (compares the cost model alone, not the search)
     #[arg(long, conflicts_with = "graph")]
-    pub log_graphs: bool,
+    pub(crate) log_graphs: bool,
     #[command(flatten)]
-    pub model: ModelArgs,
+    pub(crate) model: ModelArgs,
     /// Machine-readable output (docs/json.md)
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
-pub fn run(args: AuditArgs) -> Result<()> {
+pub(crate) fn run(args: AuditArgs) -> Result<()> {
     let report = audit_log(&AuditOptions {
         log: args.log,
         source: args.source.source(),

@@ -37,7 +37,7 @@ pub enum InputFormat {
 }
 
 impl InputFormat {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             InputFormat::PlannerVerify => "planner-verify",
             InputFormat::NcclTestsText => "nccl-tests-text",
@@ -68,7 +68,7 @@ pub struct Measurement {
     /// The pinned pair; None for NCCL's free choice ("auto").
     pub pair: Option<Pair>,
     /// For a free-choice row: the pair NCCL ran, when the file knows it.
-    pub nccl_choice: Option<Pair>,
+    pub(crate) nccl_choice: Option<Pair>,
     /// The model's byte count (nccl-tests' `size`: the largest buffer of one
     /// rank, all ranks' data for all-gather / reduce-scatter).
     pub bytes: u64,
@@ -77,13 +77,13 @@ pub struct Measurement {
     /// Timed repeats behind the median, when known.
     pub repeats: Option<u32>,
     /// (slowest - fastest repeat) / median x 100, when the repeats are known.
-    pub spread_pct: Option<f64>,
+    pub(crate) spread_pct: Option<f64>,
     /// The stock NCCL model's prediction recorded with the measurement, µs.
     pub stock_us: Option<f64>,
     /// nccl-tests: the in-place column (true) or the out-of-place one.
     pub in_place: Option<bool>,
     /// Where it came from, for messages.
-    pub source: String,
+    pub(crate) source: String,
     pub line: usize,
 }
 
@@ -112,19 +112,19 @@ impl Measurement {
 /// facts its inputs share (the one machine-description type of calibrate).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MachineInfo {
-    pub hosts: Vec<String>,
+    pub(crate) hosts: Vec<String>,
     /// GPU names by rank, where the file (the inputs) list them.
     pub gpus: Vec<String>,
     pub gpu_count: Option<usize>,
     pub driver_version: Option<String>,
-    pub cuda_version: Option<String>,
+    pub(crate) cuda_version: Option<String>,
     pub nccl_version: Option<String>,
     /// `file::topology_hash` of the topology XML the file (the inputs) carry; None: none carried one.
     pub topology_hash: Option<String>,
     /// What `topology_hash` covers (`file::TOPOLOGY_HASH_COVERS`): written into every calibration file, empty
     /// (and not written) for one input file's facts.
     #[serde(skip_serializing_if = "String::is_empty")]
-    pub topology_hash_covers: String,
+    pub(crate) topology_hash_covers: String,
 }
 
 impl MachineInfo {
@@ -140,14 +140,14 @@ impl MachineInfo {
 /// Everything one input file measured.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Measurements {
-    pub source: String,
+    pub(crate) source: String,
     pub format: InputFormat,
     /// FNV-1a 64 of the file's bytes, hex.
     pub fnv1a64: String,
     pub machine: MachineInfo,
     pub rows: Vec<Measurement>,
     /// What was left out and why (failed rows, other collectives, ...).
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 /// Read one measurement file of any supported format.
