@@ -25,7 +25,7 @@ impl Dtype {
             ))),
         }
     }
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Dtype::F32 => "f32",
             Dtype::Bf16 => "bf16",
@@ -40,7 +40,7 @@ impl Dtype {
         }
     }
     /// Name as nccl-tests prints it.
-    pub fn nccl_tests_name(self) -> &'static str {
+    pub(crate) fn nccl_tests_name(self) -> &'static str {
         match self {
             Dtype::F32 => "float",
             Dtype::Bf16 => "bfloat16",
@@ -48,7 +48,7 @@ impl Dtype {
         }
     }
     /// The C type the kernels are compiled for (`kernels/common.cuh`).
-    pub fn c_type(self) -> &'static str {
+    pub(crate) fn c_type(self) -> &'static str {
         match self {
             Dtype::F32 => "float",
             Dtype::Bf16 => "planner_bf16",
@@ -56,7 +56,7 @@ impl Dtype {
         }
     }
     /// Largest integer magnitude the type holds exactly (2^(mantissa bits + 1)).
-    pub fn exact_integer_limit(self) -> u64 {
+    pub(crate) fn exact_integer_limit(self) -> u64 {
         match self {
             Dtype::F32 => 1 << 24,
             Dtype::Bf16 => 1 << 8,

@@ -13,10 +13,10 @@ pub enum Error {
 }
 
 impl Error {
-    pub fn bad_input(msg: impl Into<String>) -> Self {
+    pub(crate) fn bad_input(msg: impl Into<String>) -> Self {
         Error::BadInput(msg.into())
     }
-    pub fn runtime(msg: impl Into<String>) -> Self {
+    pub(crate) fn runtime(msg: impl Into<String>) -> Self {
         Error::Runtime(msg.into())
     }
     /// Process exit code for this error.

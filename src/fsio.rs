@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 /// Text from an input file (a log, a plan, a result file) made safe to echo on a terminal or into a log: one
 /// line, every control character (newline, ESC of an escape sequence) replaced by a space. The tuner plugin uses
 /// the same function for what it writes into NCCL's log.
-pub use nccl_tuner_planner::plan::printable;
+pub(crate) use nccl_tuner_planner::plan::printable;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
@@ -84,7 +84,7 @@ pub fn printable_strings(value: &mut serde_json::Value, keep: &[&str]) {
 /// A user-named input file as text, at most `limits::MAX_INPUT_FILE_BYTES` long; an unreadable, non-regular or
 /// larger file is bad input naming it (and the limit). Every reader of a named file goes through this or
 /// `read_input_bytes`.
-pub fn read_input_file(path: &str) -> Result<String> {
+pub(crate) fn read_input_file(path: &str) -> Result<String> {
     // The message std's read_to_string gives, as before the cap.
     String::from_utf8(read_input_bytes(path)?).map_err(|_| {
         Error::bad_input(format!(
@@ -94,7 +94,7 @@ pub fn read_input_file(path: &str) -> Result<String> {
 }
 
 /// A user-named input file as bytes, with the same checks as `read_input_file`.
-pub fn read_input_bytes(path: &str) -> Result<Vec<u8>> {
+pub(crate) fn read_input_bytes(path: &str) -> Result<Vec<u8>> {
     let mut bytes = Vec::new();
     open_input(path)?
         .take(crate::limits::MAX_INPUT_FILE_BYTES + 1)
@@ -106,7 +106,7 @@ pub fn read_input_bytes(path: &str) -> Result<Vec<u8>> {
 }
 
 /// The input file opened for reading: a regular file within the cap (its size says so before any read).
-pub fn open_input(path: &str) -> Result<File> {
+pub(crate) fn open_input(path: &str) -> Result<File> {
     // O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer, forever; O_NOCTTY: a terminal named as
     // input never becomes the controlling terminal. Neither changes how a regular file reads.
     let file = OpenOptions::new()
@@ -160,19 +160,19 @@ fn kind_of(kind: std::fs::FileType) -> &'static str {
 }
 
 /// Write `bytes` to the user-named output `path` atomically (module comment).
-pub fn write_output(path: &str, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_output(path: &str, bytes: &[u8]) -> Result<()> {
     write_output_with(path, |w| w.write_all(bytes))
 }
 
 /// Check that `path` can be written as an output (its directory exists, it is a regular file or absent) without
 /// writing it: for commands that run long before they write, so a bad `--out` is refused at once.
-pub fn check_output_path(path: &str) -> Result<()> {
+pub(crate) fn check_output_path(path: &str) -> Result<()> {
     output_target(path).map(|_| ())
 }
 
 /// Like `write_output`, with the content written by `write` into a buffered writer (for outputs written as they
 /// are produced). An error from `write` leaves the target untouched and the temporary file removed.
-pub fn write_output_with(
+pub(crate) fn write_output_with(
     path: &str,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<()> {
@@ -303,7 +303,7 @@ fn random_u64(salt: u32) -> u64 {
 
 /// An output failure as bad input (the path is wrong: missing, not permitted, read-only) or a runtime failure (the
 /// machine failed: disk full, I/O error).
-pub fn output_error(path: &str, e: &io::Error) -> Error {
+pub(crate) fn output_error(path: &str, e: &io::Error) -> Error {
     let message = format!("{path}: cannot write: {e}");
     let wrong_path = [
         libc::ENOENT,

@@ -5,7 +5,8 @@
 //! declared above it (`tests/integration/layering.rs` checks it on every `crate::` reference outside test code),
 //! so adding a stage means inserting its `pub mod` line at its place in this list.
 //!
-//! The public API is these modules; the names most callers start from:
+//! The public API is what the binary (`main.rs`), the tests, benches, fuzz targets and doc examples use: an item is
+//! `pub` only where one of them names it, every other item is `pub(crate)`. The names most callers start from:
 //! - `pipeline::Source` (a topology from a probe, a fixture or a file, with NCCL's environment) and
 //!   `pipeline::load_fixture`;
 //! - `model::Model` (NCCL's tuning model), `model::Pair` (an algorithm/protocol pair), `model::Coll`;

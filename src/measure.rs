@@ -32,11 +32,13 @@ pub mod coll_label_serde {
     use crate::model::Coll;
     use serde::{de::Error as _, Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(coll: &Coll, serializer: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(coll: &Coll, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(&coll_label(*coll))
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Coll, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Coll, D::Error> {
         let text = String::deserialize(deserializer)?;
         Coll::ALL
             .into_iter()
@@ -77,7 +79,7 @@ pub enum Backend {
 }
 
 impl Backend {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Backend::Native => "native",
             Backend::Nccl => "nccl",
@@ -122,14 +124,14 @@ impl fmt::Display for Backend {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IterPlan {
     /// `--iters`: calls per timed loop at small sizes.
-    pub iters: u32,
+    pub(crate) iters: u32,
     /// `--warmup`: untimed calls before the first loop.
-    pub warmup: u32,
+    pub(crate) warmup: u32,
     /// `--repeats`: timed loops; the median and the maximum (and from 100 on, the p99) are over these.
-    pub repeats: u32,
+    pub(crate) repeats: u32,
     /// Fewer iterations at large sizes: a loop moves at most this many bytes
     /// (but always at least one call), so a sweep to 4 GiB fits its budget.
-    pub loop_bytes_cap: u64,
+    pub(crate) loop_bytes_cap: u64,
 }
 
 impl Default for IterPlan {
@@ -146,15 +148,15 @@ impl Default for IterPlan {
 impl IterPlan {
     /// Calls per timed loop at `bytes`: `iters`, capped so the loop moves at
     /// most `loop_bytes_cap` bytes, and never below 1.
-    pub fn iters_at(&self, bytes: u64) -> u32 {
+    pub(crate) fn iters_at(&self, bytes: u64) -> u32 {
         let by_cap = self.loop_bytes_cap / bytes.max(1);
         (self.iters as u64).min(by_cap).max(1) as u32
     }
     /// Warm-up calls at `bytes`: at most as many as one loop, at least 1.
-    pub fn warmup_at(&self, bytes: u64) -> u32 {
+    pub(crate) fn warmup_at(&self, bytes: u64) -> u32 {
         self.warmup.min(self.iters_at(bytes)).max(1)
     }
-    pub fn check(&self) -> Result<()> {
+    pub(crate) fn check(&self) -> Result<()> {
         if self.iters == 0 || self.repeats == 0 {
             return Err(Error::bad_input(format!(
                 "invalid --iters {} / --repeats {}: both must be at least 1",
@@ -176,7 +178,7 @@ impl IterPlan {
 
 /// Median (mean of the middle two for an even count); None when empty or
 /// when a value is not finite.
-pub fn median(values: &[f64]) -> Option<f64> {
+pub(crate) fn median(values: &[f64]) -> Option<f64> {
     let sorted = sorted_finite(values)?;
     let n = sorted.len();
     Some(if n % 2 == 1 {
@@ -188,7 +190,7 @@ pub fn median(values: &[f64]) -> Option<f64> {
 
 /// Percentile by nearest rank: the smallest value with at least `p` percent
 /// of the values at or below it. With 5 repeats p99 is the slowest one.
-pub fn percentile(values: &[f64], p: f64) -> Option<f64> {
+pub(crate) fn percentile(values: &[f64], p: f64) -> Option<f64> {
     let sorted = sorted_finite(values)?;
     let n = sorted.len();
     let rank = ((p / 100.0) * n as f64).ceil() as usize;
@@ -207,7 +209,7 @@ fn sorted_finite(values: &[f64]) -> Option<Vec<f64>> {
 /// Fewest samples for which a row carries a p99: with fewer, the nearest-rank
 /// p99 is the slowest sample (ceil(0.99 n) = n for n < 100), so it is called
 /// `max`.
-pub const P99_MIN_SAMPLES: usize = 100;
+pub(crate) const P99_MIN_SAMPLES: usize = 100;
 
 /// Algorithm bandwidth in GB/s (10^9 bytes per second) for `bytes` in `time_us`.
 pub fn algbw_gbs(bytes: u64, time_us: f64) -> f64 {
@@ -319,9 +321,9 @@ pub struct Row {
     /// reader recomputes all three from `times_us`.
     pub median_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_us: Option<f64>,
+    pub(crate) max_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub p99_us: Option<f64>,
+    pub(crate) p99_us: Option<f64>,
     /// Elements that differed from the expected result (all ranks together).
     pub wrong: Option<u64>,
     /// For NCCL's free choice: what NCCL ran at this size.
@@ -329,7 +331,7 @@ pub struct Row {
     pub nccl_choice: Option<NcclChoice>,
     /// Runtime channels the executor used, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub channels: Option<u32>,
+    pub(crate) channels: Option<u32>,
     /// The model's prediction when measured, µs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted_us: Option<f64>,
@@ -389,7 +391,7 @@ impl Row {
 
     /// "Ring/LL" for a pinned pair; for NCCL's free choice "auto", "tuned"
     /// (with the tuner plugin) or "symm" (on symmetric windows).
-    pub fn pair_label(&self) -> String {
+    pub(crate) fn pair_label(&self) -> String {
         match self.pair {
             Some(p) => p.to_string(),
             None if self.backend == Backend::NcclSymm => "symm".to_string(),
@@ -400,13 +402,13 @@ impl Row {
 
     /// NCCL's plain free choice (the `auto` row): no pair pinned, no tuner
     /// plugin, ordinary buffers.
-    pub fn is_auto(&self) -> bool {
+    pub(crate) fn is_auto(&self) -> bool {
         self.backend == Backend::Nccl && self.pair.is_none() && !self.tuned
     }
 }
 
 /// This host's name (for fingerprints and messages).
-pub fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|s| s.trim().to_string())
@@ -429,7 +431,7 @@ static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
 static CHILD_PID: AtomicI32 = AtomicI32::new(0);
 
 /// The signal number when the user asked the measurement to stop.
-pub fn stop_requested() -> Option<i32> {
+pub(crate) fn stop_requested() -> Option<i32> {
     STOP_REQUESTED
         .load(Ordering::SeqCst)
         .then(|| STOP_SIGNAL.load(Ordering::SeqCst))
@@ -442,7 +444,7 @@ pub fn request_stop(signal: i32) {
 }
 
 /// "SIGINT (Ctrl-C)" for the signals the stop handler takes, else "signal N".
-pub fn signal_name(signal: i32) -> String {
+pub(crate) fn signal_name(signal: i32) -> String {
     match signal {
         libc::SIGINT => "SIGINT (Ctrl-C)".into(),
         libc::SIGTERM => "SIGTERM".into(),
@@ -452,7 +454,7 @@ pub fn signal_name(signal: i32) -> String {
 }
 
 /// The child a second signal must kill (None: no child now).
-pub fn set_child_pid(pid: Option<u32>) {
+pub(crate) fn set_child_pid(pid: Option<u32>) {
     let pid = pid.and_then(|p| i32::try_from(p).ok()).unwrap_or(0);
     CHILD_PID.store(pid, Ordering::SeqCst);
 }
@@ -482,7 +484,7 @@ extern "C" fn on_stop_signal(signal: libc::c_int) {
 /// Install the SIGINT/SIGTERM/SIGHUP handler of a measurement: the first signal sets a flag the loops
 /// read between sizes, the second kills the running child and exits with 128 + the signal. SIGHUP (the
 /// terminal or ssh connection went away) would otherwise kill planner before it marks its result file.
-pub fn install_stop_handler() {
+pub(crate) fn install_stop_handler() {
     let handler = on_stop_signal as extern "C" fn(libc::c_int);
     for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: the handler only touches atomics and calls async-signal-safe functions
@@ -502,28 +504,28 @@ pub fn install_stop_handler() {
 /// `PLANNER_FAKE_FAULT=crash:N` (each NCCL child aborts before its size N+1) and `hang:N` (it
 /// stops reporting, until --timeout kills it) exercise the real crash and timeout handling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FakeBackend {
-    pub delay_ms: u64,
-    pub fault: Option<FakeFault>,
+pub(crate) struct FakeBackend {
+    pub(crate) delay_ms: u64,
+    pub(crate) fault: Option<FakeFault>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FakeFault {
+pub(crate) enum FakeFault {
     /// The NCCL child aborts (SIGABRT) after this many sizes.
     Crash { after: usize },
     /// The NCCL child stops reporting after this many sizes.
     Hang { after: usize },
 }
 
-pub const FAKE_BACKEND_ENV: &str = "PLANNER_FAKE_BACKEND";
+pub(crate) const FAKE_BACKEND_ENV: &str = "PLANNER_FAKE_BACKEND";
 
 impl FakeBackend {
     /// The fake backend when `PLANNER_FAKE_BACKEND=1`; a malformed setting is bad input.
-    pub fn from_env() -> Result<Option<FakeBackend>> {
+    pub(crate) fn from_env() -> Result<Option<FakeBackend>> {
         Self::from_vars(|k| std::env::var(k).ok())
     }
 
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Option<FakeBackend>> {
+    pub(crate) fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Option<FakeBackend>> {
         if var(FAKE_BACKEND_ENV).as_deref() != Some("1") {
             return Ok(None);
         }
@@ -557,7 +559,7 @@ impl FakeBackend {
 
     /// Per repeat, the fake loop time in µs of `what` (a row label) at `bytes`: 5 µs plus the
     /// bytes at 100-149 GB/s (by label), each repeat 1 % slower than the one before.
-    pub fn times_us(what: &str, bytes: u64, repeats: u32) -> Vec<f64> {
+    pub(crate) fn times_us(what: &str, bytes: u64, repeats: u32) -> Vec<f64> {
         let hash = what.bytes().fold(0xcbf29ce484222325u64, |h, b| {
             (h ^ b as u64).wrapping_mul(0x100000001b3)
         });

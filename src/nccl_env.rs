@@ -146,19 +146,19 @@ pub struct NcclEnv {
 
 /// The channel bounds of `ncclTopoPostset` (connect.cc:492-506) after init's CTA checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ChannelBounds {
+pub(crate) struct ChannelBounds {
     /// `min(ncclMaxNchannels(), config.maxCTAs)`.
-    pub max: usize,
+    pub(crate) max: usize,
     /// `max(ncclMinNchannels(), config.minCTAs)`.
-    pub min: usize,
+    pub(crate) min: usize,
     /// `config.minCTAs`, `config.maxCTAs` (NVLS channels are clamped to these alone, nvls.cc:234-235).
-    pub min_ctas: usize,
-    pub max_ctas: usize,
+    pub(crate) min_ctas: usize,
+    pub(crate) max_ctas: usize,
 }
 
 impl NcclEnv {
     /// The path knobs, as paths.cc uses them (`topo::paths::compute` takes them; topo does not read this file).
-    pub fn path_options(&self) -> crate::topo::paths::PathOptions {
+    pub(crate) fn path_options(&self) -> crate::topo::paths::PathOptions {
         crate::topo::paths::PathOptions {
             // paths.cc:288-291 ncclGetUserP2pLevel: NCCL_P2P_DISABLE=1 -> LOC, else NCCL_P2P_LEVEL.
             p2p_level: self.p2p_level,
@@ -181,7 +181,7 @@ impl NcclEnv {
     /// Values NCCL ignores or clamps become `warnings`; a value that is not text is a bad input (exit 2).
     /// (`NCCL_ALGO` / `NCCL_PROTO` syntax errors, which NCCL 2.24+ refuses, are the model's to check: the rule
     /// depends on the NCCL version of its table, `EnableMatrix`.)
-    pub fn from_process() -> Result<NcclEnv> {
+    pub(crate) fn from_process() -> Result<NcclEnv> {
         let mut pairs = Vec::new();
         for name in VARIABLES {
             match std::env::var(name) {
@@ -209,7 +209,7 @@ impl NcclEnv {
     }
 
     /// Set one variable by name; returns false when the name is not one planner reads.
-    pub fn set(&mut self, name: &str, value: &str) -> bool {
+    pub(crate) fn set(&mut self, name: &str, value: &str) -> bool {
         let known = VARIABLES.contains(&name);
         if known {
             // A later line for the same name (a log's repeat) replaces the earlier one.
@@ -490,18 +490,18 @@ impl NcclEnv {
 
     /// True when `NCCL_ALGO` or `NCCL_PROTO` is set (NCCL then calls an
     /// empty table a usage error instead of an internal one).
-    pub fn user_lists_set(&self) -> bool {
+    pub(crate) fn user_lists_set(&self) -> bool {
         self.algo.is_some() || self.proto.is_some()
     }
 
     /// A flag (`--algo`, `--proto`) replaces a variable: it is no longer what was applied.
-    pub fn overridden(&mut self, name: &str) {
+    pub(crate) fn overridden(&mut self, name: &str) {
         self.applied.retain(|(n, _)| n != name);
     }
 
     /// `NCCL_CROSS_NIC` as the search takes it: 0, 1, 2, or 3 for any other value (searched as 0, yet not 0
     /// when NCCL filters a graph file's cross-NIC graphs, search.cc:936).
-    pub fn cross_nic_param(&self) -> u32 {
+    pub(crate) fn cross_nic_param(&self) -> u32 {
         match self.cross_nic {
             None => 2,
             Some(v @ 0..=2) => v as u32,
@@ -510,7 +510,7 @@ impl NcclEnv {
     }
 
     /// The runtime channel bounds NCCL's postset applies.
-    pub fn channel_bounds(&self) -> ChannelBounds {
+    pub(crate) fn channel_bounds(&self) -> ChannelBounds {
         let max_ch = MAX_CHANNELS as i64;
         // connect.cc:334-345 ncclMinNchannels: default 0, capped to MAXCHANNELS, negative -> 0.
         let min_n = self.min_nchannels.unwrap_or(0).clamp(0, max_ch);
@@ -529,26 +529,26 @@ impl NcclEnv {
     }
 
     /// Print the warnings alone (an audit: the variables applied are the log's, shown in its `--json`).
-    pub fn announce_warnings(&self) {
+    pub(crate) fn announce_warnings(&self) {
         for line in &self.warnings {
             eprintln!("planner: warning: {line}");
         }
     }
 
     /// `name -> value` of the variables applied (the `nccl_env` object of `--json`).
-    pub fn applied_map(&self) -> BTreeMap<String, String> {
+    pub(crate) fn applied_map(&self) -> BTreeMap<String, String> {
         self.applied.iter().cloned().collect()
     }
 
     /// Print, once, on stderr: the warnings, the variables applied and those set but not modelled.
-    pub fn announce(&self) {
+    pub(crate) fn announce(&self) {
         for line in self.announce_lines() {
             eprintln!("{line}");
         }
     }
 
     /// The lines `announce` prints.
-    pub fn announce_lines(&self) -> Vec<String> {
+    pub(crate) fn announce_lines(&self) -> Vec<String> {
         let mut lines: Vec<String> = self
             .warnings
             .iter()
@@ -571,14 +571,14 @@ impl NcclEnv {
 
 /// The value of a `--json` document with the `nccl_env` object (name -> value) after its own fields.
 #[derive(Serialize)]
-pub struct WithNcclEnv<'a, T: Serialize> {
+pub(crate) struct WithNcclEnv<'a, T: Serialize> {
     #[serde(flatten)]
-    pub doc: &'a T,
-    pub nccl_env: BTreeMap<String, String>,
+    pub(crate) doc: &'a T,
+    pub(crate) nccl_env: BTreeMap<String, String>,
 }
 
 impl<'a, T: Serialize> WithNcclEnv<'a, T> {
-    pub fn new(doc: &'a T, env: &NcclEnv) -> Self {
+    pub(crate) fn new(doc: &'a T, env: &NcclEnv) -> Self {
         WithNcclEnv {
             doc,
             nccl_env: env.applied_map(),
@@ -613,7 +613,7 @@ pub fn nccl_level(value: &str) -> Option<PathType> {
 
 /// glibc's `strtoll(text, &end, 0)`: the value (0 when there are no digits; None when out of range, where glibc
 /// sets ERANGE) and the text after the number.
-pub fn strtoll(text: &str) -> (Option<i64>, &str) {
+pub(crate) fn strtoll(text: &str) -> (Option<i64>, &str) {
     let t = text.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
     let (neg, body) = match t.as_bytes().first() {
         Some(b'-') => (true, &t[1..]),

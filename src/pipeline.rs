@@ -36,7 +36,7 @@ pub struct Source {
 
 impl Source {
     /// A fixture or file was named (no probing).
-    pub fn is_explicit(&self) -> bool {
+    pub(crate) fn is_explicit(&self) -> bool {
         self.fixture.is_some() || self.topo.is_some()
     }
 
@@ -52,7 +52,7 @@ impl Source {
 
     /// The cluster of this machine: the named topology, else the live probe; None when there is no GPU (never the
     /// built-in fixture, which would describe another machine).
-    pub fn load_machine(&self) -> Result<Option<Cluster>> {
+    pub(crate) fn load_machine(&self) -> Result<Option<Cluster>> {
         self.check()?;
         if !self.is_explicit() {
             return match self.probe_live()? {
@@ -64,7 +64,7 @@ impl Source {
     }
 
     /// The path knobs of `nccl_env` (paths.cc).
-    pub fn path_options(&self) -> PathOptions {
+    pub(crate) fn path_options(&self) -> PathOptions {
         self.nccl_env.path_options()
     }
 
@@ -234,7 +234,7 @@ pub fn load_fixture(name: &str) -> Result<Topology> {
 }
 
 /// A built-in topology by name, its paths under `options`.
-pub fn load_fixture_with(name: &str, options: &PathOptions) -> Result<Topology> {
+pub(crate) fn load_fixture_with(name: &str, options: &PathOptions) -> Result<Topology> {
     let fixture = fixtures::find(name).ok_or_else(|| {
         Error::bad_input(format!(
             "unknown fixture '{name}'; known fixtures: {}",

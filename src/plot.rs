@@ -13,7 +13,7 @@ use plotters::prelude::*;
 
 /// How a series is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mark {
+pub(crate) enum Mark {
     /// Solid line (a measurement, or the panel's own prediction in `explain`).
     Line,
     /// Solid line with a dot on every point.
@@ -32,16 +32,16 @@ pub enum Mark {
 #[derive(Debug, Clone)]
 pub struct Series {
     pub label: String,
-    pub color: RGBColor,
-    pub mark: Mark,
+    pub(crate) color: RGBColor,
+    pub(crate) mark: Mark,
     /// (bytes, value). For `Mark::Bars`, the value of the dot.
-    pub points: Vec<(u64, f64)>,
+    pub(crate) points: Vec<(u64, f64)>,
     /// For `Mark::Bars`: (bytes, low, high) per point.
-    pub bars: Vec<(u64, f64, f64)>,
+    pub(crate) bars: Vec<(u64, f64, f64)>,
 }
 
 impl Series {
-    pub fn new(label: impl Into<String>, color: RGBColor, mark: Mark) -> Series {
+    pub(crate) fn new(label: impl Into<String>, color: RGBColor, mark: Mark) -> Series {
         Series {
             label: label.into(),
             color,
@@ -50,7 +50,7 @@ impl Series {
             bars: Vec::new(),
         }
     }
-    pub fn with_points(mut self, points: Vec<(u64, f64)>) -> Series {
+    pub(crate) fn with_points(mut self, points: Vec<(u64, f64)>) -> Series {
         self.points = points;
         self
     }
@@ -58,18 +58,18 @@ impl Series {
 
 /// One panel: a title, its series, and the sizes to shade.
 #[derive(Debug, Clone, Default)]
-pub struct Panel {
-    pub title: String,
-    pub series: Vec<Series>,
+pub(crate) struct Panel {
+    pub(crate) title: String,
+    pub(crate) series: Vec<Series>,
     /// Sizes (bytes) at which the panel is shaded; adjacent powers of two merge into one band.
-    pub shaded_sizes: Vec<u64>,
+    pub(crate) shaded_sizes: Vec<u64>,
     /// A horizontal line at this value (e.g. ratio 1.0).
-    pub reference_y: Option<f64>,
+    pub(crate) reference_y: Option<f64>,
 }
 
 /// The value axis.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum ValueAxis {
+pub(crate) enum ValueAxis {
     /// Log10 scale (times).
     Log,
     /// Linear from 0 (bandwidths).
@@ -81,19 +81,19 @@ pub enum ValueAxis {
 /// One grid of panels with a title, a value-axis name and a legend.
 #[derive(Debug, Clone)]
 pub struct Figure {
-    pub title: String,
+    pub(crate) title: String,
     /// The value axis's name with its unit, e.g. "time (µs)".
-    pub value_name: String,
-    pub axis: ValueAxis,
-    pub panels: Vec<Panel>,
+    pub(crate) value_name: String,
+    pub(crate) axis: ValueAxis,
+    pub(crate) panels: Vec<Panel>,
     /// What the shaded bands mean (legend entry); None when nothing is shaded.
-    pub shaded_label: Option<String>,
+    pub(crate) shaded_label: Option<String>,
     /// Legend entries: (label, color, mark); series labels are not repeated per panel.
-    pub legend: Vec<(String, RGBColor, Mark)>,
+    pub(crate) legend: Vec<(String, RGBColor, Mark)>,
 }
 
 /// tab10 colours, for series that need distinct hues.
-pub const COLORS: [RGBColor; 6] = [
+pub(crate) const COLORS: [RGBColor; 6] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
@@ -102,8 +102,8 @@ pub const COLORS: [RGBColor; 6] = [
     RGBColor(140, 86, 75),
 ];
 /// Predictions and references.
-pub const DARK: RGBColor = RGBColor(40, 40, 40);
-pub const GREY: RGBColor = RGBColor(160, 160, 160);
+pub(crate) const DARK: RGBColor = RGBColor(40, 40, 40);
+pub(crate) const GREY: RGBColor = RGBColor(160, 160, 160);
 const BAND: RGBColor = RGBColor(255, 200, 80);
 
 const PANEL_W: u32 = 400;
@@ -112,7 +112,7 @@ const TITLE_H: u32 = 34;
 const LEGEND_ROW_H: u32 = 22;
 
 /// 2^exp in binary units: 8, 512, 1K, 64K, 1M, 1G.
-pub fn binary_label(exp: i32) -> String {
+pub(crate) fn binary_label(exp: i32) -> String {
     match exp {
         e if e < 0 => String::new(),
         e if e < 10 => format!("{}", 1u64 << e),
@@ -125,7 +125,7 @@ pub fn binary_label(exp: i32) -> String {
 
 /// Tick positions (log2 bytes) for an axis from `lo` to `hi`: the powers of 1K inside the
 /// range, and between them every 2nd, 4th or 5th power so that a panel keeps 3 to 8 ticks.
-pub fn size_ticks(lo: f64, hi: f64) -> Vec<f64> {
+pub(crate) fn size_ticks(lo: f64, hi: f64) -> Vec<f64> {
     let (lo, hi) = (lo.ceil() as i64, hi.floor() as i64);
     let span = hi - lo;
     let step = match span {
@@ -245,7 +245,7 @@ fn dashed_h<DB: DrawingBackend>(
 
 /// The two views `explain` and `verify` draw: time (log scale) above busbw (nccl-tests' definition, linear from
 /// zero), with the same panels, legend and shading.
-pub fn render_time_and_busbw(
+pub(crate) fn render_time_and_busbw(
     time_title: String,
     busbw_title: String,
     time_panels: Vec<Panel>,
@@ -275,7 +275,7 @@ pub fn render_time_and_busbw(
 
 /// Renders the figures one under the other as one SVG document. A figure whose panels have
 /// nothing placeable is an error naming the figure.
-pub fn render(figures: &[Figure]) -> Result<String> {
+pub(crate) fn render(figures: &[Figure]) -> Result<String> {
     let figures: Vec<&Figure> = figures.iter().filter(|f| !f.panels.is_empty()).collect();
     if figures.is_empty() {
         return Err(Error::bad_input("nothing to plot"));

@@ -47,7 +47,7 @@ pub struct SymmetricPrediction {
 /// The prediction of one row: a pinned pair's time, or for the `symm` row
 /// the symmetric model's kernel and time; NCCL's free choice (`auto`,
 /// `tuned`) gets none.
-pub fn predict_row(
+pub(crate) fn predict_row(
     predictor: &dyn Predictor,
     collective: Coll,
     dtype: Dtype,
@@ -66,7 +66,7 @@ pub fn predict_row(
 }
 
 /// No model available: rows keep no prediction.
-pub struct NoModel;
+pub(crate) struct NoModel;
 
 impl Predictor for NoModel {
     fn label(&self) -> String {

@@ -373,7 +373,7 @@ pub enum StopReason {
 }
 
 impl StopReason {
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             StopReason::Interrupted => "interrupted",
             StopReason::RankLost => "rank lost",

@@ -162,7 +162,7 @@ fn check_size_digits(text: &str, trimmed: &str) -> Result<()> {
 }
 
 // The input readers moved to `fsio`; callers not yet switched use them from here.
-pub use crate::fsio::{read_input_bytes, read_input_file};
+pub(crate) use crate::fsio::{read_input_bytes, read_input_file};
 
 /// C's `strtol(text, &end, 0)`: leading blanks, optional sign, `0x` hex, leading-`0` octal, else decimal. The value
 /// of the longest prefix that parses (None: no digits, or out of range of i64) and the text after it.

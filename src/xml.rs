@@ -19,7 +19,7 @@ pub struct XmlNode {
     pub attrs: Vec<(String, String)>,
     pub children: Vec<XmlNode>,
     /// 1-based line of the start tag in the source (0 when built in memory).
-    pub line: usize,
+    pub(crate) line: usize,
 }
 
 /// Dropping drains the tree into a list first: a recursive drop of a deep tree would overflow the stack.
@@ -48,7 +48,7 @@ impl XmlNode {
         self
     }
 
-    pub fn with_child(mut self, child: XmlNode) -> Self {
+    pub(crate) fn with_child(mut self, child: XmlNode) -> Self {
         self.children.push(child);
         self
     }
@@ -70,17 +70,20 @@ impl XmlNode {
     }
 
     /// Set an attribute only if it is missing (NCCL's "init if unset").
-    pub fn init_attr(&mut self, key: &str, value: impl Into<String>) {
+    pub(crate) fn init_attr(&mut self, key: &str, value: impl Into<String>) {
         if self.attr(key).is_none() {
             self.attrs.push((key.to_string(), value.into()));
         }
     }
 
-    pub fn remove_attr(&mut self, key: &str) {
+    pub(crate) fn remove_attr(&mut self, key: &str) {
         self.attrs.retain(|(k, _)| k != key);
     }
 
-    pub fn children_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a XmlNode> + 'a {
+    pub(crate) fn children_named<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> impl Iterator<Item = &'a XmlNode> + 'a {
         self.children.iter().filter(move |c| c.name == name)
     }
 
@@ -96,7 +99,7 @@ impl XmlNode {
     }
 
     /// A required attribute, or an error naming the file, line, element and attribute.
-    pub fn required(&self, key: &str, source: &str) -> Result<&str> {
+    pub(crate) fn required(&self, key: &str, source: &str) -> Result<&str> {
         self.attr(key).ok_or_else(|| {
             Error::bad_input(format!(
                 "{source}:{}: <{}> is missing the attribute '{key}'",
@@ -107,7 +110,7 @@ impl XmlNode {
 
     /// Parse an attribute with `parse`, naming file, line and value on failure.
     /// Returns `Ok(None)` when the attribute is absent.
-    pub fn parsed<T>(
+    pub(crate) fn parsed<T>(
         &self,
         key: &str,
         source: &str,
@@ -128,7 +131,7 @@ impl XmlNode {
 
 /// Parse an integer the way NCCL's `strtol(.., 0)` does: `0x` hex, leading `0`
 /// octal is not used by NCCL's files so decimal otherwise; negative allowed.
-pub fn parse_int(text: &str) -> Option<i64> {
+pub(crate) fn parse_int(text: &str) -> Option<i64> {
     let t = text.trim();
     let (neg, body) = match t.strip_prefix('-') {
         Some(rest) => (true, rest),
@@ -143,7 +146,7 @@ pub fn parse_int(text: &str) -> Option<i64> {
 }
 
 /// Parse an unsigned 64-bit value written in hex (`0x...`) or decimal.
-pub fn parse_u64(text: &str) -> Option<u64> {
+pub(crate) fn parse_u64(text: &str) -> Option<u64> {
     let t = text.trim();
     if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
         u64::from_str_radix(hex, 16).ok()

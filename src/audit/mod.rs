@@ -78,8 +78,8 @@ impl Serialize for Difference {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AuditReport {
-    pub log: String,
-    pub nccl_version: Option<String>,
+    pub(crate) log: String,
+    pub(crate) nccl_version: Option<String>,
     pub table_family: String,
     /// How many values were compared.
     pub compared: usize,
@@ -99,15 +99,15 @@ pub struct AuditReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plugin: Option<PluginSummary>,
     /// The log's NCCL_* variables the model applied (name -> value, as the log prints them).
-    pub nccl_env: std::collections::BTreeMap<String, String>,
+    pub(crate) nccl_env: std::collections::BTreeMap<String, String>,
     /// The same, as the model read them (for the one stderr line).
     #[serde(skip)]
-    pub env: NcclEnv,
+    pub(crate) env: NcclEnv,
 }
 
 impl AuditReport {
     /// Every difference found: those listed and those only counted.
-    pub fn difference_count(&self) -> usize {
+    pub(crate) fn difference_count(&self) -> usize {
         self.differences.len() + self.differences_not_listed.values().sum::<usize>()
     }
 }
@@ -124,13 +124,13 @@ pub struct PluginSummary {
     /// Steered calls whose per-call line shows the plugin's pair.
     pub steered_followed: usize,
     /// Steered decisions with no per-call line after them (other ranks print none).
-    pub steered_without_call_line: usize,
+    pub(crate) steered_without_call_line: usize,
     /// Decisions that left NCCL's choice in place (`kept (...)`).
     pub kept: usize,
 }
 
 /// `%.1f` as NCCL prints the table.
-pub fn cell(v: f32) -> String {
+pub(crate) fn cell(v: f32) -> String {
     format!("{:.1}", v as f64)
 }
 
@@ -155,7 +155,7 @@ pub enum DifferenceKind {
 }
 
 impl DifferenceKind {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             DifferenceKind::Shape => "communicator shape",
             DifferenceKind::Graphs => "graph",
@@ -823,22 +823,22 @@ fn compare_connection(
 
 /// What `planner audit` compares: a log, the topology to model it on, and the model's flags.
 #[derive(Debug, Clone, Default)]
-pub struct AuditOptions {
-    pub log: String,
+pub(crate) struct AuditOptions {
+    pub(crate) log: String,
     /// `--topo` / `--fixture`; without either, the log's NCCL_TOPO_DUMP_FILE next to the log.
-    pub source: Source,
+    pub(crate) source: Source,
     /// `--graph FILE`.
-    pub graph_file: Option<String>,
+    pub(crate) graph_file: Option<String>,
     /// Feed the model the log's own graphs (compares the cost model alone, not the search).
-    pub log_graphs: bool,
-    pub tuning_table: Option<String>,
-    pub nccl_version: Option<String>,
+    pub(crate) log_graphs: bool,
+    pub(crate) tuning_table: Option<String>,
+    pub(crate) nccl_version: Option<String>,
     /// `--nodes N`: the job's node count where the log has no `nNodes` (refused when it contradicts the log).
     pub nodes: Option<usize>,
 }
 
 /// Read the log, build the model for its machine, and compare.
-pub fn audit_log(opts: &AuditOptions) -> Result<AuditReport> {
+pub(crate) fn audit_log(opts: &AuditOptions) -> Result<AuditReport> {
     let log = NcclLog::load(&opts.log)?;
     let (table, notice) = match (&opts.tuning_table, &opts.nccl_version, &log.version) {
         (None, None, Some(version)) => table_for_log(version)?,

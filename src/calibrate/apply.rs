@@ -19,7 +19,7 @@ use serde::Serialize;
 impl Calibration {
     /// `check_applies` where the topology may be unknown (a result file
     /// without its XML): then only the GPU count is compared.
-    pub fn check_applies_to(
+    pub(crate) fn check_applies_to(
         &self,
         topology_hash: Option<&str>,
         gpu_count: usize,
@@ -91,17 +91,17 @@ pub fn load_for_cluster(
 #[derive(Debug, Clone, PartialEq)]
 pub struct CalibratedCall {
     /// Where the calibration came from, and whose times it fits.
-    pub source: String,
-    pub backend: Backend,
+    pub(crate) source: String,
+    pub(crate) backend: Backend,
     /// Per candidate of the evaluation (same order): the calibrated time, µs;
     /// None where NCCL's model masks the pair or the calibration lacks it.
-    pub times_us: Vec<Option<f64>>,
+    pub(crate) times_us: Vec<Option<f64>>,
     /// Index of the calibrated pick among the candidates.
     pub pick: Option<usize>,
 }
 
 impl CalibratedCall {
-    pub fn pick_us(&self) -> Option<f64> {
+    pub(crate) fn pick_us(&self) -> Option<f64> {
         self.pick.and_then(|i| self.times_us[i])
     }
 }
@@ -139,28 +139,28 @@ pub fn calibrate_call(cal: &Calibration, eval: &Evaluation) -> CalibratedCall {
 
 /// Consecutive sweep sizes with the same calibrated pick.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CalibratedBand {
+pub(crate) struct CalibratedBand {
     /// First and last sweep size in the band.
-    pub from: u64,
-    pub to: u64,
-    pub algo: Algo,
-    pub proto: Proto,
+    pub(crate) from: u64,
+    pub(crate) to: u64,
+    pub(crate) algo: Algo,
+    pub(crate) proto: Proto,
     /// Smallest size where this band's pick is the calibrated pick, found
     /// between the sweep points; equals `from` for the first band.
-    pub starts_at: u64,
+    pub(crate) starts_at: u64,
     /// Calibrated time of the pick at `from` and at `to`, µs.
-    pub from_time_us: f64,
-    pub to_time_us: f64,
+    pub(crate) from_time_us: f64,
+    pub(crate) to_time_us: f64,
 }
 
 /// The calibrated crossover map of a sweep.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CalibratedSweep {
-    pub calibration: String,
-    pub backend: Backend,
-    pub bands: Vec<CalibratedBand>,
+    pub(crate) calibration: String,
+    pub(crate) backend: Backend,
+    pub(crate) bands: Vec<CalibratedBand>,
     /// Sweep sizes where no pair NCCL's model allows is in the calibration.
-    pub uncalibrated_sizes: Vec<u64>,
+    pub(crate) uncalibrated_sizes: Vec<u64>,
 }
 
 /// The calibrated pick at `bytes` among `pairs`.
@@ -246,7 +246,7 @@ pub fn calibrate_sweep(cal: &Calibration, model: &Model, sweep: &Sweep) -> Resul
 /// and size, and its pick (the fastest fitted pair).
 #[derive(Debug, Clone)]
 pub struct CalibratedPredictor {
-    pub calibration: Calibration,
+    pub(crate) calibration: Calibration,
 }
 
 impl Predictor for CalibratedPredictor {
@@ -270,7 +270,7 @@ impl Predictor for CalibratedPredictor {
 
 /// The topology hash of a result file, as `calibrate` computes it for the
 /// file's rows: NCCL's own dump when the run took one, else the planner's view.
-pub fn run_topology_hash(run: &VerifyRun, source: &str) -> Result<Option<String>> {
+pub(crate) fn run_topology_hash(run: &VerifyRun, source: &str) -> Result<Option<String>> {
     let m = &run.machine;
     match m.nccl_topology_xml.as_ref().or(m.topology_xml.as_ref()) {
         Some(xml) => super::file::topology_hash(xml, source).map(Some),
@@ -283,10 +283,10 @@ pub struct VerifyRescore {
     /// The rows of the calibration's backend only (its times are that
     /// backend's; the other backend's rows would be scored against the wrong
     /// machine model).
-    pub run: VerifyRun,
-    pub predictor: CalibratedPredictor,
+    pub(crate) run: VerifyRun,
+    pub(crate) predictor: CalibratedPredictor,
     /// For stderr: what was left out, what could not be checked.
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 /// Check that CAL.json applies to the result file `run` (read from `source`)

@@ -18,10 +18,10 @@ use std::time::Instant;
 /// (nccl-tests output, NCCL Inspector).
 #[derive(Debug, Clone)]
 pub struct TopologyFacts {
-    pub topology_hash: String,
-    pub gpu_count: usize,
+    pub(crate) topology_hash: String,
+    pub(crate) gpu_count: usize,
     /// Where it came from, for messages.
-    pub source: String,
+    pub(crate) source: String,
     /// The machine itself: the expected model's form is built on it (`basis`) under the inputs' NCCL version.
     pub cluster: Option<Arc<Cluster>>,
 }
@@ -36,7 +36,7 @@ impl PartialEq for TopologyFacts {
 }
 
 impl TopologyFacts {
-    pub fn of_cluster(cluster: &Cluster) -> TopologyFacts {
+    pub(crate) fn of_cluster(cluster: &Cluster) -> TopologyFacts {
         TopologyFacts {
             topology_hash: topology_hash_of_root(&cluster.node.xml),
             gpu_count: cluster.node.gpu_count() * cluster.n_nodes.max(1),
@@ -85,16 +85,16 @@ impl PartialEq for StockEstimate {
 /// Everything `planner calibrate` was asked to do.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct CalibrateRequest {
-    pub files: Vec<String>,
-    pub read: ReadOptions,
-    pub fit: FitOptions,
+    pub(crate) files: Vec<String>,
+    pub(crate) read: ReadOptions,
+    pub(crate) fit: FitOptions,
     /// Write the calibration here.
-    pub out: Option<String>,
+    pub(crate) out: Option<String>,
     /// Also cross-validate (k-fold by size; train on one input, test on another).
-    pub cv: bool,
+    pub(crate) cv: bool,
     /// Write the small-multiples plot here (SVG).
-    pub plot: Option<String>,
-    pub topology: Option<TopologyFacts>,
+    pub(crate) plot: Option<String>,
+    pub(crate) topology: Option<TopologyFacts>,
     /// NCCL's stock estimate for rows without one (with `topology`).
     pub stock: StockEstimate,
 }
@@ -102,21 +102,21 @@ pub struct CalibrateRequest {
 /// What it produced.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CalibrateOutcome {
-    pub calibration: Calibration,
+    pub(crate) calibration: Calibration,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cross_validation_report: Option<CvReport>,
+    pub(crate) cross_validation_report: Option<CvReport>,
     /// Wall time of the fit (with the k-fold summary the file stores), ms.
-    pub fit_ms: f64,
+    pub(crate) fit_ms: f64,
 }
 
 impl CalibrateOutcome {
-    pub fn to_json(&self) -> Result<String> {
+    pub(crate) fn to_json(&self) -> Result<String> {
         serde_json::to_string_pretty(self)
             .map_err(|e| Error::runtime(format!("cannot serialise the calibration: {e}")))
     }
 
     /// The calibration's table, then the cross-validation report if any.
-    pub fn render_text(&self) -> String {
+    pub(crate) fn render_text(&self) -> String {
         let mut out = self.calibration.render_text();
         if let Some(cv) = &self.cross_validation_report {
             out.push('\n');

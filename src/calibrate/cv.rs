@@ -37,7 +37,7 @@ fn opt_pair_name<S: Serializer>(pair: &Option<Pair>, s: S) -> std::result::Resul
 }
 
 /// The size regimes of the summaries: (label, from, to exclusive).
-pub const REGIMES: [(&str, u64, u64); 4] = [
+pub(crate) const REGIMES: [(&str, u64, u64); 4] = [
     ("< 64 KiB", 0, 64 << 10),
     ("64 KiB - 1 MiB", 64 << 10, 1 << 20),
     (">= 1 MiB", 1 << 20, u64::MAX),
@@ -55,7 +55,7 @@ pub struct RegimeRow {
     /// (slowest - fastest) / median of a (pair, size) measured more than once
     /// in the test input(s): NCCL's free choice next to the pinned pair (each
     /// in its own process), or several files.
-    pub repeat_spread: Option<ErrorStats>,
+    pub(crate) repeat_spread: Option<ErrorStats>,
     pub calibrated_regret_worst_pct: Option<f64>,
     pub stock_regret_worst_pct: Option<f64>,
 }
@@ -64,64 +64,64 @@ pub struct RegimeRow {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PairErrorRow {
     #[serde(serialize_with = "super::input::serialize_coll_name")]
-    pub collective: Coll,
+    pub(crate) collective: Coll,
     #[serde(serialize_with = "pair_name")]
-    pub pair: Pair,
-    pub calibrated: Option<ErrorStats>,
-    pub stock: Option<ErrorStats>,
-    pub run_to_run: Option<ErrorStats>,
+    pub(crate) pair: Pair,
+    pub(crate) calibrated: Option<ErrorStats>,
+    pub(crate) stock: Option<ErrorStats>,
+    pub(crate) run_to_run: Option<ErrorStats>,
 }
 
 /// The calibrated (and stock) pick against the measured best at one size.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RegretRow {
     #[serde(serialize_with = "super::input::serialize_coll_name")]
-    pub collective: Coll,
-    pub bytes: u64,
+    pub(crate) collective: Coll,
+    pub(crate) bytes: u64,
     #[serde(serialize_with = "pair_name")]
-    pub best: Pair,
-    pub best_us: f64,
+    pub(crate) best: Pair,
+    pub(crate) best_us: f64,
     #[serde(serialize_with = "opt_pair_name")]
-    pub calibrated_pick: Option<Pair>,
-    pub calibrated_regret_pct: Option<f64>,
+    pub(crate) calibrated_pick: Option<Pair>,
+    pub(crate) calibrated_regret_pct: Option<f64>,
     #[serde(serialize_with = "opt_pair_name")]
-    pub stock_pick: Option<Pair>,
-    pub stock_regret_pct: Option<f64>,
+    pub(crate) stock_pick: Option<Pair>,
+    pub(crate) stock_regret_pct: Option<f64>,
 }
 
 /// One test point with a large error.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PointError {
     #[serde(serialize_with = "super::input::serialize_coll_name")]
-    pub collective: Coll,
+    pub(crate) collective: Coll,
     #[serde(serialize_with = "pair_name")]
-    pub pair: Pair,
-    pub bytes: u64,
-    pub measured_us: f64,
-    pub calibrated_us: f64,
-    pub error_pct: f64,
-    pub train_measured_us: Option<f64>,
+    pub(crate) pair: Pair,
+    pub(crate) bytes: u64,
+    pub(crate) measured_us: f64,
+    pub(crate) calibrated_us: f64,
+    pub(crate) error_pct: f64,
+    pub(crate) train_measured_us: Option<f64>,
 }
 
 /// NCCL's free choice (pair unknown) against the calibrated best.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AutoRow {
     #[serde(serialize_with = "super::input::serialize_coll_name")]
-    pub collective: Coll,
-    pub bytes: u64,
-    pub measured_us: f64,
+    pub(crate) collective: Coll,
+    pub(crate) bytes: u64,
+    pub(crate) measured_us: f64,
     #[serde(serialize_with = "pair_name")]
-    pub calibrated_pick: Pair,
-    pub calibrated_us: f64,
-    pub source: String,
-    pub line: usize,
+    pub(crate) calibrated_pick: Pair,
+    pub(crate) calibrated_us: f64,
+    pub(crate) source: String,
+    pub(crate) line: usize,
 }
 
 /// One target of issue 11, checked on a section.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TargetCheck {
-    pub target: String,
-    pub limit_pct: f64,
+    pub(crate) target: String,
+    pub(crate) limit_pct: f64,
     pub achieved_pct: Option<f64>,
     pub met: Option<bool>,
 }

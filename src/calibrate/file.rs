@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// First field of every calibration file.
-pub const CALIBRATION_FORMAT: &str = "planner-calibration";
+pub(crate) const CALIBRATION_FORMAT: &str = "planner-calibration";
 /// Bumped when a field changes meaning; `from_json` reads this version and every older one it lists in
 /// `READABLE_VERSIONS`, and refuses others. 2: the form (`form`, `expected_form`, each pair's `physical`).
 pub const CALIBRATION_VERSION: u32 = 2;
@@ -33,7 +33,7 @@ fn empirical() -> String {
 }
 
 /// What `topology_hash` covers, written into every file.
-pub const TOPOLOGY_HASH_COVERS: &str = "FNV-1a 64 of a canonical form of the NCCL topology XML: every element \
+pub(crate) const TOPOLOGY_HASH_COVERS: &str = "FNV-1a 64 of a canonical form of the NCCL topology XML: every element \
 (system, cpu, pci, gpu, nvlink, nic, net, ...) with its attributes sorted by name and its children sorted by their \
 canonical text; left out: cpu host_hash and affinity, pci busid, net name and guid (per-boot or per-host identifiers \
 the model does not read); an nvlink/pcilink target that is a GPU's bus id becomes that GPU's dev, any other target is \
@@ -44,10 +44,10 @@ derives paths and bandwidths.";
 /// The model's form, in words, so the file explains its own numbers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelDescription {
-    pub time_us: String,
-    pub transfer_us: String,
-    pub fit: String,
-    pub terms: String,
+    pub(crate) time_us: String,
+    pub(crate) transfer_us: String,
+    pub(crate) fit: String,
+    pub(crate) terms: String,
 }
 
 impl ModelDescription {
@@ -77,7 +77,7 @@ impl ModelDescription {
         }
     }
 
-    pub fn current() -> ModelDescription {
+    pub(crate) fn current() -> ModelDescription {
         ModelDescription {
             time_us: "(latency_us^overlap + transfer_us^overlap)^(1/overlap)".into(),
             transfer_us: "bytes / (1000 * bandwidth_gbs) * (1 + (ramp_bytes / bytes)^ramp_exponent \
@@ -98,11 +98,11 @@ impl ModelDescription {
 /// One input file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SourceRef {
-    pub path: String,
-    pub format: String,
+    pub(crate) path: String,
+    pub(crate) format: String,
     /// FNV-1a 64 of the file's bytes, hex.
     pub fnv1a64: String,
-    pub rows: usize,
+    pub(crate) rows: usize,
     /// Rows of the calibrated backend with a known pair.
     pub rows_used: usize,
 }
@@ -128,8 +128,8 @@ pub struct PairFit {
     pub terms: Vec<String>,
     /// Distinct sizes fitted, and their range.
     pub sizes: usize,
-    pub min_bytes: u64,
-    pub max_bytes: u64,
+    pub(crate) min_bytes: u64,
+    pub(crate) max_bytes: u64,
     /// |predicted - measured| / measured on the fitted sizes.
     pub fit: Option<ErrorStats>,
     /// The same on held-out size bands (k-fold by size).
@@ -162,7 +162,7 @@ impl PairFit {
 /// The k-fold summary kept in the file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CalibrationCv {
-    pub method: String,
+    pub(crate) method: String,
     pub regimes: Vec<RegimeRow>,
 }
 
@@ -190,7 +190,7 @@ pub struct Calibration {
     pub notes: Vec<String>,
     /// Where it was read from (messages only).
     #[serde(skip)]
-    pub source: String,
+    pub(crate) source: String,
 }
 
 impl Calibration {

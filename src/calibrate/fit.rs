@@ -44,15 +44,15 @@ impl Default for FitOptions {
 /// The measurements of one (collective, pair, size).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Cell {
-    pub times_us: Vec<f64>,
-    pub stock_us: Vec<f64>,
+    pub(crate) times_us: Vec<f64>,
+    pub(crate) stock_us: Vec<f64>,
 }
 
 impl Cell {
-    pub fn measured_us(&self) -> Option<f64> {
+    pub(crate) fn measured_us(&self) -> Option<f64> {
         crate::measure::median(&self.times_us)
     }
-    pub fn stock_us(&self) -> Option<f64> {
+    pub(crate) fn stock_us(&self) -> Option<f64> {
         crate::measure::median(&self.stock_us)
     }
 }
@@ -62,15 +62,15 @@ pub(crate) type PairKey = (Coll, Pair);
 /// One backend's rows, grouped.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct PointSet {
-    pub pairs: BTreeMap<PairKey, BTreeMap<u64, Cell>>,
+    pub(crate) pairs: BTreeMap<PairKey, BTreeMap<u64, Cell>>,
     /// NCCL's free choice where the file does not say what it ran.
-    pub auto: Vec<Measurement>,
+    pub(crate) auto: Vec<Measurement>,
     /// The measured machine on the expected model's form; None: the empirical form.
     pub basis: Option<FormBasis>,
 }
 
 impl PointSet {
-    pub fn of(inputs: &[&Measurements], backend: Backend) -> PointSet {
+    pub(crate) fn of(inputs: &[&Measurements], backend: Backend) -> PointSet {
         let mut set = PointSet::default();
         for m in inputs {
             for row in m.rows.iter().filter(|r| r.backend == backend) {
@@ -94,12 +94,12 @@ impl PointSet {
         set
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.pairs.is_empty() && self.auto.is_empty()
     }
 
     /// Every size measured, ascending.
-    pub fn sizes(&self) -> Vec<u64> {
+    pub(crate) fn sizes(&self) -> Vec<u64> {
         let mut sizes: Vec<u64> = self
             .pairs
             .values()
@@ -132,14 +132,14 @@ pub(crate) fn terms_for(sizes: usize) -> Option<Terms> {
 pub(crate) struct FittedPair {
     /// The empirical form's parameters; on the expected form its residual terms (the rest neutral) with
     /// `latency_us` and `bandwidth_gbs` the form's time at 8 B and its asymptotic rate (for tables).
-    pub params: PairParams,
+    pub(crate) params: PairParams,
     /// The expected form's constants (None: the empirical form).
     pub physical: Option<Physical>,
     /// On the expected form: measured / form at the fitted sizes (`expected::ratio_at`).
     pub ratio: Vec<[f64; 2]>,
     pub terms: Vec<String>,
     /// (bytes, measured µs) it was fitted on.
-    pub points: Vec<(u64, f64)>,
+    pub(crate) points: Vec<(u64, f64)>,
 }
 
 impl FittedPair {

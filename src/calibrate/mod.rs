@@ -39,14 +39,14 @@
 //! # }
 //! ```
 
-pub mod apply;
-pub mod command;
+pub(crate) mod apply;
+pub(crate) mod command;
 pub mod cv;
 pub mod expected;
 pub mod file;
 pub mod fit;
-pub mod input;
-pub mod model;
+pub(crate) mod input;
+pub(crate) mod model;
 pub mod plot;
 mod report;
 mod solver;

@@ -55,23 +55,23 @@ pub struct PairParams {
     pub bandwidth_gbs: f64,
     /// 0 when the pair has no ramp term.
     pub ramp_bytes: f64,
-    pub ramp_exponent: f64,
+    pub(crate) ramp_exponent: f64,
     /// 1 = NCCL's additive form.
     pub overlap: f64,
     /// Second, slower ramp; 0 when the pair has none.
     #[serde(default)]
-    pub ramp2_bytes: f64,
+    pub(crate) ramp2_bytes: f64,
     #[serde(default = "one")]
-    pub ramp2_exponent: f64,
+    pub(crate) ramp2_exponent: f64,
     /// Message size at the middle of the L2 step; 0 when the pair has none.
     #[serde(default)]
-    pub cache_bytes: f64,
+    pub(crate) cache_bytes: f64,
     /// Bandwidth factor while the buffers fit in the L2 (1: no step).
     #[serde(default = "one")]
-    pub cache_speedup: f64,
+    pub(crate) cache_speedup: f64,
     /// Width of the logistic step in octaves of bytes.
     #[serde(default = "one")]
-    pub cache_width_octaves: f64,
+    pub(crate) cache_width_octaves: f64,
 }
 
 fn one() -> f64 {
@@ -115,7 +115,7 @@ impl PairParams {
 
     /// Predicted time of one call, µs.
     #[inline]
-    pub fn time_us(&self, bytes: f64) -> f64 {
+    pub(crate) fn time_us(&self, bytes: f64) -> f64 {
         let bytes = bytes.max(1.0);
         let transfer = bytes / (1000.0 * self.bandwidth_gbs) * self.transfer_factor(bytes);
         smooth_max(self.latency_us, transfer, self.overlap)

@@ -74,7 +74,7 @@ fn bytes_label(b: f64) -> String {
 
 impl Calibration {
     /// The fitted parameters per pair, one table (the notes are not in it).
-    pub fn render_text(&self) -> String {
+    pub(crate) fn render_text(&self) -> String {
         let m = &self.machine;
         let mut out = String::new();
         out.push_str(&format!(

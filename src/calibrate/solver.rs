@@ -22,17 +22,17 @@ pub(crate) const LOSS_SCALE: f64 = 0.02;
 /// Which terms beyond NCCL's latency and bandwidth are fitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Terms {
-    pub ramp: bool,
-    pub overlap: bool,
+    pub(crate) ramp: bool,
+    pub(crate) overlap: bool,
     /// A second, slower ramp (tried, kept if it pays).
-    pub ramp2: bool,
+    pub(crate) ramp2: bool,
     /// The L2 step (tried, kept if it pays).
-    pub cache: bool,
+    pub(crate) cache: bool,
 }
 
 impl Terms {
     /// NCCL's form plus the ramp and overlap as given, nothing else.
-    pub fn base(ramp: bool, overlap: bool) -> Terms {
+    pub(crate) fn base(ramp: bool, overlap: bool) -> Terms {
         Terms {
             ramp,
             overlap,
@@ -41,7 +41,7 @@ impl Terms {
         }
     }
 
-    pub fn count(self) -> usize {
+    pub(crate) fn count(self) -> usize {
         2 + 2 * usize::from(self.ramp)
             + usize::from(self.overlap)
             + 2 * usize::from(self.ramp2)
@@ -50,9 +50,9 @@ impl Terms {
 }
 
 pub(crate) struct Solution {
-    pub params: PairParams,
+    pub(crate) params: PairParams,
     /// The terms kept.
-    pub terms: Terms,
+    pub(crate) terms: Terms,
 }
 
 const N: usize = 10;

@@ -16,7 +16,7 @@ pub struct ErrorStats {
 
 impl ErrorStats {
     /// From |relative errors| as fractions; None when empty.
-    pub fn of(abs_rel: &[f64]) -> Option<ErrorStats> {
+    pub(crate) fn of(abs_rel: &[f64]) -> Option<ErrorStats> {
         let values: Vec<f64> = abs_rel.iter().copied().filter(|v| v.is_finite()).collect();
         Some(ErrorStats {
             n: values.len(),

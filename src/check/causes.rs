@@ -35,7 +35,7 @@ pub enum CauseKind {
 }
 
 impl CauseKind {
-    pub fn id(self) -> &'static str {
+    pub(crate) fn id(self) -> &'static str {
         match self {
             CauseKind::SocketTransport => "socket-transport",
             CauseKind::P2pDisabled => "p2p-disabled",
@@ -63,10 +63,10 @@ impl CauseKind {
 /// One line that shows a cause.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Evidence {
-    pub source: String,
+    pub(crate) source: String,
     /// 1-based line (None: a fact of the machine rather than of a line).
     pub line: Option<usize>,
-    pub text: String,
+    pub(crate) text: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

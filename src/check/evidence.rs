@@ -23,7 +23,7 @@ pub struct Seen<T> {
 /// How one connection of a channel moves data (the word after ` via `).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
-pub enum Transport {
+pub(crate) enum Transport {
     /// `P2P/IPC`, `P2P/CUMEM/read`, `P2P/direct pointer`: GPU to GPU (NVLink or PCIe).
     P2p { detail: String },
     /// `SHM/direct/direct`: staged through host memory.
@@ -36,7 +36,7 @@ pub enum Transport {
 
 impl Transport {
     /// `P2P`, `SHM`, `NET/IB`, `NET/Socket`: the name the report groups by.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match self {
             Transport::P2p { .. } => "P2P".into(),
             Transport::Shm => "SHM".into(),
@@ -49,14 +49,14 @@ impl Transport {
 /// One `Channel cc/.. : a[x] -> b[y] via T` line.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Connection {
-    pub channel: usize,
-    pub from_rank: usize,
-    pub to_rank: usize,
-    pub transport: Transport,
+    pub(crate) channel: usize,
+    pub(crate) from_rank: usize,
+    pub(crate) to_rank: usize,
+    pub(crate) transport: Transport,
     /// The network device index of a NET connection (`NET/IB/3` -> 3).
-    pub net_dev: Option<usize>,
+    pub(crate) net_dev: Option<usize>,
     /// A NET connection sent through a peer GPU's NIC (PXN: `NET/IB/0(8)`).
-    pub proxied: bool,
+    pub(crate) proxied: bool,
     pub line: usize,
 }
 
@@ -69,29 +69,29 @@ pub struct LogEvidence {
     /// last one of a name wins.
     pub env: Vec<(String, Seen<String>)>,
     pub n_ranks: Option<Seen<usize>>,
-    pub n_nodes: Option<Seen<usize>>,
+    pub(crate) n_nodes: Option<Seen<usize>>,
     /// `Using network IB` / `Socket` / `AWS Libfabric`.
-    pub network: Option<Seen<String>>,
+    pub(crate) network: Option<Seen<String>>,
     /// NICs the network plugin listed (`NET/IB : Using [0]mlx5_0:1/IB [1]...`), by plugin name.
-    pub nics_listed: BTreeMap<String, Seen<Vec<String>>>,
+    pub(crate) nics_listed: BTreeMap<String, Seen<Vec<String>>>,
     /// `NET/IB : No device found.`
     pub no_ib_device: Option<usize>,
     pub connections: Vec<Connection>,
     /// The first `N coll channels` line.
-    pub coll_channels: Option<Seen<usize>>,
+    pub(crate) coll_channels: Option<Seen<usize>>,
     /// The first `... M nvls channels` line.
-    pub nvls_channels: Option<Seen<usize>>,
+    pub(crate) nvls_channels: Option<Seen<usize>>,
     /// `NVLS multicast support is not available`.
-    pub nvls_unavailable: Option<usize>,
+    pub(crate) nvls_unavailable: Option<usize>,
     /// `Connected all rings, use ring PXN P GDR G`.
-    pub ring_pxn: Option<Seen<bool>>,
-    pub ring_gdr: Option<Seen<bool>>,
+    pub(crate) ring_pxn: Option<Seen<bool>>,
+    pub(crate) ring_gdr: Option<Seen<bool>>,
     /// `GPU Direct RDMA Disabled for HCA ...`.
-    pub gdr_disabled_hca: Option<Seen<String>>,
+    pub(crate) gdr_disabled_hca: Option<Seen<String>>,
     /// `Check P2P Type intraNodeP2pSupport 0`.
-    pub intra_node_p2p_unsupported: Option<usize>,
+    pub(crate) intra_node_p2p_unsupported: Option<usize>,
     /// Lines that belong to an NCCL log at all (0: the file has no log).
-    pub nccl_lines: usize,
+    pub(crate) nccl_lines: usize,
 }
 
 impl LogEvidence {
@@ -124,7 +124,10 @@ impl LogEvidence {
     }
 
     /// The first connection of a kind.
-    pub fn first_connection(&self, pred: impl Fn(&Connection) -> bool) -> Option<&Connection> {
+    pub(crate) fn first_connection(
+        &self,
+        pred: impl Fn(&Connection) -> bool,
+    ) -> Option<&Connection> {
         self.connections.iter().find(|c| pred(c))
     }
 

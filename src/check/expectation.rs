@@ -10,17 +10,17 @@ use serde::Serialize;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExpectedBand {
     /// The pair the expectation is for: the pinned one, else the one NCCL would pick.
-    pub pair: String,
-    pub expected_time_us: f64,
+    pub(crate) pair: String,
+    pub(crate) expected_time_us: f64,
     #[serde(rename = "expected_busbw_gbs")]
-    pub busbw_gbs: f64,
+    pub(crate) busbw_gbs: f64,
     #[serde(rename = "expected_low_busbw_gbs")]
-    pub low_busbw_gbs: f64,
+    pub(crate) low_busbw_gbs: f64,
     #[serde(rename = "expected_high_busbw_gbs")]
-    pub high_busbw_gbs: f64,
+    pub(crate) high_busbw_gbs: f64,
     /// What limits it (a link, latency), where the model says.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub limited_by: Option<String>,
+    pub(crate) limited_by: Option<String>,
 }
 
 /// The expectation of one machine.
@@ -35,7 +35,7 @@ pub trait BandSource {
 /// The expectation `check` uses on `cluster`: planner's expected model (`crate::expect`) on the plan NCCL's search
 /// finds, with NCCL's defaults and the tuning table of the NCCL version the files name (else the newest).
 /// `pins` are the run's NCCL_ALGO / NCCL_PROTO (from its log or command line): NCCL's pick under them.
-pub fn for_machine(
+pub(crate) fn for_machine(
     cluster: &Cluster,
     nccl_version: Option<&str>,
     pins: &[(String, String)],

@@ -9,54 +9,54 @@ use serde::Serialize;
 
 /// A PCIe link of the topology dump that trained below its peers (same device class, narrower or slower).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DegradedPcie {
-    pub busid: String,
+pub(crate) struct DegradedPcie {
+    pub(crate) busid: String,
     /// `GPU`, `NIC`, `PCI switch` (from the dump's class).
-    pub device: String,
-    pub link_speed: String,
-    pub link_width: u32,
+    pub(crate) device: String,
+    pub(crate) link_speed: String,
+    pub(crate) link_width: u32,
     /// What the best link of that class in the dump has.
-    pub peer_speed: String,
-    pub peer_width: u32,
+    pub(crate) peer_speed: String,
+    pub(crate) peer_width: u32,
     /// Line of the element in the topology file (0: built in memory).
-    pub line: usize,
+    pub(crate) line: usize,
 }
 
 /// One network device of a node.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Nic {
-    pub name: String,
-    pub speed_gbits: f64,
+    pub(crate) name: String,
+    pub(crate) speed_gbits: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MachineFacts {
     /// Where the topology came from (`fixture hgx-h200-8`, a file, `live probe`).
-    pub source: String,
-    pub nodes: usize,
-    pub gpus_per_node: usize,
+    pub(crate) source: String,
+    pub(crate) nodes: usize,
+    pub(crate) gpus_per_node: usize,
     /// GPU pairs of one node joined by NVLink (NCCL path NVL), and all pairs.
     pub nvlink_pairs: usize,
-    pub gpu_pairs: usize,
+    pub(crate) gpu_pairs: usize,
     /// GPU pairs that NCCL's rules let use P2P (path no worse than PXB/P2C, as NCCL_P2P_LEVEL defaults).
     pub p2p_pairs: usize,
     /// Network devices of one node.
     pub nics: Vec<Nic>,
     /// What those devices are: `IB` (mlx5_*, ibp*), `EFA` (rdmap*, efa*), else `Socket`.
-    pub net_kind: Option<String>,
+    pub(crate) net_kind: Option<String>,
     /// GPUDirect RDMA possible from some GPU to some NIC (both support it).
-    pub gdr_possible: bool,
+    pub(crate) gdr_possible: bool,
     /// NCCL routes some GPU's NIC traffic through a peer (PXN paths).
-    pub pxn_paths: bool,
+    pub(crate) pxn_paths: bool,
     /// NVLS (NVLink SHARP) available on this machine with NCCL's defaults.
-    pub nvls_supported: bool,
+    pub(crate) nvls_supported: bool,
     /// Channels NCCL's search gives the rings on this machine (the runtime channel count).
-    pub search_channels: usize,
-    pub degraded_pcie: Vec<DegradedPcie>,
+    pub(crate) search_channels: usize,
+    pub(crate) degraded_pcie: Vec<DegradedPcie>,
 }
 
 /// The kind of network a device name belongs to.
-pub fn net_kind_of(name: &str) -> &'static str {
+pub(crate) fn net_kind_of(name: &str) -> &'static str {
     let n = name.to_ascii_lowercase();
     if n.starts_with("mlx")
         || n.starts_with("ibp")
@@ -155,7 +155,7 @@ fn device_of(class: &str) -> Option<&'static str> {
 /// PCIe links of GPUs and NICs narrower or slower than the best link of the same class in the dump. NCCL writes
 /// the link's speed and width as sysfs reports them (`max_link_speed`/`max_link_width` where the kernel has them,
 /// the current ones otherwise); a GPU on x8 beside GPUs on x16 of the same board is a degraded slot or riser.
-pub fn degraded_pcie(root: &crate::xml::XmlNode) -> Vec<DegradedPcie> {
+pub(crate) fn degraded_pcie(root: &crate::xml::XmlNode) -> Vec<DegradedPcie> {
     let mut links: Vec<(&'static str, String, String, f64, u32, usize)> = Vec::new();
     for n in root.descendants() {
         if n.name != "pci" {

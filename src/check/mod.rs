@@ -10,8 +10,8 @@
 
 pub mod causes;
 pub mod evidence;
-pub mod expectation;
-pub mod machine;
+pub(crate) mod expectation;
+pub(crate) mod machine;
 
 use crate::calibrate::{self, InputFormat, Measurements, ReadOptions};
 use crate::error::{Error, Result};
@@ -25,25 +25,25 @@ pub use machine::MachineFacts;
 use serde::Serialize;
 
 /// The default `--tolerance`, %.
-pub const DEFAULT_TOLERANCE_PCT: f64 = 15.0;
+pub(crate) const DEFAULT_TOLERANCE_PCT: f64 = 15.0;
 
 /// What to check, as the CLI parsed it.
 #[derive(Debug, Clone)]
-pub struct CheckRequest {
-    pub files: Vec<String>,
-    pub read: ReadOptions,
+pub(crate) struct CheckRequest {
+    pub(crate) files: Vec<String>,
+    pub(crate) read: ReadOptions,
     /// Where the machine comes from; its `nodes` is a guess unless `nodes_given`.
-    pub source: Source,
+    pub(crate) source: Source,
     /// `--nodes` was on the command line (else the files' node count is used).
-    pub nodes_given: bool,
+    pub(crate) nodes_given: bool,
     /// A size is slow when its measured busbw is below the band's low edge by more than this, %.
-    pub tolerance_pct: f64,
+    pub(crate) tolerance_pct: f64,
 }
 
 /// One size's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Status {
+pub(crate) enum Status {
     /// Inside the band (or below it by no more than the tolerance).
     Ok,
     /// Below the band's low edge by more than the tolerance.
@@ -56,7 +56,7 @@ pub enum Status {
 }
 
 impl Status {
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Status::Ok => "ok",
             Status::Slow => "slow",
@@ -69,21 +69,21 @@ impl Status {
 /// One collective and size of one file: measured beside expected.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SizeCheck {
-    pub source: String,
-    pub line: usize,
+    pub(crate) source: String,
+    pub(crate) line: usize,
     #[serde(serialize_with = "calibrate::input::serialize_coll_name")]
-    pub coll: Coll,
+    pub(crate) coll: Coll,
     /// `Ring/LL` when the run pinned it, else `auto` (NCCL's choice).
-    pub pair: String,
+    pub(crate) pair: String,
     #[serde(rename = "size_bytes")]
-    pub bytes: u64,
+    pub(crate) bytes: u64,
     /// Measured: the faster of the file's columns for this size (nccl-tests' out-of-place and in-place).
-    pub measured_time_us: f64,
-    pub measured_busbw_gbs: f64,
-    pub expected: Option<ExpectedBand>,
+    pub(crate) measured_time_us: f64,
+    pub(crate) measured_busbw_gbs: f64,
+    pub(crate) expected: Option<ExpectedBand>,
     /// (measured busbw / expected busbw - 1) x 100.
-    pub deviation_pct: Option<f64>,
-    pub status: Status,
+    pub(crate) deviation_pct: Option<f64>,
+    pub(crate) status: Status,
     /// nccl-tests' per-iteration statistics of the measured column (`-I 1`), where the file has them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub per_iteration: Option<calibrate::input::IterStats>,
@@ -91,34 +91,34 @@ pub struct SizeCheck {
 
 /// Something the files say that the machine named on the command line does not (or the reverse).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Contradiction {
-    pub what: String,
-    pub file_says: String,
-    pub machine_says: String,
-    pub source: String,
-    pub line: Option<usize>,
+pub(crate) struct Contradiction {
+    pub(crate) what: String,
+    pub(crate) file_says: String,
+    pub(crate) machine_says: String,
+    pub(crate) source: String,
+    pub(crate) line: Option<usize>,
 }
 
 /// What the files say about the run, merged over all of them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct RunFacts {
-    pub ranks: Option<usize>,
-    pub nodes: Option<usize>,
-    pub nccl_version: Option<String>,
-    pub hosts: Vec<String>,
-    pub gpus: Vec<String>,
+    pub(crate) ranks: Option<usize>,
+    pub(crate) nodes: Option<usize>,
+    pub(crate) nccl_version: Option<String>,
+    pub(crate) hosts: Vec<String>,
+    pub(crate) gpus: Vec<String>,
 }
 
 /// One input file as read.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CheckInput {
-    pub source: String,
+pub(crate) struct CheckInput {
+    pub(crate) source: String,
     /// `nccl-tests-text`, `nccl-tests-json`, `nccl-inspector`, `planner-verify`, `planner-doctor`, `nccl-log`.
-    pub format: &'static str,
-    pub rows: usize,
-    pub notes: Vec<String>,
+    pub(crate) format: &'static str,
+    pub(crate) rows: usize,
+    pub(crate) notes: Vec<String>,
     /// The NCCL log lines found in it (0: none).
-    pub nccl_log_lines: usize,
+    pub(crate) nccl_log_lines: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -133,33 +133,33 @@ pub enum Verdict {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CheckReport {
-    pub inputs: Vec<CheckInput>,
-    pub run: RunFacts,
-    pub machine: MachineFacts,
+pub(crate) struct CheckReport {
+    pub(crate) inputs: Vec<CheckInput>,
+    pub(crate) run: RunFacts,
+    pub(crate) machine: MachineFacts,
     /// Which model the bands come from.
-    pub expectation: String,
-    pub tolerance_pct: f64,
-    pub sizes: Vec<SizeCheck>,
-    pub verdict: Verdict,
+    pub(crate) expectation: String,
+    pub(crate) tolerance_pct: f64,
+    pub(crate) sizes: Vec<SizeCheck>,
+    pub(crate) verdict: Verdict,
     /// Likely causes first.
-    pub causes: Vec<Cause>,
-    pub contradictions: Vec<Contradiction>,
-    pub notes: Vec<String>,
+    pub(crate) causes: Vec<Cause>,
+    pub(crate) contradictions: Vec<Contradiction>,
+    pub(crate) notes: Vec<String>,
 }
 
 impl CheckReport {
     /// 0 every size in its band (or only suspicious ones), 1 some size slow.
-    pub fn exit_code(&self) -> i32 {
+    pub(crate) fn exit_code(&self) -> i32 {
         i32::from(self.verdict == Verdict::Slow)
     }
-    pub fn slow(&self) -> impl Iterator<Item = &SizeCheck> {
+    pub(crate) fn slow(&self) -> impl Iterator<Item = &SizeCheck> {
         self.sizes.iter().filter(|s| s.status == Status::Slow)
     }
 }
 
 /// Read every file, build the machine, compare, find causes.
-pub fn check(request: &CheckRequest) -> Result<CheckReport> {
+pub(crate) fn check(request: &CheckRequest) -> Result<CheckReport> {
     let tol = request.tolerance_pct;
     if !(tol.is_finite() && (0.0..100.0).contains(&tol)) {
         return Err(Error::bad_input(format!(
@@ -343,11 +343,11 @@ pub struct ReadInput {
     pub measurements: Measurements,
     pub evidence: LogEvidence,
     /// The reader it went through (see `CheckInput::format`).
-    pub format: &'static str,
+    pub(crate) format: &'static str,
 }
 
 /// Read one file of any supported format; the log lines of text files and the `env` of `-J` JSON are evidence.
-pub fn read_input(path: &str, options: &ReadOptions) -> Result<ReadInput> {
+pub(crate) fn read_input(path: &str, options: &ReadOptions) -> Result<ReadInput> {
     let text = crate::units::read_input_file(path)?;
     read_input_text(&text, path, options)
 }

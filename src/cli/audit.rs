@@ -9,28 +9,28 @@ use crate::nccl_log::NcclLog;
 use std::io::Write;
 
 #[derive(Debug, clap::Args)]
-pub struct AuditArgs {
+pub(crate) struct AuditArgs {
     #[command(flatten)]
-    pub source: AuditSourceArgs,
+    pub(crate) source: AuditSourceArgs,
     #[command(flatten)]
-    pub graph: GraphArgs,
+    pub(crate) graph: GraphArgs,
     /// NCCL log (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH,TUNING); the topology is --topo or the NCCL_TOPO_DUMP_FILE next to it
-    pub log: String,
+    pub(crate) log: String,
     /// Feed the model the log's own graphs (compares the cost model alone, not the search)
     #[arg(long, conflicts_with = "graph")]
-    pub log_graphs: bool,
+    pub(crate) log_graphs: bool,
     /// Compare the log's per-call choices with the rules of NCCL's example tuner config (nccl_tuner.conf, CSV);
     /// default: the file the log's `TUNER/ExamplePlugin: Loaded ... from PATH` line names, where it exists
     #[arg(long, value_name = "FILE.conf")]
     pub tuner_csv: Option<String>,
     #[command(flatten)]
-    pub model: ModelArgs,
+    pub(crate) model: ModelArgs,
     /// Machine-readable output (docs/json.md)
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
-pub fn run(args: AuditArgs) -> Result<()> {
+pub(crate) fn run(args: AuditArgs) -> Result<()> {
     // A config given on the command line is read before the audit (a bad one is the only error).
     let given_csv = match &args.tuner_csv {
         Some(path) => Some(TunerCsv::load(path)?),

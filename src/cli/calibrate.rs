@@ -9,40 +9,40 @@ use crate::model::Coll;
 use crate::model::Pair;
 
 #[derive(Debug, clap::Args)]
-pub struct CalibrateArgs {
+pub(crate) struct CalibrateArgs {
     /// The topology the calibration is bound to (default: the one the inputs record)
     #[command(flatten)]
-    pub source: SourceArgs,
+    pub(crate) source: SourceArgs,
     /// Measurements: planner verify result files, nccl-tests output (text or -J JSON), NCCL Inspector JSONL
     #[arg(value_name = "FILE", required = true)]
-    pub files: Vec<String>,
+    pub(crate) files: Vec<String>,
     /// Write the calibration here (self-describing JSON; `explain`/`verify --load` read it with --calibration)
     #[arg(short = 'o', long = "out", value_name = "CAL.json")]
-    pub out: Option<String>,
+    pub(crate) out: Option<String>,
     /// The pair every row of the nccl-tests files ran (pinned with NCCL_ALGO/NCCL_PROTO, without a log in the file)
     #[arg(long, value_name = "ALGO/PROTO")]
-    pub pair: Option<String>,
+    pub(crate) pair: Option<String>,
     /// The collective of nccl-tests text without its "# Collective test starting" line
     #[arg(long, value_name = "NAME")]
-    pub coll: Option<String>,
+    pub(crate) coll: Option<String>,
     /// Whose times to fit: nccl (NCCL's rows, the reference for NCCL's model) or native (planner's kernels)
     #[arg(long, default_value = "nccl", value_name = "nccl|native")]
-    pub backend: String,
+    pub(crate) backend: String,
     /// Print the cross-validation: k-fold by size, and with 2+ inputs train on one / test on another
     #[arg(long)]
-    pub cv: bool,
+    pub(crate) cv: bool,
     /// Size bands of the k-fold cross-validation (the file keeps its summary; 0: none in the file)
     #[arg(long, default_value_t = 5, value_name = "N")]
-    pub folds: usize,
+    pub(crate) folds: usize,
     /// Draw measured, stock and calibrated time per pair, one panel per pair (SVG)
     #[arg(long, value_name = "FILE.svg")]
-    pub plot: Option<String>,
+    pub(crate) plot: Option<String>,
     /// Fit inputs of different machines together, or bind to a --topo/--fixture that differs from theirs
     #[arg(long)]
-    pub force: bool,
+    pub(crate) force: bool,
     /// Machine-readable output on stdout: {"calibration": ..., "cross_validation_report": ...} (docs/json.md)
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
 fn request_from(args: &CalibrateArgs, source: &SourceArgs) -> Result<CalibrateRequest> {
@@ -110,7 +110,7 @@ fn stock_estimate(cluster: crate::topo::Cluster) -> calibrate::command::StockEst
     calibrate::command::StockEstimate(Some(std::rc::Rc::new(estimate)))
 }
 
-pub fn run(args: CalibrateArgs) -> Result<()> {
+pub(crate) fn run(args: CalibrateArgs) -> Result<()> {
     let request = request_from(&args, &args.source)?;
     let outcome = calibrate::calibrate(&request, &mut |line| eprintln!("planner: {line}"))?;
     if args.json {

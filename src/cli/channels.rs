@@ -10,37 +10,37 @@ use crate::search::{self, SearchOptions};
 use crate::topo::Cluster;
 
 #[derive(Debug, Clone, clap::Args)]
-pub struct ChannelsArgs {
+pub(crate) struct ChannelsArgs {
     #[command(flatten)]
-    pub source: SourceArgs,
+    pub(crate) source: SourceArgs,
     #[command(flatten)]
-    pub graph: GraphArgs,
+    pub(crate) graph: GraphArgs,
     /// Machine-readable output (graphs and per-rank connection; docs/json.md)
     #[arg(long, conflicts_with = "graph_xml")]
-    pub json: bool,
+    pub(crate) json: bool,
     /// Print the graphs as NCCL's graph XML (what NCCL_GRAPH_DUMP_FILE writes)
     #[arg(long)]
-    pub graph_xml: bool,
+    pub(crate) graph_xml: bool,
     /// Show NCCL's log lines as this rank prints them
     #[arg(long, value_name = "RANK", default_value_t = 0)]
-    pub rank: usize,
+    pub(crate) rank: usize,
     #[command(flatten)]
-    pub nvls: NvlsArgs,
+    pub(crate) nvls: NvlsArgs,
     /// Also search the CollNet graphs (a SHARP-capable network)
     #[arg(long)]
-    pub collnet: bool,
+    pub(crate) collnet: bool,
     /// NCCL_CROSS_NIC: 0 = a channel leaves by the NIC it entered (same rail), 1 = may cross,
     /// 2 = try without then with [default: $NCCL_CROSS_NIC or 2]
     #[arg(long, value_name = "0|1|2", value_parser = clap::value_parser!(u32).range(0..=2))]
-    pub cross_nic: Option<u32>,
+    pub(crate) cross_nic: Option<u32>,
     /// Follow the search of this NCCL version (2.18 to 2.30, or a full version such as 2.19.3) [default: the newest]
     #[arg(long, value_name = "VERSION")]
-    pub nccl_version: Option<String>,
+    pub(crate) nccl_version: Option<String>,
 }
 
 impl ChannelsArgs {
     /// The search options of `env` (NCCL's environment, read once), with this command's flags on top.
-    pub fn options(&self, cluster: &Cluster, env: &NcclEnv) -> Result<SearchOptions> {
+    pub(crate) fn options(&self, cluster: &Cluster, env: &NcclEnv) -> Result<SearchOptions> {
         let flag = self.nvls.flag();
         let nvls = crate::model::ModelInput::nvls_request(cluster, env, flag).supported();
         let mut opts = pipeline::search_options(cluster, env, nvls)?;
@@ -67,7 +67,7 @@ fn search_family(version: &str) -> Result<search::rules::Family> {
     }
 }
 
-pub fn run(args: &ChannelsArgs) -> Result<()> {
+pub(crate) fn run(args: &ChannelsArgs) -> Result<()> {
     let (source, graph) = (&args.source, &args.graph);
     super::source::preflight::input(graph.graph.as_deref())?;
     let cluster = source.source().load()?;

@@ -9,28 +9,28 @@ use crate::model::Pair;
 use crate::report::check::CheckFormat;
 
 #[derive(Debug, clap::Args)]
-pub struct CheckArgs {
+pub(crate) struct CheckArgs {
     /// The machine the files were measured on (default: the live probe); --nodes defaults to the files' node count
     #[command(flatten)]
-    pub source: SourceArgs,
+    pub(crate) source: SourceArgs,
     /// Measurements: nccl-tests output (text, with or without its NCCL_DEBUG=INFO log, or -J JSON), NCCL Inspector JSONL, planner verify result files
     #[arg(value_name = "FILE", required = true)]
-    pub files: Vec<String>,
+    pub(crate) files: Vec<String>,
     /// A size is slow when its busbw is below the expected band by more than this, %
     #[arg(long, default_value_t = check::DEFAULT_TOLERANCE_PCT, value_name = "PCT")]
-    pub tolerance: f64,
+    pub(crate) tolerance: f64,
     /// The pair every row of the nccl-tests files ran (pinned with NCCL_ALGO/NCCL_PROTO, without a log in the file)
     #[arg(long, value_name = "ALGO/PROTO")]
-    pub pair: Option<String>,
+    pub(crate) pair: Option<String>,
     /// The collective of nccl-tests text without its "# Collective test starting" line
     #[arg(long, value_name = "NAME")]
-    pub coll: Option<String>,
+    pub(crate) coll: Option<String>,
     /// Machine-readable output on stdout (docs/json.md, `check`)
     #[arg(long, conflicts_with = "prometheus")]
-    pub json: bool,
+    pub(crate) json: bool,
     /// A node_exporter textfile on stdout, with NCCL Inspector's labels
     #[arg(long)]
-    pub prometheus: bool,
+    pub(crate) prometheus: bool,
 }
 
 fn request_from(args: &CheckArgs) -> Result<CheckRequest> {
@@ -51,7 +51,7 @@ fn request_from(args: &CheckArgs) -> Result<CheckRequest> {
     })
 }
 
-pub fn run(args: CheckArgs) -> Result<()> {
+pub(crate) fn run(args: CheckArgs) -> Result<()> {
     let report = check::check(&request_from(&args)?)?;
     let format: &dyn CheckFormat = if args.json {
         &crate::report::check::Json

@@ -14,38 +14,38 @@ use crate::result_file::VerifyRun;
     mut_arg("size", |a| a.help("One message size in bytes, binary units (16K, 16M = 16 MiB, 1G) [default: the --sweep]")),
     mut_arg("sweep", |a| a.help("A range of sizes LO..HI, both included, doubling each step [default: 8..4G]"))
 )]
-pub struct DiffArgs {
+pub(crate) struct DiffArgs {
     /// With --against: the topology both versions model
     #[command(flatten)]
-    pub source: SourceArgs,
+    pub(crate) source: SourceArgs,
     #[command(flatten)]
-    pub graph: GraphArgs,
+    pub(crate) graph: GraphArgs,
     /// Two `planner verify` result files, A then B (e.g. before and after a driver or NCCL change); they are compared
     /// as measured, so none of the model's flags apply
     #[arg(value_name = "RUN.json", conflicts_with_all = [
         "nccl_version", "against", "size", "sweep", "coll", "nvls", "fixture", "topo", "nodes", "net_latency", "graph"
     ])]
-    pub runs: Vec<String>,
+    pub(crate) runs: Vec<String>,
     /// NCCL version or family A (default: the libnccl on this machine, else the newest)
     #[arg(long, value_name = "VERSION")]
-    pub nccl_version: Option<String>,
+    pub(crate) nccl_version: Option<String>,
     /// NCCL version or family B to compare A with (2.18 .. 2.30)
     #[arg(long, value_name = "VERSION")]
-    pub against: Option<String>,
+    pub(crate) against: Option<String>,
     /// Sizes to compare: --size S (one) or --sweep LO..HI (doubling); default 8..4G
     #[command(flatten)]
-    pub sizes: SizeArgs,
+    pub(crate) sizes: SizeArgs,
     /// Collectives: all, or a comma list of all-reduce, all-gather, reduce-scatter, broadcast, reduce
     #[arg(long, default_value = "all")]
-    pub coll: String,
+    pub(crate) coll: String,
     #[command(flatten)]
-    pub nvls: NvlsArgs,
+    pub(crate) nvls: NvlsArgs,
     /// Draw the ratio B/A per pair against size (two result files only)
     #[arg(long, value_name = "FILE.svg", conflicts_with = "against")]
-    pub plot: Option<String>,
+    pub(crate) plot: Option<String>,
     /// Machine-readable output (docs/json.md)
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
 fn write_json(value: &impl serde::Serialize) -> Result<()> {
@@ -79,7 +79,7 @@ pub(super) fn colls(text: &str) -> Result<Vec<Coll>> {
     Ok(out)
 }
 
-pub fn run(args: DiffArgs) -> Result<()> {
+pub(crate) fn run(args: DiffArgs) -> Result<()> {
     let (source, graph) = (&args.source, &args.graph);
     match (args.runs.as_slice(), &args.against) {
         ([a, b], None) => {

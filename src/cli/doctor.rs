@@ -15,34 +15,34 @@ use std::io::Write;
 use std::time::Duration;
 
 #[derive(Debug, clap::Args)]
-pub struct DoctorArgs {
+pub(crate) struct DoctorArgs {
     /// Re-render a saved doctor result file (no GPU needed)
     #[arg(long, value_name = "FILE", conflicts_with_all = ["out", "size", "repeats", "timeout", "nccl_sizes", "no_nccl", "no_peer"])]
-    pub load: Option<String>,
+    pub(crate) load: Option<String>,
     /// Write the result file here, rewritten after every test (an interrupted run keeps what it measured)
     #[arg(short = 'o', long, value_name = "FILE")]
-    pub out: Option<String>,
+    pub(crate) out: Option<String>,
     /// Print the result as JSON (docs/json.md, `doctor`) instead of tables
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
     /// Bytes per link-test copy
     #[arg(long, default_value = "1G", value_name = "SIZE")]
-    pub size: String,
+    pub(crate) size: String,
     /// Timed copies per link test (the figure is their median)
     #[arg(long, default_value_t = 5)]
-    pub repeats: u32,
+    pub(crate) repeats: u32,
     /// Seconds one link test or one NCCL size may take before it counts as hung
     #[arg(long, default_value_t = 30, value_name = "S")]
-    pub timeout: u64,
+    pub(crate) timeout: u64,
     /// Sizes of the NCCL all-reduce sweep, comma separated
     #[arg(long, default_value = "1M,16M,128M,1G", value_name = "LIST")]
-    pub nccl_sizes: String,
+    pub(crate) nccl_sizes: String,
     /// Skip the NCCL sweep
     #[arg(long)]
-    pub no_nccl: bool,
+    pub(crate) no_nccl: bool,
     /// Skip the tests between GPUs (host <-> GPU only)
     #[arg(long)]
-    pub no_peer: bool,
+    pub(crate) no_peer: bool,
 }
 
 struct Stderr {
@@ -142,7 +142,7 @@ fn gpus_per_node() -> usize {
         .unwrap_or(1)
 }
 
-pub fn run(args: DoctorArgs) -> Result<()> {
+pub(crate) fn run(args: DoctorArgs) -> Result<()> {
     let rates = Rates::built_in()?;
     let (run, hung, report_here, save_error) = match &args.load {
         Some(path) => (DoctorRun::load(path)?, false, true, None),

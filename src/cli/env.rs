@@ -6,16 +6,16 @@ use crate::nccl::tuner_plugin::{self, Conflict, PLUGIN_FILE};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Args)]
-pub struct EnvArgs {
+pub(crate) struct EnvArgs {
     /// The plan NCCL's tuner should apply (default: plan.json, where `planner tune` writes it)
     #[arg(long, value_name = "PLAN.json")]
-    pub plan: Option<String>,
+    pub(crate) plan: Option<String>,
     /// The tuner plugin (default: libnccl_tuner_planner.so next to the planner binary, or in ../lib as the wheel installs it)
     #[arg(long, value_name = "PATH")]
-    pub tuner_plugin: Option<String>,
+    pub(crate) tuner_plugin: Option<String>,
 }
 
-pub fn run(args: &EnvArgs) -> Result<()> {
+pub(crate) fn run(args: &EnvArgs) -> Result<()> {
     let plan_given = args.plan.is_some();
     let plan_arg = args.plan.as_deref().unwrap_or("plan.json");
     let plugin = match &args.tuner_plugin {

@@ -12,55 +12,55 @@ use crate::report::expect as out;
     mut_arg("size", |a| a.help("One message size in bytes, binary units (16K, 16M = 16 MiB, 1G) [default: the --sweep]")),
     mut_arg("sweep", |a| a.help("A range of sizes LO..HI, both included, doubling each step, as nccl-tests -b LO -e HI -f 2 [default: 8..8G]"))
 )]
-pub struct ExpectArgs {
+pub(crate) struct ExpectArgs {
     #[command(flatten)]
-    pub source: SourceArgs,
+    pub(crate) source: SourceArgs,
     #[command(flatten)]
-    pub graph: GraphArgs,
+    pub(crate) graph: GraphArgs,
     /// --size S, or --sweep LO..HI (default 8..8G, as `nccl-tests -b 8 -e 8G -f 2`)
     #[command(flatten)]
-    pub sizes: SizeArgs,
+    pub(crate) sizes: SizeArgs,
     /// Collectives, comma-separated (all-reduce, all-gather, reduce-scatter, broadcast, reduce) or "all"
     #[arg(long, default_value = "all")]
-    pub coll: String,
+    pub(crate) coll: String,
     /// Algorithms allowed, NCCL_ALGO syntax (pins what nccl-tests would run); overrides NCCL_ALGO
     #[arg(long, value_name = "LIST")]
-    pub algo: Option<String>,
+    pub(crate) algo: Option<String>,
     /// Protocols allowed, NCCL_PROTO syntax; overrides NCCL_PROTO
     #[arg(long, value_name = "LIST")]
-    pub proto: Option<String>,
+    pub(crate) proto: Option<String>,
     /// Launch mode: eager (nccl-tests' default) or graph (nccl-tests -G 1)
     #[arg(long, default_value = "eager", value_name = "eager|graph")]
-    pub launch: String,
+    pub(crate) launch: String,
     /// Network between nodes: ib, roce, efa, tcpx, tcpxo, socket (default: from the NIC names)
     #[arg(long, value_name = "KIND")]
-    pub net_kind: Option<String>,
+    pub(crate) net_kind: Option<String>,
     #[command(flatten)]
-    pub nvls: NvlsArgs,
+    pub(crate) nvls: NvlsArgs,
     #[command(flatten)]
-    pub model: ModelArgs,
+    pub(crate) model: ModelArgs,
     /// The expected model's constants from this directory (the files of tuning-tables/expect/) instead of the built-in
     #[arg(long, value_name = "DIR")]
-    pub params: Option<String>,
+    pub(crate) params: Option<String>,
     /// Fit the constants marked "fit" to measurements (points.csv of tests/data/expect-train) and print the
     /// training-set and leave-one-machine-out error per class; no topology flags
     #[arg(long, value_name = "POINTS.csv", conflicts_with_all = ["fixture", "topo", "size", "sweep", "json", "csv"])]
-    pub fit: Option<String>,
+    pub(crate) fit: Option<String>,
     /// With --fit: write the fitted constants and bands into this directory (a copy of tuning-tables/expect)
     #[arg(long, value_name = "DIR", requires = "fit")]
-    pub write: Option<String>,
+    pub(crate) write: Option<String>,
     /// With --fit: write every point (measured, fitted, left-out expected, NCCL's estimate) as CSV to FILE
     #[arg(long, value_name = "FILE", requires = "fit")]
-    pub points_out: Option<String>,
+    pub(crate) points_out: Option<String>,
     /// Machine-readable output (docs/json.md)
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
     /// Also write the rows as CSV to FILE
     #[arg(long, value_name = "FILE")]
-    pub csv: Option<String>,
+    pub(crate) csv: Option<String>,
 }
 
-pub fn run(args: ExpectArgs) -> Result<()> {
+pub(crate) fn run(args: ExpectArgs) -> Result<()> {
     if let Some(points) = &args.fit {
         let params = match &args.params {
             Some(dir) => expect::Params::load_dir(dir)?,

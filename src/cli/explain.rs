@@ -16,58 +16,58 @@ use crate::units::parse_size_range;
     mut_arg("size", |a| a.help("One message size in bytes, binary units (16K, 16M = 16 MiB, 1G) [default: 16M; all-gather/reduce-scatter: the whole buffer, as nccl-tests]")),
     mut_arg("sweep", |a| a.help("A range of sizes LO..HI, both included, doubling each step (e.g. 8..4G) [default: one size, --size]"))
 )]
-pub struct ExplainArgs {
+pub(crate) struct ExplainArgs {
     #[command(flatten)]
-    pub source: SourceArgs,
+    pub(crate) source: SourceArgs,
     #[command(flatten)]
-    pub graph: GraphArgs,
+    pub(crate) graph: GraphArgs,
     /// The message size (--size, default 16M: the whole buffer for all-gather/reduce-scatter, as nccl-tests), or
     /// --sweep LO..HI: the crossover bands of a range
     #[command(flatten)]
-    pub sizes: SizeArgs,
+    pub(crate) sizes: SizeArgs,
     /// Collective: all-reduce, all-gather, reduce-scatter, broadcast, reduce
     #[arg(long, default_value = "all-reduce")]
-    pub coll: String,
+    pub(crate) coll: String,
     /// Draw predicted time per algorithm/protocol against size (log-log SVG); uses --sweep or 8..4G
     #[arg(long, value_name = "FILE.svg", conflicts_with = "size")]
-    pub plot: Option<String>,
+    pub(crate) plot: Option<String>,
     /// Print NCCL's init tuning table exactly as NCCL_DEBUG=INFO does (every collective and size)
     #[arg(long, conflicts_with_all = ["size", "sweep", "coll", "ops", "plot", "nccl_calls"])]
-    pub nccl_table: bool,
+    pub(crate) nccl_table: bool,
     /// Print NCCL's per-call lines ("AllReduce: N Bytes -> Algo RING proto LL channel{Lo..Hi}={0..23}") for --size or --sweep
     #[arg(long, conflicts_with = "plot")]
-    pub nccl_calls: bool,
+    pub(crate) nccl_calls: bool,
     /// Algorithms allowed, NCCL_ALGO syntax (e.g. "ring,tree", "^nvls", "allreduce:tree"); overrides NCCL_ALGO
     #[arg(long, value_name = "LIST")]
-    pub algo: Option<String>,
+    pub(crate) algo: Option<String>,
     /// Protocols allowed, NCCL_PROTO syntax (e.g. "^LL128"); overrides NCCL_PROTO
     #[arg(long, value_name = "LIST")]
-    pub proto: Option<String>,
+    pub(crate) proto: Option<String>,
     /// Identical ops in one group (NCCL aggregates them)
     #[arg(long, default_value_t = 1)]
-    pub ops: usize,
+    pub(crate) ops: usize,
     #[command(flatten)]
-    pub nvls: NvlsArgs,
+    pub(crate) nvls: NvlsArgs,
     /// Audit an NCCL_DEBUG=INFO log against the model (same as `planner audit FILE`)
     #[arg(long, value_name = "FILE", conflicts_with_all = [
         "size", "sweep", "coll", "ops", "plot", "nccl_table", "nccl_calls", "algo", "proto", "nvls", "calibration",
         "nodes"
     ])]
-    pub nccl_log: Option<String>,
+    pub(crate) nccl_log: Option<String>,
     /// Use the TUNING table an NCCL_DEBUG=INFO log printed (latency, bandwidth) as the model's cells
     #[arg(long, value_name = "LOG", conflicts_with_all = ["nccl_version", "tuning_table", "nccl_log"])]
-    pub from_log: Option<String>,
+    pub(crate) from_log: Option<String>,
     #[command(flatten)]
-    pub model: ModelArgs,
+    pub(crate) model: ModelArgs,
     /// Add a calibrated model (from `planner calibrate`): calibrated time, busbw and pick next to NCCL's
     #[arg(long, value_name = "CAL.json")]
-    pub calibration: Option<String>,
+    pub(crate) calibration: Option<String>,
     /// Apply --calibration to a topology or GPU count other than the one it was measured on
     #[arg(long, requires = "calibration")]
-    pub force: bool,
+    pub(crate) force: bool,
     /// Machine-readable output (docs/json.md)
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
 fn write_json(value: &impl serde::Serialize, list_key: &str) -> Result<()> {
@@ -106,7 +106,7 @@ fn refuse_calibrated_nccl_formats(args: &ExplainArgs) -> Result<()> {
     Ok(())
 }
 
-pub fn run(args: ExplainArgs) -> Result<()> {
+pub(crate) fn run(args: ExplainArgs) -> Result<()> {
     // The NCCL_* lines and notes go to stderr once the command succeeded: a refused NCCL_ALGO / NCCL_PROTO is then
     // one error line and nothing else.
     let mut stderr_lines = Vec::new();

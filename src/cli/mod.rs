@@ -2,20 +2,20 @@
 //! hand the result to `report`. Each command takes only the flags it acts on
 //! (the topology flags are flattened into the commands that read a topology).
 
-pub mod audit;
+pub(crate) mod audit;
 pub mod calibrate;
-pub mod channels;
-pub mod check;
-pub mod diff;
-pub mod doctor;
-pub mod expect;
-pub mod env;
-pub mod explain;
-pub mod run;
+pub(crate) mod channels;
+pub(crate) mod check;
+pub(crate) mod diff;
+pub(crate) mod doctor;
+pub(crate) mod expect;
+pub(crate) mod env;
+pub(crate) mod explain;
+pub(crate) mod run;
 pub mod source;
-pub mod topo;
-pub mod tune;
-pub mod verify;
+pub(crate) mod topo;
+pub(crate) mod tune;
+pub(crate) mod verify;
 
 use crate::error::{Error, Result};
 use clap::{Parser, Subcommand};
@@ -28,11 +28,11 @@ use clap::{Parser, Subcommand};
 )]
 pub struct Cli {
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// What the machine is: link matrix (nvidia-smi topo -m style) and NCCL's paths
     Topo(topo::TopoArgs),
     /// List the built-in topologies
@@ -102,7 +102,7 @@ pub fn run(mut cli: Cli) -> Result<()> {
 
 /// The one message `run` and `verify` give on a machine without a GPU: no usable CUDA driver, or a driver that
 /// shows no device.
-pub fn require_gpu(command: &str) -> Result<()> {
+pub(crate) fn require_gpu(command: &str) -> Result<()> {
     let no_gpu = |why: &str| {
         Error::runtime(format!(
             "no GPU: {why}; `planner {command}` needs one (`planner explain` models without one, `planner verify --load FILE` reads saved results)"

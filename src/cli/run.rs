@@ -14,65 +14,65 @@ use std::time::Duration;
     mut_arg("size", |a| a.help("One message size in bytes, binary units (16K, 16M = 16 MiB, 1G) [default: 16M]")),
     mut_arg("sweep", |a| a.help("A range of sizes LO..HI, both included, doubling each step (e.g. 8..4G) [default: one size, --size]"))
 )]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// The topology the channel search uses (default: the probe of this machine)
     #[command(flatten)]
-    pub source: SourceArgs,
+    pub(crate) source: SourceArgs,
     /// --size: bytes per rank (the all-reduce buffer; the total for all-gather / reduce-scatter), default 16M;
     /// or --sweep LO..HI (x2 steps)
     #[command(flatten)]
-    pub sizes: SizeArgs,
+    pub(crate) sizes: SizeArgs,
     /// Algorithm/protocol: Ring|Tree / LL|LL128|Simple, or beyond NCCL's menu OneShot/LL, TwoShot/Simple (all-reduce)
     #[arg(long, default_value = "Ring/Simple")]
-    pub pair: String,
+    pub(crate) pair: String,
     /// Collective: all-reduce, all-gather, reduce-scatter, broadcast (the last three Ring/Simple only)
     #[arg(long, default_value = "all-reduce")]
-    pub coll: String,
+    pub(crate) coll: String,
     /// Channels (CTAs per rank) for every size; default: NCCL's choice per size
     #[arg(long)]
-    pub channels: Option<usize>,
+    pub(crate) channels: Option<usize>,
     /// Threads per CTA for every size; default: NCCL's choice per size
     #[arg(long)]
-    pub threads: Option<usize>,
+    pub(crate) threads: Option<usize>,
     /// Element type: f32, bf16, f16
     #[arg(long, default_value = "f32")]
-    pub dtype: String,
+    pub(crate) dtype: String,
     /// Time the iterations as one CUDA graph (nccl-tests -G)
     #[arg(long)]
-    pub cuda_graph: bool,
+    pub(crate) cuda_graph: bool,
     /// Timed iterations per size
     #[arg(long, default_value_t = 20)]
-    pub iters: usize,
+    pub(crate) iters: usize,
     /// Untimed iterations per size before timing
     #[arg(long, default_value_t = 5)]
-    pub warmup: usize,
+    pub(crate) warmup: usize,
     /// Output buffer = input buffer (nccl-tests' in-place layout)
     #[arg(long)]
-    pub in_place: bool,
+    pub(crate) in_place: bool,
     /// Broadcast root
     #[arg(long, default_value_t = 0)]
-    pub root: usize,
+    pub(crate) root: usize,
     /// Run N ranks as N buffers on GPU 0 (rings and trees of N on one GPU)
     #[arg(long, value_name = "N")]
-    pub virtual_ranks: Option<usize>,
+    pub(crate) virtual_ranks: Option<usize>,
     /// Use only the first N GPUs
     #[arg(long, value_name = "N")]
-    pub gpus: Option<usize>,
+    pub(crate) gpus: Option<usize>,
     /// Abort a collective that takes longer than this many seconds
     #[arg(long, default_value_t = 30.0)]
-    pub timeout: f64,
+    pub(crate) timeout: f64,
     /// Seed of the input pattern
     #[arg(long, default_value_t = 1)]
-    pub seed: u32,
+    pub(crate) seed: u32,
     /// Machine-readable output (docs/json.md)
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
     /// Testing only (README, "Testing"): inject wrong-element, hang or oom
     #[arg(long, hide = true, value_name = "FAULT")]
-    pub inject_fault: Option<String>,
+    pub(crate) inject_fault: Option<String>,
 }
 
-pub fn run(args: RunArgs) -> Result<()> {
+pub(crate) fn run(args: RunArgs) -> Result<()> {
     let source = &args.source;
     let pair = parse_pair(&args.pair)?;
     let collective = parse_collective(&args.coll)?;

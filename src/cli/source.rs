@@ -7,35 +7,35 @@ use crate::pipeline::{self, Source};
 
 /// Where the topology comes from: on the commands that build one (not `fixtures`; `audit` has its own).
 #[derive(Debug, Clone, Default, clap::Args)]
-pub struct SourceArgs {
+pub(crate) struct SourceArgs {
     /// Use a built-in topology instead of probing (see `planner fixtures`)
     #[arg(long, value_name = "NAME", conflicts_with = "topo")]
-    pub fixture: Option<String>,
+    pub(crate) fixture: Option<String>,
     /// Use an NCCL topology XML file (NCCL_TOPO_FILE / NCCL_TOPO_DUMP_FILE format)
     #[arg(long, value_name = "FILE")]
-    pub topo: Option<String>,
+    pub(crate) topo: Option<String>,
     /// Fill a partial --topo file (a vendor file with no <gpu>) with this GPU model when no GPU is probed: a100-sxm, a100-pcie, h100-sxm, h100-pcie, h200-sxm, b200-sxm, h800-sxm, l40s, rtx4090, rtx5090, h20, rtxpro6000, gb10
     #[arg(long, value_name = "MODEL", requires = "topo")]
-    pub gpu: Option<String>,
+    pub(crate) gpu: Option<String>,
     /// With --gpu: speed in Gb/s of the NICs filled into the file (default: from the NIC's PCI id, else the GPU model's reference NIC)
     #[arg(long, value_name = "GBITS", requires = "topo")]
-    pub nic_speed: Option<f64>,
+    pub(crate) nic_speed: Option<f64>,
     /// Replicate the node N times, joined through its NICs [default: 1]
     #[arg(long, value_name = "N")]
-    pub nodes: Option<usize>,
+    pub(crate) nodes: Option<usize>,
     /// Network latency in us added to every NIC (NCCL's built-in IB plugin reports 0) [default: 0]
     #[arg(long, value_name = "US", allow_negative_numbers = true)]
-    pub net_latency: Option<f64>,
+    pub(crate) net_latency: Option<f64>,
     /// Multi-node NVLink across the nodes (NCCL_MNNVL_ENABLE=1/0); default: NCCL's rule
     #[arg(long, value_name = "on|off")]
-    pub mnnvl: Option<OnOff>,
+    pub(crate) mnnvl: Option<OnOff>,
     /// NCCL's environment, read once by `cli::run` (not a flag).
     #[arg(skip)]
-    pub nccl_env: crate::nccl_env::NcclEnv,
+    pub(crate) nccl_env: crate::nccl_env::NcclEnv,
 }
 
 impl SourceArgs {
-    pub fn source(&self) -> Source {
+    pub(crate) fn source(&self) -> Source {
         Source {
             fixture: self.fixture.clone(),
             topo: self.topo.clone(),
@@ -52,7 +52,7 @@ impl SourceArgs {
     }
 
     /// The source flags given on the command line, as typed.
-    pub fn given(&self) -> Vec<&'static str> {
+    pub(crate) fn given(&self) -> Vec<&'static str> {
         [
             (self.fixture.is_some(), "--fixture"),
             (self.topo.is_some(), "--topo"),
@@ -68,7 +68,7 @@ impl SourceArgs {
     }
 
     /// Refuse the source flags where `mode` (e.g. "--load FILE") reads no topology.
-    pub fn refuse_with(&self, mode: &str, why: &str) -> Result<()> {
+    pub(crate) fn refuse_with(&self, mode: &str, why: &str) -> Result<()> {
         match self.given().first() {
             Some(flag) => Err(Error::bad_input(format!(
                 "{flag} cannot be used with {mode}: {why}"
@@ -80,23 +80,23 @@ impl SourceArgs {
 
 /// `audit`'s topology flags: the log says how many nodes the job had (`--nodes` only where it does not).
 #[derive(Debug, Clone, Default, clap::Args)]
-pub struct AuditSourceArgs {
+pub(crate) struct AuditSourceArgs {
     /// Use a built-in topology instead of the log's NCCL_TOPO_DUMP_FILE
     #[arg(long, value_name = "NAME", conflicts_with = "topo")]
-    pub fixture: Option<String>,
+    pub(crate) fixture: Option<String>,
     /// Use an NCCL topology XML file instead of the log's NCCL_TOPO_DUMP_FILE
     #[arg(long, value_name = "FILE")]
-    pub topo: Option<String>,
+    pub(crate) topo: Option<String>,
     /// Nodes of the job, for a log without the `comm ... nNodes` line (refused when it contradicts the log); default: the log's nNodes, else inferred from the ranks its lines name
     #[arg(long, value_name = "N")]
     pub nodes: Option<usize>,
     /// Network latency in us added to every NIC (NCCL's built-in IB plugin reports 0) [default: 0]
     #[arg(long, value_name = "US", allow_negative_numbers = true)]
-    pub net_latency: Option<f64>,
+    pub(crate) net_latency: Option<f64>,
 }
 
 impl AuditSourceArgs {
-    pub fn source(&self) -> Source {
+    pub(crate) fn source(&self) -> Source {
         Source {
             fixture: self.fixture.clone(),
             topo: self.topo.clone(),
@@ -109,22 +109,22 @@ impl AuditSourceArgs {
 
 /// `--graph FILE`, on every command that needs channels.
 #[derive(Debug, Clone, Default, clap::Args)]
-pub struct GraphArgs {
+pub(crate) struct GraphArgs {
     /// Use the graphs in an NCCL graph XML (NCCL_GRAPH_FILE / NCCL_GRAPH_DUMP_FILE format)
     /// instead of searching; graphs the file lacks are searched
     #[arg(long, value_name = "FILE")]
-    pub graph: Option<String>,
+    pub(crate) graph: Option<String>,
 }
 
 /// `--nvls on|off` (the same flag on every command that has it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum OnOff {
+pub(crate) enum OnOff {
     On,
     Off,
 }
 
 /// `--nvls`, or NCCL_NVLS_ENABLE's own rule when absent.
-pub fn nvls_flag(nvls: Option<OnOff>) -> crate::model::input::NvlsFlag {
+pub(crate) fn nvls_flag(nvls: Option<OnOff>) -> crate::model::input::NvlsFlag {
     use crate::model::input::NvlsFlag;
     match nvls {
         Some(OnOff::On) => NvlsFlag::On,
@@ -135,18 +135,18 @@ pub fn nvls_flag(nvls: Option<OnOff>) -> crate::model::input::NvlsFlag {
 
 /// Flags that choose the model (shared with `audit`).
 #[derive(Debug, Clone, clap::Args)]
-pub struct ModelArgs {
+pub(crate) struct ModelArgs {
     /// NCCL version family whose tuning table to use (2.18 to 2.30, or a full version such as 2.22.3; default: the libnccl on this machine, else the newest)
     #[arg(long, value_name = "VERSION")]
-    pub nccl_version: Option<String>,
+    pub(crate) nccl_version: Option<String>,
     /// Use a tuning table from a file instead of the built-in ones
     #[arg(long, value_name = "FILE", conflicts_with = "nccl_version")]
-    pub tuning_table: Option<String>,
+    pub(crate) tuning_table: Option<String>,
 }
 
 impl ModelArgs {
     /// The tuning table these flags choose (`log_version`: the NCCL version a log names).
-    pub fn table(&self, log_version: Option<&str>) -> Result<TuningTable> {
+    pub(crate) fn table(&self, log_version: Option<&str>) -> Result<TuningTable> {
         pipeline::choose_table(
             self.tuning_table.as_deref(),
             self.nccl_version.as_deref(),
@@ -157,15 +157,15 @@ impl ModelArgs {
 
 /// `--nvls on|off`, spelled and explained the same on every command that has it.
 #[derive(Debug, Clone, Copy, Default, clap::Args)]
-pub struct NvlsArgs {
+pub(crate) struct NvlsArgs {
     /// NVLink SHARP: on/off overrides NCCL_NVLS_ENABLE; by default NCCL's rule (an NVSwitch, sm90+,
     /// NCCL_NVLS_ENABLE not 0)
     #[arg(long, value_enum, value_name = "on|off")]
-    pub nvls: Option<OnOff>,
+    pub(crate) nvls: Option<OnOff>,
 }
 
 impl NvlsArgs {
-    pub fn flag(&self) -> crate::model::input::NvlsFlag {
+    pub(crate) fn flag(&self) -> crate::model::input::NvlsFlag {
         nvls_flag(self.nvls)
     }
 }
@@ -180,15 +180,15 @@ pub struct SizeArgs {
         allow_hyphen_values = true,
         conflicts_with = "sweep"
     )]
-    pub size: Option<String>,
+    pub(crate) size: Option<String>,
     /// A range of sizes LO..HI, both included, doubling each step (e.g. 8..4G)
     #[arg(long, value_name = "LO..HI", allow_hyphen_values = true)]
-    pub sweep: Option<String>,
+    pub(crate) sweep: Option<String>,
 }
 
 impl SizeArgs {
     /// The sizes asked for, or `default` (a size or a range) when neither flag is given.
-    pub fn sizes(&self, default: &str) -> Result<Vec<u64>> {
+    pub(crate) fn sizes(&self, default: &str) -> Result<Vec<u64>> {
         match (&self.size, &self.sweep) {
             (Some(size), _) => Ok(vec![crate::units::parse_size(size)
                 .map_err(|e| Error::bad_input(format!("--size: {e}")))?]),

@@ -8,31 +8,31 @@ use crate::xml;
 use std::io::{BufWriter, Write};
 
 #[derive(Debug, clap::Args)]
-pub struct TopoArgs {
+pub(crate) struct TopoArgs {
     #[command(flatten)]
-    pub source: SourceArgs,
+    pub(crate) source: SourceArgs,
     /// Machine-readable output (link matrix, NCCL paths, NICs; docs/json.md)
     #[arg(long, conflicts_with_all = ["xml", "dot"])]
-    pub json: bool,
+    pub(crate) json: bool,
     /// Write the topology as NCCL topology XML (loadable with NCCL_TOPO_FILE)
     #[arg(long, conflicts_with = "dot")]
-    pub xml: bool,
+    pub(crate) xml: bool,
     /// Write NCCL's topology graph in Graphviz DOT
     #[arg(long)]
-    pub dot: bool,
+    pub(crate) dot: bool,
     /// Write the output to FILE instead of stdout
     #[arg(short = 'o', long = "out", value_name = "FILE")]
-    pub out: Option<String>,
+    pub(crate) out: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
-pub struct FixturesArgs {
+pub(crate) struct FixturesArgs {
     /// Machine-readable output (docs/json.md)
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
-pub fn run_topo(args: &TopoArgs) -> Result<()> {
+pub(crate) fn run_topo(args: &TopoArgs) -> Result<()> {
     super::source::preflight::output(args.out.as_deref())?;
     let cluster = args.source.source().load()?;
     let out = args.out.as_deref();
@@ -53,7 +53,7 @@ pub fn run_topo(args: &TopoArgs) -> Result<()> {
     emit(&crate::report::text(&view::render_text(&report)), out)
 }
 
-pub fn run_fixtures(args: &FixturesArgs) -> Result<()> {
+pub(crate) fn run_fixtures(args: &FixturesArgs) -> Result<()> {
     let text = if args.json {
         view::render_fixtures_json(fixtures::FIXTURES, fixtures::DEFAULT_FIXTURE)
     } else {

@@ -6,7 +6,7 @@ use crate::tune::{self, render, TuneInput, TuneRequest, DEFAULT_MARGIN_PERCENT};
 
 /// The plan file's format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum PlanFormat {
+pub(crate) enum PlanFormat {
     // Plain comments: a doc comment here would give `tune --help` clap's long layout.
     // The plan the planner tuner plugin reads (PLANNER_TUNER_PLAN).
     Json,
@@ -16,39 +16,39 @@ pub enum PlanFormat {
 
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("input").required(true).args(["from", "calibration", "show", "expected"])))]
-pub struct TuneArgs {
+pub(crate) struct TuneArgs {
     /// With --calibration: the topology for the stock model's pick (default: the calibration's verify files)
     #[command(flatten)]
-    pub source: SourceArgs,
+    pub(crate) source: SourceArgs,
     /// Make the plan from a `planner verify` result file: per size the fastest pair NCCL ran (NCCL backend rows)
     #[arg(long, value_name = "RESULTS.json")]
-    pub from: Option<String>,
+    pub(crate) from: Option<String>,
     /// Make the plan from a calibration file: per size the calibrated model's pick (--topo/--fixture: the topology
     /// for the stock model's pick; default: the calibration's verify files)
     #[arg(long, value_name = "CAL.json")]
-    pub calibration: Option<String>,
+    pub(crate) calibration: Option<String>,
     /// Print the bands of a plan file, or the rules of NCCL's example tuner config (nccl_tuner.conf, CSV)
     #[arg(long, value_name = "PLAN.json|FILE.conf")]
-    pub show: Option<String>,
+    pub(crate) show: Option<String>,
     /// Make the plan from planner's expected model of the topology (--fixture/--topo, --nodes, NCCL_* env), without
     /// any measurement: per size the expected fastest pair NCCL can run (the plan says no measurement was used)
     #[arg(long)]
-    pub expected: bool,
+    pub(crate) expected: bool,
     #[command(flatten)]
-    pub graph: GraphArgs,
+    pub(crate) graph: GraphArgs,
     /// With --expected: NCCL version family whose tuning table gives NCCL's own pick (2.18 to 2.31, or a full
     /// version such as 2.28.3, recorded in the plan; default: the libnccl on this machine, else the newest)
     #[arg(long, value_name = "VERSION", requires = "expected")]
-    pub nccl_version: Option<String>,
+    pub(crate) nccl_version: Option<String>,
     /// With --expected: launch mode, eager (nccl-tests' and PyTorch's default) or graph (CUDA graphs)
     #[arg(long, value_name = "eager|graph", requires = "expected")]
-    pub launch: Option<String>,
+    pub(crate) launch: Option<String>,
     /// With --expected: network between nodes: ib, roce, efa, tcpx, tcpxo, socket (default: from the NIC names)
     #[arg(long, value_name = "KIND", requires = "expected")]
-    pub net_kind: Option<String>,
+    pub(crate) net_kind: Option<String>,
     /// With --expected: NVLink SHARP on/off (overrides NCCL_NVLS_ENABLE; default: NCCL's rule)
     #[arg(long, value_enum, value_name = "on|off", requires = "expected")]
-    pub nvls: Option<OnOff>,
+    pub(crate) nvls: Option<OnOff>,
     /// Write the plan here
     #[arg(
         short = 'o',
@@ -57,22 +57,22 @@ pub struct TuneArgs {
         required_unless_present = "show",
         conflicts_with = "show"
     )]
-    pub out: Option<String>,
+    pub(crate) out: Option<String>,
     /// Plan format: json (the planner plugin's PLANNER_TUNER_PLAN) or nccl-csv (nccl_tuner.conf of NCCL's example tuner plugin)
     #[arg(long, value_enum, default_value = "json", conflicts_with = "show")]
-    pub format: PlanFormat,
+    pub(crate) format: PlanFormat,
     /// Keep NCCL's own choice unless another pair is faster by more than this many percent
     #[arg(long, value_name = "PERCENT", default_value_t = DEFAULT_MARGIN_PERCENT, conflicts_with = "show")]
-    pub margin: f64,
+    pub(crate) margin: f64,
     /// Ranks of the communicator, where the input does not say
     #[arg(long, value_name = "N", conflicts_with_all = ["show", "expected"])]
-    pub ranks: Option<u32>,
+    pub(crate) ranks: Option<u32>,
     /// Machine-readable output on stdout (docs/json.md)
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
-pub fn run(args: TuneArgs) -> Result<()> {
+pub(crate) fn run(args: TuneArgs) -> Result<()> {
     let source = &args.source;
     if let Some(path) = &args.show {
         source.refuse_with("--show", "a plan file carries its own bands")?;

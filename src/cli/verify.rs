@@ -22,83 +22,83 @@ use std::time::Duration;
     mut_arg("size", |a| a.help("One message size in bytes, binary units (16K, 16M = 16 MiB, 1G) [default: the --sweep]")),
     mut_arg("sweep", |a| a.help("A range of sizes LO..HI, both included, doubling each step [default: 8..4G]"))
 )]
-pub struct VerifyArgs {
+pub(crate) struct VerifyArgs {
     /// The topology for the model's predictions (default: the probe of this machine)
     #[command(flatten)]
-    pub source: SourceArgs,
+    pub(crate) source: SourceArgs,
     /// Sizes to measure: --size S (one) or --sweep LO..HI (doubling each step); default 8..4G
     #[command(flatten)]
-    pub sizes: SizeArgs,
+    pub(crate) sizes: SizeArgs,
     /// Collective: all-reduce, all-gather, reduce-scatter, broadcast, reduce
     #[arg(long, default_value = "all-reduce", value_name = "NAME")]
-    pub coll: String,
+    pub(crate) coll: String,
     /// Pairs: all (Ring and Tree with LL, LL128, Simple), winner (the model's pick per size), or a list such as Ring/LL,Tree/Simple
     #[arg(long, default_value = "all", value_name = "LIST")]
-    pub pair: String,
+    pub(crate) pair: String,
     /// Executor: native (our kernels), nccl (libnccl, each pair pinned, and its free choice), nccl-symm (libnccl's free choice on symmetric windows), both (native and nccl), or a list such as nccl,nccl-symm
     #[arg(long, default_value = "both", value_name = "WHICH")]
-    pub backend: String,
+    pub(crate) backend: String,
     /// With the nccl backend: also run NCCL's free choice with the planner tuner plugin steering it by this plan (the `tuned` row beside `auto`)
     #[arg(long, value_name = "PLAN")]
-    pub tuner: Option<String>,
+    pub(crate) tuner: Option<String>,
     /// The tuner plugin for --tuner (default: libnccl_tuner_planner.so next to the planner binary)
     #[arg(long, value_name = "PATH")]
-    pub tuner_plugin: Option<String>,
+    pub(crate) tuner_plugin: Option<String>,
     /// Calls per timed loop (fewer at large sizes, see --loop-cap)
     #[arg(long, default_value_t = 20)]
-    pub iters: u32,
+    pub(crate) iters: u32,
     /// Untimed calls before the first loop
     #[arg(long, default_value_t = 5)]
-    pub warmup: u32,
+    pub(crate) warmup: u32,
     /// Timed loops per size and pair; the median and maximum are over these (a p99 from 100 on)
     #[arg(long, default_value_t = 5)]
-    pub repeats: u32,
+    pub(crate) repeats: u32,
     /// Most bytes one timed loop moves; above it a loop has fewer calls (at least one)
     #[arg(long, default_value = "4G", value_name = "SIZE")]
-    pub loop_cap: String,
+    pub(crate) loop_cap: String,
     /// Capture each timed loop in a CUDA graph and replay it (as nccl-tests -G)
     #[arg(long)]
-    pub cuda_graph: bool,
+    pub(crate) cuda_graph: bool,
     /// Element type: f32, bf16, f16
     #[arg(long, default_value = "f32")]
-    pub dtype: String,
+    pub(crate) dtype: String,
     /// Seconds to wait for one size (and for the ranks to meet) before giving up
     #[arg(long, default_value_t = 60, value_name = "S")]
-    pub timeout: u64,
+    pub(crate) timeout: u64,
     /// Use only the first N GPUs of this machine
     #[arg(long, value_name = "N")]
-    pub gpus: Option<usize>,
+    pub(crate) gpus: Option<usize>,
     /// Write the result file here (default planner-verify-<time>.json)
     #[arg(short = 'o', long = "out", value_name = "FILE")]
-    pub out: Option<String>,
+    pub(crate) out: Option<String>,
     /// Re-render and re-score a saved result file (no GPU needed; takes none of the measuring flags)
     #[arg(long, value_name = "FILE", conflicts_with_all = [
         "size", "sweep", "coll", "pair", "backend", "tuner", "tuner_plugin", "iters", "warmup", "repeats", "loop_cap",
         "cuda_graph", "dtype", "timeout", "gpus", "out", "fixture", "topo", "nodes", "net_latency"
     ])]
-    pub load: Option<String>,
+    pub(crate) load: Option<String>,
     /// With --load: re-score with a calibrated model (from `planner calibrate`), the stock model next to it
     #[arg(long, value_name = "CAL.json", requires = "load")]
-    pub calibration: Option<String>,
+    pub(crate) calibration: Option<String>,
     /// Apply --calibration to a result file of another topology or GPU count
     #[arg(long, requires = "calibration")]
-    pub force: bool,
+    pub(crate) force: bool,
     /// Machine-readable output on stdout (docs/json.md)
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
     /// Also write every row as CSV
     #[arg(long, value_name = "FILE")]
-    pub csv: Option<String>,
+    pub(crate) csv: Option<String>,
     /// Also draw measured and predicted time against size (SVG)
     #[arg(long, value_name = "FILE")]
-    pub plot: Option<String>,
+    pub(crate) plot: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
-pub struct RendezvousCheckArgs {
+pub(crate) struct RendezvousCheckArgs {
     /// Seconds to wait for every rank
     #[arg(long, default_value_t = 30)]
-    pub timeout: u64,
+    pub(crate) timeout: u64,
 }
 
 fn request_from(args: &VerifyArgs) -> Result<VerifyRequest> {
@@ -234,7 +234,7 @@ fn output(
     Ok(())
 }
 
-pub fn run(args: VerifyArgs) -> Result<()> {
+pub(crate) fn run(args: VerifyArgs) -> Result<()> {
     let source = &args.source;
     if let Some(path) = &args.load {
         let run = VerifyRun::load(path)?;
@@ -296,13 +296,13 @@ fn stopped_early(run: &VerifyRun, path: &str) -> Result<()> {
 }
 
 /// The hidden child of the NCCL backend.
-pub fn nccl_child() -> Result<()> {
+pub(crate) fn nccl_child() -> Result<()> {
     crate::nccl::child::child_main()
 }
 
 /// Hidden: join the launcher's rendezvous, pass an id from rank 0 to every
 /// rank, and print it (tests run two of these as two processes).
-pub fn rendezvous_check(args: RendezvousCheckArgs) -> Result<()> {
+pub(crate) fn rendezvous_check(args: RendezvousCheckArgs) -> Result<()> {
     let env = LauncherEnv::from_env()?.ok_or_else(|| {
         Error::bad_input("no launcher variables (RANK/WORLD_SIZE with MASTER_ADDR/MASTER_PORT, or the MPI/Slurm ones)")
     })?;

@@ -13,7 +13,7 @@ pub use runs::{diff_runs, RunDiff};
 pub use versions::{diff_versions, VersionDiff, VersionDiffOptions};
 
 /// A size as people read it: `16 MiB` for a power of two, else `1144840 B (1.1 MiB)`.
-pub fn size_label(bytes: u64) -> String {
+pub(crate) fn size_label(bytes: u64) -> String {
     let text = crate::units::format_size(bytes);
     if bytes.is_power_of_two() || bytes < 1024 {
         text

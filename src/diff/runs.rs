@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 pub struct FieldDiff {
     pub field: String,
     pub a: String,
-    pub b: String,
+    pub(crate) b: String,
     pub same: bool,
     /// What exactly differs, where a field is a summary (the topology XML).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -45,51 +45,51 @@ pub struct RatioRow {
     /// None: NCCL's own choice (not pinned).
     pub pair: Option<Pair>,
     pub bytes: u64,
-    pub median_a_us: f64,
-    pub median_b_us: f64,
+    pub(crate) median_a_us: f64,
+    pub(crate) median_b_us: f64,
     /// B / A of the medians (> 1: B is slower).
     pub ratio: f64,
     /// min B / max A and max B / min A.
     pub ratio_lo: f64,
     pub ratio_hi: f64,
     pub flag: Flag,
-    pub repeats_a: usize,
-    pub repeats_b: usize,
+    pub(crate) repeats_a: usize,
+    pub(crate) repeats_b: usize,
     /// What NCCL ran, for its own choice.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub nccl_choice_a: Option<Pair>,
+    pub(crate) nccl_choice_a: Option<Pair>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub nccl_choice_b: Option<Pair>,
+    pub(crate) nccl_choice_b: Option<Pair>,
 }
 
 /// The fastest measured pinned pair at one size, per backend, in each file.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BestPair {
-    pub backend: Backend,
-    pub bytes: u64,
-    pub best_a: Option<Pair>,
-    pub best_b: Option<Pair>,
-    pub changed: bool,
+    pub(crate) backend: Backend,
+    pub(crate) bytes: u64,
+    pub(crate) best_a: Option<Pair>,
+    pub(crate) best_b: Option<Pair>,
+    pub(crate) changed: bool,
 }
 
 /// One backend's rows in one size regime.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct BackendVerdict {
-    pub backend: Backend,
-    pub compared: usize,
-    pub slower: usize,
-    pub faster: usize,
+pub(crate) struct BackendVerdict {
+    pub(crate) backend: Backend,
+    pub(crate) compared: usize,
+    pub(crate) slower: usize,
+    pub(crate) faster: usize,
     /// Geometric mean of the ratios.
-    pub geomean_ratio: f64,
+    pub(crate) geomean_ratio: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RegimeVerdict {
-    pub regime: Regime,
-    pub label: String,
-    pub backends: Vec<BackendVerdict>,
+    pub(crate) regime: Regime,
+    pub(crate) label: String,
+    pub(crate) backends: Vec<BackendVerdict>,
     /// Sizes where the measured-best pair changed, and where NCCL's own choice changed.
-    pub best_changed: usize,
+    pub(crate) best_changed: usize,
     pub nccl_choice_changed: usize,
     /// One line, e.g. `nccl: B slower (71 of 91 outside the noise band, geometric mean 1.31); native: ...`.
     pub verdict: String,
@@ -159,7 +159,7 @@ fn links_text(fp: &Fingerprint) -> String {
 }
 
 /// Attribute by attribute, where two NCCL topology XMLs differ (at most `limit` items).
-pub fn xml_differences(a: &str, b: &str, limit: usize) -> Vec<String> {
+pub(crate) fn xml_differences(a: &str, b: &str, limit: usize) -> Vec<String> {
     let (Ok(ra), Ok(rb)) = (crate::xml::parse(a, "A"), crate::xml::parse(b, "B")) else {
         return vec!["one of the XMLs does not parse".to_string()];
     };

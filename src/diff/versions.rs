@@ -28,117 +28,117 @@ use serde_json::Value;
 #[derive(Debug, Clone)]
 pub struct VersionDiffOptions {
     /// NCCL version or family A (`2.22`, `2.22.3`).
-    pub from: String,
+    pub(crate) from: String,
     /// NCCL version or family B.
-    pub against: String,
-    pub source: Source,
-    pub graph_file: Option<String>,
-    pub colls: Vec<Coll>,
+    pub(crate) against: String,
+    pub(crate) source: Source,
+    pub(crate) graph_file: Option<String>,
+    pub(crate) colls: Vec<Coll>,
     /// Sweep sizes, ascending.
-    pub sizes: Vec<u64>,
-    pub env: NcclEnv,
-    pub nvls: NvlsFlag,
+    pub(crate) sizes: Vec<u64>,
+    pub(crate) env: NcclEnv,
+    pub(crate) nvls: NvlsFlag,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FamilyInfo {
-    pub family: String,
+pub(crate) struct FamilyInfo {
+    pub(crate) family: String,
     /// The tag the table was checked against.
-    pub tag: String,
+    pub(crate) tag: String,
 }
 
 /// One constant or rule that differs between two neighbouring families, in the A -> B direction.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ChangeText {
+pub(crate) struct ChangeText {
     /// A constant's dotted path (`hw_latencies.NET.Tree`) or `rule:NAME`.
-    pub what: String,
-    pub from: Value,
-    pub to: Value,
+    pub(crate) what: String,
+    pub(crate) from: Value,
+    pub(crate) to: Value,
     /// `tag file:line` of the newer family.
-    pub source: String,
+    pub(crate) source: String,
     /// The change as people read it, e.g. `hw_latencies.NVLINK.Tree[Simple] 28 -> 4 µs`.
-    pub text: String,
+    pub(crate) text: String,
 }
 
 /// The changes between two neighbouring families of the chain.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Step {
-    pub from_family: String,
-    pub to_family: String,
-    pub changes: Vec<ChangeText>,
+pub(crate) struct Step {
+    pub(crate) from_family: String,
+    pub(crate) to_family: String,
+    pub(crate) changes: Vec<ChangeText>,
 }
 
 /// The pick and its time at one size under A and B; busbw in nccl-tests' convention
 /// (algbw x 2(n-1)/n for AllReduce ...), which does not change between families.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PointDiff {
-    pub bytes: u64,
-    pub time_a_us: f64,
-    pub time_b_us: f64,
-    pub busbw_a_gbs: f64,
-    pub busbw_b_gbs: f64,
+pub(crate) struct PointDiff {
+    pub(crate) bytes: u64,
+    pub(crate) time_a_us: f64,
+    pub(crate) time_b_us: f64,
+    pub(crate) busbw_a_gbs: f64,
+    pub(crate) busbw_b_gbs: f64,
 }
 
 /// A change that moves the band: which one, in which step, and what it does there.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Cause {
     /// The family that introduced the change (the newer family of its step).
-    pub family: String,
-    pub change: ChangeText,
+    pub(crate) family: String,
+    pub(crate) change: ChangeText,
     /// Rules of the same step evaluated together with this one (NCCL switches rules by family).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub together_with: Vec<String>,
+    pub(crate) together_with: Vec<String>,
     /// What the change does at the band's sizes, e.g. `alone on 2.27: Ring/LL -> NVLS/Simple at
     /// 1144840 B (1.1 MiB)` or `on 2.28 without -> with it: time -1.8 % at 64 MiB`.
-    pub effect: String,
+    pub(crate) effect: String,
     /// It flips the pick (else it moves the pick's time).
-    pub flips: bool,
+    pub(crate) flips: bool,
     /// The time change of the pick, %, where it does not flip it.
-    pub time_change_pct: f64,
+    pub(crate) time_change_pct: f64,
 }
 
 /// Sizes with the same pick under A and the same pick under B.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct BandDiff {
-    pub from_bytes: u64,
-    pub to_bytes: u64,
-    pub pick_a: Pair,
-    pub pick_b: Pair,
-    pub pick_changed: bool,
+pub(crate) struct BandDiff {
+    pub(crate) from_bytes: u64,
+    pub(crate) to_bytes: u64,
+    pub(crate) pick_a: Pair,
+    pub(crate) pick_b: Pair,
+    pub(crate) pick_changed: bool,
     /// The largest change of the predicted time B vs A in the band, %, and where.
-    pub time_change_pct: f64,
-    pub time_change_at_bytes: u64,
+    pub(crate) time_change_pct: f64,
+    pub(crate) time_change_at_bytes: u64,
     /// The pick changed or the time moved by more than 1 %.
-    pub changed: bool,
+    pub(crate) changed: bool,
     /// The band's first and last size and the sweep sizes in between.
-    pub points: Vec<PointDiff>,
-    pub causes: Vec<Cause>,
+    pub(crate) points: Vec<PointDiff>,
+    pub(crate) causes: Vec<Cause>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CollDiff {
-    pub coll: Coll,
-    pub bands: Vec<BandDiff>,
+pub(crate) struct CollDiff {
+    pub(crate) coll: Coll,
+    pub(crate) bands: Vec<BandDiff>,
     /// Sweep sizes too small for the collective.
-    pub skipped: Vec<u64>,
+    pub(crate) skipped: Vec<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct VersionDiff {
-    pub a: FamilyInfo,
-    pub b: FamilyInfo,
+    pub(crate) a: FamilyInfo,
+    pub(crate) b: FamilyInfo,
     /// Where the topology came from and its size.
-    pub machine: String,
-    pub n_ranks: usize,
-    pub n_nodes: usize,
+    pub(crate) machine: String,
+    pub(crate) n_ranks: usize,
+    pub(crate) n_nodes: usize,
     /// The chain of families from A to B and what each step changes.
-    pub steps: Vec<Step>,
-    pub notes: Vec<String>,
-    pub collectives: Vec<CollDiff>,
+    pub(crate) steps: Vec<Step>,
+    pub(crate) notes: Vec<String>,
+    pub(crate) collectives: Vec<CollDiff>,
 }
 
 /// A relative change above this (1 %) counts.
-pub const TIME_THRESHOLD_PCT: f64 = 1.0;
+pub(crate) const TIME_THRESHOLD_PCT: f64 = 1.0;
 
 /// The model on the machine's graphs for any table.
 struct Machine<'a> {
@@ -277,7 +277,7 @@ fn value_text(v: &Value) -> String {
 }
 
 /// `hw_latencies.NVLINK.Tree[Simple] 28 -> 4 µs`, `rule pat off -> on`.
-pub fn change_text(what: &str, from: &Value, to: &Value) -> String {
+pub(crate) fn change_text(what: &str, from: &Value, to: &Value) -> String {
     if let Some(name) = what.strip_prefix("rule:") {
         return format!("rule {name} {} -> {}", value_text(from), value_text(to));
     }

@@ -8,14 +8,14 @@ use crate::model::input::NvlsFlag;
 use crate::model::Coll;
 use crate::pipeline::Source;
 
-pub struct ExpectedAllReduce {
+pub(crate) struct ExpectedAllReduce {
     expected: Expected,
 }
 
 impl ExpectedAllReduce {
     /// The expected model of the live machine (the probe, as `planner expect` without flags sees it), for
     /// `nodes` nodes. None when the probe gives no topology.
-    pub fn of_live_machine(
+    pub(crate) fn of_live_machine(
         nodes: usize,
         nccl_version: Option<&str>,
     ) -> Result<Option<ExpectedAllReduce>> {

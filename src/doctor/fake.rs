@@ -14,10 +14,10 @@ use crate::probe::health::{
 };
 use std::time::Duration;
 
-pub const SCENARIO_ENV: &str = "PLANNER_FAKE_DOCTOR";
+pub(crate) const SCENARIO_ENV: &str = "PLANNER_FAKE_DOCTOR";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scenario {
+pub(crate) enum Scenario {
     Healthy,
     /// GPU 2's PCIe link trained at Gen4 x8.
     PcieDegraded,
@@ -36,7 +36,7 @@ pub enum Scenario {
 }
 
 impl Scenario {
-    pub const ALL: [(&'static str, Scenario); 8] = [
+    pub(crate) const ALL: [(&'static str, Scenario); 8] = [
         ("healthy", Scenario::Healthy),
         ("pcie-degraded", Scenario::PcieDegraded),
         ("nvlink-down", Scenario::NvlinkDown),
@@ -47,7 +47,7 @@ impl Scenario {
         ("vm", Scenario::Vm),
     ];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         Scenario::ALL
             .iter()
             .find(|(_, s)| *s == self)
@@ -56,7 +56,7 @@ impl Scenario {
     }
 
     /// The scenario `PLANNER_FAKE_DOCTOR` names (default healthy); bad input for any other value.
-    pub fn from_var(value: Option<&str>) -> Result<Scenario> {
+    pub(crate) fn from_var(value: Option<&str>) -> Result<Scenario> {
         let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else {
             return Ok(Scenario::Healthy);
         };
@@ -73,14 +73,14 @@ impl Scenario {
     }
 }
 
-pub struct FakeDoctor {
-    pub scenario: Scenario,
-    pub delay: Duration,
-    pub rates: Rates,
+pub(crate) struct FakeDoctor {
+    pub(crate) scenario: Scenario,
+    pub(crate) delay: Duration,
+    pub(crate) rates: Rates,
 }
 
 impl FakeDoctor {
-    pub fn from_env(rates: Rates) -> Result<FakeDoctor> {
+    pub(crate) fn from_env(rates: Rates) -> Result<FakeDoctor> {
         let scenario = Scenario::from_var(std::env::var(SCENARIO_ENV).ok().as_deref())?;
         let delay_ms = match std::env::var("PLANNER_FAKE_DELAY_MS") {
             Err(_) => 0,

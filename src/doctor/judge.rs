@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 /// A figure's status against its expectation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum FigureStatus {
+pub(crate) enum FigureStatus {
     Ok,
     Slow,
     /// Faster than the link allows: the link facts or the timing are wrong.
@@ -30,7 +30,7 @@ pub enum FigureStatus {
 }
 
 impl FigureStatus {
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             FigureStatus::Ok => "ok",
             FigureStatus::Slow => "slow",
@@ -43,16 +43,16 @@ impl FigureStatus {
 /// One measured figure beside its expectation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Figure {
-    pub measured_gbs: Option<f64>,
-    pub expected_gbs: Option<f64>,
+    pub(crate) measured_gbs: Option<f64>,
+    pub(crate) expected_gbs: Option<f64>,
     /// How the expectation was made ("PCIe Gen5 x16: 0.865 x 3.94 GB/s x 16").
-    pub expected_from: String,
+    pub(crate) expected_from: String,
     /// The expected band where the expectation has one (the NCCL sweep: the expected model's class band).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expected_low_gbs: Option<f64>,
+    pub(crate) expected_low_gbs: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expected_high_gbs: Option<f64>,
-    pub status: FigureStatus,
+    pub(crate) expected_high_gbs: Option<f64>,
+    pub(crate) status: FigureStatus,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -69,12 +69,12 @@ pub enum Severity {
 /// One cause with its evidence.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
-    pub severity: Severity,
+    pub(crate) severity: Severity,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gpu: Option<u32>,
+    pub(crate) gpu: Option<u32>,
     /// One line, the cause first: "GPU 2: PCIe link trained at Gen4 x8 of Gen5 x16".
     pub cause: String,
-    pub evidence: Vec<String>,
+    pub(crate) evidence: Vec<String>,
 }
 
 /// The whole machine's verdict.
@@ -83,14 +83,14 @@ pub struct Verdict {
     /// "healthy", "unhealthy", or "incomplete" (stopped before the end with nothing wrong so far).
     pub summary: String,
     pub findings: Vec<Finding>,
-    pub figures_ok: usize,
-    pub figures_slow: usize,
-    pub figures_fast: usize,
+    pub(crate) figures_ok: usize,
+    pub(crate) figures_slow: usize,
+    pub(crate) figures_fast: usize,
 }
 
 impl Verdict {
     /// Exit status of `planner doctor`: 0 healthy, 1 when anything is to blame.
-    pub fn exit_code(&self) -> i32 {
+    pub(crate) fn exit_code(&self) -> i32 {
         if self.summary == "unhealthy" {
             1
         } else {
@@ -100,7 +100,7 @@ impl Verdict {
 }
 
 /// The expected model's all-reduce, for the NCCL sweep (None where it says nothing).
-pub trait NcclExpectation {
+pub(crate) trait NcclExpectation {
     fn label(&self) -> String;
     /// Expected all-reduce busbw at `bytes` over `ranks` ranks, GB/s: (expected, band low, band high).
     fn all_reduce_busbw_gbs(&self, bytes: u64, ranks: usize) -> Option<(f64, f64, f64)>;
@@ -140,7 +140,11 @@ fn nvlinks_between(a: &GpuHealth, b: &GpuHealth) -> (usize, bool) {
 }
 
 /// The expectation of one test, and how it was made.
-pub fn expectation(rates: &Rates, gpus: &[GpuHealth], r: &LinkResult) -> Option<(f64, String)> {
+pub(crate) fn expectation(
+    rates: &Rates,
+    gpus: &[GpuHealth],
+    r: &LinkResult,
+) -> Option<(f64, String)> {
     let t = &r.test;
     let e = &rates.pcie_efficiency;
     let g = gpu(gpus, t.gpu)?;
@@ -233,12 +237,12 @@ fn banded_figure(
 }
 
 /// Judge every figure of `run` and write its verdict.
-pub fn judge(run: &mut DoctorRun, rates: &Rates) {
+pub(crate) fn judge(run: &mut DoctorRun, rates: &Rates) {
     judge_with(run, rates, None);
 }
 
 /// As `judge`, with the expected model's word on the NCCL sweep.
-pub fn judge_with(run: &mut DoctorRun, rates: &Rates, nccl: Option<&dyn NcclExpectation>) {
+pub(crate) fn judge_with(run: &mut DoctorRun, rates: &Rates, nccl: Option<&dyn NcclExpectation>) {
     let gpus = run.machine.gpus.clone();
     for r in run.links.iter_mut() {
         let expected = expectation(rates, &gpus, r);

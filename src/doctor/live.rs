@@ -16,8 +16,8 @@ use crate::verify::run::{Progress, TopologyRecord, VerifyRequest};
 use crate::verify::PairSelection;
 use std::time::Duration;
 
-pub struct LiveDoctor {
-    pub launcher: Option<LauncherEnv>,
+pub(crate) struct LiveDoctor {
+    pub(crate) launcher: Option<LauncherEnv>,
 }
 
 impl DoctorBackend for LiveDoctor {

@@ -10,12 +10,12 @@
 //! - this file: the result file (`DoctorRun`), written as the run goes and read back by `doctor --load` and by
 //!   `check`, anywhere, without a GPU.
 
-pub mod expected;
-pub mod fake;
-pub mod judge;
-pub mod live;
-pub mod rates;
-pub mod run;
+pub(crate) mod expected;
+pub(crate) mod fake;
+pub(crate) mod judge;
+pub(crate) mod live;
+pub(crate) mod rates;
+pub(crate) mod run;
 
 use crate::error::{Error, Result};
 use crate::probe::health::GpuHealth;
@@ -24,13 +24,13 @@ use serde::{Deserialize, Serialize};
 pub use judge::{Figure, Finding, Severity, Verdict};
 
 /// The result file's schema name and version.
-pub const DOCTOR_FORMAT: &str = "planner-doctor";
-pub const DOCTOR_VERSION: u32 = 1;
+pub(crate) const DOCTOR_FORMAT: &str = "planner-doctor";
+pub(crate) const DOCTOR_VERSION: u32 = 1;
 
 /// One link test, named as nvbandwidth names its test cases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum TestKind {
+pub(crate) enum TestKind {
     HostToDeviceMemcpyCe,
     DeviceToHostMemcpyCe,
     HostToDeviceBidirectionalMemcpyCe,
@@ -45,12 +45,12 @@ pub enum TestKind {
 }
 
 impl TestKind {
-    pub const HOST: [TestKind; 3] = [
+    pub(crate) const HOST: [TestKind; 3] = [
         TestKind::HostToDeviceMemcpyCe,
         TestKind::DeviceToHostMemcpyCe,
         TestKind::HostToDeviceBidirectionalMemcpyCe,
     ];
-    pub const PEER: [TestKind; 8] = [
+    pub(crate) const PEER: [TestKind; 8] = [
         TestKind::DeviceToDeviceMemcpyReadCe,
         TestKind::DeviceToDeviceMemcpyWriteCe,
         TestKind::DeviceToDeviceBidirectionalMemcpyReadCe,
@@ -62,7 +62,7 @@ impl TestKind {
     ];
 
     /// nvbandwidth's name of the test case.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             TestKind::HostToDeviceMemcpyCe => "host_to_device_memcpy_ce",
             TestKind::DeviceToHostMemcpyCe => "device_to_host_memcpy_ce",
@@ -86,10 +86,10 @@ impl TestKind {
         }
     }
 
-    pub fn is_peer(self) -> bool {
+    pub(crate) fn is_peer(self) -> bool {
         TestKind::PEER.contains(&self)
     }
-    pub fn is_bidirectional(self) -> bool {
+    pub(crate) fn is_bidirectional(self) -> bool {
         matches!(
             self,
             TestKind::HostToDeviceBidirectionalMemcpyCe
@@ -100,7 +100,7 @@ impl TestKind {
         )
     }
     /// Through SM kernels (a copy kernel) rather than the copy engines.
-    pub fn is_sm(self) -> bool {
+    pub(crate) fn is_sm(self) -> bool {
         matches!(
             self,
             TestKind::DeviceToDeviceMemcpyReadSm
@@ -110,7 +110,7 @@ impl TestKind {
         )
     }
     /// The reading GPU issues the copy (it pulls from its peer); otherwise the writer pushes.
-    pub fn is_read(self) -> bool {
+    pub(crate) fn is_read(self) -> bool {
         matches!(
             self,
             TestKind::DeviceToDeviceMemcpyReadCe
@@ -125,17 +125,17 @@ impl TestKind {
 /// when bidirectional).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LinkTest {
-    pub test: TestKind,
-    pub gpu: u32,
+    pub(crate) test: TestKind,
+    pub(crate) gpu: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub peer: Option<u32>,
-    pub bytes: u64,
-    pub repeats: u32,
+    pub(crate) peer: Option<u32>,
+    pub(crate) bytes: u64,
+    pub(crate) repeats: u32,
 }
 
 impl LinkTest {
     /// "GPU 0 -> GPU 1", "host -> GPU 0", "GPU 0 <-> host".
-    pub fn route(&self) -> String {
+    pub(crate) fn route(&self) -> String {
         match (self.test, self.peer) {
             (TestKind::HostToDeviceMemcpyCe, _) => format!("host -> GPU {}", self.gpu),
             (TestKind::DeviceToHostMemcpyCe, _) => format!("GPU {} -> host", self.gpu),
@@ -171,19 +171,19 @@ pub struct LinkResult {
     pub test: LinkTest,
     pub status: TestStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
+    pub(crate) note: Option<String>,
     /// Per repeat, ms of the copy (bidirectional: the forward direction).
-    pub times_ms: Vec<f64>,
+    pub(crate) times_ms: Vec<f64>,
     /// Bidirectional: per repeat, ms of the reverse direction while the forward one ran.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub reverse_times_ms: Vec<f64>,
+    pub(crate) reverse_times_ms: Vec<f64>,
     /// Derived: the figure, its expectation and status (recomputed on load).
     #[serde(default)]
-    pub figure: Option<Figure>,
+    pub(crate) figure: Option<Figure>,
 }
 
 impl LinkResult {
-    pub fn new(test: LinkTest, status: TestStatus, note: Option<String>) -> LinkResult {
+    pub(crate) fn new(test: LinkTest, status: TestStatus, note: Option<String>) -> LinkResult {
         LinkResult {
             test,
             status,
@@ -195,7 +195,7 @@ impl LinkResult {
     }
 
     /// Measured GB/s per direction (median over the repeats); bidirectional: the slower direction.
-    pub fn measured_gbs(&self) -> Option<f64> {
+    pub(crate) fn measured_gbs(&self) -> Option<f64> {
         if self.status != TestStatus::Ok {
             return None;
         }
@@ -215,25 +215,25 @@ impl LinkResult {
 
 /// One size of the NCCL all-reduce sweep (NCCL's free choice, as verify's `auto` row).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NcclPoint {
-    pub bytes: u64,
+pub(crate) struct NcclPoint {
+    pub(crate) bytes: u64,
     /// verify's row status ("ok", "failed", ...).
-    pub status: String,
+    pub(crate) status: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
+    pub(crate) note: Option<String>,
     /// Per repeat, µs per call.
-    pub times_us: Vec<f64>,
+    pub(crate) times_us: Vec<f64>,
     /// NCCL's pick at this size, as its TUNING log said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nccl_choice: Option<String>,
+    pub(crate) nccl_choice: Option<String>,
     /// Derived: busbw beside its expectation.
     #[serde(default)]
-    pub figure: Option<Figure>,
+    pub(crate) figure: Option<Figure>,
 }
 
 impl NcclPoint {
     /// Bus bandwidth of all-reduce (nccl-tests' busbw: algbw x 2(n-1)/n) at the median time.
-    pub fn busbw_gbs(&self, ranks: usize) -> Option<f64> {
+    pub(crate) fn busbw_gbs(&self, ranks: usize) -> Option<f64> {
         let t = crate::measure::median(&self.times_us).filter(|t| *t > 0.0)?;
         let algbw = self.bytes as f64 / (t * 1e3);
         let n = ranks.max(1) as f64;
@@ -244,50 +244,50 @@ impl NcclPoint {
 /// The machine as the run saw it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DoctorMachine {
-    pub hosts: Vec<String>,
+    pub(crate) hosts: Vec<String>,
     /// "live" or "fake (SCENARIO)".
-    pub backend: String,
-    pub gpus: Vec<GpuHealth>,
-    pub driver_version: Option<String>,
+    pub(crate) backend: String,
+    pub(crate) gpus: Vec<GpuHealth>,
+    pub(crate) driver_version: Option<String>,
     /// The CUDA version the driver supports (e.g. 13000).
-    pub cuda_driver_version: Option<i32>,
+    pub(crate) cuda_driver_version: Option<i32>,
     /// From the NCCL sweep's children.
-    pub nccl_version: Option<String>,
-    pub cuda_version: Option<String>,
+    pub(crate) nccl_version: Option<String>,
+    pub(crate) cuda_version: Option<String>,
     /// Ranks of the NCCL sweep (GPUs of this process, or the launcher's world).
-    pub nccl_ranks: usize,
+    pub(crate) nccl_ranks: usize,
     /// "one process" or the launcher (as verify records it).
-    pub launch: String,
+    pub(crate) launch: String,
 }
 
 /// What was asked.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DoctorOptions {
     /// Bytes per link-test copy.
-    pub bytes: u64,
-    pub repeats: u32,
+    pub(crate) bytes: u64,
+    pub(crate) repeats: u32,
     /// The watchdog: seconds one test (or one NCCL size) may take.
-    pub timeout_s: u64,
-    pub nccl_sizes: Vec<u64>,
+    pub(crate) timeout_s: u64,
+    pub(crate) nccl_sizes: Vec<u64>,
     /// The command line, as typed.
-    pub command: String,
+    pub(crate) command: String,
 }
 
 /// One `planner doctor` run: the result file and the `--json` document (one schema).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DoctorRun {
-    pub format: String,
-    pub version: u32,
-    pub planner_version: String,
-    pub created_unix: u64,
+    pub(crate) format: String,
+    pub(crate) version: u32,
+    pub(crate) planner_version: String,
+    pub(crate) created_unix: u64,
     /// The same instant as `created_unix`, as text (UTC).
     pub created_utc: String,
     pub machine: DoctorMachine,
     pub options: DoctorOptions,
     pub links: Vec<LinkResult>,
-    pub nccl: Vec<NcclPoint>,
+    pub(crate) nccl: Vec<NcclPoint>,
     /// Every planned test and size ran (false: stopped, hung or failed before the end; `stopped` says why).
-    pub complete: bool,
+    pub(crate) complete: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
     /// Derived: the verdict (recomputed on load from the figures above and the rate table).
@@ -297,7 +297,7 @@ pub struct DoctorRun {
 
 impl DoctorRun {
     /// Recompute every figure and the verdict with `rates`.
-    pub fn judge(&mut self, rates: &rates::Rates) {
+    pub(crate) fn judge(&mut self, rates: &rates::Rates) {
         judge::judge(self, rates);
     }
 
@@ -408,13 +408,13 @@ impl DoctorRun {
     }
 
     /// Written whole under a temporary name and renamed (a kill at any instant leaves the old or the new file).
-    pub fn save(&self, path: &str) -> Result<()> {
+    pub(crate) fn save(&self, path: &str) -> Result<()> {
         crate::fsio::write_output(path, (self.to_json()? + "\n").as_bytes())
     }
 }
 
 /// `created_unix` as `2026-12-01 00:20:00 UTC` (civil-from-days, Howard Hinnant's algorithm).
-pub fn utc_text(unix: u64) -> String {
+pub(crate) fn utc_text(unix: u64) -> String {
     let days = (unix / 86_400) as i64;
     let secs = unix % 86_400;
     let z = days + 719_468;

@@ -5,70 +5,70 @@
 use crate::error::{Error, Result};
 use serde::Deserialize;
 
-pub const RATES_FORMAT: &str = "planner-doctor-rates";
-pub const RATES_VERSION: u32 = 1;
+pub(crate) const RATES_FORMAT: &str = "planner-doctor-rates";
+pub(crate) const RATES_VERSION: u32 = 1;
 /// The committed table.
-pub const BUILT_IN: &str = include_str!("../../tuning-tables/doctor.json");
-pub const BUILT_IN_NAME: &str = "tuning-tables/doctor.json";
+pub(crate) const BUILT_IN: &str = include_str!("../../tuning-tables/doctor.json");
+pub(crate) const BUILT_IN_NAME: &str = "tuning-tables/doctor.json";
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct GenRate {
-    pub gen: u32,
-    pub gbs: f64,
-    pub source: String,
+pub(crate) struct GenRate {
+    pub(crate) gen: u32,
+    pub(crate) gbs: f64,
+    pub(crate) source: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PcieEfficiency {
-    pub host_to_device: f64,
-    pub device_to_host: f64,
-    pub bidirectional: f64,
-    pub peer: f64,
-    pub source: String,
+pub(crate) struct PcieEfficiency {
+    pub(crate) host_to_device: f64,
+    pub(crate) device_to_host: f64,
+    pub(crate) bidirectional: f64,
+    pub(crate) peer: f64,
+    pub(crate) source: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct NvLinkEfficiency {
-    pub copy_engine: f64,
-    pub sm: f64,
-    pub source: String,
+pub(crate) struct NvLinkEfficiency {
+    pub(crate) copy_engine: f64,
+    pub(crate) sm: f64,
+    pub(crate) source: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Tolerance {
+pub(crate) struct Tolerance {
     /// A figure below `slow_below` x its expectation is slow.
-    pub slow_below: f64,
+    pub(crate) slow_below: f64,
     /// A figure above `fast_above` x its expectation is suspiciously fast.
-    pub fast_above: f64,
-    pub source: String,
+    pub(crate) fast_above: f64,
+    pub(crate) source: String,
 }
 
 /// The table.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Rates {
-    pub format: String,
-    pub version: u32,
-    pub about: String,
-    pub pcie_lane_gbs: Vec<GenRate>,
-    pub pcie_efficiency: PcieEfficiency,
-    pub nvlink_link_gbs: Vec<GenRate>,
-    pub nvlink_efficiency: NvLinkEfficiency,
-    pub tolerance: Tolerance,
+pub(crate) struct Rates {
+    pub(crate) format: String,
+    pub(crate) version: u32,
+    pub(crate) about: String,
+    pub(crate) pcie_lane_gbs: Vec<GenRate>,
+    pub(crate) pcie_efficiency: PcieEfficiency,
+    pub(crate) nvlink_link_gbs: Vec<GenRate>,
+    pub(crate) nvlink_efficiency: NvLinkEfficiency,
+    pub(crate) tolerance: Tolerance,
 }
 
 impl Rates {
     /// The committed table (checked by a test, so this cannot fail in a released build).
-    pub fn built_in() -> Result<Rates> {
+    pub(crate) fn built_in() -> Result<Rates> {
         Rates::from_json(BUILT_IN, BUILT_IN_NAME)
     }
 
     /// Parse and check a table; bad input names `source` and the value.
-    pub fn from_json(text: &str, source: &str) -> Result<Rates> {
+    pub(crate) fn from_json(text: &str, source: &str) -> Result<Rates> {
         let rates: Rates = serde_json::from_str(text).map_err(|e| {
             Error::bad_input(format!(
                 "{source}:{}:{}: not a doctor rate table: {e}",
@@ -112,7 +112,7 @@ impl Rates {
     }
 
     /// One PCIe lane of generation `gen`, GB/s per direction.
-    pub fn pcie_lane(&self, gen: u32) -> Option<f64> {
+    pub(crate) fn pcie_lane(&self, gen: u32) -> Option<f64> {
         self.pcie_lane_gbs
             .iter()
             .find(|r| r.gen == gen)
@@ -120,7 +120,7 @@ impl Rates {
     }
 
     /// One NVLink of generation `gen`, GB/s per direction.
-    pub fn nvlink_link(&self, gen: u32) -> Option<f64> {
+    pub(crate) fn nvlink_link(&self, gen: u32) -> Option<f64> {
         self.nvlink_link_gbs
             .iter()
             .find(|r| r.gen == gen)
@@ -168,7 +168,7 @@ fn check_generations(source: &str, name: &str, rows: &[GenRate], ceiling: f64) -
 
 /// NVLink generation of a GPU of compute capability `cc` (the generation its architecture shipped with: P100
 /// sm60 NVLink 1, V100 sm70 2, A100 sm80 3, H100/H200 sm90 4, B200 sm100 5; the whitepapers of `doctor.json`).
-pub fn nvlink_gen_of(cc: (i32, i32)) -> Option<u32> {
+pub(crate) fn nvlink_gen_of(cc: (i32, i32)) -> Option<u32> {
     match cc.0 {
         6 => Some(1),
         7 => Some(2),

@@ -15,7 +15,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 /// Runs link tests; lives on the worker thread.
-pub trait LinkTester {
+pub(crate) trait LinkTester {
     /// Run one test (every failure is a result, not an error).
     fn run(&mut self, test: &LinkTest) -> LinkResult;
     /// GPU `gpu`'s PCIe generation and width now (right after a host copy: the link under load).
@@ -23,23 +23,23 @@ pub trait LinkTester {
 }
 
 /// Makes the tester on the worker thread.
-pub type TesterFactory = Box<dyn FnOnce() -> Result<Box<dyn LinkTester>> + Send>;
+pub(crate) type TesterFactory = Box<dyn FnOnce() -> Result<Box<dyn LinkTester>> + Send>;
 
 /// What the NCCL sweep found.
 #[derive(Debug, Clone, Default)]
-pub struct NcclSweep {
-    pub points: Vec<NcclPoint>,
-    pub ranks: usize,
-    pub nccl_version: Option<String>,
-    pub cuda_version: Option<String>,
-    pub launch: String,
-    pub hosts: Vec<String>,
+pub(crate) struct NcclSweep {
+    pub(crate) points: Vec<NcclPoint>,
+    pub(crate) ranks: usize,
+    pub(crate) nccl_version: Option<String>,
+    pub(crate) cuda_version: Option<String>,
+    pub(crate) launch: String,
+    pub(crate) hosts: Vec<String>,
     /// Why the sweep stopped early, if it did.
-    pub stopped: Option<String>,
+    pub(crate) stopped: Option<String>,
 }
 
 /// A doctor backend: the live machine or the fake one.
-pub trait DoctorBackend {
+pub(crate) trait DoctorBackend {
     /// "live" or "fake (SCENARIO)".
     fn describe(&self) -> String;
     /// Every GPU's health; Err (exit 1, one line) when there is no GPU.
@@ -57,7 +57,7 @@ pub trait DoctorBackend {
 }
 
 /// Progress lines (stderr) and the result file as the run goes.
-pub trait DoctorProgress {
+pub(crate) trait DoctorProgress {
     fn line(&self, text: &str);
     /// The run so far (to save).
     fn saved(&self, _run: &DoctorRun) {}
@@ -65,22 +65,22 @@ pub trait DoctorProgress {
 
 /// What the user asked for.
 #[derive(Debug, Clone)]
-pub struct DoctorRequest {
-    pub bytes: u64,
-    pub repeats: u32,
-    pub timeout: Duration,
-    pub nccl_sizes: Vec<u64>,
+pub(crate) struct DoctorRequest {
+    pub(crate) bytes: u64,
+    pub(crate) repeats: u32,
+    pub(crate) timeout: Duration,
+    pub(crate) nccl_sizes: Vec<u64>,
     /// Skip the link tests between GPUs (host tests only).
-    pub no_peer: bool,
+    pub(crate) no_peer: bool,
     /// No link tests at all (another rank of this node runs them).
-    pub no_links: bool,
-    pub no_nccl: bool,
-    pub command: String,
+    pub(crate) no_links: bool,
+    pub(crate) no_nccl: bool,
+    pub(crate) command: String,
 }
 
 /// Every test of `gpus`: per GPU the host tests, per ordered pair the one-way peer tests, per unordered pair
 /// the two-way ones.
-pub fn plan_tests(gpus: &[GpuHealth], request: &DoctorRequest) -> Vec<LinkTest> {
+pub(crate) fn plan_tests(gpus: &[GpuHealth], request: &DoctorRequest) -> Vec<LinkTest> {
     let test = |test, gpu, peer| LinkTest {
         test,
         gpu,
@@ -131,7 +131,7 @@ struct Reply {
 
 /// Run the doctor on `backend`. Returns the judged run and whether the worker was abandoned on a hung copy
 /// (then the caller should exit without tearing CUDA down).
-pub fn run_doctor(
+pub(crate) fn run_doctor(
     backend: &dyn DoctorBackend,
     request: &DoctorRequest,
     rates: &super::rates::Rates,

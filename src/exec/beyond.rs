@@ -30,17 +30,17 @@
 use crate::model::OwnAlgo;
 
 /// Most threads per CTA (`PEER_MAX_THREADS`, the kernel's launch bound).
-pub const MAX_THREADS: usize = 512;
+pub(crate) const MAX_THREADS: usize = 512;
 /// Offsets in a rank's peer area (`beyond.cu`): counters, barrier flags, LL inbox.
-pub const COUNTER_OFF: usize = 0;
-pub const FLAGS_OFF: usize = 512;
-pub const INBOX_OFF: usize = 16384;
+pub(crate) const COUNTER_OFF: usize = 0;
+pub(crate) const FLAGS_OFF: usize = 512;
+pub(crate) const INBOX_OFF: usize = 16384;
 /// `ONESHOT_UNITS`: 16-byte units per thread per OneShot round.
 pub const ONESHOT_UNITS: usize = 1;
 /// `TWOSHOT_UNROLL`: units per thread in flight in TwoShot.
-pub const TWOSHOT_UNROLL: usize = 4;
+pub(crate) const TWOSHOT_UNROLL: usize = 4;
 /// Bytes of one inbox entry: two 16-byte LL lines carry one 16-byte unit.
-pub const INBOX_UNIT_BYTES: usize = 32;
+pub(crate) const INBOX_UNIT_BYTES: usize = 32;
 
 // The counters and flags of 64 channels x 16 ranks fit between their offsets.
 const _: () = assert!(COUNTER_OFF + 64 * 8 <= FLAGS_OFF);
@@ -48,7 +48,12 @@ const _: () = assert!(FLAGS_OFF + 64 * 16 * 8 <= INBOX_OFF);
 
 /// Bytes of one rank's peer area: counters and flags, plus the OneShot inbox
 /// for `channels` CTAs of up to `threads` threads on `n_ranks` ranks.
-pub fn peer_area_bytes(algo: OwnAlgo, n_ranks: usize, channels: usize, threads: usize) -> usize {
+pub(crate) fn peer_area_bytes(
+    algo: OwnAlgo,
+    n_ranks: usize,
+    channels: usize,
+    threads: usize,
+) -> usize {
     match algo {
         OwnAlgo::OneShot => {
             INBOX_OFF + 2 * n_ranks * channels * ONESHOT_UNITS * threads * INBOX_UNIT_BYTES
@@ -58,7 +63,7 @@ pub fn peer_area_bytes(algo: OwnAlgo, n_ranks: usize, channels: usize, threads: 
 }
 
 /// 16-byte units of `count` elements of `elem_bytes` (the last may be partial).
-pub fn units(count: u64, elem_bytes: u64) -> u64 {
+pub(crate) fn units(count: u64, elem_bytes: u64) -> u64 {
     let epv = 16 / elem_bytes.max(1);
     count.div_ceil(epv)
 }
@@ -111,7 +116,12 @@ pub fn two_shot_part(
 /// as few CTAs and threads as hold the data in one pass (OneShot: one unit
 /// per thread per round; TwoShot: TWOSHOT_UNROLL units per thread of its
 /// 1/n slice), whole warps, 64 to 512 threads.
-pub fn launch_shape(algo: OwnAlgo, n_ranks: usize, bytes: u64, max_ctas: usize) -> (usize, usize) {
+pub(crate) fn launch_shape(
+    algo: OwnAlgo,
+    n_ranks: usize,
+    bytes: u64,
+    max_ctas: usize,
+) -> (usize, usize) {
     let n_units = bytes.div_ceil(16).max(1);
     let (per_thread, work) = match algo {
         OwnAlgo::OneShot => (ONESHOT_UNITS as u64, n_units),
@@ -137,13 +147,13 @@ pub fn launch_shape(algo: OwnAlgo, n_ranks: usize, bytes: u64, max_ctas: usize) 
 
 /// A small deterministic generator for the interleavings (xorshift64*).
 #[derive(Debug, Clone)]
-pub struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
-    pub fn new(seed: u64) -> Rng {
+    pub(crate) fn new(seed: u64) -> Rng {
         Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
     }
-    pub fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -153,7 +163,7 @@ impl Rng {
 
 /// The input value of unit `unit` of rank `rank` at call `call`: distinct
 /// per (rank, call, unit), so a misplaced or stale unit shows in the sum.
-pub fn model_input(rank: usize, call: usize, unit: u64) -> i64 {
+pub(crate) fn model_input(rank: usize, call: usize, unit: u64) -> i64 {
     (rank as i64 + 1) * 1_000_003 + call as i64 * 7_919 + unit as i64
 }
 
@@ -191,7 +201,7 @@ pub enum Mutant {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ModelStats {
     /// Scheduler steps taken.
-    pub steps: u64,
+    pub(crate) steps: u64,
     /// Polls or waits that found their flag not yet set (a thread had to wait).
     pub blocked_polls: u64,
     /// Output units checked.

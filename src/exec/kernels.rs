@@ -16,19 +16,19 @@ use crate::model::{Algo, AnyAlgo, Coll, OwnAlgo, Proto};
 
 /// One algorithm the executor has a kernel for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KernelAlgo {
-    pub algorithm: AnyAlgo,
+pub(crate) struct KernelAlgo {
+    pub(crate) algorithm: AnyAlgo,
     /// `PLANNER_ALGO` of its variants.
-    pub id: i32,
+    pub(crate) id: i32,
     /// The define that names `id` in the kernels (`#if PLANNER_ALGO == PLANNER_ALGO_RING`).
-    pub define: &'static str,
+    pub(crate) define: &'static str,
     /// Its source files, in the order they are concatenated.
-    pub files: &'static [SourceFile],
+    pub(crate) files: &'static [SourceFile],
 }
 
 /// The files of a variant of NCCL's algorithms (Ring, Tree): the ring and tree collectives over the three
 /// protocols' primitives.
-pub const VARIANT_FILES: &[SourceFile] = &[
+pub(crate) const VARIANT_FILES: &[SourceFile] = &[
     nvrtc::TYPES_CUH,
     nvrtc::COMMON_CUH,
     nvrtc::PROTO_SIMPLE_CUH,
@@ -40,7 +40,7 @@ pub const VARIANT_FILES: &[SourceFile] = &[
 
 /// The files of an all-reduce variant beyond NCCL (OneShot, TwoShot): their own kernel
 /// (`planner_collective` taking `PeerArgs`) instead of the ring and tree collectives.
-pub const BEYOND_FILES: &[SourceFile] = &[
+pub(crate) const BEYOND_FILES: &[SourceFile] = &[
     nvrtc::TYPES_CUH,
     nvrtc::COMMON_CUH,
     nvrtc::BEYOND_CU,
@@ -48,7 +48,7 @@ pub const BEYOND_FILES: &[SourceFile] = &[
 ];
 
 /// Every kernel algorithm, with its id, define and files.
-pub const KERNEL_ALGOS: [KernelAlgo; 4] = [
+pub(crate) const KERNEL_ALGOS: [KernelAlgo; 4] = [
     KernelAlgo {
         algorithm: AnyAlgo::Nccl(Algo::Ring),
         id: 0,
@@ -77,16 +77,16 @@ pub const KERNEL_ALGOS: [KernelAlgo; 4] = [
 
 /// One row of variants: each collective with the algorithm and each protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct VariantRow {
-    pub collectives: &'static [Coll],
-    pub algorithm: AnyAlgo,
-    pub protocols: &'static [Proto],
+pub(crate) struct VariantRow {
+    pub(crate) collectives: &'static [Coll],
+    pub(crate) algorithm: AnyAlgo,
+    pub(crate) protocols: &'static [Proto],
 }
 
 /// Every variant the executor builds (per type, in this order): all-reduce with Ring and Tree over every
 /// protocol, the all-reduce kernels beyond NCCL with their one protocol each, the other collectives
 /// Ring/Simple.
-pub const VARIANT_ROWS: &[VariantRow] = &[
+pub(crate) const VARIANT_ROWS: &[VariantRow] = &[
     VariantRow {
         collectives: &[Coll::AllReduce],
         algorithm: AnyAlgo::Nccl(Algo::Ring),
@@ -130,12 +130,12 @@ const PROTO_DEFINES: [(Proto, &str); 3] = [
 ];
 
 /// The registry's entry for `algo`; None for algorithms the executor does not run.
-pub fn kernel_algo(algo: AnyAlgo) -> Option<&'static KernelAlgo> {
+pub(crate) fn kernel_algo(algo: AnyAlgo) -> Option<&'static KernelAlgo> {
     KERNEL_ALGOS.iter().find(|k| k.algorithm == algo)
 }
 
 /// `PLANNER_ALGO` in the kernels; None for algorithms the executor does not run.
-pub fn kernel_algo_id(algo: AnyAlgo) -> Option<i32> {
+pub(crate) fn kernel_algo_id(algo: AnyAlgo) -> Option<i32> {
     kernel_algo(algo).map(|k| k.id)
 }
 
@@ -156,10 +156,10 @@ fn registry_defines() -> Vec<(&'static str, String)> {
 /// and `planner_check` for one (collective, algorithm, protocol, type).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Variant {
-    pub collective: Coll,
+    pub(crate) collective: Coll,
     pub algorithm: AnyAlgo,
     pub protocol: Proto,
-    pub dtype: Dtype,
+    pub(crate) dtype: Dtype,
 }
 
 impl Variant {
@@ -194,7 +194,7 @@ impl Variant {
     }
 
     /// Whether the registry builds this variant (some row holds its collective, algorithm and protocol).
-    pub fn is_built(&self) -> bool {
+    pub(crate) fn is_built(&self) -> bool {
         VARIANT_ROWS.iter().any(|row| {
             row.algorithm == self.algorithm
                 && row.collectives.contains(&self.collective)
@@ -204,7 +204,7 @@ impl Variant {
 }
 
 /// The full source of one variant: its defines, then every file.
-pub fn source(variant: &Variant) -> Result<String> {
+pub(crate) fn source(variant: &Variant) -> Result<String> {
     let unsupported = || Error::runtime(format!("the executor has no kernel {}", variant.name()));
     let coll = kernel_coll_id(variant.collective).ok_or_else(unsupported)?;
     let kernel = kernel_algo(variant.algorithm).ok_or_else(unsupported)?;

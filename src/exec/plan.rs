@@ -13,14 +13,14 @@ use crate::search::SearchResult;
 use serde::Serialize;
 use std::fmt;
 
-pub use crate::limits::{MAX_CHANNELS, MAX_THREADS, MAX_TREE_ARITY};
+pub(crate) use crate::limits::{MAX_CHANNELS, MAX_THREADS, MAX_TREE_ARITY};
 /// Most ranks the executor drives (real GPUs or virtual ranks); kernel
 /// arguments hold one buffer pair per local rank.
-pub const MAX_RANKS: usize = 16;
+pub(crate) const MAX_RANKS: usize = 16;
 
 /// The executor's spelling of a collective (`all_reduce`): `planner run`
 /// output and kernel variant names.
-pub fn coll_name(coll: Coll) -> &'static str {
+pub(crate) fn coll_name(coll: Coll) -> &'static str {
     match coll {
         Coll::AllReduce => "all_reduce",
         Coll::AllGather => "all_gather",
@@ -42,14 +42,14 @@ pub fn parse_collective(text: &str) -> Result<Coll> {
 
 /// `PLANNER_COLL` in the kernels (`collectives.cu`, the shared numbering of
 /// `crate::gpu::collective_code`); None for Reduce, which the executor does not run.
-pub fn kernel_coll_id(coll: Coll) -> Option<i32> {
+pub(crate) fn kernel_coll_id(coll: Coll) -> Option<i32> {
     match coll {
         Coll::Reduce => None,
         other => Some(collective_code(other)),
     }
 }
 
-pub use crate::exec::kernels::kernel_algo_id;
+pub(crate) use crate::exec::kernels::kernel_algo_id;
 
 /// `--pair`: a `Pair` (its one parser) whose algorithm the executor runs.
 pub fn parse_pair(text: &str) -> Result<Pair> {
@@ -80,9 +80,9 @@ pub struct TreeNode {
 /// Everything the executor needs to run one collective.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExecPlan {
-    pub collective: Coll,
-    pub algorithm: AnyAlgo,
-    pub protocol: Proto,
+    pub(crate) collective: Coll,
+    pub(crate) algorithm: AnyAlgo,
+    pub(crate) protocol: Proto,
     pub n_ranks: usize,
     /// CTAs per rank (one per channel).
     pub n_channels: usize,
@@ -98,9 +98,9 @@ pub struct ExecPlan {
     pub bytes: u64,
     pub in_place: bool,
     /// Broadcast root.
-    pub root: usize,
+    pub(crate) root: usize,
     /// Where the rings and trees came from, for the report.
-    pub origin: String,
+    pub(crate) origin: String,
 }
 
 /// The choices that do not come from the search.
@@ -407,7 +407,7 @@ impl ExecPlan {
     }
 
     /// Element count of one rank's output buffer.
-    pub fn recv_count(&self) -> usize {
+    pub(crate) fn recv_count(&self) -> usize {
         let total = (self.bytes / self.dtype.size()) as usize;
         match self.collective {
             Coll::AllReduce | Coll::Broadcast | Coll::Reduce => total,
@@ -430,7 +430,7 @@ impl ExecPlan {
 
     /// The test data of a run of this plan (`crate::gpu::pattern`): its
     /// amplitude follows from the type and the rank count.
-    pub fn data_pattern(&self, seed: u32) -> DataPattern {
+    pub(crate) fn data_pattern(&self, seed: u32) -> DataPattern {
         DataPattern::new(self.dtype, self.n_ranks, seed)
     }
 
@@ -453,7 +453,7 @@ impl ExecPlan {
     }
 
     /// Same plan for another size (channel/thread choice kept).
-    pub fn with_bytes(&self, bytes: u64) -> ExecPlan {
+    pub(crate) fn with_bytes(&self, bytes: u64) -> ExecPlan {
         ExecPlan {
             bytes,
             ..self.clone()
@@ -535,7 +535,7 @@ fn validate_shape(choice: &PlanChoice, n_channels: usize, n_threads: usize) -> R
 /// NCCL's split of a tree CTA into reduce-up and broadcast-down threads
 /// (`all_reduce.h` runTreeSplit): Simple half (+64 from 256 on), LL/LL128 70 %
 /// rounded down to whole warps. Returns (reduce, broadcast).
-pub fn tree_split_threads(protocol: Proto, n_threads: usize) -> (usize, usize) {
+pub(crate) fn tree_split_threads(protocol: Proto, n_threads: usize) -> (usize, usize) {
     let up = match protocol {
         Proto::Simple => {
             let half = n_threads / 2;

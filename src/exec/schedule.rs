@@ -15,8 +15,8 @@ pub const FIFO_STEPS: usize = 8;
 
 /// Per-connection FIFO bytes (all 8 slots) per protocol, NCCL's defaults
 /// (`init.cc:810-828`).
-pub const LL_BUFF_BYTES: usize = 8 * 512 * 8 * 16; // lines/thread x threads x steps x 16 B = 512 KiB
-pub const LL128_BUFF_BYTES: usize = 120 * 640 * 8 * 8; // 4915200 B
+pub(crate) const LL_BUFF_BYTES: usize = 8 * 512 * 8 * 16; // lines/thread x threads x steps x 16 B = 512 KiB
+pub(crate) const LL128_BUFF_BYTES: usize = 120 * 640 * 8 * 8; // 4915200 B
 pub const SIMPLE_BUFF_BYTES: usize = 1 << 22; // 4 MiB
 
 /// LL128 line: 128 bytes on the wire, 120 of them data.
@@ -24,7 +24,7 @@ pub const LL128_LINE_BYTES: usize = 128;
 pub const LL128_LINE_DATA_BYTES: usize = 120;
 
 /// Chunk grain per protocol (`device.h:328-334`): LL 16 B, LL128 1920 B, Simple 512 B.
-pub fn grain_bytes(protocol: Proto) -> usize {
+pub(crate) fn grain_bytes(protocol: Proto) -> usize {
     match protocol {
         Proto::Ll => 16,
         Proto::Ll128 => 1920,
@@ -32,7 +32,7 @@ pub fn grain_bytes(protocol: Proto) -> usize {
     }
 }
 
-pub fn buff_bytes(protocol: Proto) -> usize {
+pub(crate) fn buff_bytes(protocol: Proto) -> usize {
     match protocol {
         Proto::Ll => LL_BUFF_BYTES,
         Proto::Ll128 => LL128_BUFF_BYTES,
@@ -96,11 +96,11 @@ pub fn chunking(plan: &ExecPlan) -> Chunking {
     }
 }
 
-pub fn div_up(a: usize, b: usize) -> usize {
+pub(crate) fn div_up(a: usize, b: usize) -> usize {
     a.div_ceil(b)
 }
 
-pub fn align_up(a: usize, b: usize) -> usize {
+pub(crate) fn align_up(a: usize, b: usize) -> usize {
     a.div_ceil(b) * b
 }
 
@@ -109,7 +109,7 @@ pub fn align_up(a: usize, b: usize) -> usize {
 /// warp's 512-byte access to user memory touches 4 lines, not 5 with partial
 /// sectors at both ends. NCCL gets the same from its 8 KiB cells
 /// (`enqueue.cc` MinTrafficPerChannel / trafficPerByte).
-pub const CHANNEL_PART_ALIGN_BYTES: usize = 512;
+pub(crate) const CHANNEL_PART_ALIGN_BYTES: usize = 512;
 
 /// One channel's contiguous part of the call count: (offset, count).
 /// Every channel but the last gets the same share, a multiple of
@@ -135,9 +135,9 @@ pub fn channel_part(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Op {
     pub recv: Vec<usize>,
-    pub src: Option<usize>,
-    pub dst: Option<usize>,
-    pub send: Vec<usize>,
+    pub(crate) src: Option<usize>,
+    pub(crate) dst: Option<usize>,
+    pub(crate) send: Vec<usize>,
     pub nelem: usize,
 }
 
@@ -460,7 +460,7 @@ fn ring_all_reduce(
 }
 
 /// The thread groups a rank's CTA runs on one channel.
-pub fn groups(plan: &ExecPlan, rank: usize, channel: usize) -> Vec<Group> {
+pub(crate) fn groups(plan: &ExecPlan, rank: usize, channel: usize) -> Vec<Group> {
     if plan.algorithm == Algo::Tree && plan.n_ranks > 1 && plan.trees[channel][rank].up.is_some() {
         vec![Group::TreeUp, Group::TreeDown]
     } else {
@@ -469,7 +469,7 @@ pub fn groups(plan: &ExecPlan, rank: usize, channel: usize) -> Vec<Group> {
 }
 
 /// Threads of each group (the split tree's halves, NCCL's rule).
-pub fn group_threads(plan: &ExecPlan, group: Group) -> usize {
+pub(crate) fn group_threads(plan: &ExecPlan, group: Group) -> usize {
     let (up, down) = tree_split_threads(plan.protocol, plan.n_threads);
     match group {
         Group::All => plan.n_threads,

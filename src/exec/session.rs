@@ -10,27 +10,27 @@ use crate::topo::Cluster;
 
 /// Runtime channels assumed when no search result is available: NCCL's count
 /// on the 2x H200 NVSwitch machine of the capture (12 search channels x 2).
-pub const FALLBACK_CHANNELS: usize = 24;
+pub(crate) const FALLBACK_CHANNELS: usize = 24;
 
 /// What `planner run` asks for.
 #[derive(Debug, Clone)]
-pub struct RunRequest {
-    pub sizes: Vec<u64>,
-    pub pair: Pair,
-    pub collective: Coll,
+pub(crate) struct RunRequest {
+    pub(crate) sizes: Vec<u64>,
+    pub(crate) pair: Pair,
+    pub(crate) collective: Coll,
     /// Channels (CTAs per rank) for every size; None: NCCL's choice per size.
-    pub channels: Option<usize>,
+    pub(crate) channels: Option<usize>,
     /// Threads per CTA for every size; None: NCCL's choice per size.
-    pub threads: Option<usize>,
-    pub dtype: Dtype,
-    pub in_place: bool,
-    pub root: usize,
-    pub options: RunOptions,
+    pub(crate) threads: Option<usize>,
+    pub(crate) dtype: Dtype,
+    pub(crate) in_place: bool,
+    pub(crate) root: usize,
+    pub(crate) options: RunOptions,
 }
 
 /// Run every size of `request`; `machine` is this machine's topology for the search (Err: why there is none).
 /// `on_size` sees each size as it finishes. A wrong element is a runtime error after the report is complete.
-pub fn run_sizes(
+pub(crate) fn run_sizes(
     request: &RunRequest,
     machine: std::result::Result<Cluster, String>,
     on_size: &mut dyn FnMut(&ExecPlan, &SizeResult),
@@ -144,7 +144,7 @@ fn shapes(
 }
 
 /// The runtime error for a report with wrong elements, if any.
-pub fn wrong_elements(report: &RunReport) -> Option<Error> {
+pub(crate) fn wrong_elements(report: &RunReport) -> Option<Error> {
     let wrong = report
         .results
         .iter()

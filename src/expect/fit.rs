@@ -32,7 +32,7 @@ pub enum Range {
 }
 
 impl Range {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Range::Small => "<= 64 KiB",
             Range::Mid => "64 KiB - largest",
@@ -44,16 +44,16 @@ impl Range {
 /// One measured point, prepared.
 #[derive(Debug, Clone)]
 pub struct FitPoint {
-    pub case: String,
+    pub(crate) case: String,
     /// The machine left out together (a cloud fixture is one machine whatever the case; a generic one is its case).
-    pub machine: String,
-    pub band_key: String,
-    pub size: u64,
-    pub range: Range,
-    pub measured_us: f64,
-    pub nccl_estimate_us: f64,
-    pub algo: Algo,
-    pub proto: Proto,
+    pub(crate) machine: String,
+    pub(crate) band_key: String,
+    pub(crate) size: u64,
+    pub(crate) range: Range,
+    pub(crate) measured_us: f64,
+    pub(crate) nccl_estimate_us: f64,
+    pub(crate) algo: Algo,
+    pub(crate) proto: Proto,
     combo: usize,
     plan: usize,
     prepared: Prepared,
@@ -83,10 +83,10 @@ pub struct Data {
 /// Error statistics of one group.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Stats {
-    pub n: usize,
+    pub(crate) n: usize,
     pub median: f64,
     pub worst: f64,
-    pub p80: f64,
+    pub(crate) p80: f64,
 }
 
 impl Stats {
@@ -108,36 +108,36 @@ impl Stats {
 /// The figures of a fit.
 #[derive(Debug, Clone)]
 pub struct FitReport {
-    pub points: usize,
+    pub(crate) points: usize,
     pub machines: usize,
-    pub skipped: Skipped,
+    pub(crate) skipped: Skipped,
     /// (band key or "all", range) -> stats: training set, LOMO, NCCL's own estimate.
-    pub training: BTreeMap<(String, Range), Stats>,
+    pub(crate) training: BTreeMap<(String, Range), Stats>,
     pub lomo: BTreeMap<(String, Range), Stats>,
     pub nccl: BTreeMap<(String, Range), Stats>,
     /// Per machine: LOMO median |error| and worst point (case, size, error).
-    pub per_machine: Vec<(String, Stats, String)>,
-    pub params: Params,
+    pub(crate) per_machine: Vec<(String, Stats, String)>,
+    pub(crate) params: Params,
     /// Every point: its fitted and left-out expected time beside the measured one (the CSV of `--points-out`).
-    pub rows: Vec<PointRow>,
+    pub(crate) rows: Vec<PointRow>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct PointRow {
-    pub case: String,
-    pub machine: String,
-    pub size: u64,
-    pub pair: String,
-    pub range: Range,
-    pub measured_us: f64,
-    pub expected_fit_us: f64,
-    pub expected_lomo_us: f64,
-    pub nccl_estimate_us: f64,
+pub(crate) struct PointRow {
+    pub(crate) case: String,
+    pub(crate) machine: String,
+    pub(crate) size: u64,
+    pub(crate) pair: String,
+    pub(crate) range: Range,
+    pub(crate) measured_us: f64,
+    pub(crate) expected_fit_us: f64,
+    pub(crate) expected_lomo_us: f64,
+    pub(crate) nccl_estimate_us: f64,
 }
 
 impl FitReport {
     /// The points as CSV.
-    pub fn points_csv(&self) -> String {
+    pub(crate) fn points_csv(&self) -> String {
         let mut s = String::from(
             "case,machine,size_bytes,pair,range,measured_us,expected_fit_us,expected_lomo_us,nccl_estimate_us,lomo_error\n",
         );
@@ -162,7 +162,7 @@ impl FitReport {
 }
 
 /// A small CSV reader (quoted fields with commas; `""` inside quotes).
-pub fn csv_rows(text: &str) -> Vec<Vec<String>> {
+pub(crate) fn csv_rows(text: &str) -> Vec<Vec<String>> {
     let mut rows = Vec::new();
     for line in text.lines() {
         if line.trim().is_empty() {
@@ -903,7 +903,7 @@ fn with_bands(mut p: Params, lomo: &BTreeMap<(String, Range), Stats>) -> Params 
 }
 
 /// `planner expect --fit POINTS.csv[,MORE.csv] [--write DIR]`.
-pub fn run_fit(
+pub(crate) fn run_fit(
     points: &str,
     params: &Params,
     write: Option<&str>,
@@ -950,7 +950,7 @@ fn pct(v: f64) -> String {
 }
 
 impl FitReport {
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let mut s = String::new();
         let _ = writeln!(
             s,

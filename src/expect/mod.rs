@@ -15,7 +15,7 @@
 
 pub mod fit;
 pub mod params;
-pub mod plan;
+pub(crate) mod plan;
 
 use crate::error::{Error, Result};
 use crate::model::input::NvlsFlag;
@@ -31,14 +31,14 @@ use serde::{Deserialize, Serialize};
 /// How nccl-tests launches each call: eager (the default, as PyTorch does) or captured in a CUDA graph (`-G`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Launch {
+pub(crate) enum Launch {
     #[default]
     Eager,
     Graph,
 }
 
 impl Launch {
-    pub fn parse(text: &str) -> Result<Launch> {
+    pub(crate) fn parse(text: &str) -> Result<Launch> {
         match text.to_ascii_lowercase().as_str() {
             "eager" => Ok(Launch::Eager),
             "graph" | "cuda-graph" => Ok(Launch::Graph),
@@ -47,7 +47,7 @@ impl Launch {
             ))),
         }
     }
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Launch::Eager => "eager",
             Launch::Graph => "graph",
@@ -58,7 +58,7 @@ impl Launch {
 /// The network between nodes, which sets its latency and the fraction of the line rate reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum NetKind {
+pub(crate) enum NetKind {
     Ib,
     Roce,
     Efa,
@@ -68,14 +68,14 @@ pub enum NetKind {
 }
 
 impl NetKind {
-    pub const ALL: [NetKind; 5] = [
+    pub(crate) const ALL: [NetKind; 5] = [
         NetKind::Ib,
         NetKind::Roce,
         NetKind::Efa,
         NetKind::Tcpx,
         NetKind::Socket,
     ];
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             NetKind::Ib => "ib",
             NetKind::Roce => "roce",
@@ -84,7 +84,7 @@ impl NetKind {
             NetKind::Socket => "socket",
         }
     }
-    pub fn parse(text: &str) -> Result<NetKind> {
+    pub(crate) fn parse(text: &str) -> Result<NetKind> {
         let t = text.to_ascii_lowercase();
         if t == "tcpxo" {
             return Ok(NetKind::Tcpx);
@@ -100,7 +100,7 @@ impl NetKind {
     }
     /// From the NIC names NCCL reports: `rdmap*` EFA, `mlx5*`/`ib*`/`bnxt_re*` IB, GPUDirect NICs named like
     /// Ethernet interfaces TCPX(O) (GCP's gVNIC), other Ethernet names sockets.
-    pub fn detect(names: &[String], gdr: bool) -> NetKind {
+    pub(crate) fn detect(names: &[String], gdr: bool) -> NetKind {
         let first = names
             .first()
             .map(|s| s.to_ascii_lowercase())
@@ -125,24 +125,24 @@ impl NetKind {
 /// Options beside the topology.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ExpectOptions {
-    pub launch: Launch,
+    pub(crate) launch: Launch,
     /// None: detected from the NIC names.
-    pub net_kind: Option<NetKind>,
+    pub(crate) net_kind: Option<NetKind>,
 }
 
 /// Relative error of the class's leave-one-machine-out cross-validation, per size range.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Band {
+pub(crate) struct Band {
     /// <= 64 KiB.
-    pub small: f64,
+    pub(crate) small: f64,
     /// 64 KiB < size < 256 MiB.
-    pub mid: f64,
+    pub(crate) mid: f64,
     /// >= 256 MiB.
-    pub large: f64,
+    pub(crate) large: f64,
 }
 
 impl Band {
-    pub fn at(&self, bytes: u64) -> f64 {
+    pub(crate) fn at(&self, bytes: u64) -> f64 {
         if bytes <= 64 << 10 {
             self.small
         } else if bytes < 256 << 20 {
@@ -155,14 +155,14 @@ impl Band {
 
 /// The machine's class: which constants apply and which band.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MachineClass {
+pub(crate) struct MachineClass {
     /// e.g. "sm90 nvswitch", "sm90 nvswitch + efa", "sm120 pcie 2-socket".
-    pub name: String,
-    pub gpu_class: String,
+    pub(crate) name: String,
+    pub(crate) gpu_class: String,
     /// The key of the band in `bands.json`: nvswitch, nvswitch-net, pcie (default otherwise).
-    pub band_key: String,
-    pub net_kind: Option<NetKind>,
-    pub band: Band,
+    pub(crate) band_key: String,
+    pub(crate) net_kind: Option<NetKind>,
+    pub(crate) band: Band,
 }
 
 /// What bounds an expected time.
@@ -206,30 +206,30 @@ impl Limit {
 /// One expected value: what nccl-tests should print for this pair and size.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Expectation {
-    pub coll: Coll,
+    pub(crate) coll: Coll,
     pub algo: Algo,
-    pub proto: Proto,
-    pub bytes: u64,
-    pub launch: Launch,
-    pub channels: usize,
+    pub(crate) proto: Proto,
+    pub(crate) bytes: u64,
+    pub(crate) launch: Launch,
+    pub(crate) channels: usize,
     pub expected_time_us: f64,
-    pub expected_algbw_gbs: f64,
-    pub expected_busbw_gbs: f64,
-    pub expected_low_busbw_gbs: f64,
-    pub expected_high_busbw_gbs: f64,
-    pub expected_low_time_us: f64,
-    pub expected_high_time_us: f64,
-    pub limit: Limit,
+    pub(crate) expected_algbw_gbs: f64,
+    pub(crate) expected_busbw_gbs: f64,
+    pub(crate) expected_low_busbw_gbs: f64,
+    pub(crate) expected_high_busbw_gbs: f64,
+    pub(crate) expected_low_time_us: f64,
+    pub(crate) expected_high_time_us: f64,
+    pub(crate) limit: Limit,
 }
 
 /// A physical link class present on the machine, with the rate a healthy one delivers per direction.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LinkRate {
-    pub class: String,
-    pub description: String,
-    pub lanes: u32,
-    pub expected_gbs: f64,
-    pub source: String,
+    pub(crate) class: String,
+    pub(crate) description: String,
+    pub(crate) lanes: u32,
+    pub(crate) expected_gbs: f64,
+    pub(crate) source: String,
 }
 
 /// NCCL's chunk sizes (its protocol constants): a step of each protocol's buffer, and NVLS's own chunk.
@@ -237,9 +237,9 @@ pub struct LinkRate {
 pub struct Chunking {
     pub step_bytes: [f64; 3],
     /// NCCL_NVLS_CHUNKSIZE: NVLS and NVLSTree move this (or less, for small calls) per head and step.
-    pub nvls_bytes: f64,
+    pub(crate) nvls_bytes: f64,
     /// NCCL_NVLSTREE_MAX_CHUNKSIZE's default at 4 nodes and more.
-    pub nvls_tree_max_bytes: f64,
+    pub(crate) nvls_tree_max_bytes: f64,
 }
 
 const KIB: f64 = 1024.0;
@@ -248,7 +248,7 @@ impl Chunking {
     /// NVLS's chunk for `d` bytes a channel moves over `heads` heads: NCCL's nvlsChunkSize (never above a Simple
     /// step), halved down to 64/32/16 KiB as the call shrinks below 64/8/2 chunks per head (enqueue.cc,
     /// calcCollChunking).
-    pub fn nvls(&self, d: f64, heads: f64) -> f64 {
+    pub(crate) fn nvls(&self, d: f64, heads: f64) -> f64 {
         let mut chunk = self.nvls_bytes.min(self.step_bytes[Proto::Simple as usize]);
         for (times, at_most) in [(64.0, 64.0 * KIB), (8.0, 32.0 * KIB), (2.0, 16.0 * KIB)] {
             if d < times * heads * chunk && chunk > at_most {
@@ -260,7 +260,7 @@ impl Chunking {
 
     /// NVLSTree's chunk: nvlsChunkSize, at most NCCL_NVLSTREE_MAX_CHUNKSIZE from 4 nodes, then down to 128/64/32 KiB
     /// below 16/4/1 chunks per head.
-    pub fn nvls_tree(&self, d: f64, heads: f64, nodes: usize) -> f64 {
+    pub(crate) fn nvls_tree(&self, d: f64, heads: f64, nodes: usize) -> f64 {
         let mut chunk = self.nvls_bytes;
         if nodes >= 4 {
             chunk = chunk.min(self.nvls_tree_max_bytes);
@@ -280,7 +280,7 @@ impl Chunking {
 
     /// Tree/LL128's chunk: an LL128 step, halved (not below 128 KiB, then 32 KiB) while a channel's bytes hold fewer
     /// chunks than 64 (then 16) x (1 + log2 nodes + 0.1 ppn) / ppn, so every level of the tree gets a chunk early.
-    pub fn tree_ll128(&self, d: f64, ranks: usize, nodes: usize) -> f64 {
+    pub(crate) fn tree_ll128(&self, d: f64, ranks: usize, nodes: usize) -> f64 {
         let nodes = nodes.max(1);
         let ppn = ranks as f64 / nodes as f64;
         let levels = 1.0 + f64::from(nodes.ilog2()) + 0.1 * ppn;
@@ -297,25 +297,25 @@ impl Chunking {
 /// The constants of one machine, resolved from `Params` (serialised into a calibration of the expected form).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Resolved {
-    pub launch_us: f64,
-    pub hop_us: [f64; 3],
-    pub step_us: [f64; 3],
-    pub channel_gbs: [f64; 3],
-    pub nvls_efficiency: f64,
+    pub(crate) launch_us: f64,
+    pub(crate) hop_us: [f64; 3],
+    pub(crate) step_us: [f64; 3],
+    pub(crate) channel_gbs: [f64; 3],
+    pub(crate) nvls_efficiency: f64,
     /// NVLSTree's multimem efficiency (multi-node), apart from single-node NVLS's.
-    pub nvls_tree_efficiency: f64,
-    pub nvls_hop_us: f64,
-    pub reduce_efficiency: f64,
-    pub chunking: Chunking,
-    pub wire_efficiency: [f64; 3],
-    pub nvlink: [(f64, f64); 3],
-    pub pcie_efficiency: f64,
-    pub inter_socket_gbs: [f64; 3],
-    pub staging_gbs: f64,
-    pub c2c_efficiency: f64,
-    pub net_efficiency: f64,
-    pub net_hop_us: f64,
-    pub net_step_us: f64,
+    pub(crate) nvls_tree_efficiency: f64,
+    pub(crate) nvls_hop_us: f64,
+    pub(crate) reduce_efficiency: f64,
+    pub(crate) chunking: Chunking,
+    pub(crate) wire_efficiency: [f64; 3],
+    pub(crate) nvlink: [(f64, f64); 3],
+    pub(crate) pcie_efficiency: f64,
+    pub(crate) inter_socket_gbs: [f64; 3],
+    pub(crate) staging_gbs: f64,
+    pub(crate) c2c_efficiency: f64,
+    pub(crate) net_efficiency: f64,
+    pub(crate) net_hop_us: f64,
+    pub(crate) net_step_us: f64,
 }
 
 /// The GPU class of a compute capability (x10).
@@ -330,7 +330,7 @@ pub fn gpu_class(sm: u32) -> &'static str {
 }
 
 impl Resolved {
-    pub fn new(params: &Params, gpu: &str, net: NetKind, launch: Launch) -> Resolved {
+    pub(crate) fn new(params: &Params, gpu: &str, net: NetKind, launch: Launch) -> Resolved {
         let g = |n: &str| params.get("gpu", gpu, n);
         let l = |c: &str, n: &str| params.get("link", c, n);
         let pr = |n: &str| params.get("protocol", "protocols", n);
@@ -385,7 +385,7 @@ impl Resolved {
     }
 
     /// A slot's physical rate one way, GB/s.
-    pub fn rate(&self, slot: &plan::Slot) -> f64 {
+    pub(crate) fn rate(&self, slot: &plan::Slot) -> f64 {
         match slot.class {
             LinkClass::NvLink(g) => {
                 let (lane, eff) = self.nvlink[(g.clamp(3, 5) - 3) as usize];
@@ -408,12 +408,12 @@ impl Resolved {
 /// channels and its pick) and the constants.
 #[derive(Debug, Clone)]
 pub struct Expected {
-    pub plan: Plan,
+    pub(crate) plan: Plan,
     pub model: Model,
     pub params: Params,
-    pub class: MachineClass,
-    pub launch: Launch,
-    pub resolved: Resolved,
+    pub(crate) class: MachineClass,
+    pub(crate) launch: Launch,
+    pub(crate) resolved: Resolved,
 }
 
 /// The expected model on the inputs `pipeline::build_model` takes; returns NCCL's model (unchanged) beside it.
@@ -437,7 +437,7 @@ pub fn build(
 }
 
 /// As `build`, with another set of constants (`Params::load_dir`, a fit).
-pub fn build_with(
+pub(crate) fn build_with(
     cluster: &Cluster,
     graph_file: Option<&str>,
     table: TuningTable,
@@ -471,35 +471,35 @@ fn ceil_log2(n: usize) -> f64 {
 /// A physical link's load: the slot (its rate), the flows on it in units of a channel's volume, and whether the
 /// traffic is NVLS multimem (charged at the NVSwitch's reduction rate).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Load {
-    pub slot: usize,
-    pub units: f64,
-    pub multimem: bool,
+pub(crate) struct Load {
+    pub(crate) slot: usize,
+    pub(crate) units: f64,
+    pub(crate) multimem: bool,
 }
 
 /// One pair at one size on one plan, before the constants: the volume a channel moves, its steps, its hops and the
 /// loads on the links it crosses (only the busiest of each kind of link is kept).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Prepared {
-    pub proto: Proto,
-    pub channels: usize,
+    pub(crate) proto: Proto,
+    pub(crate) channels: usize,
     /// Bytes one channel of one rank moves (payload).
-    pub volume: f64,
+    pub(crate) volume: f64,
     /// Sequential steps per channel.
-    pub steps: f64,
+    pub(crate) steps: f64,
     /// Of those, the steps that cross the network or are paced by it (the network's per-step cost is theirs): the
     /// network hops of the first chunk's chain, then every step of the pipeline's steady state, which the slowest
     /// stage (the network) sets. 0 on one node.
-    pub net_steps: f64,
-    pub intra_hops: f64,
-    pub net_hops: f64,
-    pub nvls_hops: f64,
-    pub multi_node: bool,
-    pub loads: Vec<Load>,
+    pub(crate) net_steps: f64,
+    pub(crate) intra_hops: f64,
+    pub(crate) net_hops: f64,
+    pub(crate) nvls_hops: f64,
+    pub(crate) multi_node: bool,
+    pub(crate) loads: Vec<Load>,
     /// One rank: a local copy, launch only.
-    pub single_rank: bool,
+    pub(crate) single_rank: bool,
     /// The collective reduces (a channel's threads add as they copy).
-    pub reduces: bool,
+    pub(crate) reduces: bool,
 }
 
 /// The loads of `nc` channels over `flows` (+ `extra` per channel), the busiest slot of each link kind kept.
@@ -562,7 +562,7 @@ fn loads_of(
 /// Inter-node units per direction, the step structure and the loads of one pair (parameter-free but for the
 /// protocol's step sizes, which are NCCL's constants). None where the pair is not modelled (CollNet, PAT,
 /// planner's own kernels) or the plan has no graph for it.
-pub fn prepare(
+pub(crate) fn prepare(
     plan: &Plan,
     chunking: &Chunking,
     coll: Coll,
@@ -696,7 +696,7 @@ pub fn prepare(
 
 /// The expected time (us) of a prepared pair under constants `r`, and what limits it:
 /// launch + hops x their latency + steps x max(step synchronisation, step bytes / channel rate).
-pub fn evaluate(plan: &Plan, r: &Resolved, pp: &Prepared) -> Option<(f64, Limit)> {
+pub(crate) fn evaluate(plan: &Plan, r: &Resolved, pp: &Prepared) -> Option<(f64, Limit)> {
     evaluate_with(plan, r, pp, 1.0, pp.steps)
 }
 
@@ -774,7 +774,7 @@ pub fn evaluate_with(
 }
 
 /// `prepare` then `evaluate`: the expected time (us) of one pair and what limits it.
-pub fn simulate(
+pub(crate) fn simulate(
     plan: &Plan,
     r: &Resolved,
     coll: Coll,
@@ -788,7 +788,7 @@ pub fn simulate(
 }
 
 impl Expected {
-    pub fn new(
+    pub(crate) fn new(
         cluster: &Cluster,
         graphs: &Graphs,
         model: &Model,
@@ -823,13 +823,13 @@ impl Expected {
         })
     }
 
-    pub fn class(&self) -> &MachineClass {
+    pub(crate) fn class(&self) -> &MachineClass {
         &self.class
     }
-    pub fn launch(&self) -> Launch {
+    pub(crate) fn launch(&self) -> Launch {
         self.launch
     }
-    pub fn n_ranks(&self) -> usize {
+    pub(crate) fn n_ranks(&self) -> usize {
         self.plan.n_ranks
     }
 
@@ -891,7 +891,7 @@ impl Expected {
     }
 
     /// Every runnable pair, NCCL's order.
-    pub fn all(&self, coll: Coll, bytes: u64) -> Vec<Expectation> {
+    pub(crate) fn all(&self, coll: Coll, bytes: u64) -> Vec<Expectation> {
         let Some(call) = self.call(coll, bytes) else {
             return Vec::new();
         };
@@ -917,7 +917,7 @@ impl Expected {
 
     /// NCCL's own pick (its model, NCCL_ALGO/NCCL_PROTO applied) with the expected time: what an unpinned
     /// nccl-tests run should print.
-    pub fn nccl_pick(&self, coll: Coll, bytes: u64) -> Option<Expectation> {
+    pub(crate) fn nccl_pick(&self, coll: Coll, bytes: u64) -> Option<Expectation> {
         let call = self.call(coll, bytes)?;
         let eval = self.model.evaluate(&call).ok()?;
         let w = eval.winner();

@@ -85,11 +85,11 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ),
 ];
 
-pub const FORMAT: &str = "planner-expect-params";
+pub(crate) const FORMAT: &str = "planner-expect-params";
 
 /// The unit of a constant, which says what physics allows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unit {
+pub(crate) enum Unit {
     Us,
     Gbs,
     Fraction,
@@ -131,22 +131,22 @@ impl Unit {
 /// One constant.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Param {
-    pub name: String,
-    pub value: f64,
+    pub(crate) name: String,
+    pub(crate) value: f64,
     /// Where a fit starts and what it is pulled towards: the spec or measured value (the value, before a fit).
-    pub prior: f64,
-    pub unit: Unit,
+    pub(crate) prior: f64,
+    pub(crate) unit: Unit,
     /// `planner expect --fit` may change it.
-    pub fit: bool,
-    pub source: String,
+    pub(crate) fit: bool,
+    pub(crate) source: String,
 }
 
 /// One file: a GPU class, a link class, a network kind, the protocols, or the bands.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParamFile {
-    pub file: String,
-    pub kind: String,
-    pub class: String,
+    pub(crate) file: String,
+    pub(crate) kind: String,
+    pub(crate) class: String,
     pub description: String,
     pub params: Vec<Param>,
 }
@@ -154,7 +154,7 @@ pub struct ParamFile {
 /// Every file the model reads.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Params {
-    pub files: Vec<ParamFile>,
+    pub(crate) files: Vec<ParamFile>,
 }
 
 /// What each file must hold (kind, class) -> names; checked on load so a typo is named, not ignored.
@@ -214,7 +214,7 @@ impl Params {
     }
 
     /// The files of a directory: every built-in name must be there (the same set, so nothing is silently mixed).
-    pub fn load_dir(dir: &str) -> Result<Params> {
+    pub(crate) fn load_dir(dir: &str) -> Result<Params> {
         let mut files = Vec::new();
         for (name, _) in BUILTIN {
             let path = format!("{}/{name}", dir.trim_end_matches('/'));
@@ -267,7 +267,7 @@ impl Params {
     }
 
     /// (file index, param index) of every constant `--fit` may change.
-    pub fn fit_slots(&self) -> Vec<(usize, usize)> {
+    pub(crate) fn fit_slots(&self) -> Vec<(usize, usize)> {
         let mut out = Vec::new();
         for (i, f) in self.files.iter().enumerate() {
             for (j, p) in f.params.iter().enumerate() {
@@ -280,7 +280,7 @@ impl Params {
     }
 
     /// The files as JSON, their order and sources kept, values replaced by this set's (what `--fit --write` saves).
-    pub fn to_json(&self, file_index: usize, original: &str) -> Result<String> {
+    pub(crate) fn to_json(&self, file_index: usize, original: &str) -> Result<String> {
         let f = &self.files[file_index];
         let mut v: Value = serde_json::from_str(original)
             .map_err(|e| Error::runtime(format!("{}: {e}", f.file)))?;
@@ -309,7 +309,7 @@ fn f_name(params: &Params, kind: &str, class: &str) -> String {
 }
 
 impl ParamFile {
-    pub fn parse(text: &str, file: &str) -> Result<ParamFile> {
+    pub(crate) fn parse(text: &str, file: &str) -> Result<ParamFile> {
         let bad = |what: String| Error::bad_input(format!("{file}: {what}"));
         let v: Value = serde_json::from_str(text).map_err(|e| bad(format!("not JSON: {e}")))?;
         let field = |name: &str| -> Result<&str> {

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 /// What a physical link is, which says which constants give its rate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LinkClass {
+pub(crate) enum LinkClass {
     /// NVLink of a generation (3: A100, 4: Hopper, 5: Blackwell).
     NvLink(u8),
     Pcie,
@@ -24,7 +24,7 @@ pub enum LinkClass {
 }
 
 impl LinkClass {
-    pub fn name(self) -> String {
+    pub(crate) fn name(self) -> String {
         match self {
             LinkClass::NvLink(g) => format!("nvlink{g}"),
             LinkClass::Pcie => "pcie".into(),
@@ -38,42 +38,42 @@ impl LinkClass {
 
 /// One physical link in one direction (or one socket's memory).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Slot {
-    pub class: LinkClass,
+pub(crate) struct Slot {
+    pub(crate) class: LinkClass,
     /// NCCL's figure for the link, GB/s (PCIe: the raw lane rate; NIC: the line rate).
-    pub nominal_gbs: f64,
+    pub(crate) nominal_gbs: f64,
     /// NVLinks in the bundle (1 for others).
-    pub lanes: u32,
+    pub(crate) lanes: u32,
     /// e.g. "GPU0->NVS0".
-    pub name: String,
+    pub(crate) name: String,
 }
 
 /// Units of a channel's volume on each slot it crosses; `net` is charged separately (its units depend on the
 /// algorithm's inter-node pattern).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ChannelFlows {
-    pub intra: Vec<(usize, f64)>,
-    pub net: Vec<(usize, f64)>,
+pub(crate) struct ChannelFlows {
+    pub(crate) intra: Vec<(usize, f64)>,
+    pub(crate) net: Vec<(usize, f64)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
     pub n_ranks: usize,
-    pub n_nodes: usize,
-    pub local_ranks: usize,
-    pub min_sm: u32,
-    pub slots: Vec<Slot>,
-    pub ring: Vec<ChannelFlows>,
-    pub tree: Vec<ChannelFlows>,
+    pub(crate) n_nodes: usize,
+    pub(crate) local_ranks: usize,
+    pub(crate) min_sm: u32,
+    pub(crate) slots: Vec<Slot>,
+    pub(crate) ring: Vec<ChannelFlows>,
+    pub(crate) tree: Vec<ChannelFlows>,
     /// NVLS: every GPU's links to the NVSwitch, out and in; `nvls` per channel holds the heads' network flows.
-    pub nvls_out: Vec<usize>,
-    pub nvls_in: Vec<usize>,
-    pub nvls: Vec<ChannelFlows>,
+    pub(crate) nvls_out: Vec<usize>,
+    pub(crate) nvls_in: Vec<usize>,
+    pub(crate) nvls: Vec<ChannelFlows>,
     /// Some hop of a ring stages through host memory (SHM).
-    pub shm_hops: bool,
-    pub has_nvswitch: bool,
-    pub sockets: usize,
-    pub nic_names: Vec<String>,
+    pub(crate) shm_hops: bool,
+    pub(crate) has_nvswitch: bool,
+    pub(crate) sockets: usize,
+    pub(crate) nic_names: Vec<String>,
 }
 
 struct Builder<'a> {
@@ -271,7 +271,11 @@ impl<'a> Builder<'a> {
 }
 
 impl Plan {
-    pub fn new(cluster: &Cluster, graphs: &Graphs, p2p_level: Option<PathType>) -> Result<Plan> {
+    pub(crate) fn new(
+        cluster: &Cluster,
+        graphs: &Graphs,
+        p2p_level: Option<PathType>,
+    ) -> Result<Plan> {
         let topo = &cluster.node;
         let mut gpu_by_rank = HashMap::new();
         for (idx, g) in topo.gpus() {

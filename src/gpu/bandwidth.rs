@@ -42,7 +42,7 @@ impl std::fmt::Display for Gpu {
 
 /// How a copy is done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Engine {
+pub(crate) enum Engine {
     CopyEngine,
     Sm,
 }
@@ -50,12 +50,12 @@ pub enum Engine {
 /// A copy between two GPUs: `from` -> `to`, issued by the reader (`read`: `to` pulls) or the writer, both ways
 /// at once when `bidirectional`, through `engine`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PeerCopy {
-    pub from: u32,
-    pub to: u32,
-    pub read: bool,
-    pub bidirectional: bool,
-    pub engine: Engine,
+pub(crate) struct PeerCopy {
+    pub(crate) from: u32,
+    pub(crate) to: u32,
+    pub(crate) read: bool,
+    pub(crate) bidirectional: bool,
+    pub(crate) engine: Engine,
 }
 
 /// One direction of a copy: on `issuer`'s stream `lane`, from `src` to `dst` (UVA addresses).
@@ -68,7 +68,7 @@ struct Copy {
 }
 
 /// The GPUs, their buffers and pinned host memory.
-pub struct CopyTester {
+pub(crate) struct CopyTester {
     gpus: Vec<Option<Gpu>>,
     /// Pinned host buffers (two, of `host_bytes`), portable to every context.
     host: Vec<*mut c_void>,
@@ -80,7 +80,7 @@ pub struct CopyTester {
 impl CopyTester {
     /// Open the GPUs whose NVML PCI bus ids are `bus_ids` (in NVML order). A GPU CUDA does not show stays
     /// closed: its tests fail naming it.
-    pub fn open(bus_ids: &[String]) -> Result<CopyTester> {
+    pub(crate) fn open(bus_ids: &[String]) -> Result<CopyTester> {
         crate::gpu::require_driver()?;
         result::init().on_gpu("CUDA driver", "cuInit")?;
         let count = result::device::get_count().on_gpu("CUDA driver", "cuDeviceGetCount")?;
@@ -192,7 +192,7 @@ impl CopyTester {
     }
 
     /// Host to GPU (`to_device`) or back, through GPU `gpu`'s copy engine: ms per repeat.
-    pub fn host_copy(
+    pub(crate) fn host_copy(
         &mut self,
         gpu: u32,
         to_device: bool,
@@ -214,7 +214,7 @@ impl CopyTester {
     }
 
     /// Host to GPU and GPU to host at once: (to the device, to the host) ms per repeat.
-    pub fn host_bidirectional(
+    pub(crate) fn host_bidirectional(
         &mut self,
         gpu: u32,
         bytes: usize,
@@ -243,7 +243,7 @@ impl CopyTester {
     }
 
     /// Enable peer access from `a` to `b` (a's work may touch b's memory); Err(reason) when the driver refuses.
-    pub fn enable_peer(&mut self, a: u32, b: u32) -> std::result::Result<(), String> {
+    pub(crate) fn enable_peer(&mut self, a: u32, b: u32) -> std::result::Result<(), String> {
         if self.peers.contains(&(a, b)) {
             return Ok(());
         }
@@ -278,7 +278,7 @@ impl CopyTester {
     /// GPU `from` to GPU `to`: issued by the reader (`read`: `to` pulls) or the writer (`from` pushes), through
     /// `engine`. Bidirectional: both ways at once, each issued the same way; the second list is `to` -> `from`.
     /// Peer access must be enabled both ways.
-    pub fn peer_copy(
+    pub(crate) fn peer_copy(
         &mut self,
         p: PeerCopy,
         bytes: usize,

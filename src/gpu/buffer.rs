@@ -26,7 +26,7 @@ pub struct DeviceBuffer {
 impl DeviceBuffer {
     /// `bytes` (at least 256) in `ctx`, which the buffer keeps alive. `gpu`
     /// and `what` name the allocation in an error.
-    pub fn new(
+    pub(crate) fn new(
         ctx: &Arc<CudaContext>,
         gpu: impl Display,
         bytes: usize,
@@ -44,7 +44,7 @@ impl DeviceBuffer {
     /// # Safety
     /// `ctx` must be a valid context that stays alive (retained) until this
     /// buffer is dropped or leaked.
-    pub unsafe fn in_raw_context(
+    pub(crate) unsafe fn in_raw_context(
         ctx: sys::CUcontext,
         gpu: impl Display,
         bytes: usize,
@@ -68,17 +68,17 @@ impl DeviceBuffer {
     }
 
     /// The device address.
-    pub fn ptr(&self) -> u64 {
+    pub(crate) fn ptr(&self) -> u64 {
         self.ptr
     }
 
     /// The allocated size (at least 256 bytes).
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.bytes
     }
 
     /// Set every byte to zero (synchronous).
-    pub fn zero(&self, gpu: impl Display) -> Result<()> {
+    pub(crate) fn zero(&self, gpu: impl Display) -> Result<()> {
         // SAFETY: the context is alive while the buffer is (see the constructors).
         unsafe { result::ctx::set_current(self.ctx) }.on_gpu(&gpu, "cuCtxSetCurrent")?;
         // SAFETY: the range is exactly this allocation.

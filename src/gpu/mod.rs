@@ -12,8 +12,8 @@
 //!   and the launch of its kernels (`kernels/pattern.cu`).
 
 pub mod bandwidth;
-pub mod buffer;
-pub mod error;
+pub(crate) mod buffer;
+pub(crate) mod error;
 pub mod libs;
 pub mod nvrtc;
 pub mod pattern;
@@ -26,7 +26,7 @@ use crate::model::Coll;
 
 /// A collective's number in the kernels: `PLANNER_COLL` of the executor's
 /// collectives (which have no Reduce) and `coll` of `planner_check`.
-pub fn collective_code(collective: Coll) -> i32 {
+pub(crate) fn collective_code(collective: Coll) -> i32 {
     match collective {
         Coll::AllReduce => 0,
         Coll::AllGather => 1,

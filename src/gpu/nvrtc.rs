@@ -30,14 +30,14 @@ macro_rules! kernel_file {
     };
 }
 
-pub const TYPES_CUH: SourceFile = kernel_file!("types.cuh");
-pub const COMMON_CUH: SourceFile = kernel_file!("common.cuh");
-pub const PROTO_SIMPLE_CUH: SourceFile = kernel_file!("proto_simple.cuh");
-pub const PROTO_LL_CUH: SourceFile = kernel_file!("proto_ll.cuh");
-pub const PROTO_LL128_CUH: SourceFile = kernel_file!("proto_ll128.cuh");
-pub const COLLECTIVES_CU: SourceFile = kernel_file!("collectives.cu");
-pub const BEYOND_CU: SourceFile = kernel_file!("beyond.cu");
-pub const PATTERN_CU: SourceFile = kernel_file!("pattern.cu");
+pub(crate) const TYPES_CUH: SourceFile = kernel_file!("types.cuh");
+pub(crate) const COMMON_CUH: SourceFile = kernel_file!("common.cuh");
+pub(crate) const PROTO_SIMPLE_CUH: SourceFile = kernel_file!("proto_simple.cuh");
+pub(crate) const PROTO_LL_CUH: SourceFile = kernel_file!("proto_ll.cuh");
+pub(crate) const PROTO_LL128_CUH: SourceFile = kernel_file!("proto_ll128.cuh");
+pub(crate) const COLLECTIVES_CU: SourceFile = kernel_file!("collectives.cu");
+pub(crate) const BEYOND_CU: SourceFile = kernel_file!("beyond.cu");
+pub(crate) const PATTERN_CU: SourceFile = kernel_file!("pattern.cu");
 pub const COPY_CU: SourceFile = kernel_file!("copy.cu");
 
 /// Every CUDA file (what `PLANNER_KERNEL_DIR` may hold edited copies of).
@@ -77,7 +77,7 @@ fn read_source_in(dir: Option<&std::path::Path>, file: &SourceFile) -> Result<St
 
 /// One program's full source: a comment naming it, its `#define`s, then
 /// each file with a `#line` so NVRTC's messages name the file and line.
-pub fn program_source(
+pub(crate) fn program_source(
     name: &str,
     defines: &[(&str, String)],
     files: &[SourceFile],
@@ -105,7 +105,7 @@ pub struct Cubin {
 }
 
 /// The NVRTC architecture of a GPU of compute capability `cc`: `sm_90`.
-pub fn arch_of(cc: (i32, i32)) -> String {
+pub(crate) fn arch_of(cc: (i32, i32)) -> String {
     format!("sm_{}{}", cc.0, cc.1)
 }
 
@@ -124,7 +124,7 @@ pub fn nvrtc_version() -> Result<(i32, i32)> {
 /// "sm_90") with the extra NVRTC options `extra` (e.g.
 /// "--ptxas-options=--verbose"). On a compile error the message carries
 /// NVRTC's log.
-pub fn compile(name: &str, source: &str, arch: &str, extra: &[&str]) -> Result<Cubin> {
+pub(crate) fn compile(name: &str, source: &str, arch: &str, extra: &[&str]) -> Result<Cubin> {
     libs::require_nvrtc()?;
     let src = CString::new(source)
         .map_err(|_| Error::runtime(format!("kernel {name}: the source contains a NUL byte")))?;

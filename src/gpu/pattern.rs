@@ -23,11 +23,11 @@ use std::ffi::c_void;
 use std::fmt::Display;
 
 /// The seed both backends use unless told otherwise (`planner run --seed`).
-pub const DEFAULT_SEED: u32 = 1;
+pub(crate) const DEFAULT_SEED: u32 = 1;
 
 /// Integer amplitude of the pattern for `n_ranks`: the largest in 1..=5 with
 /// `amp * n_ranks` within the exact integers of `dtype`.
-pub fn amplitude(dtype: Dtype, n_ranks: usize) -> u32 {
+pub(crate) fn amplitude(dtype: Dtype, n_ranks: usize) -> u32 {
     let limit = dtype.exact_integer_limit();
     (limit / n_ranks.max(1) as u64).clamp(1, 5) as u32
 }
@@ -35,7 +35,7 @@ pub fn amplitude(dtype: Dtype, n_ranks: usize) -> u32 {
 /// The inputs of one run: every rank's values follow from these two numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DataPattern {
-    pub seed: u32,
+    pub(crate) seed: u32,
     pub amp: u32,
 }
 
@@ -62,7 +62,7 @@ impl DataPattern {
     }
 
     /// `planner_fill`'s arguments: `n` elements of `rank`'s input at `buf`.
-    pub fn fill_args(&self, buf: u64, n: u64, rank: u32) -> FillArgs {
+    pub(crate) fn fill_args(&self, buf: u64, n: u64, rank: u32) -> FillArgs {
         FillArgs {
             buf,
             n,
@@ -77,16 +77,16 @@ impl DataPattern {
 /// checker takes, for the GPU (`check_args`) and the CPU (`value`, `count_wrong`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Expectation {
-    pub pattern: DataPattern,
-    pub collective: Coll,
-    pub n_ranks: u32,
+    pub(crate) pattern: DataPattern,
+    pub(crate) collective: Coll,
+    pub(crate) n_ranks: u32,
     /// The rank whose output this is.
-    pub rank: u32,
+    pub(crate) rank: u32,
     /// Broadcast's root (Reduce is checked on its root only).
-    pub root: u32,
+    pub(crate) root: u32,
     /// The call count: one rank's share for all-gather (its input) and
     /// reduce-scatter (its output), the whole buffer otherwise.
-    pub count: u64,
+    pub(crate) count: u64,
 }
 
 impl Expectation {
@@ -120,7 +120,7 @@ impl Expectation {
     /// `planner_check`'s arguments: check `n` elements at `buf`, add the
     /// wrong ones to the u64 at `wrong` and lower the u64 at `first_wrong`
     /// (start it at u64::MAX) to the first wrong index.
-    pub fn check_args(&self, buf: u64, n: u64, wrong: u64, first_wrong: u64) -> CheckArgs {
+    pub(crate) fn check_args(&self, buf: u64, n: u64, wrong: u64, first_wrong: u64) -> CheckArgs {
         CheckArgs {
             buf,
             n,
@@ -179,7 +179,7 @@ macro_rules! kernel_args {
     ($(#[$doc:meta])* $name:ident = $kernel:literal { $($field:ident : $rust:ty => $c:literal),* $(,)? }) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub struct $name {
+        pub(crate) struct $name {
             $(pub $field: $rust),*
         }
 
@@ -224,7 +224,7 @@ kernel_args! {
 }
 
 /// The `#define`s that compile the kernels for `dtype` (types.cuh names the types).
-pub fn dtype_defines(dtype: Dtype) -> Vec<(&'static str, String)> {
+pub(crate) fn dtype_defines(dtype: Dtype) -> Vec<(&'static str, String)> {
     vec![
         ("PLANNER_T", dtype.c_type().to_string()),
         (
@@ -236,7 +236,7 @@ pub fn dtype_defines(dtype: Dtype) -> Vec<(&'static str, String)> {
 
 /// The files of the stand-alone data-kernel module (the NCCL backend's; the
 /// executor compiles pattern.cu into each collective's module instead).
-pub const PATTERN_FILES: &[nvrtc::SourceFile] = &[nvrtc::TYPES_CUH, nvrtc::PATTERN_CU];
+pub(crate) const PATTERN_FILES: &[nvrtc::SourceFile] = &[nvrtc::TYPES_CUH, nvrtc::PATTERN_CU];
 
 /// The data kernels alone, for `dtype`, compiled for `arch`.
 pub fn compile(dtype: Dtype, arch: &str) -> Result<Cubin> {
@@ -258,7 +258,7 @@ const MAX_BLOCKS: u64 = 4096;
 /// compiled for the element type the addresses in `args` hold, `stream` a
 /// stream of that context, and every address in `args` must point to device
 /// memory of that GPU large enough for what the kernel reads and writes.
-pub unsafe fn launch<A: DataKernelArgs>(
+pub(crate) unsafe fn launch<A: DataKernelArgs>(
     function: sys::CUfunction,
     stream: sys::CUstream,
     n: u64,

@@ -45,7 +45,7 @@ impl OwnAlgo {
     /// By name, case-insensitive, with or without `_` / `-` (`OneShot`,
     /// `one-shot`, `TWO_SHOT`); None for anything else, NCCL's algorithms
     /// included.
-    pub fn parse(text: &str) -> Option<OwnAlgo> {
+    pub(crate) fn parse(text: &str) -> Option<OwnAlgo> {
         let key: String = text.chars().filter(|c| *c != '-' && *c != '_').collect();
         OwnAlgo::ALL
             .into_iter()
@@ -61,7 +61,7 @@ impl OwnAlgo {
         }
     }
     /// The model's constants.
-    pub fn defaults(self) -> Defaults {
+    pub(crate) fn defaults(self) -> Defaults {
         match self {
             OwnAlgo::OneShot => ONE_SHOT,
             OwnAlgo::TwoShot => TWO_SHOT,
@@ -71,18 +71,18 @@ impl OwnAlgo {
 
 /// The model's constants for one algorithm.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Defaults {
+pub(crate) struct Defaults {
     /// Fixed time per call, µs (launch or graph node, flag round trips).
-    pub latency_us: f64,
+    pub(crate) latency_us: f64,
     /// Fraction of the NVLink bandwidth the kernel's stores and loads reach.
-    pub efficiency: f64,
+    pub(crate) efficiency: f64,
 }
 
 /// OneShot/LL. Latency 3.5 µs: NCCL 2.28's symmetric `AllReduce_AGxLL_R`
 /// kernel, the same LL all-gather-then-reduce pattern, measured 3.5-4.4 µs
 /// from 8 B to 16 KiB on the 2x H200 with CUDA graphs (issue 13's table).
 /// Efficiency as TwoShot's (not yet measured for LL; to be calibrated).
-pub const ONE_SHOT: Defaults = Defaults {
+pub(crate) const ONE_SHOT: Defaults = Defaults {
     latency_us: 3.5,
     efficiency: 0.88,
 };
@@ -93,7 +93,7 @@ pub const ONE_SHOT: Defaults = Defaults {
 /// ranks (S bytes per rank on the wire), i.e. 325 GB/s = 0.88 x the 370.8
 /// GB/s NCCL counts for 18 NVLinks of an sm_90 GPU (`topo::build::nvlink_bw`),
 /// and an intercept of 7 µs.
-pub const TWO_SHOT: Defaults = Defaults {
+pub(crate) const TWO_SHOT: Defaults = Defaults {
     latency_us: 7.0,
     efficiency: 0.88,
 };
@@ -108,7 +108,7 @@ pub fn pairs() -> Vec<Pair> {
 
 /// Bytes one rank sends or receives over NVLink per call (the wire format
 /// included: LL lines are half data), None for anything but all-reduce.
-pub fn wire_bytes(algo: OwnAlgo, coll: Coll, bytes: u64, n_ranks: usize) -> Option<f64> {
+pub(crate) fn wire_bytes(algo: OwnAlgo, coll: Coll, bytes: u64, n_ranks: usize) -> Option<f64> {
     if coll != Coll::AllReduce || n_ranks == 0 {
         return None;
     }
@@ -121,14 +121,14 @@ pub fn wire_bytes(algo: OwnAlgo, coll: Coll, bytes: u64, n_ranks: usize) -> Opti
 
 /// One prediction with its terms.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Prediction {
-    pub pair: Pair,
-    pub latency_us: f64,
+pub(crate) struct Prediction {
+    pub(crate) pair: Pair,
+    pub(crate) latency_us: f64,
     /// Bytes per rank over NVLink (`wire_bytes`).
-    pub wire_bytes: f64,
+    pub(crate) wire_bytes: f64,
     /// The bandwidth the bytes move at, GB/s (efficiency x NVLink).
-    pub bw_gbs: f64,
-    pub time_us: f64,
+    pub(crate) bw_gbs: f64,
+    pub(crate) time_us: f64,
 }
 
 /// The prediction for `algo` running `coll` of `bytes`
@@ -136,7 +136,7 @@ pub struct Prediction {
 /// bandwidth per direction (NCCL's count: links x per-link GB/s, 370.8 on
 /// H100/H200). None for other collectives than all-reduce, no rank, or a
 /// bandwidth that is not a positive number.
-pub fn predict(
+pub(crate) fn predict(
     algo: OwnAlgo,
     coll: Coll,
     bytes: u64,
@@ -173,7 +173,7 @@ pub fn predict_us(
 
 /// Every algorithm beyond NCCL that applies, fastest first (empty for
 /// collectives they do not run).
-pub fn list(coll: Coll, bytes: u64, n_ranks: usize, nvlink_bw_gbs: f64) -> Vec<Prediction> {
+pub(crate) fn list(coll: Coll, bytes: u64, n_ranks: usize, nvlink_bw_gbs: f64) -> Vec<Prediction> {
     let mut out: Vec<Prediction> = OwnAlgo::ALL
         .into_iter()
         .filter_map(|a| predict(a, coll, bytes, n_ranks, nvlink_bw_gbs))

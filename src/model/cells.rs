@@ -15,7 +15,7 @@ pub const NUM_PROTOCOLS: usize = 3;
 pub const NUM_HW_LINKS: usize = 3;
 
 /// One value per (algorithm, protocol), NCCL's `[algo][proto]` rows.
-pub type AlgoProto<T> = [[T; NUM_PROTOCOLS]; NUM_ALGORITHMS];
+pub(crate) type AlgoProto<T> = [[T; NUM_PROTOCOLS]; NUM_ALGORITHMS];
 
 /// One value per (function, algorithm, protocol). Indexed by
 /// `cells[(coll, algo, proto)]`; the raw `[func][algo][proto]` array stays
@@ -33,7 +33,7 @@ impl<T: Copy> Cells<T> {
 
 impl<T> Cells<T> {
     /// Every cell from `f(coll, algo, proto)`.
-    pub fn from_fn(mut f: impl FnMut(Coll, Algo, Proto) -> T) -> Self {
+    pub(crate) fn from_fn(mut f: impl FnMut(Coll, Algo, Proto) -> T) -> Self {
         Cells(std::array::from_fn(|c| {
             std::array::from_fn(|a| {
                 std::array::from_fn(|p| f(Coll::ALL[c], Algo::ALL[a], Proto::ALL[p]))
@@ -44,7 +44,7 @@ impl<T> Cells<T> {
     pub fn of(&self, coll: Coll) -> &AlgoProto<T> {
         &self.0[coll as usize]
     }
-    pub fn of_mut(&mut self, coll: Coll) -> &mut AlgoProto<T> {
+    pub(crate) fn of_mut(&mut self, coll: Coll) -> &mut AlgoProto<T> {
         &mut self.0[coll as usize]
     }
 }

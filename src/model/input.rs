@@ -43,7 +43,7 @@ impl GraphInfo {
         }
     }
 
-    pub fn from_search(g: &SearchGraph) -> GraphInfo {
+    pub(crate) fn from_search(g: &SearchGraph) -> GraphInfo {
         GraphInfo {
             pattern: g.pattern,
             n_channels: g.n_channels,
@@ -74,7 +74,7 @@ impl NvlsState {
     }
 
     /// Why NVLS cannot be used (empty when it can).
-    pub fn why(&self) -> String {
+    pub(crate) fn why(&self) -> String {
         match self {
             NvlsState::Supported => String::new(),
             NvlsState::Disabled(by) => format!("disabled by {by}"),
@@ -130,7 +130,7 @@ pub enum NvlsFlag {
 
 impl ModelInput {
     /// The graph NCCL uses for each algorithm (`graphs[]` in `init.cc`).
-    pub fn graph(&self, algo: super::Algo) -> &GraphInfo {
+    pub(crate) fn graph(&self, algo: super::Algo) -> &GraphInfo {
         use super::Algo::*;
         match algo {
             Tree | Pat => &self.tree,
@@ -142,11 +142,11 @@ impl ModelInput {
     }
 
     /// Ranks per node as NCCL's integer `nRanks/nNodes`.
-    pub fn ppn(&self) -> usize {
+    pub(crate) fn ppn(&self) -> usize {
         self.n_ranks / self.n_nodes.max(1)
     }
 
-    pub fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         if self.n_ranks == 0 || self.n_nodes == 0 || self.n_nodes > self.n_ranks {
             return Err(Error::bad_input(format!(
                 "model input: {} ranks on {} nodes is not a valid communicator",
@@ -207,7 +207,7 @@ impl ModelInput {
 
     /// As `from_search`, from graphs and the runtime channel count
     /// (`comm->nChannels`) given separately (NCCL's graph dump, a log).
-    pub fn from_graphs(
+    pub(crate) fn from_graphs(
         cluster: &Cluster,
         graphs: &Graphs,
         channels: usize,
@@ -295,7 +295,7 @@ impl ModelInput {
 /// `nvlsChannels` after the user's knobs (nvls.cc:222,234-235; v2.28.9-1 nvls.cc:198-199):
 /// `NCCL_NVLS_NCHANNELS` replaces the default, then NCCL clamps it to [`NCCL_MIN_CTAS`, `NCCL_MAX_CTAS`].
 /// `NCCL_MIN/MAX_NCHANNELS` do not bound it (they act on `comm->nChannels` only, connect.cc:503-505).
-pub fn nvls_channels_under(env: &NcclEnv, default: usize) -> usize {
+pub(crate) fn nvls_channels_under(env: &NcclEnv, default: usize) -> usize {
     let bounds = env.channel_bounds();
     let wanted = env.nvls_nchannels.unwrap_or(default as i64);
     wanted.clamp(bounds.min_ctas as i64, bounds.max_ctas as i64) as usize
@@ -303,7 +303,7 @@ pub fn nvls_channels_under(env: &NcclEnv, default: usize) -> usize {
 
 /// NCCL's default `nvlsChannels` (`nvls.cc`): one count for sm90, two for
 /// sm100 (one node / several nodes).
-pub fn nvls_channel_count(table: &TuningTable, min_sm: u32, n_nodes: usize) -> usize {
+pub(crate) fn nvls_channel_count(table: &TuningTable, min_sm: u32, n_nodes: usize) -> usize {
     let c = &table.nvls_channels;
     if min_sm >= 100 {
         if n_nodes > 1 {

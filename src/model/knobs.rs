@@ -74,7 +74,7 @@ impl EnableMatrix {
     /// for them); so a function `NCCL_PROTO` forces but `NCCL_ALGO` leaves
     /// out has no algorithm (dev@86fa684d src/tuning/cost_model.cc:315-318,349-361).
     /// `self` is the matrix of [`EnableMatrix::from_env`], whose lists parsed.
-    pub fn zero_fill_unnamed(mut self, env: &NcclEnv, applies: bool) -> EnableMatrix {
+    pub(crate) fn zero_fill_unnamed(mut self, env: &NcclEnv, applies: bool) -> EnableMatrix {
         let Some(algo) = env.algo.as_deref().filter(|a| applies && !a.is_empty()) else {
             return self;
         };

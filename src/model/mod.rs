@@ -29,11 +29,11 @@ pub mod cells;
 pub mod examples;
 pub mod input;
 pub mod knobs;
-pub mod pair;
+pub(crate) mod pair;
 pub mod rules;
-pub mod schedule;
+pub(crate) mod schedule;
 pub mod select;
-pub mod sweep;
+pub(crate) mod sweep;
 pub mod symmetric;
 pub mod table;
 pub mod tune;
@@ -106,7 +106,7 @@ impl Coll {
             })
     }
     /// Steps of a ring (`nsteps` in tuning.cc).
-    pub fn ring_steps(self, n_ranks: usize) -> usize {
+    pub(crate) fn ring_steps(self, n_ranks: usize) -> usize {
         match self {
             Coll::AllReduce => 2 * (n_ranks.saturating_sub(1)),
             Coll::AllGather | Coll::ReduceScatter => n_ranks.saturating_sub(1),
@@ -114,7 +114,7 @@ impl Coll {
         }
     }
     /// `ncclFuncTrafficPerByte`.
-    pub fn traffic_per_byte(self, n_ranks: usize) -> u64 {
+    pub(crate) fn traffic_per_byte(self, n_ranks: usize) -> u64 {
         match self {
             Coll::AllReduce => 2,
             Coll::AllGather | Coll::ReduceScatter => n_ranks as u64,
@@ -128,7 +128,7 @@ impl Coll {
     /// siblings): busbw = algbw x factor for `n_ranks` ranks, whatever the
     /// algorithm. This is nccl-tests' convention, not NCCL's per-algorithm
     /// bus bandwidth (`select::bus_factor`).
-    pub fn nccl_tests_bus_factor(self, n_ranks: usize) -> f64 {
+    pub(crate) fn nccl_tests_bus_factor(self, n_ranks: usize) -> f64 {
         let n = n_ranks.max(1) as f64;
         match self {
             Coll::AllReduce => 2.0 * (n - 1.0) / n,
@@ -181,7 +181,7 @@ impl Algo {
         }
     }
     /// `ncclAlgoToString`: the per-call TUNING line.
-    pub fn log_name(self) -> &'static str {
+    pub(crate) fn log_name(self) -> &'static str {
         match self {
             Algo::Tree => "TREE",
             Algo::Ring => "RING",
@@ -211,10 +211,10 @@ impl Algo {
                 ))
             })
     }
-    pub fn is_collnet(self) -> bool {
+    pub(crate) fn is_collnet(self) -> bool {
         matches!(self, Algo::CollNetDirect | Algo::CollNetChain)
     }
-    pub fn is_nvls(self) -> bool {
+    pub(crate) fn is_nvls(self) -> bool {
         matches!(self, Algo::Nvls | Algo::NvlsTree)
     }
 }
@@ -250,7 +250,7 @@ impl AnyAlgo {
         }
     }
     /// planner's own algorithm, None for NCCL's.
-    pub fn own(self) -> Option<OwnAlgo> {
+    pub(crate) fn own(self) -> Option<OwnAlgo> {
         match self {
             AnyAlgo::Own(a) => Some(a),
             AnyAlgo::Nccl(_) => None,
@@ -347,7 +347,7 @@ impl Proto {
     pub fn log_name(self) -> &'static str {
         ["LL", "LL128", "SIMPLE"][self as usize]
     }
-    pub fn from_index(i: usize) -> Option<Proto> {
+    pub(crate) fn from_index(i: usize) -> Option<Proto> {
         Proto::ALL.get(i).copied()
     }
     pub fn parse(text: &str) -> Result<Proto> {
@@ -364,7 +364,7 @@ impl Proto {
 }
 
 /// `log2i`: floor(log2(x)), -1 for 0 (NCCL's `utils.h`).
-pub fn log2i(x: u64) -> i32 {
+pub(crate) fn log2i(x: u64) -> i32 {
     if x == 0 {
         -1
     } else {
@@ -373,7 +373,7 @@ pub fn log2i(x: u64) -> i32 {
 }
 
 /// `DIVUP`.
-pub fn div_up(a: u64, b: u64) -> u64 {
+pub(crate) fn div_up(a: u64, b: u64) -> u64 {
     if b == 0 {
         0
     } else {
@@ -385,7 +385,7 @@ pub fn div_up(a: u64, b: u64) -> u64 {
 #[derive(Debug, Clone)]
 pub struct Model {
     pub input: ModelInput,
-    pub env: NcclEnv,
+    pub(crate) env: NcclEnv,
     pub table: TuningTable,
     pub tuned: Tuned,
 }

@@ -56,7 +56,7 @@ impl Pair {
     }
 
     /// The pair as NCCL's (algorithm, protocol), None for planner's own.
-    pub fn nccl(&self) -> Option<(Algo, Proto)> {
+    pub(crate) fn nccl(&self) -> Option<(Algo, Proto)> {
         self.algo.nccl().map(|a| (a, self.proto))
     }
 

@@ -8,7 +8,7 @@
 use serde::Serialize;
 
 /// `(major, minor)` of an NCCL release family.
-pub type Family = (u32, u32);
+pub(crate) type Family = (u32, u32);
 
 /// A rule of NCCL's model that exists in some families only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -128,18 +128,18 @@ pub enum Rule {
 /// One rule: the families it applies to, what it does, where it was read.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct RuleInfo {
-    pub rule: Rule,
+    pub(crate) rule: Rule,
     /// Stable name for result files and `planner diff`.
     pub name: &'static str,
     /// First family with the rule.
-    pub first: Family,
+    pub(crate) first: Family,
     /// Last family with it; `None` while the newest family has it.
-    pub last: Option<Family>,
-    pub what: &'static str,
+    pub(crate) last: Option<Family>,
+    pub(crate) what: &'static str,
     /// `tag file:line` where the rule's code was read.
-    pub source: &'static str,
+    pub(crate) source: &'static str,
     /// True when planner implements the rule; false when it is only recorded.
-    pub modelled: bool,
+    pub(crate) modelled: bool,
 }
 
 impl RuleInfo {
@@ -604,7 +604,7 @@ pub const RULES: &[RuleInfo] = &[
 
 impl Rule {
     /// The rule's catalogue entry.
-    pub fn info(self) -> &'static RuleInfo {
+    pub(crate) fn info(self) -> &'static RuleInfo {
         RULES
             .iter()
             .find(|r| r.rule == self)
@@ -612,7 +612,7 @@ impl Rule {
     }
 
     /// Whether NCCL `family` has the rule.
-    pub fn applies_to(self, family: Family) -> bool {
+    pub(crate) fn applies_to(self, family: Family) -> bool {
         self.info().applies_to(family)
     }
 }

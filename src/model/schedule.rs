@@ -9,23 +9,23 @@ use serde::Serialize;
 
 /// One task of a group, placed on channels.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Placement {
+pub(crate) struct Placement {
     /// Bytes as NCCL's per-call line prints them.
-    pub bytes: u64,
-    pub algo: Algo,
-    pub proto: Proto,
-    pub channel_lo: usize,
-    pub channel_hi: usize,
+    pub(crate) bytes: u64,
+    pub(crate) algo: Algo,
+    pub(crate) proto: Proto,
+    pub(crate) channel_lo: usize,
+    pub(crate) channel_hi: usize,
     /// Elements on the first, each middle and the last channel.
-    pub count_lo: u64,
-    pub count_mid: u64,
-    pub count_hi: u64,
-    pub warps: usize,
+    pub(crate) count_lo: u64,
+    pub(crate) count_mid: u64,
+    pub(crate) count_hi: u64,
+    pub(crate) warps: usize,
 }
 
 impl Placement {
     /// NCCL's line: `AllReduce: 16384 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..1}`.
-    pub fn nccl_line(&self, coll: super::Coll) -> String {
+    pub(crate) fn nccl_line(&self, coll: super::Coll) -> String {
         format!(
             "{}: {} Bytes -> Algo {} proto {} channel{{Lo..Hi}}={{{}..{}}}",
             coll.nccl_name(),
@@ -42,9 +42,9 @@ impl Placement {
 /// channels each task lands on.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GroupPlan {
-    pub call: Call,
+    pub(crate) call: Call,
     pub choice: Choice,
-    pub tasks: Vec<Placement>,
+    pub(crate) tasks: Vec<Placement>,
 }
 
 impl Model {

@@ -13,29 +13,29 @@ use crate::units::{format_size, MAX_SIZE};
 use serde::Serialize;
 
 /// Size of the element type the planner models (nccl-tests' default, float32).
-pub const FLOAT_BYTES: u64 = 4;
+pub(crate) const FLOAT_BYTES: u64 = 4;
 
 /// One call (or `ops` identical calls in one group), in NCCL's units.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Call {
-    pub coll: Coll,
+    pub(crate) coll: Coll,
     /// The size asked for, as nccl-tests reads it (the whole buffer for AllGather/ReduceScatter).
-    pub size: u64,
+    pub(crate) size: u64,
     /// Task count in elements of the task's type (bytes for AllGather/Broadcast,
     /// which NCCL retypes to int8; float32 otherwise).
-    pub count: u64,
-    pub elem_size: u64,
+    pub(crate) count: u64,
+    pub(crate) elem_size: u64,
     /// Bytes in NCCL's per-call line (`count * typeSize`: per rank for AllGather/ReduceScatter).
-    pub log_bytes: u64,
+    pub(crate) log_bytes: u64,
     /// Bytes the model costs for one op (`nBytes`: all ranks' data for AllGather/ReduceScatter).
     pub model_bytes: u64,
     /// Identical ops in one group (`--ops`).
-    pub ops: usize,
+    pub(crate) ops: usize,
 }
 
 /// Largest `--ops`: bigger groups may need several kernel plans, which the
 /// planner does not model.
-pub const MAX_OPS: usize = 64;
+pub(crate) const MAX_OPS: usize = 64;
 
 impl Call {
     /// Map a size to NCCL's task the way nccl-tests does (float32 elements;
@@ -46,7 +46,7 @@ impl Call {
     }
 
     /// The limits on every size and on `--ops`.
-    pub fn check(size: u64, ops: usize) -> Result<()> {
+    pub(crate) fn check(size: u64, ops: usize) -> Result<()> {
         if size == 0 {
             return Err(Error::bad_input("invalid size 0: must be at least 1 byte"));
         }
@@ -103,7 +103,7 @@ impl Call {
     }
 
     /// `trafficBytes` of one task before the LL x4.
-    pub fn traffic_bytes(&self, n_ranks: usize) -> u64 {
+    pub(crate) fn traffic_bytes(&self, n_ranks: usize) -> u64 {
         self.count * self.elem_size * self.coll.traffic_per_byte(n_ranks)
     }
 }
@@ -116,16 +116,16 @@ pub struct Candidate {
     /// Why it cannot run (init layers, then per call); empty = usable.
     pub masks: Vec<MaskReason>,
     /// Latency term, µs (`lat * latCount`, after the ring plateau factor).
-    pub latency_us: f32,
+    pub(crate) latency_us: f32,
     /// Algorithm bandwidth used, GB/s (after the tree correction).
-    pub bandwidth: f32,
+    pub(crate) bandwidth: f32,
     /// Bandwidth term, µs (`nBytes / (1000 * bw)`).
-    pub bandwidth_term_us: f32,
+    pub(crate) bandwidth_term_us: f32,
     /// NCCL's predicted time for the whole group, µs (`-1` when masked).
     pub time_us: f32,
     /// Channels and threads NCCL would launch if this pair won.
-    pub channels: usize,
-    pub threads: usize,
+    pub(crate) channels: usize,
+    pub(crate) threads: usize,
 }
 
 impl Candidate {
@@ -137,15 +137,15 @@ impl Candidate {
 /// All 21 pairs for one call and NCCL's pick.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Evaluation {
-    pub call: Call,
+    pub(crate) call: Call,
     /// Bytes of the aggregate (`ops * model_bytes`).
-    pub group_bytes: u64,
+    pub(crate) group_bytes: u64,
     /// `numPipeOps`: ceil(ops / channels).
-    pub num_pipe_ops: u64,
+    pub(crate) num_pipe_ops: u64,
     /// In NCCL's scan order (algorithm, then protocol).
     pub candidates: Vec<Candidate>,
     /// Index into `candidates`.
-    pub winner: usize,
+    pub(crate) winner: usize,
 }
 
 impl Evaluation {
@@ -166,7 +166,7 @@ pub struct Choice {
 
 impl Model {
     /// Per-call masks (`updateCollCostTable`): the algorithm is skipped for this function.
-    pub fn call_mask(&self, coll: Coll, algo: Algo) -> Option<MaskReason> {
+    pub(crate) fn call_mask(&self, coll: Coll, algo: Algo) -> Option<MaskReason> {
         let input = &self.input;
         if input.n_ranks == 1 {
             return (algo != Algo::Ring).then_some(MaskReason::SingleRank);
@@ -344,7 +344,7 @@ impl Model {
     }
 
     /// The argmin with `min_time` as the starting bound (exclusive).
-    pub fn argmin_below(table: &AlgoProto<f32>, start: f32) -> Option<(Algo, Proto, f32)> {
+    pub(crate) fn argmin_below(table: &AlgoProto<f32>, start: f32) -> Option<(Algo, Proto, f32)> {
         let mut best: Option<(Algo, Proto, f32)> = None;
         let mut min_time = start;
         for a in Algo::ALL {
@@ -434,7 +434,7 @@ impl Model {
 
     /// Ring on its backup bandwidths (`comm->ringbdw`, NCCL 2.19-2.23): NCCL's
     /// pick when every entry is masked, or None.
-    pub fn ring_backup(
+    pub(crate) fn ring_backup(
         &self,
         coll: Coll,
         n_bytes: u64,

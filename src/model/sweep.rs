@@ -8,38 +8,38 @@ use serde::Serialize;
 
 /// NCCL's pick at one size.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Point {
-    pub size: u64,
-    pub algo: Algo,
-    pub proto: Proto,
-    pub channels: usize,
-    pub threads: usize,
-    pub time_us: f32,
+pub(crate) struct Point {
+    pub(crate) size: u64,
+    pub(crate) algo: Algo,
+    pub(crate) proto: Proto,
+    pub(crate) channels: usize,
+    pub(crate) threads: usize,
+    pub(crate) time_us: f32,
 }
 
 /// Consecutive sweep sizes with the same algorithm and protocol.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Band {
+pub(crate) struct Band {
     /// First and last sweep size in the band.
-    pub from: u64,
-    pub to: u64,
-    pub algo: Algo,
-    pub proto: Proto,
-    pub min_channels: usize,
-    pub max_channels: usize,
+    pub(crate) from: u64,
+    pub(crate) to: u64,
+    pub(crate) algo: Algo,
+    pub(crate) proto: Proto,
+    pub(crate) min_channels: usize,
+    pub(crate) max_channels: usize,
     /// Smallest size (bytes, as `--size` reads it) where this band's pick wins,
     /// found between the sweep points; equals `from` for the first band.
-    pub starts_at: u64,
+    pub(crate) starts_at: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Sweep {
-    pub coll: Coll,
-    pub ops: usize,
-    pub points: Vec<Point>,
-    pub bands: Vec<Band>,
+    pub(crate) coll: Coll,
+    pub(crate) ops: usize,
+    pub(crate) points: Vec<Point>,
+    pub(crate) bands: Vec<Band>,
     /// Sizes skipped because they are too small for this collective (see `Call::new`).
-    pub skipped: Vec<u64>,
+    pub(crate) skipped: Vec<u64>,
 }
 
 impl Model {
@@ -54,7 +54,7 @@ impl Model {
     }
 
     /// Sweep `sizes` (ascending). Sizes too small for the collective are skipped.
-    pub fn sweep(&self, coll: Coll, sizes: &[u64], ops: usize) -> Result<Sweep> {
+    pub(crate) fn sweep(&self, coll: Coll, sizes: &[u64], ops: usize) -> Result<Sweep> {
         // Bad sizes and --ops are errors; sizes too small for the collective are skipped.
         for &size in sizes {
             Call::check(size, ops)?;

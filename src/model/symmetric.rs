@@ -40,7 +40,7 @@ use serde_json::Value;
 use std::fmt;
 
 /// The symmetric-kernel tables built into the binary, oldest first.
-pub const EMBEDDED: &[(&str, &str)] = &[
+pub(crate) const EMBEDDED: &[(&str, &str)] = &[
     (
         "2.28",
         include_str!("../../tuning-tables/nccl-symmetric-2.28.json"),
@@ -52,7 +52,7 @@ pub const EMBEDDED: &[(&str, &str)] = &[
 ];
 
 /// Largest rank count accepted: planner's rank limit (2^40 bytes x 2^19 ranks keeps every product in u64).
-pub const MAX_RANKS: usize = crate::limits::MAX_RANKS;
+pub(crate) const MAX_RANKS: usize = crate::limits::MAX_RANKS;
 
 // ---------------------------------------------------------------- vocabulary
 
@@ -74,7 +74,7 @@ pub enum SymDtype {
 }
 
 impl SymDtype {
-    pub const ALL: [SymDtype; 12] = [
+    pub(crate) const ALL: [SymDtype; 12] = [
         SymDtype::I8,
         SymDtype::U8,
         SymDtype::I32,
@@ -88,7 +88,7 @@ impl SymDtype {
         SymDtype::F8e4m3,
         SymDtype::F8e5m2,
     ];
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             SymDtype::I8 => "i8",
             SymDtype::U8 => "u8",
@@ -105,7 +105,7 @@ impl SymDtype {
         }
     }
     /// `ncclTypeSize`.
-    pub fn size(self) -> u64 {
+    pub(crate) fn size(self) -> u64 {
         match self {
             SymDtype::I8 | SymDtype::U8 | SymDtype::F8e4m3 | SymDtype::F8e5m2 => 1,
             SymDtype::F16 | SymDtype::Bf16 => 2,
@@ -163,7 +163,7 @@ pub enum RedOp {
 }
 
 impl RedOp {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             RedOp::Sum => "sum",
             RedOp::Prod => "prod",
@@ -224,7 +224,7 @@ pub struct SymmetricKnobs {
     /// `NCCL_SYM_CTAS`: blocks for every kernel (0 = unset).
     pub sym_ctas: u32,
     /// `NCCL_MIN_CTAS` / config `minCTAs` (None = NCCL's default, 1).
-    pub min_ctas: Option<u32>,
+    pub(crate) min_ctas: Option<u32>,
     /// `NCCL_MAX_CTAS` / config `maxCTAs` (None = NCCL's default, 64).
     pub max_ctas: Option<u32>,
     /// `NCCL_SYM_TMA_ENABLE=1` (2.30, sm100+).
@@ -236,7 +236,7 @@ pub struct SymmetricKnobs {
 /// One call as the symmetric path sees it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SymmetricInput {
-    pub coll: Coll,
+    pub(crate) coll: Coll,
     /// NCCL's `count * typeSize`: the whole buffer for AllReduce, one rank's
     /// share for AllGather/ReduceScatter (what the `[Symmetric]` line prints;
     /// the model's `Call::log_bytes`).
@@ -583,7 +583,7 @@ impl SymmetricTable {
     }
 
     /// `2.28` or `2.30`.
-    pub fn family(&self) -> &str {
+    pub(crate) fn family(&self) -> &str {
         &self.family
     }
 
@@ -753,7 +753,7 @@ pub struct SymCandidate {
     pub kernel: String,
     /// A multicast (NVLS) kernel: modelled, never run by this project.
     pub needs_multicast: bool,
-    pub ll: bool,
+    pub(crate) ll: bool,
     /// True when NCCL may pick it (no reasons).
     pub eligible: bool,
     pub ineligible: Vec<SymReason>,
@@ -774,12 +774,12 @@ pub struct SymCandidate {
 /// NCCL's symmetric path for one call.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SymmetricChoice {
-    pub family: String,
-    pub coll: Coll,
-    pub bytes: u64,
+    pub(crate) family: String,
+    pub(crate) coll: Coll,
+    pub(crate) bytes: u64,
     /// `nBytes` of the model: the count aligned up to 1 KiB cells.
     pub model_bytes: u64,
-    pub n_ranks: usize,
+    pub(crate) n_ranks: usize,
     /// Every kernel of the collective in NCCL's id order.
     pub candidates: Vec<SymCandidate>,
     /// `ncclSymkPickKernel`'s choice (None when the call never gets there).

@@ -31,67 +31,67 @@ pub const EMBEDDED: &[(&str, &str)] = &[
 
 /// Families read from an unreleased branch (their tables say `"pre_release": true`):
 /// used only when a version, a log or a live libnccl asks for them, never by default.
-pub const PRE_RELEASE_FAMILIES: &[&str] = &["2.31"];
+pub(crate) const PRE_RELEASE_FAMILIES: &[&str] = &["2.31"];
 
 /// The newest NCCL whose libnccl is known to exist (PyPI's nvidia-nccl-cu12/-cu13 wheels),
 /// beyond every modelled family; its source is not public here.
 pub const NEWEST_KNOWN_UNMODELLED: &str = "2.32.3";
 
 /// GPU generations as NCCL indexes its bandwidth tables (`compCapIndex`).
-pub const GENERATIONS: [&str; 4] = ["Volta", "Ampere", "Hopper", "Blackwell"];
+pub(crate) const GENERATIONS: [&str; 4] = ["Volta", "Ampere", "Hopper", "Blackwell"];
 /// NCCL's latency hardware classes (`NCCL_HW_*`).
 pub const HW_CLASSES: [&str; 3] = ["NVLINK", "PCI", "NET"];
 
 /// `[LL, LL128, Simple]`.
 pub type PerProto = [f64; NUM_PROTOCOLS];
 /// `[1 node, 2 nodes, >=4 nodes]`.
-pub type PerScale = [f64; 3];
+pub(crate) type PerScale = [f64; 3];
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Factors {
-    pub ring_ll_bw: f64,
+    pub(crate) ring_ll_bw: f64,
     pub ring_ll128_bw: f64,
-    pub tree_allreduce_bw: f64,
-    pub tree_ll_bw_divisor: f64,
-    pub tree_ll128_bw_one_node: f64,
-    pub tree_ll128_bw_multi_node: f64,
-    pub tree_pattern_tree_bw: f64,
-    pub pat_bw: f64,
-    pub collnet_direct_inter_bw: f64,
-    pub collnet_direct_sm90_bw: f64,
-    pub collnet_direct_arity_latency_us: f64,
-    pub pat_log_latency_divisor: f64,
-    pub pat_rank_latency_us: f64,
-    pub ring_simple_plateau_latency_pre_sm80: f64,
-    pub ring_simple_plateau_latency: f64,
-    pub ring_simple_plateau_min_bytes_per_rank_channel: u64,
+    pub(crate) tree_allreduce_bw: f64,
+    pub(crate) tree_ll_bw_divisor: f64,
+    pub(crate) tree_ll128_bw_one_node: f64,
+    pub(crate) tree_ll128_bw_multi_node: f64,
+    pub(crate) tree_pattern_tree_bw: f64,
+    pub(crate) pat_bw: f64,
+    pub(crate) collnet_direct_inter_bw: f64,
+    pub(crate) collnet_direct_sm90_bw: f64,
+    pub(crate) collnet_direct_arity_latency_us: f64,
+    pub(crate) pat_log_latency_divisor: f64,
+    pub(crate) pat_rank_latency_us: f64,
+    pub(crate) ring_simple_plateau_latency_pre_sm80: f64,
+    pub(crate) ring_simple_plateau_latency: f64,
+    pub(crate) ring_simple_plateau_min_bytes_per_rank_channel: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NetOverhead {
-    pub x86_intel: f64,
-    pub x86_amd: f64,
-    pub other: f64,
-    pub simple_multiplier: f64,
+    pub(crate) x86_intel: f64,
+    pub(crate) x86_amd: f64,
+    pub(crate) other: f64,
+    pub(crate) simple_multiplier: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Threads {
-    pub max_nthreads: i64,
-    pub simple_max_nthreads: i64,
-    pub ll_max_nthreads: i64,
-    pub ll128_max_nthreads: i64,
-    pub warp_size: i64,
-    pub ring_simple_low_bw_nthreads: i64,
-    pub pci_bw: f64,
+    pub(crate) max_nthreads: i64,
+    pub(crate) simple_max_nthreads: i64,
+    pub(crate) ll_max_nthreads: i64,
+    pub(crate) ll128_max_nthreads: i64,
+    pub(crate) warp_size: i64,
+    pub(crate) ring_simple_low_bw_nthreads: i64,
+    pub(crate) pci_bw: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ThreadThresholds {
-    pub ll: i64,
-    pub ll128: i64,
-    pub simple: i64,
-    pub collnet_simple: i64,
+    pub(crate) ll: i64,
+    pub(crate) ll128: i64,
+    pub(crate) simple: i64,
+    pub(crate) collnet_simple: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -100,14 +100,14 @@ pub struct Scheduler {
     pub min_traffic_per_channel: u64,
     /// 2.30: traffic per channel is rounded up to 16 bytes; 2.28: it is at
     /// least `min_traffic_per_channel` and not rounded.
-    pub round_traffic_per_channel_to_16: bool,
+    pub(crate) round_traffic_per_channel_to_16: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NvlsChannels {
-    pub sm90: usize,
-    pub sm100_one_node: usize,
-    pub sm100_multi_node: usize,
+    pub(crate) sm90: usize,
+    pub(crate) sm100_one_node: usize,
+    pub(crate) sm100_multi_node: usize,
 }
 
 /// Code paths that changed between versions (not numbers, but switches).
@@ -136,10 +136,10 @@ pub struct Change {
 
 /// A patch release of the family that differs from the tag the table carries.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PatchChange {
-    pub tag: String,
-    pub what: String,
-    pub source: String,
+pub(crate) struct PatchChange {
+    pub(crate) tag: String,
+    pub(crate) what: String,
+    pub(crate) source: String,
 }
 
 /// Every constant of NCCL's cost model for one version family.
@@ -153,9 +153,9 @@ pub struct TuningTable {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub pre_release: bool,
     /// Where the table came from (`built-in nccl-2.28.json` or a path).
-    pub source: String,
+    pub(crate) source: String,
     /// By GPU generation.
-    pub nvls_efficiency: [f64; 4],
+    pub(crate) nvls_efficiency: [f64; 4],
     /// `[algo][proto]`, µs.
     pub base_latencies: AlgoProto<f64>,
     /// `[hw][algo][proto]`, µs.
@@ -180,7 +180,7 @@ pub struct TuningTable {
     pub behaviour: Behaviour,
     /// Empty for the oldest family and for user tables without the list.
     pub changes_from_previous: Vec<Change>,
-    pub patch_changes: Vec<PatchChange>,
+    pub(crate) patch_changes: Vec<PatchChange>,
 }
 
 /// The families built in, oldest first (`2.18` ... `2.31`, the last pre-release).
@@ -290,7 +290,7 @@ pub fn live_family(major: u32, minor: u32) -> (&'static str, bool, Option<String
 }
 
 /// The oldest built-in family.
-pub fn oldest_family() -> &'static str {
+pub(crate) fn oldest_family() -> &'static str {
     EMBEDDED[0].0
 }
 
@@ -343,7 +343,7 @@ pub fn builtin_for_version(version: &str) -> Result<(TuningTable, Option<String>
 }
 
 /// JSON text of a table (tuning or symmetric); a syntax error is bad input naming the source, line and column.
-pub fn parse_json(text: &str, source: &str) -> Result<Value> {
+pub(crate) fn parse_json(text: &str, source: &str) -> Result<Value> {
     serde_json::from_str(text).map_err(|e| {
         Error::bad_input(format!(
             "{source}:{}:{}: not valid JSON: {e}",
@@ -463,7 +463,7 @@ impl TuningTable {
     }
 
     /// `treeCorrectionFactor[p][logSize]`, or None outside the table.
-    pub fn tree_correction(&self, proto: Proto, log_size: i32) -> Option<f64> {
+    pub(crate) fn tree_correction(&self, proto: Proto, log_size: i32) -> Option<f64> {
         if log_size < 0 {
             return None;
         }

@@ -163,7 +163,7 @@ impl MaskReason {
 
 /// Hardware latency class (`NCCL_HW_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum Hw {
+pub(crate) enum Hw {
     NvLink = 0,
     Pci = 1,
     Net = 2,
@@ -171,17 +171,17 @@ pub enum Hw {
 
 /// The constants `ncclTopoTuneModel` picked for this machine.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Selected {
+pub(crate) struct Selected {
     /// 0 Volta, 1 Ampere, 2 Hopper, 3 Blackwell.
-    pub compcap_index: usize,
+    pub(crate) compcap_index: usize,
     /// 0 one node, 1 two nodes, 2 four or more.
-    pub scale_index: usize,
-    pub ll_max_bw: f64,
-    pub per_channel_max_tree_bw: f64,
-    pub per_channel_max_ring_ll128_bw: f64,
-    pub per_channel_max_tree_ll128_bw: f64,
-    pub per_channel_max_nvls_tree_bw: f64,
-    pub net_overhead_us: f32,
+    pub(crate) scale_index: usize,
+    pub(crate) ll_max_bw: f64,
+    pub(crate) per_channel_max_tree_bw: f64,
+    pub(crate) per_channel_max_ring_ll128_bw: f64,
+    pub(crate) per_channel_max_tree_ll128_bw: f64,
+    pub(crate) per_channel_max_nvls_tree_bw: f64,
+    pub(crate) net_overhead_us: f32,
 }
 
 /// NCCL's init tables for one communicator.
@@ -192,19 +192,19 @@ pub struct Tuned {
     /// `bandwidths[func][algo][proto]`, GB/s of algorithm bandwidth, after all masks.
     pub bandwidth: Cells<f32>,
     /// The bandwidth the model computed before the enable layer zeroed entries.
-    pub model_bandwidth: Cells<f32>,
+    pub(crate) model_bandwidth: Cells<f32>,
     /// `maxThreads[algo][proto]`.
     pub max_threads: AlgoProto<i64>,
     /// `threadThresholds[algo][proto]`.
-    pub thread_thresholds: AlgoProto<i64>,
+    pub(crate) thread_thresholds: AlgoProto<i64>,
     /// User lists after parsing (LL128 "2" = auto, resolved per entry by the gate).
-    pub enable: EnableMatrix,
+    pub(crate) enable: EnableMatrix,
     /// Reasons per entry, `[func][algo][proto]`; empty = usable at init.
-    pub masks: Cells<Vec<MaskReason>>,
-    pub selected: Selected,
+    pub(crate) masks: Cells<Vec<MaskReason>>,
+    pub(crate) selected: Selected,
     /// `comm->ringbdw[func][proto]` (NCCL 2.19-2.23, rule `ring_backup`):
     /// Ring's bandwidths before the algorithm masks, the per-call fallback.
-    pub ring_backup: Option<[[f32; NUM_PROTOCOLS]; NUM_FUNCTIONS]>,
+    pub(crate) ring_backup: Option<[[f32; NUM_PROTOCOLS]; NUM_FUNCTIONS]>,
 }
 
 impl Tuned {
@@ -233,7 +233,7 @@ fn get_nthreads(user: Option<i64>, min: i64, max: i64, default: i64, warp: i64) 
 /// NCCL's `ncclTopoTuneModel`, phase by phase: maximum threads, the selected
 /// constants, the model layer (bandwidth and latency per algorithm), the
 /// enable layer with the LL128 gate, the Ring fallback, and the thresholds.
-pub fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tuned> {
+pub(crate) fn tune(input: &ModelInput, env: &NcclEnv, table: &TuningTable) -> Result<Tuned> {
     let max_threads = max_threads(input, env, table);
     let selected = select_constants(input, env, table);
     let enable = if table.has(Rule::PerFunctionAlgoProtoLists) {

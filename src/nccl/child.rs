@@ -30,7 +30,7 @@ use std::io::Write;
 use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 /// Entry point of the hidden subcommand: read the job, run it, report.
-pub fn child_main() -> Result<()> {
+pub(crate) fn child_main() -> Result<()> {
     if !multicast_is_off(|k| std::env::var(k).ok()) {
         return Err(Error::runtime(
             "NCCL child refuses to start: NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1 and \

@@ -26,9 +26,9 @@
 //! `child.rs`; its data and checking kernels are the executor's too
 //! (`crate::gpu::pattern`, `kernels/pattern.cu`).
 
-pub mod child;
-pub mod spawn;
-pub mod tuner_plugin;
+pub(crate) mod child;
+pub(crate) mod spawn;
+pub(crate) mod tuner_plugin;
 
 use crate::dtype::Dtype;
 use crate::error::{Error, Result};
@@ -44,7 +44,7 @@ use std::process::Command;
 
 /// Set in every child process we start, overriding the parent's values:
 /// NVLink multicast (NVLS) must stay off on shared machines.
-pub const MULTICAST_OFF: [(&str, &str); 3] = [
+pub(crate) const MULTICAST_OFF: [(&str, &str); 3] = [
     ("NCCL_NVLS_ENABLE", "0"),
     ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
     ("NVSHMEM_DISABLE_NVLS", "1"),
@@ -52,19 +52,19 @@ pub const MULTICAST_OFF: [(&str, &str); 3] = [
 
 /// Prefix of the child's report lines on stdout; anything else there (NCCL's
 /// own log) is not ours.
-pub const CHILD_MARK: &str = "@@planner-child ";
+pub(crate) const CHILD_MARK: &str = "@@planner-child ";
 
 /// Environment variable carrying the child's job (JSON).
-pub const CHILD_SPEC_ENV: &str = "PLANNER_NCCL_CHILD_SPEC";
+pub(crate) const CHILD_SPEC_ENV: &str = "PLANNER_NCCL_CHILD_SPEC";
 
 /// Hidden subcommand that runs one child job.
-pub const CHILD_SUBCOMMAND: &str = "__nccl-child";
+pub(crate) const CHILD_SUBCOMMAND: &str = "__nccl-child";
 
 /// The variable the planner tuner plugin reads its plan from (tuner/README.md).
-pub const TUNER_PLAN_ENV: &str = "PLANNER_TUNER_PLAN";
+pub(crate) const TUNER_PLAN_ENV: &str = "PLANNER_TUNER_PLAN";
 
 /// Why a pair is never run here, if it is one of those.
-pub fn refused_pair(pair: Pair) -> Option<String> {
+pub(crate) fn refused_pair(pair: Pair) -> Option<String> {
     if pair.algo.nccl().is_some_and(Algo::is_nvls) {
         Some(format!(
             "{pair}: needs NVLink multicast, which planner keeps off (NCCL_NVLS_ENABLE=0)"
@@ -77,7 +77,7 @@ pub fn refused_pair(pair: Pair) -> Option<String> {
 /// True when this process's environment has multicast off as required.
 /// The child refuses to start otherwise (a second line of defence behind
 /// `child_command`).
-pub fn multicast_is_off(get: impl Fn(&str) -> Option<String>) -> bool {
+pub(crate) fn multicast_is_off(get: impl Fn(&str) -> Option<String>) -> bool {
     MULTICAST_OFF
         .iter()
         .all(|(key, value)| get(key).as_deref() == Some(*value))
@@ -86,7 +86,7 @@ pub fn multicast_is_off(get: impl Fn(&str) -> Option<String>) -> bool {
 /// What one child process does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
-pub enum ChildMode {
+pub(crate) enum ChildMode {
     /// Timed, with `NCCL_ALGO`/`NCCL_PROTO` pinned to this pair.
     Pinned { pair: Pair },
     /// Timed, NCCL chooses.
@@ -98,7 +98,7 @@ pub enum ChildMode {
 /// NCCL's tuner plugin in one child.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
-pub enum TunerSetting {
+pub(crate) enum TunerSetting {
     /// The environment as the user left it (every run without `--tuner`).
     #[default]
     Inherit,
@@ -112,7 +112,7 @@ pub enum TunerSetting {
 /// Which ranks the child drives.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
-pub enum ChildRanks {
+pub(crate) enum ChildRanks {
     /// Every rank is a GPU of this process (GPUs 0..gpus), each driven by
     /// its own thread with its own communicator (ncclCommInitRank on one id).
     Local { gpus: usize },
@@ -128,22 +128,22 @@ pub enum ChildRanks {
 
 /// The job of one child process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ChildSpec {
+pub(crate) struct ChildSpec {
     #[serde(with = "coll_label_serde")]
-    pub collective: Coll,
-    pub dtype: Dtype,
-    pub sizes: Vec<u64>,
-    pub plan: IterPlan,
-    pub graph: bool,
-    pub mode: ChildMode,
-    pub ranks: ChildRanks,
+    pub(crate) collective: Coll,
+    pub(crate) dtype: Dtype,
+    pub(crate) sizes: Vec<u64>,
+    pub(crate) plan: IterPlan,
+    pub(crate) graph: bool,
+    pub(crate) mode: ChildMode,
+    pub(crate) ranks: ChildRanks,
     /// Buffers from `ncclMemAlloc` registered as symmetric windows with
     /// `ncclCommWindowRegister(..., NCCL_WIN_COLL_SYMMETRIC)` (the nccl-symm
     /// backend, as nccl-tests `-R 2`).
     #[serde(default)]
-    pub symmetric: bool,
+    pub(crate) symmetric: bool,
     #[serde(default)]
-    pub tuner: TunerSetting,
+    pub(crate) tuner: TunerSetting,
 }
 
 /// One report line of a child (after `CHILD_MARK`).
@@ -176,7 +176,7 @@ pub enum ChildEvent {
 }
 
 impl ChildEvent {
-    pub fn to_line(&self) -> String {
+    pub(crate) fn to_line(&self) -> String {
         // Serialising these plain structs cannot fail; keep a fallback anyway.
         let json = serde_json::to_string(self)
             .unwrap_or_else(|e| format!("{{\"event\":\"fatal\",\"message\":\"{e}\"}}"));
@@ -194,7 +194,7 @@ impl ChildEvent {
 
 /// The command that runs `spec` in a child: our binary `exe` with the hidden
 /// subcommand, the job in the environment, multicast off, and the pair pinned.
-pub fn child_command(exe: &Path, spec: &ChildSpec) -> Result<Command> {
+pub(crate) fn child_command(exe: &Path, spec: &ChildSpec) -> Result<Command> {
     if let ChildMode::Pinned { pair } = spec.mode {
         if let Some(why) = refused_pair(pair) {
             return Err(Error::bad_input(why));
@@ -255,9 +255,9 @@ pub fn child_command(exe: &Path, spec: &ChildSpec) -> Result<Command> {
 /// size, which for all-gather and reduce-scatter is one rank's share).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TuningLine {
-    pub collective: Coll,
-    pub bytes: u64,
-    pub choice: NcclChoice,
+    pub(crate) collective: Coll,
+    pub(crate) bytes: u64,
+    pub(crate) choice: NcclChoice,
 }
 
 /// Parse one TUNING line; None for any other line.
@@ -277,7 +277,7 @@ pub fn parse_tuning_line(line: &str) -> Option<TuningLine> {
 
 /// NCCL's choice for each requested size, from a log: the first TUNING line
 /// of `collective` whose byte count matches the size as NCCL logs it.
-pub fn choices_from_log<'a>(
+pub(crate) fn choices_from_log<'a>(
     lines: impl IntoIterator<Item = &'a str>,
     collective: Coll,
     sizes: &[u64],
@@ -309,11 +309,11 @@ pub fn choices_from_log<'a>(
 /// which is the size verify requests.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TunerLine {
-    pub collective: Coll,
-    pub bytes: u64,
-    pub n_ranks: u32,
-    pub n_nodes: u32,
-    pub decision: TunerDecision,
+    pub(crate) collective: Coll,
+    pub(crate) bytes: u64,
+    pub(crate) n_ranks: u32,
+    pub(crate) n_nodes: u32,
+    pub(crate) decision: TunerDecision,
 }
 
 /// The plugin's mark in its messages.
@@ -347,7 +347,7 @@ pub fn parse_tuner_line(line: &str) -> Option<TunerLine> {
 
 /// The plugin's decision for each requested size: the first decision line of
 /// `collective` with that size (every rank logs one; they agree).
-pub fn tuner_decisions_from_log<'a>(
+pub(crate) fn tuner_decisions_from_log<'a>(
     lines: impl IntoIterator<Item = &'a str>,
     collective: Coll,
     sizes: &[u64],
@@ -375,7 +375,7 @@ pub fn tuner_decisions_from_log<'a>(
 /// v2.28.3-1) and the plugin's init lines
 /// (`plan ... applies: ...` or the WARN why it changes nothing), without the
 /// log prefix. The per-call lines are left out.
-pub fn tuner_status_from_log<'a>(lines: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+pub(crate) fn tuner_status_from_log<'a>(lines: impl IntoIterator<Item = &'a str>) -> Vec<String> {
     const MAX_LINES: usize = 8;
     let mut out: Vec<String> = Vec::new();
     for line in lines {
@@ -403,7 +403,7 @@ pub fn tuner_status_from_log<'a>(lines: impl IntoIterator<Item = &'a str>) -> Ve
 /// `[Symmetric]` lines (`crate::nccl_log::symmetric_line`;
 /// bytes as NCCL logs them, one rank's share for all-gather and
 /// reduce-scatter). None where NCCL took its classic path.
-pub fn symmetric_from_log<'a>(
+pub(crate) fn symmetric_from_log<'a>(
     lines: impl IntoIterator<Item = &'a str>,
     collective: Coll,
     sizes: &[u64],
@@ -436,7 +436,7 @@ pub fn symmetric_from_log<'a>(
 
 /// NCCL result codes as text (`ncclGetErrorString` needs the library; these
 /// are NCCL's fixed numbers, `nccl.h`).
-pub fn nccl_result_name(code: u32) -> &'static str {
+pub(crate) fn nccl_result_name(code: u32) -> &'static str {
     match code {
         0 => "ncclSuccess",
         1 => "ncclUnhandledCudaError",
@@ -461,7 +461,7 @@ pub fn version_string(code: i32) -> String {
 
 /// Fail with a clear message unless the CUDA driver can be loaded (what a
 /// native-only verify needs).
-pub fn check_driver() -> Result<()> {
+pub(crate) fn check_driver() -> Result<()> {
     // SAFETY: is_culib_present only tries to dlopen the library by name and
     // reports whether that worked; it calls nothing inside it.
     let driver = unsafe { cudarc::driver::sys::is_culib_present() };
@@ -476,7 +476,7 @@ pub fn check_driver() -> Result<()> {
 
 /// Fail with a clear message unless the CUDA driver and libnccl can be loaded
 /// (cudarc panics on the first call otherwise).
-pub fn check_libraries() -> Result<()> {
+pub(crate) fn check_libraries() -> Result<()> {
     check_driver()?;
     // SAFETY: as above, a dlopen probe only.
     let nccl = unsafe { cudarc::nccl::sys::is_culib_present() };
@@ -490,7 +490,7 @@ pub fn check_libraries() -> Result<()> {
 }
 
 /// The loaded libnccl's version ("2.28.3").
-pub fn library_version() -> Result<String> {
+pub(crate) fn library_version() -> Result<String> {
     check_libraries()?;
     let code = cudarc::nccl::result::get_nccl_version().map_err(|e| {
         Error::runtime(format!(
@@ -503,7 +503,7 @@ pub fn library_version() -> Result<String> {
 
 /// A new NCCL unique id (rank 0 of a multi-process run), hex encoded. The
 /// calling process hosts NCCL's bootstrap root until every rank has joined.
-pub fn new_unique_id_hex() -> Result<String> {
+pub(crate) fn new_unique_id_hex() -> Result<String> {
     check_libraries()?;
     let id = cudarc::nccl::result::get_uniqueid().map_err(|e| {
         Error::runtime(format!(
@@ -515,12 +515,12 @@ pub fn new_unique_id_hex() -> Result<String> {
 }
 
 /// Hex form of an NCCL unique id (128 bytes -> 256 hex digits).
-pub fn id_to_hex(bytes: &[u8; 128]) -> String {
+pub(crate) fn id_to_hex(bytes: &[u8; 128]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Back from `id_to_hex`.
-pub fn id_from_hex(text: &str) -> Result<[u8; 128]> {
+pub(crate) fn id_from_hex(text: &str) -> Result<[u8; 128]> {
     let bad = || {
         Error::runtime(format!(
             "bad NCCL unique id from the rendezvous: expected 256 hex digits, got {} characters",

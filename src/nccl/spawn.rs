@@ -14,35 +14,35 @@ use std::time::Duration;
 
 /// What one child did.
 #[derive(Debug, Default)]
-pub struct ChildOutcome {
-    pub init: Option<ChildInit>,
+pub(crate) struct ChildOutcome {
+    pub(crate) init: Option<ChildInit>,
     /// Size events in order.
-    pub sizes: Vec<ChildEvent>,
+    pub(crate) sizes: Vec<ChildEvent>,
     /// Its own account of a failure that ended it.
-    pub fatal: Option<String>,
+    pub(crate) fatal: Option<String>,
     /// No report line came within the deadline; it was killed.
-    pub timed_out: bool,
+    pub(crate) timed_out: bool,
     /// The user asked to stop (Ctrl-C): it was killed after its current size.
-    pub interrupted: bool,
+    pub(crate) interrupted: bool,
     /// How it exited ("exit status: 0", "signal: 9", ...).
-    pub exit: String,
-    pub exit_ok: bool,
+    pub(crate) exit: String,
+    pub(crate) exit_ok: bool,
     /// The end of what it wrote besides its reports (NCCL warnings, errors).
-    pub output_tail: String,
+    pub(crate) output_tail: String,
     /// NCCL's TUNING log (choices mode).
-    pub tuning_log: Option<String>,
+    pub(crate) tuning_log: Option<String>,
     /// NCCL's own topology (NCCL_TOPO_DUMP_FILE) and graphs
     /// (NCCL_GRAPH_DUMP_FILE), choices mode, written by rank 0.
-    pub topo_dump: Option<String>,
-    pub graph_dump: Option<String>,
+    pub(crate) topo_dump: Option<String>,
+    pub(crate) graph_dump: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct ChildInit {
-    pub nccl_version: String,
-    pub cuda_version: String,
-    pub world_size: usize,
-    pub gpus: Vec<GpuInfo>,
+pub(crate) struct ChildInit {
+    pub(crate) nccl_version: String,
+    pub(crate) cuda_version: String,
+    pub(crate) world_size: usize,
+    pub(crate) gpus: Vec<GpuInfo>,
 }
 
 const TAIL_BYTES: usize = 8 << 10;
@@ -129,7 +129,7 @@ fn next_line(reader: &mut impl BufRead) -> Option<String> {
 
 /// Run `spec` in a child of `exe`. `timeout` bounds the wait for each report
 /// line (the first one, which includes NCCL's start-up, gets a minute more).
-pub fn run_child(
+pub(crate) fn run_child(
     exe: &Path,
     spec: &ChildSpec,
     timeout: Duration,
@@ -269,17 +269,17 @@ pub fn run_child(
 
 /// Which rows a child's sizes become.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RowKind {
-    pub backend: Backend,
+pub(crate) struct RowKind {
+    pub(crate) backend: Backend,
     /// The pinned pair; None for NCCL's free choice.
-    pub pair: Option<Pair>,
+    pub(crate) pair: Option<Pair>,
     /// NCCL's free choice with the tuner plugin (the `tuned` row).
-    pub tuned: bool,
+    pub(crate) tuned: bool,
 }
 
 impl RowKind {
     /// A pinned pair of the NCCL backend.
-    pub fn pinned(pair: Pair) -> RowKind {
+    pub(crate) fn pinned(pair: Pair) -> RowKind {
         RowKind {
             backend: Backend::Nccl,
             pair: Some(pair),
@@ -287,7 +287,7 @@ impl RowKind {
         }
     }
     /// NCCL's free choice on `backend`, with or without the tuner plugin.
-    pub fn free(backend: Backend, tuned: bool) -> RowKind {
+    pub(crate) fn free(backend: Backend, tuned: bool) -> RowKind {
         RowKind {
             backend,
             pair: None,
@@ -295,7 +295,7 @@ impl RowKind {
         }
     }
     /// The row of one size event (None for other events).
-    pub fn row_of(&self, event: &ChildEvent) -> Option<Row> {
+    pub(crate) fn row_of(&self, event: &ChildEvent) -> Option<Row> {
         let ChildEvent::Size {
             bytes,
             status,
@@ -327,7 +327,7 @@ impl RowKind {
 /// Rows for `sizes` from a child's outcome: a row per reported size, and for
 /// the sizes it never reported, why (none after a stop request: they were
 /// never asked for).
-pub fn rows_from_outcome(
+pub(crate) fn rows_from_outcome(
     kind: RowKind,
     sizes: &[u64],
     outcome: &ChildOutcome,

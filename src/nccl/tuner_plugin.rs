@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 
 /// The plugin's file name, as `cargo build --release` writes it into `target/release/` beside the planner binary,
 /// and as the wheel installs it into `<env>/lib/` beside `<env>/bin/planner`.
-pub const PLUGIN_FILE: &str = "libnccl_tuner_planner.so";
+pub(crate) const PLUGIN_FILE: &str = "libnccl_tuner_planner.so";
 
 /// The places planner's plugin is looked for, relative to the planner binary `exe`, in order: its own directory
 /// (`cargo build`, `cargo install` with the plugin copied beside it) and `../lib` (the Python wheel's data directory).
-pub fn plugin_candidates(exe: &Path) -> Vec<PathBuf> {
+pub(crate) fn plugin_candidates(exe: &Path) -> Vec<PathBuf> {
     let dir = exe.parent().unwrap_or_else(|| Path::new("."));
     let mut out = vec![dir.join(PLUGIN_FILE)];
     if let Some(prefix) = dir.parent() {
@@ -24,18 +24,18 @@ pub fn plugin_candidates(exe: &Path) -> Vec<PathBuf> {
 
 /// `NCCL_TUNER_PLUGIN` as this process has it (None when unset or not text). Read here, not in `NcclEnv`: it
 /// steers no model choice, only which plugin a child NCCL loads.
-pub fn from_process() -> Option<String> {
+pub(crate) fn from_process() -> Option<String> {
     std::env::var("NCCL_TUNER_PLUGIN").ok()
 }
 
 /// The first of `plugin_candidates` that is a file.
-pub fn find_installed(exe: &Path) -> Option<PathBuf> {
+pub(crate) fn find_installed(exe: &Path) -> Option<PathBuf> {
     plugin_candidates(exe).into_iter().find(|p| p.is_file())
 }
 
 /// What NCCL loads given the `NCCL_TUNER_PLUGIN` already in the environment, once planner's plugin is exported.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Conflict {
+pub(crate) enum Conflict {
     /// Not set: NCCL would open `libnccl-tuner.so` (or the net plugin's tuner); exporting planner's replaces that.
     Unset,
     /// Already planner's plugin (the same file).
@@ -48,7 +48,7 @@ pub enum Conflict {
 
 impl Conflict {
     /// Compare the environment's `NCCL_TUNER_PLUGIN` (`current`) with planner's plugin `ours`.
-    pub fn of(current: Option<&str>, ours: &Path) -> Conflict {
+    pub(crate) fn of(current: Option<&str>, ours: &Path) -> Conflict {
         let Some(value) = current.filter(|v| !v.is_empty()) else {
             return Conflict::Unset;
         };
@@ -84,7 +84,7 @@ impl Conflict {
 }
 
 /// `value` as one shell word: unquoted when it has only safe characters, else in single quotes.
-pub fn shell_word(value: &str) -> String {
+pub(crate) fn shell_word(value: &str) -> String {
     let safe = !value.is_empty()
         && value
             .chars()

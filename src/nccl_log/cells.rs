@@ -20,11 +20,11 @@ pub struct LoggedCells {
     /// `[func][algo][proto]`, GB/s of algorithm bandwidth; 0 where NCCL disabled the entry.
     pub bandwidth: Cells<f32>,
     /// `[algo][proto]` (the `Max NThreads` row).
-    pub max_threads: AlgoProto<i64>,
+    pub(crate) max_threads: AlgoProto<i64>,
     /// Algorithms with a block in the log (no PAT up to 2.22); the others are 0.
     pub algorithms: Vec<Algo>,
     /// The log line where the table starts.
-    pub line: usize,
+    pub(crate) line: usize,
 }
 
 /// The table NCCL printed at init, as cells; a log without one is a bad input.

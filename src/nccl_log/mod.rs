@@ -52,7 +52,7 @@ pub struct LogGraph {
     pub graph: SearchGraph,
     pub line: usize,
     /// Index into `NcclLog::streams`: the rank that printed it.
-    pub stream: usize,
+    pub(crate) stream: usize,
 }
 
 /// One cell of the init table as printed: latency and bandwidth text.
@@ -61,7 +61,7 @@ pub struct LogCell {
     pub latency: String,
     pub bandwidth: String,
     /// The line of the function's row.
-    pub line: usize,
+    pub(crate) line: usize,
 }
 
 /// The init tuning table.
@@ -76,7 +76,7 @@ pub struct LogTable {
     /// The algorithms that have a block: 6 up to 2.22 (no PAT), 7 from 2.23.
     pub algorithms: Vec<Algo>,
     /// Line of the first `Algorithm` header.
-    pub line: usize,
+    pub(crate) line: usize,
 }
 
 /// The shape of a per-call line (see the module comment).
@@ -130,20 +130,20 @@ impl LogCall {
 /// `Channel cc/nn : r r r ...`: a ring as rank 0 prints it (possibly cut short).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LogRing {
-    pub channel: usize,
+    pub(crate) channel: usize,
     pub n_channels: usize,
     pub ranks: Vec<i32>,
-    pub line: usize,
+    pub(crate) line: usize,
 }
 
 /// `Ring cc : prev -> rank -> next`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LogRingLink {
-    pub channel: usize,
-    pub prev: i32,
+    pub(crate) channel: usize,
+    pub(crate) prev: i32,
     pub rank: i32,
-    pub next: i32,
-    pub line: usize,
+    pub(crate) next: i32,
+    pub(crate) line: usize,
 }
 
 /// One tree entry: from `Trees [c] d0/d1/d2->rank->up` or `Tree c : up -> rank -> d0/d1/d2`.
@@ -152,10 +152,10 @@ pub struct LogTreeLink {
     pub channel: usize,
     pub up: i32,
     pub rank: i32,
-    pub down: [i32; 3],
+    pub(crate) down: [i32; 3],
     /// True for a `Tree c :` line (the links across nodes, `connectTrees`).
-    pub across_nodes: bool,
-    pub line: usize,
+    pub(crate) across_nodes: bool,
+    pub(crate) line: usize,
 }
 
 /// What planner's tuner plugin did for one call (tuner/README.md, "Log line formats").
@@ -176,14 +176,14 @@ pub enum PluginOutcome {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PluginDecision {
     /// None for `func<N>` (a collective the model does not know).
-    pub coll: Option<Coll>,
+    pub(crate) coll: Option<Coll>,
     /// NCCL's `nBytes`.
-    pub n_bytes: u64,
-    pub n_ranks: usize,
-    pub n_nodes: usize,
+    pub(crate) n_bytes: u64,
+    pub(crate) n_ranks: usize,
+    pub(crate) n_nodes: usize,
     pub outcome: PluginOutcome,
-    pub process: String,
-    pub line: usize,
+    pub(crate) process: String,
+    pub(crate) line: usize,
 }
 
 /// One rank's lines: the lines of one prefix (`[tag] host:pid` and NCCL's `[dev]`, the
@@ -198,10 +198,10 @@ pub struct LogStream {
     /// `-g N`) or of a prefix that is only `[r]`.
     pub rank: Option<usize>,
     /// The stream's first NCCL line.
-    pub line: usize,
+    pub(crate) line: usize,
     /// The stream's last NCCL line that is not a graph line (`Pattern ...` or its channel
     /// lines ` 0 : GPU/0 ...`): a rank whose graph lines end the log may have been cut.
-    pub last_other_line: usize,
+    pub(crate) last_other_line: usize,
 }
 
 /// `N coll channels, .. M nvls channels` as one rank printed it.
@@ -248,11 +248,11 @@ pub struct NcclLog {
     pub thread_thresholds: Vec<LogThresholds>,
     pub calls: Vec<LogCall>,
     /// The plugin's `plan PATH applies: ...` line and its line number.
-    pub plugin_plan: Option<(String, usize)>,
+    pub(crate) plugin_plan: Option<(String, usize)>,
     pub plugin_decisions: Vec<PluginDecision>,
     /// NCCL 2.31's `Input: {` and `Best tuning {` lines (`tuning231`), in log order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub tuning231: Vec<tuning231::TuningLineAt>,
+    pub(crate) tuning231: Vec<tuning231::TuningLineAt>,
     /// The lines of 2.31's `Best tuning, algorithm, A, protocol, P` (the pair of the `Best tuning {` line before).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tuning_summaries: Vec<usize>,
@@ -314,7 +314,7 @@ pub fn table_for_log(version: &str) -> Result<(TuningTable, Option<String>)> {
 }
 
 /// `NCCL version 2.20.5+cuda12.4` anywhere in a line: the version word.
-pub fn bare_version(raw: &str) -> Option<String> {
+pub(crate) fn bare_version(raw: &str) -> Option<String> {
     let pos = raw.find("NCCL version ")?;
     let word = raw[pos + "NCCL version ".len()..]
         .split_whitespace()
@@ -474,7 +474,7 @@ impl NcclLog {
     }
 
     /// How a rank is named in a difference: `rank 3`, else the line prefix.
-    pub fn stream_label(&self, stream: usize) -> String {
+    pub(crate) fn stream_label(&self, stream: usize) -> String {
         match self.streams.get(stream) {
             Some(LogStream { rank: Some(r), .. }) => format!("rank {r}"),
             Some(s) if !s.key.is_empty() => format!("'{}'", s.key),

@@ -27,30 +27,30 @@ pub enum TuningLine {
 /// `Input: { ... }`: what the tuner was asked.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TuningInput {
-    pub coll: Coll,
+    pub(crate) coll: Coll,
     /// NCCL's `nBytes` (the larger of send and receive, per rank).
     pub n_bytes: u64,
-    pub num_pipe_ops: u64,
-    pub count: u64,
-    pub reg_buff: bool,
+    pub(crate) num_pipe_ops: u64,
+    pub(crate) count: u64,
+    pub(crate) reg_buff: bool,
 }
 
 /// `Best tuning { ... }`: what it chose. `algo`/`proto` are None for a symmetric kernel (`Undefined`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BestTuning {
     /// `algo * 3 + proto`, or 21 + the symmetric kernel's id.
-    pub id: i64,
-    pub valid: bool,
+    pub(crate) id: i64,
+    pub(crate) valid: bool,
     /// As printed (`%f`, µs).
     pub time_us: String,
-    pub algo: Option<Algo>,
-    pub proto: Option<Proto>,
+    pub(crate) algo: Option<Algo>,
+    pub(crate) proto: Option<Proto>,
     /// `ncclSymkKernelIdToString`, None when it is `Undefined`/`Unknown`.
-    pub sym_kernel: Option<String>,
+    pub(crate) sym_kernel: Option<String>,
     pub n_channels: i64,
-    pub max_channels: i64,
+    pub(crate) max_channels: i64,
     pub n_warps: i64,
-    pub forced: bool,
+    pub(crate) forced: bool,
 }
 
 /// An `Input` line and its `Best tuning` line.
@@ -59,17 +59,17 @@ pub struct TuningCall {
     pub input: TuningInput,
     pub best: BestTuning,
     /// Index into `NcclLog::streams`.
-    pub stream: usize,
+    pub(crate) stream: usize,
     /// The `Best tuning` line.
-    pub line: usize,
+    pub(crate) line: usize,
 }
 
 /// A 2.31 tuning line read from a log, with where it was.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TuningLineAt {
-    pub parsed: TuningLine,
-    pub stream: usize,
-    pub line: usize,
+    pub(crate) parsed: TuningLine,
+    pub(crate) stream: usize,
+    pub(crate) line: usize,
 }
 
 /// `.key = value` pairs between the braces of `msg` after `head`.

@@ -5,13 +5,13 @@ use super::sysfs::SysFs;
 
 /// What NCCL writes on a `<cpu>` besides numaid and affinity.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CpuId {
+pub(crate) struct CpuId {
     /// CPUID vendor string, e.g. "GenuineIntel", "AuthenticAMD".
-    pub vendor: String,
+    pub(crate) vendor: String,
     /// NCCL's family: base family + (extended family << 4).
-    pub family: u32,
+    pub(crate) family: u32,
     /// NCCL's model: base model + (extended model << 4).
-    pub model: u32,
+    pub(crate) model: u32,
 }
 
 /// Read the first processor's vendor, family and model from /proc/cpuinfo and
@@ -19,12 +19,12 @@ pub struct CpuId {
 /// the base is 0xF; NCCL adds the extended family shifted by 4 instead (so
 /// AMD Zen 2, Linux family 23, is NCCL family 0xF + (8 << 4) = 143). The
 /// model is the same in both for every family NCCL looks at.
-pub fn read_cpuid(sys: &SysFs) -> Option<CpuId> {
+pub(crate) fn read_cpuid(sys: &SysFs) -> Option<CpuId> {
     let text = sys.read_text("/proc/cpuinfo")?;
     parse_cpuinfo(&text)
 }
 
-pub fn parse_cpuinfo(text: &str) -> Option<CpuId> {
+pub(crate) fn parse_cpuinfo(text: &str) -> Option<CpuId> {
     let mut vendor = None;
     let mut family = None;
     let mut model = None;
@@ -57,7 +57,7 @@ pub fn parse_cpuinfo(text: &str) -> Option<CpuId> {
 }
 
 /// NCCL's architecture names (`arch` attribute).
-pub fn nccl_arch(rust_arch: &str) -> &'static str {
+pub(crate) fn nccl_arch(rust_arch: &str) -> &'static str {
     match rust_arch {
         "x86_64" => "x86_64",
         "aarch64" => "arm64",
@@ -68,7 +68,7 @@ pub fn nccl_arch(rust_arch: &str) -> &'static str {
 
 /// NCCL's host identity string: `NCCL_HOSTID` if set, else the host name
 /// followed by the kernel boot id.
-pub fn host_identity(sys: &SysFs, nccl_hostid: Option<&str>) -> String {
+pub(crate) fn host_identity(sys: &SysFs, nccl_hostid: Option<&str>) -> String {
     if let Some(id) = nccl_hostid {
         return id.to_string();
     }
@@ -86,7 +86,7 @@ pub fn host_identity(sys: &SysFs, nccl_hostid: Option<&str>) -> String {
 
 /// NCCL's 64-bit string hash (`getHash` in bitops.h): a two-word accumulator
 /// fed 8 bytes at a time, then a final mix. Re-written from its description.
-pub fn nccl_hash(bytes: &[u8]) -> u64 {
+pub(crate) fn nccl_hash(bytes: &[u8]) -> u64 {
     let mut acc0: u64 = 1;
     let mut acc1: u64 = 1;
     acc0 ^= bytes.len() as u64;
@@ -110,7 +110,7 @@ pub fn nccl_hash(bytes: &[u8]) -> u64 {
 }
 
 /// `host_hash` as NCCL prints it (`%#lx`).
-pub fn host_hash_attr(identity: &str) -> String {
+pub(crate) fn host_hash_attr(identity: &str) -> String {
     let h = nccl_hash(identity.as_bytes());
     if h == 0 {
         "0".to_string()

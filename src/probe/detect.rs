@@ -18,17 +18,17 @@ use crate::xml::XmlNode;
 
 /// What the probe knows about the host besides NVML and the PCI tree.
 #[derive(Debug, Clone, PartialEq)]
-pub struct HostInfo {
+pub(crate) struct HostInfo {
     /// NCCL's `arch`: "x86_64", "arm64", "ppc64".
-    pub arch: String,
+    pub(crate) arch: String,
     /// x86 only; `None` when /proc/cpuinfo could not be read.
-    pub cpu: Option<CpuId>,
+    pub(crate) cpu: Option<CpuId>,
     /// `host_hash` attribute value ("0x...").
-    pub host_hash: String,
+    pub(crate) host_hash: String,
 }
 
 /// The whole detection: one XML per rank, fused in rank order.
-pub fn build(
+pub(crate) fn build(
     facts: &MachineFacts,
     nets: &[NetDevice],
     sys: &SysFs,
@@ -67,7 +67,10 @@ pub fn build(
 
 /// The GPUs NCCL would have as ranks: those CUDA sees, in CUDA order, or all of
 /// NVML's in NVML order when CUDA could not be asked.
-pub fn ranked_gpus<'a>(facts: &'a MachineFacts, warnings: &mut Warnings) -> Vec<&'a GpuFacts> {
+pub(crate) fn ranked_gpus<'a>(
+    facts: &'a MachineFacts,
+    warnings: &mut Warnings,
+) -> Vec<&'a GpuFacts> {
     if !facts.cuda_available {
         let mut all: Vec<&GpuFacts> = facts.gpus.iter().collect();
         all.sort_by_key(|g| g.index);
@@ -103,7 +106,7 @@ fn p2p_warnings(facts: &MachineFacts, warnings: &mut Warnings) {
 
 /// NCCL's fusion (`ncclTopoFuseXml`): a child of `src` that has a twin in
 /// `dst` (same name, same attributes) is merged into it, else appended.
-pub fn fuse(dst: &mut XmlNode, src: &XmlNode) {
+pub(crate) fn fuse(dst: &mut XmlNode, src: &XmlNode) {
     for child in &src.children {
         let twin = dst.children.iter_mut().find(|d| {
             d.name == child.name

@@ -94,9 +94,9 @@ pub enum RemoteType {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct C2cLinkFacts {
     /// `NVML_FI_DEV_C2C_LINK_GET_STATUS == 1`.
-    pub up: Option<bool>,
+    pub(crate) up: Option<bool>,
     /// `NVML_FI_DEV_C2C_LINK_GET_MAX_BW` (MB/s).
-    pub max_bw: Option<u32>,
+    pub(crate) max_bw: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -109,19 +109,19 @@ pub struct P2pFacts {
 }
 
 impl GpuFacts {
-    pub fn sm(&self) -> i32 {
+    pub(crate) fn sm(&self) -> i32 {
         self.compute_capability.0 * 10 + self.compute_capability.1
     }
 
     /// The bus id in NCCL's spelling: lower case, 4-digit domain ("0000:00:06.0").
-    pub fn nccl_bus_id(&self) -> String {
+    pub(crate) fn nccl_bus_id(&self) -> String {
         nccl_bus_id(&self.bus_id)
     }
 }
 
 /// NCCL's spelling of a bus id: lower case, domain printed with at least 4
 /// digits (NVML prints 8), e.g. "00000000:1B:00.0" -> "0000:1b:00.0".
-pub fn nccl_bus_id(nvml_bus_id: &str) -> String {
+pub(crate) fn nccl_bus_id(nvml_bus_id: &str) -> String {
     let lower = nvml_bus_id.trim().to_lowercase();
     match lower.split_once(':') {
         Some((domain, rest)) => match u32::from_str_radix(domain, 16) {
@@ -137,7 +137,7 @@ pub fn nccl_bus_id(nvml_bus_id: &str) -> String {
 /// whose NVSwitch lives outside) comes out as "fffffff:ff:ff.0" in NCCL's
 /// dumps (see the h200x2-nvswitch-vm capture); anything else is the normal
 /// 4-digit-domain spelling.
-pub fn nccl_nvlink_target(nvml_remote_bus_id: &str) -> String {
+pub(crate) fn nccl_nvlink_target(nvml_remote_bus_id: &str) -> String {
     let id = nccl_bus_id(nvml_remote_bus_id);
     if is_invisible_remote(nvml_remote_bus_id) {
         INVISIBLE_TARGET.to_string()
@@ -147,10 +147,10 @@ pub fn nccl_nvlink_target(nvml_remote_bus_id: &str) -> String {
 }
 
 /// The target NCCL writes for an NVLink far end it cannot see.
-pub const INVISIBLE_TARGET: &str = "fffffff:ff:ff.0";
+pub(crate) const INVISIBLE_TARGET: &str = "fffffff:ff:ff.0";
 
 /// Whether NVML's far-end bus id is the "not visible" one (all-ones domain).
-pub fn is_invisible_remote(nvml_remote_bus_id: &str) -> bool {
+pub(crate) fn is_invisible_remote(nvml_remote_bus_id: &str) -> bool {
     let lower = nvml_remote_bus_id.trim().to_lowercase();
     let domain = lower.split(':').next().unwrap_or("");
     domain.len() >= 7 && domain.chars().all(|c| c == 'f')

@@ -9,47 +9,47 @@ use serde::{Deserialize, Serialize};
 
 /// One GPU's health.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GpuHealth {
+pub(crate) struct GpuHealth {
     /// NVML's index.
-    pub index: u32,
-    pub name: String,
-    pub bus_id: String,
+    pub(crate) index: u32,
+    pub(crate) name: String,
+    pub(crate) bus_id: String,
     /// Compute capability as (major, minor).
-    pub compute_capability: (i32, i32),
-    pub pcie: PcieState,
+    pub(crate) compute_capability: (i32, i32),
+    pub(crate) pcie: PcieState,
     /// Every NVLink NVML knows on this GPU (empty: none, or not reported).
-    pub nvlinks: Vec<NvLinkHealth>,
+    pub(crate) nvlinks: Vec<NvLinkHealth>,
     /// Why the clocks are held down now; None: not reported.
-    pub throttle: Option<Vec<ThrottleReason>>,
-    pub ecc: EccState,
+    pub(crate) throttle: Option<Vec<ThrottleReason>>,
+    pub(crate) ecc: EccState,
     /// SM clock now and at most, MHz.
-    pub sm_clock_mhz: Option<u32>,
-    pub sm_clock_max_mhz: Option<u32>,
-    pub temperature_c: Option<u32>,
+    pub(crate) sm_clock_mhz: Option<u32>,
+    pub(crate) sm_clock_max_mhz: Option<u32>,
+    pub(crate) temperature_c: Option<u32>,
     /// Compute processes on the GPU when the probe ran (other jobs share the links).
-    pub compute_processes: Option<u32>,
+    pub(crate) compute_processes: Option<u32>,
 }
 
 /// The PCIe link of one GPU. NVML's current generation drops while the GPU idles (power saving), so `doctor`
 /// reads it again under load (`under_load_*`) and judges that reading.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct PcieState {
-    pub gen: Option<u32>,
-    pub width: Option<u32>,
-    pub max_gen: Option<u32>,
-    pub max_width: Option<u32>,
+pub(crate) struct PcieState {
+    pub(crate) gen: Option<u32>,
+    pub(crate) width: Option<u32>,
+    pub(crate) max_gen: Option<u32>,
+    pub(crate) max_width: Option<u32>,
     /// Generation and width read right after a host-to-device copy (None: not read or not reported).
     #[serde(default)]
-    pub under_load_gen: Option<u32>,
+    pub(crate) under_load_gen: Option<u32>,
     #[serde(default)]
-    pub under_load_width: Option<u32>,
+    pub(crate) under_load_width: Option<u32>,
     /// Link-level retransmissions since the driver loaded (NVML's PCIe replay counter).
-    pub replay_count: Option<u64>,
+    pub(crate) replay_count: Option<u64>,
 }
 
 impl PcieState {
     /// The generation and width to judge: under load when read, else the idle reading.
-    pub fn trained(&self) -> (Option<u32>, Option<u32>) {
+    pub(crate) fn trained(&self) -> (Option<u32>, Option<u32>) {
         (
             self.under_load_gen.or(self.gen),
             self.under_load_width.or(self.width),
@@ -59,30 +59,30 @@ impl PcieState {
 
 /// One NVLink.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NvLinkHealth {
-    pub link: u32,
+pub(crate) struct NvLinkHealth {
+    pub(crate) link: u32,
     /// Up (true), down (false), not reported (None).
-    pub active: Option<bool>,
+    pub(crate) active: Option<bool>,
     /// The PCI bus id at the far end, when up.
-    pub remote_bus_id: Option<String>,
+    pub(crate) remote_bus_id: Option<String>,
     /// The far end is an NVSwitch (None: not reported).
-    pub remote_is_switch: Option<bool>,
+    pub(crate) remote_is_switch: Option<bool>,
     /// Data-link error counters; each None when not reported.
-    pub errors: NvLinkErrors,
+    pub(crate) errors: NvLinkErrors,
 }
 
 /// NVML's NVLink data-link error counters (`nvmlDeviceGetNvLinkErrorCounter`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct NvLinkErrors {
-    pub replay: Option<u64>,
-    pub recovery: Option<u64>,
-    pub crc_flit: Option<u64>,
-    pub crc_data: Option<u64>,
+pub(crate) struct NvLinkErrors {
+    pub(crate) replay: Option<u64>,
+    pub(crate) recovery: Option<u64>,
+    pub(crate) crc_flit: Option<u64>,
+    pub(crate) crc_data: Option<u64>,
 }
 
 impl NvLinkErrors {
     /// The counters that were reported, with their names.
-    pub fn reported(&self) -> Vec<(&'static str, u64)> {
+    pub(crate) fn reported(&self) -> Vec<(&'static str, u64)> {
         [
             ("replay", self.replay),
             ("recovery", self.recovery),
@@ -98,7 +98,7 @@ impl NvLinkErrors {
 /// A reason NVML gives for clocks below their maximum (`nvmlClocksEventReasons`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ThrottleReason {
+pub(crate) enum ThrottleReason {
     GpuIdle,
     ApplicationsClocksSetting,
     SwPowerCap,
@@ -112,7 +112,7 @@ pub enum ThrottleReason {
 
 impl ThrottleReason {
     /// As nvidia-smi -q names it.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             ThrottleReason::GpuIdle => "idle",
             ThrottleReason::ApplicationsClocksSetting => "applications clocks setting",
@@ -127,7 +127,7 @@ impl ThrottleReason {
     }
 
     /// A reason that slows a busy GPU (not idling, not a clock setting someone chose).
-    pub fn is_slowdown(self) -> bool {
+    pub(crate) fn is_slowdown(self) -> bool {
         matches!(
             self,
             ThrottleReason::HwSlowdown
@@ -141,25 +141,25 @@ impl ThrottleReason {
 /// ECC mode and counts of device-memory errors since the driver loaded (volatile) and in the GPU's life
 /// (aggregate).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct EccState {
-    pub enabled: Option<bool>,
-    pub volatile_uncorrected: Option<u64>,
-    pub volatile_corrected: Option<u64>,
-    pub aggregate_uncorrected: Option<u64>,
+pub(crate) struct EccState {
+    pub(crate) enabled: Option<bool>,
+    pub(crate) volatile_uncorrected: Option<u64>,
+    pub(crate) volatile_corrected: Option<u64>,
+    pub(crate) aggregate_uncorrected: Option<u64>,
 }
 
 /// Read every GPU's health from NVML. Err: NVML cannot start or sees no GPU (one line, for exit 1).
-pub fn read_health() -> crate::error::Result<Vec<GpuHealth>> {
+pub(crate) fn read_health() -> crate::error::Result<Vec<GpuHealth>> {
     super::nvml::read_health()
 }
 
 /// (driver version, CUDA version the driver supports, e.g. 13000), each None when NVML does not say.
-pub fn read_driver() -> (Option<String>, Option<i32>) {
+pub(crate) fn read_driver() -> (Option<String>, Option<i32>) {
     super::nvml::read_driver()
 }
 
 /// Read the PCIe generation and width of GPU `index` now (after a copy, to see the link under load).
-pub fn read_pcie_now(index: u32) -> Option<(u32, u32)> {
+pub(crate) fn read_pcie_now(index: u32) -> Option<(u32, u32)> {
     super::nvml::read_pcie_now(index)
 }
 

@@ -7,16 +7,16 @@
 //! - `sysfs::SysFs` reads /sys and /proc under a root directory;
 //! - `detect` is NCCL's detection over those two, producing the XML tree.
 
-pub mod cpu;
-pub mod detect;
+pub(crate) mod cpu;
+pub(crate) mod detect;
 pub mod facts;
-pub mod health;
-pub mod net;
+pub(crate) mod health;
+pub(crate) mod net;
 mod nvml;
-pub mod sysfs;
-pub mod warnings;
+pub(crate) mod sysfs;
+pub(crate) mod warnings;
 
-pub mod nccl_version;
+pub(crate) mod nccl_version;
 
 use crate::error::Error;
 use crate::xml::XmlNode;
@@ -26,7 +26,7 @@ pub use warnings::{Oddity, Warnings};
 
 /// Why the probe gave no topology.
 #[derive(Debug)]
-pub enum ProbeError {
+pub(crate) enum ProbeError {
     /// No NVIDIA driver, no NVML library or no GPU: the caller falls back to a fixture.
     Unavailable(String),
     /// The machine has GPUs but reading them failed.
@@ -42,7 +42,7 @@ pub struct ProbeEnv {
 }
 
 impl ProbeEnv {
-    pub fn from_env() -> Self {
+    pub(crate) fn from_env() -> Self {
         let var = |k: &str| std::env::var(k).ok();
         ProbeEnv {
             nccl_hostid: var("NCCL_HOSTID"),
@@ -57,25 +57,25 @@ impl ProbeEnv {
 
 /// Everything one probe found.
 #[derive(Debug, Clone)]
-pub struct Probed {
+pub(crate) struct Probed {
     /// NCCL's topology XML (`<system>`).
-    pub xml: XmlNode,
+    pub(crate) xml: XmlNode,
     /// What NVML said, including what the XML has no place for (P2P status,
     /// NVML CPU affinity, PCIe gen/width, driver version).
-    pub facts: MachineFacts,
-    pub warnings: Warnings,
+    pub(crate) facts: MachineFacts,
+    pub(crate) warnings: Warnings,
 }
 
 /// Probe this machine. Warnings about oddities (invisible NVLink ends, NUMA -1,
 /// missing sysfs files) go to stderr, one line per kind of oddity.
-pub fn probe() -> Result<XmlNode, ProbeError> {
+pub(crate) fn probe() -> Result<XmlNode, ProbeError> {
     let probed = probe_detailed()?;
     eprint!("{}", probed.warnings);
     Ok(probed.xml)
 }
 
 /// Probe this machine without printing anything.
-pub fn probe_detailed() -> Result<Probed, ProbeError> {
+pub(crate) fn probe_detailed() -> Result<Probed, ProbeError> {
     let mut warnings = Warnings::new();
     let facts = nvml::read_facts(&mut warnings)?;
     if facts.cuda_available && facts.gpus.iter().all(|g| g.cuda_ordinal.is_none()) {

@@ -6,19 +6,19 @@ use std::os::raw::c_int;
 
 /// An NCCL library found on the machine.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct NcclVersion {
-    pub major: u32,
-    pub minor: u32,
-    pub patch: u32,
+pub(crate) struct NcclVersion {
+    pub(crate) major: u32,
+    pub(crate) minor: u32,
+    pub(crate) patch: u32,
     /// `ncclGetVersion`'s integer (22809 for 2.28.9).
-    pub code: i32,
+    pub(crate) code: i32,
     /// The library name that loaded.
-    pub library: String,
+    pub(crate) library: String,
 }
 
 impl NcclVersion {
     /// Decode `NCCL_VERSION_CODE`: `X*10000 + Y*100 + Z` from 2.9, `X*1000 + Y*100 + Z` before.
-    pub fn from_code(code: i32, library: &str) -> Option<NcclVersion> {
+    pub(crate) fn from_code(code: i32, library: &str) -> Option<NcclVersion> {
         if code <= 0 {
             return None;
         }
@@ -37,14 +37,14 @@ impl NcclVersion {
         })
     }
 
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         format!("{}.{}.{}", self.major, self.minor, self.patch)
     }
 }
 
 /// The libnccl the dynamic loader finds (`libnccl.so`, then `libnccl.so.2`),
 /// or None when there is none or it does not answer.
-pub fn detect() -> Option<NcclVersion> {
+pub(crate) fn detect() -> Option<NcclVersion> {
     for name in ["libnccl.so", "libnccl.so.2"] {
         if let Some(v) = query(name) {
             return Some(v);

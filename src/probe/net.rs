@@ -7,18 +7,18 @@
 use super::sysfs::{strtol, SysFs};
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct NetDevice {
-    pub name: String,
+pub(crate) struct NetDevice {
+    pub(crate) name: String,
     /// The sysfs device path the plugin reports (`pciPath`); `None` for a
     /// purely virtual interface.
-    pub pci_path: Option<String>,
+    pub(crate) pci_path: Option<String>,
     /// Mbps.
-    pub speed: i64,
-    pub port: i64,
-    pub guid: u64,
-    pub maxconn: i64,
-    pub gdr: bool,
-    pub latency: i64,
+    pub(crate) speed: i64,
+    pub(crate) port: i64,
+    pub(crate) guid: u64,
+    pub(crate) maxconn: i64,
+    pub(crate) gdr: bool,
+    pub(crate) latency: i64,
 }
 
 /// The NCCL environment variables that change NIC discovery.
@@ -27,13 +27,13 @@ pub struct NetEnv {
     /// NCCL_SOCKET_IFNAME
     pub socket_ifname: Option<String>,
     /// NCCL_IB_HCA
-    pub ib_hca: Option<String>,
+    pub(crate) ib_hca: Option<String>,
     /// NCCL_IB_MERGE_VFS (default 1)
-    pub ib_merge_vfs: Option<bool>,
+    pub(crate) ib_merge_vfs: Option<bool>,
 }
 
 /// The NICs NCCL would use, in its device order.
-pub fn discover(sys: &SysFs, env: &NetEnv) -> Vec<NetDevice> {
+pub(crate) fn discover(sys: &SysFs, env: &NetEnv) -> Vec<NetDevice> {
     let ib = discover_ib(sys, env);
     if !ib.is_empty() {
         return ib;
@@ -44,14 +44,14 @@ pub fn discover(sys: &SysFs, env: &NetEnv) -> Vec<NetDevice> {
 /// NCCL's interface lists: "^a,b" excludes, "=a" matches exactly, "mlx5_0:1" names a port (also `NCCL_IB_HCA`
 /// applied to a topology file, `topo::paths::PathOptions::ib_hca`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct IfList {
+pub(crate) struct IfList {
     entries: Vec<(String, Option<i64>)>,
     exclude: bool,
     exact: bool,
 }
 
 impl IfList {
-    pub fn parse(spec: &str) -> IfList {
+    pub(crate) fn parse(spec: &str) -> IfList {
         let mut s = spec;
         let exclude = s.starts_with('^');
         if exclude {
@@ -78,7 +78,7 @@ impl IfList {
     }
 
     /// NCCL's `matchIfList(..) ^ searchNot`.
-    pub fn accepts(&self, name: &str, port: Option<i64>) -> bool {
+    pub(crate) fn accepts(&self, name: &str, port: Option<i64>) -> bool {
         let listed = self.entries.is_empty()
             || self.entries.iter().any(|(prefix, p)| {
                 let name_ok = if self.exact {

@@ -24,7 +24,7 @@ const FI_C2C_LINK_GET_MAX_BW: u32 = 172;
 const AFFINITY_WORDS: usize = 64;
 
 /// Read everything the probe needs from NVML and the CUDA driver.
-pub fn read_facts(warnings: &mut Warnings) -> Result<MachineFacts, ProbeError> {
+pub(crate) fn read_facts(warnings: &mut Warnings) -> Result<MachineFacts, ProbeError> {
     let nvml =
         Nvml::init().map_err(|e| ProbeError::Unavailable(format!("NVML could not start: {e}")))?;
     let count = nvml

@@ -20,7 +20,7 @@ impl SysFs {
     }
 
     /// The live machine.
-    pub fn live() -> Self {
+    pub(crate) fn live() -> Self {
         SysFs::new("/")
     }
 
@@ -31,7 +31,7 @@ impl SysFs {
     /// `dir/file` the way NCCL's `ncclTopoGetStrFromSys` reads it: at most
     /// 255 bytes, the last byte (the newline) dropped. `None` when the file is
     /// missing or empty.
-    pub fn read_attr(&self, dir: &str, file: &str) -> Option<String> {
+    pub(crate) fn read_attr(&self, dir: &str, file: &str) -> Option<String> {
         let bytes = std::fs::read(self.host(dir).join(file)).ok()?;
         let mut bytes = bytes;
         bytes.truncate(MAX_STR_LEN);
@@ -47,12 +47,12 @@ impl SysFs {
         std::fs::read_to_string(self.host(path)).ok()
     }
 
-    pub fn exists(&self, path: &str) -> bool {
+    pub(crate) fn exists(&self, path: &str) -> bool {
         self.host(path).exists()
     }
 
     /// `realpath(3)` of a machine path, as a machine path.
-    pub fn realpath(&self, path: &str) -> Option<String> {
+    pub(crate) fn realpath(&self, path: &str) -> Option<String> {
         let real = std::fs::canonicalize(self.host(path)).ok()?;
         let root = std::fs::canonicalize(&self.root).ok()?;
         let inside = real.strip_prefix(&root).ok()?;
@@ -60,7 +60,7 @@ impl SysFs {
     }
 
     /// Names in a directory, sorted; empty when it cannot be read.
-    pub fn list_dir(&self, path: &str) -> Vec<String> {
+    pub(crate) fn list_dir(&self, path: &str) -> Vec<String> {
         let mut names: Vec<String> = match std::fs::read_dir(self.host(path)) {
             Ok(entries) => entries
                 .filter_map(|e| e.ok())
@@ -75,7 +75,7 @@ impl SysFs {
     /// The sysfs directory of a PCI device (NCCL's `getPciPath`): the real
     /// path of `/sys/bus/pci/devices/<busid>`, bus id lower-cased and cut to
     /// NCCL's 12 characters.
-    pub fn pci_path(&self, bus_id: &str) -> Option<String> {
+    pub(crate) fn pci_path(&self, bus_id: &str) -> Option<String> {
         let id: String = bus_id.to_lowercase().chars().take(12).collect();
         if id.is_empty() {
             return None;
@@ -84,7 +84,7 @@ impl SysFs {
     }
 
     /// The last component of `realpath(dir/subsystem)` (NCCL's `ncclTopoGetSubsystem`).
-    pub fn subsystem(&self, dir: &str) -> Option<String> {
+    pub(crate) fn subsystem(&self, dir: &str) -> Option<String> {
         let real = self.realpath(&format!("{dir}/subsystem"))?;
         real.rsplit('/').next().map(str::to_string)
     }
@@ -103,7 +103,7 @@ fn machine_path(inside: &Path) -> String {
 }
 
 /// NCCL's `checkBDFFormat`: exactly `BBBB:BB:DD.F` in hex digits.
-pub fn is_bdf(name: &str) -> bool {
+pub(crate) fn is_bdf(name: &str) -> bool {
     let b = name.as_bytes();
     if b.len() != 12 || b[4] != b':' || b[7] != b':' || b[10] != b'.' {
         return false;
@@ -116,12 +116,12 @@ pub fn is_bdf(name: &str) -> bool {
 /// C's `strtol(s, NULL, 0)` for the small numbers sysfs holds: leading
 /// blanks, optional sign, `0x` hex, leading-`0` octal, else decimal; stops at
 /// the first non-digit; 0 when nothing parses.
-pub fn strtol(s: &str) -> i64 {
+pub(crate) fn strtol(s: &str) -> i64 {
     crate::units::c_strtol(s).0.unwrap_or(0)
 }
 
 /// C's `sscanf(s, "%f GT/s", &x)`: the leading float of a link speed.
-pub fn leading_float(s: &str) -> Option<f32> {
+pub(crate) fn leading_float(s: &str) -> Option<f32> {
     let t = s.trim_start();
     let end = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))

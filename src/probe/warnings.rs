@@ -79,7 +79,7 @@ impl Warnings {
     }
 
     /// Record one place where `oddity` was seen; repeats are dropped.
-    pub fn add(&mut self, oddity: Oddity, subject: impl Into<String>) {
+    pub(crate) fn add(&mut self, oddity: Oddity, subject: impl Into<String>) {
         let subject = subject.into();
         if !self
             .items

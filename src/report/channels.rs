@@ -41,7 +41,7 @@ fn net_label(topo: &Topology, id: i64) -> String {
 }
 
 /// `ncclTopoPrintGraph`: the `Pattern ...` line and one line per channel.
-pub fn nccl_graph_lines(topo: &Topology, g: &SearchGraph) -> Vec<String> {
+pub(crate) fn nccl_graph_lines(topo: &Topology, g: &SearchGraph) -> Vec<String> {
     let mut out = vec![format!(
         "Pattern {}, crossNic {}, nChannels {}, bw {}/{}, type {}/{}, sameChannels {}",
         g.pattern.number(),
@@ -74,7 +74,7 @@ pub fn nccl_graph_lines(topo: &Topology, g: &SearchGraph) -> Vec<String> {
 
 /// `Tree c : up -> rank -> d0/d1/d2` for the channels where `rank` faces another
 /// node (what `connectTrees` logs), each search channel followed by its mirror.
-pub fn nccl_tree_lines(conn: &Connection, rank: i32) -> Vec<String> {
+pub(crate) fn nccl_tree_lines(conn: &Connection, rank: i32) -> Vec<String> {
     let nch = conn.search_channels;
     let mut out = Vec::new();
     for c in 0..nch {
@@ -95,7 +95,7 @@ pub fn nccl_tree_lines(conn: &Connection, rank: i32) -> Vec<String> {
 
 /// `ncclBuildRings`' `Channel cc/nn : r r r ...` lines (rank 0 prints them),
 /// with `dumpLine`'s 128-character limit.
-pub fn nccl_channel_lines(conn: &Connection) -> Vec<String> {
+pub(crate) fn nccl_channel_lines(conn: &Connection) -> Vec<String> {
     let n = conn.rings.len();
     let width = conn.n_ranks().saturating_sub(1).to_string().len();
     conn.rings
@@ -119,7 +119,7 @@ pub fn nccl_channel_lines(conn: &Connection) -> Vec<String> {
 }
 
 /// `Ring cc : prev -> rank -> next` per runtime channel.
-pub fn nccl_ring_lines(conn: &Connection, rank: i32) -> Vec<String> {
+pub(crate) fn nccl_ring_lines(conn: &Connection, rank: i32) -> Vec<String> {
     (0..conn.n_channels)
         .filter_map(|c| {
             conn.ring_neighbours(c, rank)
@@ -129,7 +129,7 @@ pub fn nccl_ring_lines(conn: &Connection, rank: i32) -> Vec<String> {
 }
 
 /// The `Trees [c] d0/d1/d2->rank->up ...` line (1023-byte buffer in NCCL).
-pub fn nccl_trees_line(conn: &Connection, rank: i32) -> String {
+pub(crate) fn nccl_trees_line(conn: &Connection, rank: i32) -> String {
     let mut body = String::new();
     for (c, per_rank) in conn.trees.iter().enumerate() {
         if let Some(t) = per_rank.get(rank as usize) {
@@ -151,7 +151,7 @@ pub fn nccl_log_lines(topo: &Topology, result: &SearchResult, rank: i32) -> Vec<
 /// `nccl_log_lines` in the format of NCCL `family`: before 2.28 a graph channel names GPUs by rank (`GPU/0`,
 /// v2.27.7-1 search.cc ncclTopoPrintGraph) and before 2.23 NETs by plain id; before 2.23 a `Channel` line is
 /// `Channel %02d/%02d : ` then ` %3d` per rank, at most 20 (v2.22.3-1 rings.cc:18,35).
-pub fn nccl_log_lines_of(
+pub(crate) fn nccl_log_lines_of(
     topo: &Topology,
     result: &SearchResult,
     rank: i32,
@@ -242,7 +242,7 @@ fn graph_row(name: &str, g: Option<&SearchGraph>, why_not: &str) -> Vec<String> 
 }
 
 /// The table of graphs.
-pub fn graphs_table(graphs: &Graphs) -> String {
+pub(crate) fn graphs_table(graphs: &Graphs) -> String {
     let mut t = Table::new();
     t.load_style(presets::UTF8_FULL.with_rounded_corners())
         .set_content_arrangement(ContentArrangement::Dynamic)
@@ -278,7 +278,7 @@ pub fn graphs_table(graphs: &Graphs) -> String {
 
 /// The human summary: header, table, runtime channels, NCCL's log lines for `rank`.
 /// `family`: the NCCL version whose log format the lines follow.
-pub fn render_text(
+pub(crate) fn render_text(
     cluster: &Cluster,
     result: &SearchResult,
     rank: i32,
@@ -356,17 +356,17 @@ pub fn render_text(
 
 /// `--json`: stable field names.
 #[derive(Debug, Serialize)]
-pub struct ChannelsJson<'a> {
-    pub source: &'a str,
-    pub gpus_per_node: usize,
-    pub nodes: usize,
-    pub ranks: usize,
-    pub graphs_from: &'a str,
+pub(crate) struct ChannelsJson<'a> {
+    pub(crate) source: &'a str,
+    pub(crate) gpus_per_node: usize,
+    pub(crate) nodes: usize,
+    pub(crate) ranks: usize,
+    pub(crate) graphs_from: &'a str,
     /// Present only on an MNNVL domain (several OS nodes fused into one NVLink domain).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub mnnvl: Option<crate::topo::mnnvl::MnnvlInfo>,
-    pub graphs: &'a Graphs,
-    pub connection: ConnectionJson<'a>,
+    pub(crate) mnnvl: Option<crate::topo::mnnvl::MnnvlInfo>,
+    pub(crate) graphs: &'a Graphs,
+    pub(crate) connection: ConnectionJson<'a>,
 }
 
 /// `connection` in `channels --json`: every rank's rings and trees up to `limits::MAX_LISTED_RANKS` ranks (the
@@ -374,47 +374,47 @@ pub struct ChannelsJson<'a> {
 /// neighbours (`rank_view`), so 65,536 nodes give a few KB instead of a GB.
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
-pub enum ConnectionJson<'a> {
+pub(crate) enum ConnectionJson<'a> {
     Listed(&'a Connection),
     Summarised(ConnectionSummary),
 }
 
 /// The `connection` of a job above `limits::MAX_LISTED_RANKS` ranks.
 #[derive(Debug, Serialize)]
-pub struct ConnectionSummary {
-    pub n_channels: usize,
+pub(crate) struct ConnectionSummary {
+    pub(crate) n_channels: usize,
     /// Null: not listed rank by rank (see `per_rank_listed_up_to_ranks`).
-    pub rings: Option<()>,
-    pub trees: Option<()>,
-    pub search_channels: usize,
-    pub n_nodes: usize,
-    pub gpus_per_node: usize,
-    pub tree_depth: usize,
-    pub tree_heads: Vec<[i32; 3]>,
+    pub(crate) rings: Option<()>,
+    pub(crate) trees: Option<()>,
+    pub(crate) search_channels: usize,
+    pub(crate) n_nodes: usize,
+    pub(crate) gpus_per_node: usize,
+    pub(crate) tree_depth: usize,
+    pub(crate) tree_heads: Vec<[i32; 3]>,
     /// `limits::MAX_LISTED_RANKS`: the most ranks whose rings and trees are listed.
-    pub per_rank_listed_up_to_ranks: usize,
-    pub rank_view: RankView,
+    pub(crate) per_rank_listed_up_to_ranks: usize,
+    pub(crate) rank_view: RankView,
 }
 
 /// One rank's ring neighbours and tree links on every runtime channel (what its NCCL log lines say).
 #[derive(Debug, Serialize)]
-pub struct RankView {
-    pub rank: i32,
+pub(crate) struct RankView {
+    pub(crate) rank: i32,
     /// Per runtime channel: the rank it receives from and the rank it sends to.
-    pub rings: Vec<RingNeighbours>,
+    pub(crate) rings: Vec<RingNeighbours>,
     /// Per runtime channel: its tree parent and children.
-    pub trees: Vec<crate::search::TreeLinks>,
+    pub(crate) trees: Vec<crate::search::TreeLinks>,
 }
 
 #[derive(Debug, Serialize)]
-pub struct RingNeighbours {
-    pub prev: i32,
-    pub next: i32,
+pub(crate) struct RingNeighbours {
+    pub(crate) prev: i32,
+    pub(crate) next: i32,
 }
 
 impl<'a> ConnectionJson<'a> {
     /// The whole connection up to `limits::MAX_LISTED_RANKS` ranks, else its summary with `rank`'s view.
-    pub fn of(conn: &'a Connection, rank: i32) -> Self {
+    pub(crate) fn of(conn: &'a Connection, rank: i32) -> Self {
         if conn.n_ranks() <= crate::limits::MAX_LISTED_RANKS {
             return ConnectionJson::Listed(conn);
         }

@@ -8,11 +8,11 @@ mod table;
 use crate::check::CheckReport;
 use crate::error::Result;
 
-pub use json::Json;
-pub use prometheus::Prometheus;
-pub use table::Table;
+pub(crate) use json::Json;
+pub(crate) use prometheus::Prometheus;
+pub(crate) use table::Table;
 
 /// One way to print a check report.
-pub trait CheckFormat {
+pub(crate) trait CheckFormat {
     fn render(&self, report: &CheckReport) -> Result<String>;
 }

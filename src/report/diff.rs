@@ -30,7 +30,7 @@ fn arrow(a: f64, b: f64, decimals: usize) -> String {
 }
 
 /// The version diff for people.
-pub fn versions_text(d: &VersionDiff) -> String {
+pub(crate) fn versions_text(d: &VersionDiff) -> String {
     let (fa, fb) = (&d.a.family, &d.b.family);
     let mut out = format!(
         "NCCL {fa} ({}) vs {fb} ({}) on {}\n",
@@ -159,7 +159,7 @@ fn ratio_cell(r: &RatioRow) -> String {
 }
 
 /// The run diff for people.
-pub fn runs_text(d: &RunDiff) -> String {
+pub(crate) fn runs_text(d: &RunDiff) -> String {
     let mut out = format!("A: {}\nB: {}\ncollective: {}\n", d.a, d.b, d.collective);
     out.push_str("\nMachine and versions:\n");
     let mut t = table();
@@ -291,7 +291,7 @@ pub fn runs_text(d: &RunDiff) -> String {
 
 /// The ratio B/A per pair against size: one panel per pair (NCCL's own choice included), a
 /// line per backend with the noise band as bars, sizes outside the noise band shaded.
-pub fn runs_svg(d: &RunDiff) -> Result<String> {
+pub(crate) fn runs_svg(d: &RunDiff) -> Result<String> {
     use crate::plot::{Figure, Mark, Panel, Series, ValueAxis, COLORS};
     let mut pairs: Vec<Option<Pair>> = d.rows.iter().map(|r| r.pair).collect();
     pairs.sort_by_key(|p| (p.is_none(), *p));

@@ -8,43 +8,48 @@ use std::fmt::Write;
 
 /// One row: what nccl-tests should print for one collective and size (NCCL's own pick, planner's expected time).
 #[derive(Debug, Clone, Serialize)]
-pub struct ExpectRow {
-    pub collective: String,
-    pub size_bytes: u64,
-    pub count: u64,
+pub(crate) struct ExpectRow {
+    pub(crate) collective: String,
+    pub(crate) size_bytes: u64,
+    pub(crate) count: u64,
     #[serde(rename = "type")]
-    pub dtype: &'static str,
-    pub redop: &'static str,
-    pub algorithm: String,
-    pub protocol: String,
-    pub channels: usize,
-    pub expected_time_us: f64,
-    pub expected_algbw_gbs: f64,
-    pub expected_busbw_gbs: f64,
-    pub expected_low_busbw_gbs: f64,
-    pub expected_high_busbw_gbs: f64,
-    pub expected_fastest_algorithm: String,
-    pub expected_fastest_protocol: String,
-    pub expected_fastest_time_us: f64,
-    pub limit: String,
+    pub(crate) dtype: &'static str,
+    pub(crate) redop: &'static str,
+    pub(crate) algorithm: String,
+    pub(crate) protocol: String,
+    pub(crate) channels: usize,
+    pub(crate) expected_time_us: f64,
+    pub(crate) expected_algbw_gbs: f64,
+    pub(crate) expected_busbw_gbs: f64,
+    pub(crate) expected_low_busbw_gbs: f64,
+    pub(crate) expected_high_busbw_gbs: f64,
+    pub(crate) expected_fastest_algorithm: String,
+    pub(crate) expected_fastest_protocol: String,
+    pub(crate) expected_fastest_time_us: f64,
+    pub(crate) limit: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct ExpectTable {
-    pub model: &'static str,
-    pub topology: String,
-    pub n_ranks: usize,
-    pub machine_class: String,
-    pub launch: &'static str,
-    pub band_source: &'static str,
-    pub rows: Vec<ExpectRow>,
+pub(crate) struct ExpectTable {
+    pub(crate) model: &'static str,
+    pub(crate) topology: String,
+    pub(crate) n_ranks: usize,
+    pub(crate) machine_class: String,
+    pub(crate) launch: &'static str,
+    pub(crate) band_source: &'static str,
+    pub(crate) rows: Vec<ExpectRow>,
 }
 
 const BAND_SOURCE: &str =
     "leave-one-machine-out |error| of the machine's class per size range (tuning-tables/expect/bands.json)";
 
 impl ExpectTable {
-    pub fn new(expected: &Expected, topology: &str, colls: &[Coll], sizes: &[u64]) -> ExpectTable {
+    pub(crate) fn new(
+        expected: &Expected,
+        topology: &str,
+        colls: &[Coll],
+        sizes: &[u64],
+    ) -> ExpectTable {
         let mut rows = Vec::new();
         for &coll in colls {
             for &size in sizes {
@@ -106,7 +111,7 @@ fn two(v: f64) -> String {
 }
 
 /// nccl-tests' layout, every value column marked expected.
-pub fn text(t: &ExpectTable) -> String {
+pub(crate) fn text(t: &ExpectTable) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -176,7 +181,7 @@ pub fn text(t: &ExpectTable) -> String {
     s
 }
 
-pub fn csv(t: &ExpectTable) -> String {
+pub(crate) fn csv(t: &ExpectTable) -> String {
     let mut s = String::from(
         "collective,size_bytes,count,type,redop,algorithm,protocol,channels,expected_time_us,expected_algbw_gbs,\
          expected_busbw_gbs,expected_low_busbw_gbs,expected_high_busbw_gbs,expected_fastest_algorithm,\
@@ -209,6 +214,6 @@ pub fn csv(t: &ExpectTable) -> String {
 }
 
 /// The fit's error tables: per class and size range, training set and leave-one-machine-out.
-pub fn fit_text(r: &FitReport) -> String {
+pub(crate) fn fit_text(r: &FitReport) -> String {
     r.text()
 }

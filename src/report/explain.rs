@@ -127,29 +127,29 @@ pub fn nccl_table_lines(model: &Model) -> Vec<String> {
 
 /// One entry of the init table in `--nccl-table --json`.
 #[derive(Debug, Clone, Serialize)]
-pub struct TableEntryJson {
-    pub collective: &'static str,
-    pub algorithm: &'static str,
-    pub protocol: &'static str,
-    pub latency_us: f32,
-    pub bandwidth_gbs: f32,
-    pub max_threads: i64,
-    pub thread_threshold: i64,
-    pub masked_by: Vec<String>,
+pub(crate) struct TableEntryJson {
+    pub(crate) collective: &'static str,
+    pub(crate) algorithm: &'static str,
+    pub(crate) protocol: &'static str,
+    pub(crate) latency_us: f32,
+    pub(crate) bandwidth_gbs: f32,
+    pub(crate) max_threads: i64,
+    pub(crate) thread_threshold: i64,
+    pub(crate) masked_by: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct NcclTableJson {
-    pub tuning_table: String,
-    pub ranks: usize,
-    pub nodes: usize,
-    pub runtime_channels: usize,
-    pub nvls_channels: usize,
+pub(crate) struct NcclTableJson {
+    pub(crate) tuning_table: String,
+    pub(crate) ranks: usize,
+    pub(crate) nodes: usize,
+    pub(crate) runtime_channels: usize,
+    pub(crate) nvls_channels: usize,
     /// Every function x algorithm x protocol in NCCL's order.
-    pub entries: Vec<TableEntryJson>,
+    pub(crate) entries: Vec<TableEntryJson>,
 }
 
-pub fn nccl_table_json(model: &Model) -> NcclTableJson {
+pub(crate) fn nccl_table_json(model: &Model) -> NcclTableJson {
     let t = &model.tuned;
     let mut entries = Vec::with_capacity(105);
     for c in Coll::ALL {
@@ -193,118 +193,118 @@ pub fn nccl_call_lines(plans: &[GroupPlan]) -> Vec<String> {
 
 /// One pair in `--json` output.
 #[derive(Debug, Clone, Serialize)]
-pub struct PairJson {
-    pub algorithm: &'static str,
-    pub protocol: &'static str,
-    pub usable: bool,
-    pub channels: usize,
-    pub threads: usize,
-    pub latency_us: f64,
-    pub bandwidth_term_us: f64,
-    pub time_us: Option<f64>,
-    pub algbw_gbs: Option<f64>,
+pub(crate) struct PairJson {
+    pub(crate) algorithm: &'static str,
+    pub(crate) protocol: &'static str,
+    pub(crate) usable: bool,
+    pub(crate) channels: usize,
+    pub(crate) threads: usize,
+    pub(crate) latency_us: f64,
+    pub(crate) bandwidth_term_us: f64,
+    pub(crate) time_us: Option<f64>,
+    pub(crate) algbw_gbs: Option<f64>,
     /// algbw x the collective's nccl-tests factor (2(n-1)/n for all-reduce), as `verify` and nccl-tests.
-    pub busbw_gbs: Option<f64>,
+    pub(crate) busbw_gbs: Option<f64>,
     /// The algorithm's own factor in NCCL's model (bus to algorithm bandwidth: Tree all-reduce 2, rings
     /// 2(n-1)/n); not the busbw factor.
-    pub model_bus_factor: f64,
-    pub margin_us: Option<f64>,
-    pub masked_by: Vec<String>,
+    pub(crate) model_bus_factor: f64,
+    pub(crate) margin_us: Option<f64>,
+    pub(crate) masked_by: Vec<String>,
     /// With `--calibration`: the calibrated time (null where the pair is
     /// masked or was not measured); absent without a calibration.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub calibrated_time_us: Option<Option<f64>>,
+    pub(crate) calibrated_time_us: Option<Option<f64>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub calibrated_busbw_gbs: Option<Option<f64>>,
+    pub(crate) calibrated_busbw_gbs: Option<Option<f64>>,
     /// planner's expected time and busbw for this pair (its model of the machine's links, `src/expect`; not NCCL's
     /// estimate); null where the pair cannot run here or is not modelled (CollNet, PAT).
-    pub expected_time_us: Option<f64>,
-    pub expected_busbw_gbs: Option<f64>,
+    pub(crate) expected_time_us: Option<f64>,
+    pub(crate) expected_busbw_gbs: Option<f64>,
 }
 
 /// The pair planner's expected model rates fastest, and by how much it is expected to beat NCCL's pick.
 #[derive(Debug, Clone, Serialize)]
-pub struct ExpectedFastestJson {
-    pub algorithm: &'static str,
-    pub protocol: &'static str,
-    pub expected_time_us: f64,
-    pub expected_busbw_gbs: f64,
+pub(crate) struct ExpectedFastestJson {
+    pub(crate) algorithm: &'static str,
+    pub(crate) protocol: &'static str,
+    pub(crate) expected_time_us: f64,
+    pub(crate) expected_busbw_gbs: f64,
     /// (NCCL's pick's expected time - this one's) / this one's x 100; 0 when NCCL's pick is the fastest.
-    pub expected_gain_over_nccl_pick_pct: Option<f64>,
+    pub(crate) expected_gain_over_nccl_pick_pct: Option<f64>,
 }
 
 /// The calibrated pick in `--json` (with `--calibration`).
 #[derive(Debug, Clone, Serialize)]
-pub struct CalibratedPickJson {
-    pub algorithm: &'static str,
-    pub protocol: &'static str,
-    pub time_us: f64,
+pub(crate) struct CalibratedPickJson {
+    pub(crate) algorithm: &'static str,
+    pub(crate) protocol: &'static str,
+    pub(crate) time_us: f64,
 }
 
 /// What `--calibration` adds to `explain --json`.
 #[derive(Debug, Clone, Serialize)]
-pub struct CalibrationJson {
-    pub calibration: String,
+pub(crate) struct CalibrationJson {
+    pub(crate) calibration: String,
     /// Whose times it fits: "nccl" or "native".
-    pub backend: String,
-    pub calibrated_pick: Option<CalibratedPickJson>,
+    pub(crate) backend: String,
+    pub(crate) calibrated_pick: Option<CalibratedPickJson>,
     /// NCCL's pick as the calibration times it (null: not calibrated).
-    pub nccl_pick_calibrated_time_us: Option<f64>,
+    pub(crate) nccl_pick_calibrated_time_us: Option<f64>,
     /// NCCL's pick minus the calibrated pick, calibrated times (>= 0).
-    pub margin_us: Option<f64>,
-    pub margin_pct: Option<f64>,
+    pub(crate) margin_us: Option<f64>,
+    pub(crate) margin_pct: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ExplainJson {
-    pub collective: &'static str,
-    pub size_bytes: u64,
+    pub(crate) collective: &'static str,
+    pub(crate) size_bytes: u64,
     /// Bytes NCCL's per-call line shows for one op.
-    pub call_bytes: u64,
+    pub(crate) call_bytes: u64,
     /// Bytes NCCL's model costs for the whole group.
-    pub model_bytes: u64,
-    pub ops: usize,
-    pub num_pipe_ops: u64,
-    pub tuning_table: String,
-    pub ranks: usize,
-    pub nodes: usize,
-    pub runtime_channels: usize,
-    pub winner: PairJson,
+    pub(crate) model_bytes: u64,
+    pub(crate) ops: usize,
+    pub(crate) num_pipe_ops: u64,
+    pub(crate) tuning_table: String,
+    pub(crate) ranks: usize,
+    pub(crate) nodes: usize,
+    pub(crate) runtime_channels: usize,
+    pub(crate) winner: PairJson,
     /// Usable pairs fastest first, then masked pairs in NCCL's order.
-    pub pairs: Vec<PairJson>,
+    pub(crate) pairs: Vec<PairJson>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub calibration: Option<CalibrationJson>,
+    pub(crate) calibration: Option<CalibrationJson>,
     /// NCCL's symmetric kernels for this call (registered windows).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub symmetric: Option<SymmetricJson>,
+    pub(crate) symmetric: Option<SymmetricJson>,
     /// planner's own kernels (uncalibrated model values).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub beyond_nccl: Option<Vec<BeyondJson>>,
+    pub(crate) beyond_nccl: Option<Vec<BeyondJson>>,
     /// NCCL's pick, NCCL's symmetric pick, the fastest of all.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub possible: Option<PossibleJson>,
+    pub(crate) possible: Option<PossibleJson>,
     /// One rank: what NCCL runs instead of an algorithm (absent with 2+ ranks).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub one_rank: Option<OneRankJson>,
+    pub(crate) one_rank: Option<OneRankJson>,
     /// planner's expected model: the pair it rates fastest (absent where no pair is modelled).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub expected_fastest: Option<ExpectedFastestJson>,
+    pub(crate) expected_fastest: Option<ExpectedFastestJson>,
 }
 
 /// NCCL with one rank (`enqueue.cc` taskAppend -> `ncclLaunchOneRank`, `device/onerank.cu`, v2.28.9): no
 /// algorithm, protocol, channel or collective kernel; the Ring/Simple entry is updateCollCostTable's placeholder (0).
 #[derive(Debug, Clone, Serialize)]
-pub struct OneRankJson {
+pub(crate) struct OneRankJson {
     /// sum/prod/min/max (and bitwise ops): one `cudaMemcpyAsync` of the buffer, none when in place.
-    pub copy: &'static str,
+    pub(crate) copy: &'static str,
     /// ncclAvg on floats, or a ncclRedOpCreatePreMulSum op: one scaling kernel.
-    pub scaling_kernel: &'static str,
+    pub(crate) scaling_kernel: &'static str,
     /// Bytes the copy moves (the call's receive buffer).
-    pub copy_bytes: u64,
+    pub(crate) copy_bytes: u64,
 }
 
 /// `OneRankJson` for a call of `bytes` on a one-rank communicator.
-pub fn one_rank_json(bytes: u64) -> OneRankJson {
+pub(crate) fn one_rank_json(bytes: u64) -> OneRankJson {
     OneRankJson {
         copy:
             "cudaMemcpyAsync(recvbuff, sendbuff) on the stream; nothing when sendbuff == recvbuff",
@@ -314,7 +314,7 @@ pub fn one_rank_json(bytes: u64) -> OneRankJson {
 }
 
 /// What NCCL does with one rank, for people (after the ranked table).
-pub fn one_rank_text() -> &'static str {
+pub(crate) fn one_rank_text() -> &'static str {
     "One rank: NCCL runs no algorithm, protocol or channel. ncclEnqueueCheck's taskAppend calls ncclLaunchOneRank \
      (enqueue.cc, device/onerank.cu): sum, prod, min and max are one cudaMemcpyAsync from the send to the receive \
      buffer (nothing when in place); an average or a PreMulSum op runs one oneRankReduce kernel (min(32, bytes / \
@@ -412,7 +412,7 @@ fn stock_pair_json(model: &Model, eval: &Evaluation, index: usize) -> PairJson {
 }
 
 /// The pair of `expected` planner's expected model rates fastest (ties: NCCL's order, as `Expected::fastest`).
-pub fn expected_fastest(expected: &[Expectation]) -> Option<&Expectation> {
+pub(crate) fn expected_fastest(expected: &[Expectation]) -> Option<&Expectation> {
     expected.iter().fold(None, |best, e| match best {
         Some(b) if b.expected_time_us <= e.expected_time_us => Some(b),
         _ => Some(e),
@@ -425,7 +425,7 @@ fn expected_for(expected: &[Expectation], algo: Algo, proto: Proto) -> Option<&E
 
 /// Fill the expected columns of `json` (every pair, the winner, the expected fastest) from planner's expected model
 /// (`Expected::all` of this collective and size).
-pub fn add_expected(json: &mut ExplainJson, expected: &[Expectation]) {
+pub(crate) fn add_expected(json: &mut ExplainJson, expected: &[Expectation]) {
     let fill = |p: &mut PairJson| {
         if let Some(e) = expected
             .iter()
@@ -477,7 +477,7 @@ pub fn explain_json(model: &Model, eval: &Evaluation) -> ExplainJson {
 }
 
 /// `explain_json` with the calibrated columns of `--calibration`.
-pub fn explain_json_calibrated(
+pub(crate) fn explain_json_calibrated(
     model: &Model,
     eval: &Evaluation,
     cal: Option<&CalibratedCall>,
@@ -535,7 +535,7 @@ fn margin_text(extra: f64, base: f64) -> String {
 /// `explain_text` with planner's expected columns (`expected`: `Expected::all` of the call, None with several ops
 /// per group) and the calibrated columns of `--calibration`: calibrated time, calibrated busbw, the margin to the
 /// calibrated pick; then a line on the expected fastest and one on the calibrated pick against NCCL's.
-pub fn explain_text_calibrated(
+pub(crate) fn explain_text_calibrated(
     model: &Model,
     eval: &Evaluation,
     cal: Option<&CalibratedCall>,
@@ -913,7 +913,7 @@ pub fn calibrated_sweep_unmeasured_text(measured: &[String], unmeasured: &[Strin
 }
 
 /// Bands of a sweep for people.
-pub fn sweep_text(model: &Model, sweep: &Sweep) -> String {
+pub(crate) fn sweep_text(model: &Model, sweep: &Sweep) -> String {
     let mut out = format!(
         "{} crossover map{}: {} on {}, NCCL {} model\n",
         sweep.coll.nccl_name(),
@@ -973,7 +973,7 @@ pub fn sweep_text(model: &Model, sweep: &Sweep) -> String {
 }
 
 /// The calibrated crossover map of `--sweep --calibration`, after NCCL's.
-pub fn calibrated_sweep_text(cal: &CalibratedSweep) -> String {
+pub(crate) fn calibrated_sweep_text(cal: &CalibratedSweep) -> String {
     let mut out = format!(
         "Calibrated crossover map ({}, {} backend), among the pairs NCCL's model allows:\n",
         cal.calibration, cal.backend
@@ -1023,56 +1023,56 @@ pub fn calibrated_sweep_text(cal: &CalibratedSweep) -> String {
 
 /// The pair planner's expected model rates fastest at one size.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ExpectedPickJson {
-    pub algorithm: &'static str,
-    pub protocol: &'static str,
-    pub expected_time_us: f64,
+pub(crate) struct ExpectedPickJson {
+    pub(crate) algorithm: &'static str,
+    pub(crate) protocol: &'static str,
+    pub(crate) expected_time_us: f64,
 }
 
 /// One sweep point: NCCL's pick (`model::sweep::Point`), its busbw (nccl-tests' definition) and planner's expected
 /// model (null with several ops per group, or where the pair is not modelled).
 #[derive(Debug, Clone, Serialize)]
-pub struct SweepPointJson<'a> {
+pub(crate) struct SweepPointJson<'a> {
     #[serde(flatten)]
-    pub point: &'a crate::model::sweep::Point,
-    pub busbw_gbs: Option<f64>,
-    pub expected_time_us: Option<f64>,
-    pub expected_busbw_gbs: Option<f64>,
-    pub expected_fastest: Option<ExpectedPickJson>,
+    pub(crate) point: &'a crate::model::sweep::Point,
+    pub(crate) busbw_gbs: Option<f64>,
+    pub(crate) expected_time_us: Option<f64>,
+    pub(crate) expected_busbw_gbs: Option<f64>,
+    pub(crate) expected_fastest: Option<ExpectedPickJson>,
 }
 
 /// `Sweep` as `--json` writes it: its points with busbw and the expected columns.
 #[derive(Debug, Clone, Serialize)]
-pub struct SweepOutJson<'a> {
-    pub coll: Coll,
-    pub ops: usize,
-    pub points: Vec<SweepPointJson<'a>>,
-    pub bands: &'a [crate::model::sweep::Band],
-    pub skipped: &'a [u64],
+pub(crate) struct SweepOutJson<'a> {
+    pub(crate) coll: Coll,
+    pub(crate) ops: usize,
+    pub(crate) points: Vec<SweepPointJson<'a>>,
+    pub(crate) bands: &'a [crate::model::sweep::Band],
+    pub(crate) skipped: &'a [u64],
 }
 
 /// Consecutive sweep sizes where planner's expected model rates the same pair fastest and NCCL picks the same pair.
 #[derive(Debug, Clone, Serialize)]
-pub struct ExpectedBandJson {
-    pub from_bytes: u64,
-    pub to_bytes: u64,
-    pub expected_fastest: String,
-    pub from_time_us: f64,
-    pub to_time_us: f64,
-    pub nccl_pick: String,
+pub(crate) struct ExpectedBandJson {
+    pub(crate) from_bytes: u64,
+    pub(crate) to_bytes: u64,
+    pub(crate) expected_fastest: String,
+    pub(crate) from_time_us: f64,
+    pub(crate) to_time_us: f64,
+    pub(crate) nccl_pick: String,
     /// NCCL's pick's expected time at the band's ends (null where not modelled).
-    pub nccl_pick_from_time_us: Option<f64>,
-    pub nccl_pick_to_time_us: Option<f64>,
+    pub(crate) nccl_pick_from_time_us: Option<f64>,
+    pub(crate) nccl_pick_to_time_us: Option<f64>,
 }
 
 /// planner's expected model over a sweep: per size every pair's expectation (`Expected::all`), once.
-pub struct ExpectedSweep {
+pub(crate) struct ExpectedSweep {
     /// Per sweep point, in the sweep's order.
-    pub points: Vec<Vec<Expectation>>,
+    pub(crate) points: Vec<Vec<Expectation>>,
 }
 
 impl ExpectedSweep {
-    pub fn new(expected: &crate::expect::Expected, sweep: &Sweep) -> ExpectedSweep {
+    pub(crate) fn new(expected: &crate::expect::Expected, sweep: &Sweep) -> ExpectedSweep {
         ExpectedSweep {
             points: sweep
                 .points
@@ -1083,7 +1083,7 @@ impl ExpectedSweep {
     }
 
     /// The expected crossover map: bands of the same expected fastest pair and NCCL pick.
-    pub fn bands(&self, sweep: &Sweep) -> Vec<ExpectedBandJson> {
+    pub(crate) fn bands(&self, sweep: &Sweep) -> Vec<ExpectedBandJson> {
         let mut bands: Vec<ExpectedBandJson> = Vec::new();
         for (p, all) in sweep.points.iter().zip(&self.points) {
             let Some(f) = expected_fastest(all) else {
@@ -1134,7 +1134,7 @@ fn time_span(from: f64, to: f64) -> String {
 
 /// The expected crossover map of `--sweep`, after NCCL's: which pair planner's expected model rates fastest per
 /// size band, beside NCCL's pick there.
-pub fn expected_sweep_text(bands: &[ExpectedBandJson]) -> String {
+pub(crate) fn expected_sweep_text(bands: &[ExpectedBandJson]) -> String {
     let mut out = String::from(
         "Expected crossover map (planner's model of these links: the pair it rates fastest | NCCL's pick, expected):\n",
     );
@@ -1162,22 +1162,22 @@ pub fn expected_sweep_text(bands: &[ExpectedBandJson]) -> String {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct SweepJson<'a> {
-    pub collective: &'static str,
-    pub ops: usize,
-    pub tuning_table: String,
-    pub sweep: SweepOutJson<'a>,
+    pub(crate) collective: &'static str,
+    pub(crate) ops: usize,
+    pub(crate) tuning_table: String,
+    pub(crate) sweep: SweepOutJson<'a>,
     /// planner's expected crossover map (absent with several ops per group).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub expected_crossover: Option<Vec<ExpectedBandJson>>,
+    pub(crate) expected_crossover: Option<Vec<ExpectedBandJson>>,
     /// With `--calibration`: the calibrated crossover map.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub calibrated: Option<&'a CalibratedSweep>,
+    pub(crate) calibrated: Option<&'a CalibratedSweep>,
     /// Per band: NCCL's pick, NCCL's symmetric pick, the fastest of all.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub possible: Option<Vec<PossibleBandJson>>,
+    pub(crate) possible: Option<Vec<PossibleBandJson>>,
     /// One rank: NCCL copies instead of running an algorithm (absent with 2+ ranks).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub one_rank_note: Option<&'static str>,
+    pub(crate) one_rank_note: Option<&'static str>,
 }
 
 pub fn sweep_json<'a>(model: &Model, sweep: &'a Sweep) -> SweepJson<'a> {
@@ -1186,7 +1186,7 @@ pub fn sweep_json<'a>(model: &Model, sweep: &'a Sweep) -> SweepJson<'a> {
 
 /// `sweep_json` with planner's expected model (`expected`, single calls only) and the calibrated crossover map of
 /// `--calibration`.
-pub fn sweep_json_calibrated<'a>(
+pub(crate) fn sweep_json_calibrated<'a>(
     model: &Model,
     sweep: &'a Sweep,
     calibrated: Option<&'a CalibratedSweep>,
@@ -1242,7 +1242,7 @@ pub fn sweep_json_calibrated<'a>(
 /// Predicted time and busbw of every pair that is usable at some size, against size, as an SVG
 /// document: one panel per pair, NCCL's pick shaded where it is this pair, and the fastest pair
 /// at each size as a grey reference line so panels compare at a glance.
-pub fn plot_svg(
+pub(crate) fn plot_svg(
     model: &Model,
     coll: Coll,
     sizes: &[u64],
@@ -1373,7 +1373,7 @@ pub fn plot_svg(
 pub struct SmallMessageContext {
     /// NCCL's symmetric-kernel table for the model's family (None: the
     /// family is older than every symmetric table).
-    pub table: Option<SymmetricTable>,
+    pub(crate) table: Option<SymmetricTable>,
     /// Lowest compute capability of the GPUs (x10; 0 when unknown).
     pub compute_capability: u32,
     pub peers: PeerPath,
@@ -1406,7 +1406,7 @@ fn symmetric_table_for(family: &str) -> Option<SymmetricTable> {
 }
 
 impl SmallMessageContext {
-    pub fn new(model: &Model, cluster: &Cluster) -> SmallMessageContext {
+    pub(crate) fn new(model: &Model, cluster: &Cluster) -> SmallMessageContext {
         let topo = &cluster.node;
         let gpus: Vec<_> = topo.gpus().map(|(i, _)| i).collect();
         // The worst path type and the narrowest NVLink path between any two GPUs.
@@ -1444,7 +1444,7 @@ impl SmallMessageContext {
     /// NCCL's symmetric path for a call (f32 sum where the bytes allow it,
     /// both buffers registered); None when there is no table or the GPUs'
     /// architecture is unknown.
-    pub fn symmetric(&self, call: &Call) -> Option<SymmetricChoice> {
+    pub(crate) fn symmetric(&self, call: &Call) -> Option<SymmetricChoice> {
         let table = self.table.as_ref()?;
         if self.compute_capability == 0 || call.log_bytes == 0 {
             return None;
@@ -1467,7 +1467,7 @@ impl SmallMessageContext {
     /// A symmetric kernel's time bounded below by the physical NVLink: its nccl-tests bus bytes cannot cross a GPU's
     /// NVLink faster than the GPU-GPU path allows (NCCL's symmetric model does not know the link). With the bound,
     /// an A100's NVLink (240 GB/s) is never shown carrying more.
-    pub fn symmetric_time_us(&self, call: &Call, model_time_us: f32) -> f64 {
+    pub(crate) fn symmetric_time_us(&self, call: &Call, model_time_us: f32) -> f64 {
         let t = model_time_us as f64;
         match self.nvlink_bw_gbs.filter(|bw| *bw > 0.0) {
             Some(bw) => {
@@ -1485,7 +1485,7 @@ impl SmallMessageContext {
 
     /// planner's own kernels for a call, fastest first (empty where they do
     /// not run: not an all-reduce, one rank, several nodes, no NVLink).
-    pub fn beyond(&self, call: &Call) -> Vec<beyond::Prediction> {
+    pub(crate) fn beyond(&self, call: &Call) -> Vec<beyond::Prediction> {
         match self.nvlink_bw_gbs {
             Some(bw) if self.n_ranks > 1 && self.n_nodes == 1 && self.physical_nodes == 1 => {
                 beyond::list(call.coll, call.size, self.n_ranks, bw)
@@ -1520,73 +1520,73 @@ impl SmallMessageContext {
 
 /// One symmetric kernel in `explain --json`.
 #[derive(Debug, Clone, Serialize)]
-pub struct SymmetricKernelJson {
-    pub kernel: String,
-    pub needs_multicast: bool,
-    pub eligible: bool,
+pub(crate) struct SymmetricKernelJson {
+    pub(crate) kernel: String,
+    pub(crate) needs_multicast: bool,
+    pub(crate) eligible: bool,
     /// NCCL's symmetric pick.
-    pub picked: bool,
-    pub blocks: Option<u32>,
-    pub time_us: Option<f64>,
-    pub busbw_gbs: Option<f64>,
-    pub ineligible: Vec<String>,
+    pub(crate) picked: bool,
+    pub(crate) blocks: Option<u32>,
+    pub(crate) time_us: Option<f64>,
+    pub(crate) busbw_gbs: Option<f64>,
+    pub(crate) ineligible: Vec<String>,
 }
 
 /// The `symmetric` key of `explain --json`.
 #[derive(Debug, Clone, Serialize)]
-pub struct SymmetricJson {
+pub(crate) struct SymmetricJson {
     /// Symmetric-kernel table family (e.g. "2.28").
-    pub family: String,
-    pub compute_capability: u32,
-    pub nvls_multicast: bool,
+    pub(crate) family: String,
+    pub(crate) compute_capability: u32,
+    pub(crate) nvls_multicast: bool,
     /// The kernel NCCL would run with registered windows; null: classic path.
-    pub pick: Option<String>,
-    pub pick_time_us: Option<f64>,
+    pub(crate) pick: Option<String>,
+    pub(crate) pick_time_us: Option<f64>,
     /// Why NCCL stays on its classic path (empty when it runs `pick`).
-    pub classic_path: Vec<String>,
+    pub(crate) classic_path: Vec<String>,
     /// 2.30: the pick runs only when the classic model picks LL too.
-    pub only_if_classic_picks_ll: bool,
-    pub kernels: Vec<SymmetricKernelJson>,
+    pub(crate) only_if_classic_picks_ll: bool,
+    pub(crate) kernels: Vec<SymmetricKernelJson>,
 }
 
 /// One of planner's own kernels in `explain --json` (`beyond_nccl`).
 #[derive(Debug, Clone, Serialize)]
-pub struct BeyondJson {
-    pub algorithm: &'static str,
-    pub protocol: &'static str,
-    pub latency_us: f64,
-    pub wire_bytes: f64,
-    pub bandwidth_gbs: f64,
-    pub time_us: f64,
-    pub busbw_gbs: f64,
+pub(crate) struct BeyondJson {
+    pub(crate) algorithm: &'static str,
+    pub(crate) protocol: &'static str,
+    pub(crate) latency_us: f64,
+    pub(crate) wire_bytes: f64,
+    pub(crate) bandwidth_gbs: f64,
+    pub(crate) time_us: f64,
+    pub(crate) busbw_gbs: f64,
     /// Always false for now: the model's defaults (`model::beyond`), not fitted to measurements.
-    pub fitted_to_measurements: bool,
+    pub(crate) fitted_to_measurements: bool,
 }
 
 /// NCCL's pick, NCCL's symmetric pick and planner's fastest at one size
 /// (`possible` in `explain --json`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PossibleJson {
-    pub size_bytes: u64,
-    pub nccl_pick: String,
-    pub nccl_time_us: f64,
+pub(crate) struct PossibleJson {
+    pub(crate) size_bytes: u64,
+    pub(crate) nccl_pick: String,
+    pub(crate) nccl_time_us: f64,
     /// null: NCCL would stay on its classic path even with registered windows.
-    pub symmetric_pick: Option<String>,
-    pub symmetric_time_us: Option<f64>,
-    pub fastest: String,
+    pub(crate) symmetric_pick: Option<String>,
+    pub(crate) symmetric_time_us: Option<f64>,
+    pub(crate) fastest: String,
     /// "nccl", "nccl-symmetric" or "beyond-nccl".
-    pub fastest_kind: &'static str,
-    pub fastest_time_us: f64,
+    pub(crate) fastest_kind: &'static str,
+    pub(crate) fastest_time_us: f64,
     /// Where the time comes from: "model" (no measurement is read here).
-    pub fastest_source: &'static str,
+    pub(crate) fastest_source: &'static str,
 }
 
 /// One band of `possible` over a sweep: consecutive sizes with the same three picks.
 #[derive(Debug, Clone, Serialize)]
-pub struct PossibleBandJson {
-    pub from_bytes: u64,
-    pub to_bytes: u64,
-    pub points: Vec<PossibleJson>,
+pub(crate) struct PossibleBandJson {
+    pub(crate) from_bytes: u64,
+    pub(crate) to_bytes: u64,
+    pub(crate) points: Vec<PossibleJson>,
 }
 
 fn pair_name(algo: Algo, proto: Proto) -> String {
@@ -1594,7 +1594,7 @@ fn pair_name(algo: Algo, proto: Proto) -> String {
 }
 
 /// The symmetric section's JSON for a call (None: no table or unknown GPU).
-pub fn symmetric_json(ctx: &SmallMessageContext, call: &Call) -> Option<SymmetricJson> {
+pub(crate) fn symmetric_json(ctx: &SmallMessageContext, call: &Call) -> Option<SymmetricJson> {
     let choice = ctx.symmetric(call)?;
     let runs = choice.runs_symmetric();
     Some(SymmetricJson {
@@ -1654,7 +1654,7 @@ fn allreduce_busbw(bytes: u64, n: usize, time_us: f64) -> f64 {
 }
 
 /// The `beyond_nccl` key of `explain --json`.
-pub fn beyond_json(ctx: &SmallMessageContext, call: &Call) -> Vec<BeyondJson> {
+pub(crate) fn beyond_json(ctx: &SmallMessageContext, call: &Call) -> Vec<BeyondJson> {
     ctx.beyond(call)
         .iter()
         .map(|p| BeyondJson {
@@ -1672,7 +1672,7 @@ pub fn beyond_json(ctx: &SmallMessageContext, call: &Call) -> Vec<BeyondJson> {
 
 /// NCCL's pick, the symmetric pick and the fastest of everything at one call
 /// (single op: NCCL's times are per call).
-pub fn possible(ctx: &SmallMessageContext, eval: &Evaluation) -> PossibleJson {
+pub(crate) fn possible(ctx: &SmallMessageContext, eval: &Evaluation) -> PossibleJson {
     let call = &eval.call;
     let w = eval.winner();
     let nccl_time = w.time_us as f64;
@@ -1713,7 +1713,7 @@ pub fn possible(ctx: &SmallMessageContext, eval: &Evaluation) -> PossibleJson {
 }
 
 /// Consecutive sweep sizes with the same three picks, as bands.
-pub fn possible_bands(points: Vec<PossibleJson>) -> Vec<PossibleBandJson> {
+pub(crate) fn possible_bands(points: Vec<PossibleJson>) -> Vec<PossibleBandJson> {
     let mut bands: Vec<PossibleBandJson> = Vec::new();
     for p in points {
         let same = |q: &PossibleJson| {
@@ -1778,7 +1778,7 @@ fn possible_line(band: &PossibleBandJson) -> String {
 
 /// The closing lines of `explain`: per size band, NCCL's pick, NCCL's
 /// symmetric pick and planner's fastest.
-pub fn possible_text(bands: &[PossibleBandJson]) -> String {
+pub(crate) fn possible_text(bands: &[PossibleBandJson]) -> String {
     let mut out = String::from(
         "What is possible (NCCL's pick | NCCL's symmetric pick with registered windows | fastest of NCCL's menu, symmetric kernels and planner's own):\n",
     );
@@ -1802,7 +1802,7 @@ fn multicast_reason(ctx: &SmallMessageContext) -> &'static str {
 }
 
 /// The section "NCCL symmetric kernels (needs registered windows)" for one call.
-pub fn symmetric_text(ctx: &SmallMessageContext, call: &Call) -> String {
+pub(crate) fn symmetric_text(ctx: &SmallMessageContext, call: &Call) -> String {
     let mut out = String::from("NCCL symmetric kernels (needs registered windows):\n");
     let Some(choice) = ctx.symmetric(call) else {
         let why = if ctx.table.is_none() {
@@ -1910,7 +1910,7 @@ pub fn symmetric_text(ctx: &SmallMessageContext, call: &Call) -> String {
 }
 
 /// The section "beyond NCCL (planner's own kernels)" for one call.
-pub fn beyond_text(ctx: &SmallMessageContext, call: &Call) -> String {
+pub(crate) fn beyond_text(ctx: &SmallMessageContext, call: &Call) -> String {
     let mut out = String::from("beyond NCCL (planner's own kernels):\n");
     if let Some(why) = ctx.beyond_unavailable(call.coll) {
         out.push_str(&format!("  none here: {why}\n"));

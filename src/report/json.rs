@@ -16,7 +16,7 @@ use crate::model::Coll;
 use serde_json::{Map, Number, Value};
 
 /// Bumped when a key is renamed or removed, or a value changes meaning.
-pub const SCHEMA_VERSION: u64 = 1;
+pub(crate) const SCHEMA_VERSION: u64 = 1;
 
 /// Significant digits kept of a float that is not an f32 value: an f32 holds
 /// about 7, and every time planner measures comes from f32 CUDA events.
@@ -24,14 +24,14 @@ const SIGNIFICANT_DIGITS: usize = 7;
 
 /// A serialisable value as the schema prints it; `list_key` names a top-level
 /// list (e.g. "fixtures").
-pub fn render(value: &impl serde::Serialize, list_key: &str) -> Result<String> {
+pub(crate) fn render(value: &impl serde::Serialize, list_key: &str) -> Result<String> {
     let value = serde_json::to_value(value)
         .map_err(|e| Error::runtime(format!("cannot write JSON: {e}")))?;
     render_value(value, list_key)
 }
 
 /// JSON text from a stage (e.g. a calibration) as the schema prints it.
-pub fn render_text(text: &str, list_key: &str) -> Result<String> {
+pub(crate) fn render_text(text: &str, list_key: &str) -> Result<String> {
     let value: Value = serde_json::from_str(text)
         .map_err(|e| Error::runtime(format!("cannot write JSON: {e}")))?;
     render_value(value, list_key)
@@ -66,25 +66,25 @@ fn document(value: Value, list_key: &str) -> Value {
 /// A list too long to hold as one `Value` (`topo --json` at 576 GPUs x 576 NICs has 663,552 paths and a
 /// 1152 x 1152 matrix): the document carries `Placeholder(i)` where the list goes, and `write_streamed`
 /// writes `lists[i]` there item by item.
-pub struct StreamedList<'a> {
-    pub len: usize,
+pub(crate) struct StreamedList<'a> {
+    pub(crate) len: usize,
     /// Item `i` (0..len) as the stage serialises it; the schema's conventions are applied per item.
-    pub item: Box<dyn Fn(usize) -> serde_json::Result<Value> + 'a>,
+    pub(crate) item: Box<dyn Fn(usize) -> serde_json::Result<Value> + 'a>,
     /// Optional, for lists of hundreds of thousands of items already in the schema's form (its keys and
     /// spellings, floats through `round_float`): item `i` pretty-printed into the buffer straight from its type,
     /// a `Value` and its allocations saved. Every `CHECKED_EVERY`-th item and the last are checked against
     /// `item` with the conventions applied; a difference fails the write.
-    pub text: Option<ItemText<'a>>,
+    pub(crate) text: Option<ItemText<'a>>,
 }
 
 /// See `StreamedList::text`.
-pub type ItemText<'a> = Box<dyn Fn(usize, &mut Vec<u8>) -> serde_json::Result<()> + 'a>;
+pub(crate) type ItemText<'a> = Box<dyn Fn(usize, &mut Vec<u8>) -> serde_json::Result<()> + 'a>;
 
 /// How often `write_streamed` checks `StreamedList::text` against `StreamedList::item`.
 const CHECKED_EVERY: usize = 1000;
 
 /// Stands in for `lists[index]` of `write_streamed` in the document; serialises as a marker string.
-pub struct Placeholder(pub usize);
+pub(crate) struct Placeholder(pub(crate) usize);
 
 impl serde::Serialize for Placeholder {
     fn serialize<S: serde::Serializer>(
@@ -104,7 +104,7 @@ fn placeholder_marker(index: usize) -> String {
 /// What `render` prints followed by a newline, written to `out` with each `Placeholder(i)` in `value` replaced
 /// by `lists[i]`: the same bytes as `render` of the document with the lists in place, without building them.
 /// Each item gets the conventions its list's key gives it (`normalize` with that key as parent).
-pub fn write_streamed(
+pub(crate) fn write_streamed(
     out: &mut dyn std::io::Write,
     value: &impl serde::Serialize,
     list_key: &str,

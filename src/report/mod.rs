@@ -2,13 +2,13 @@
 
 pub mod audit;
 pub mod channels;
-pub mod check;
-pub mod diff;
+pub(crate) mod check;
+pub(crate) mod diff;
 pub mod doctor;
-pub mod expect;
+pub(crate) mod expect;
 pub mod explain;
 pub mod json;
-pub mod run;
+pub(crate) mod run;
 pub mod topo;
 pub mod verify;
 
@@ -57,7 +57,7 @@ pub(crate) fn right_align(t: &mut Table, columns: &[usize]) {
 /// Text for stdout: as rendered on a terminal; piped or redirected, plain ASCII (box borders as `+-|`, `µs` as
 /// `us`, the pick marker `▶` as `>`), so logs, `grep` and old terminals read it. Each table character maps to one
 /// ASCII character: columns stay aligned.
-pub fn text(rendered: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn text(rendered: &str) -> std::borrow::Cow<'_, str> {
     use std::io::IsTerminal;
     if std::io::stdout().is_terminal() {
         std::borrow::Cow::Borrowed(rendered)
@@ -67,7 +67,7 @@ pub fn text(rendered: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// `rendered` in ASCII (see `text`).
-pub fn ascii(rendered: &str) -> String {
+pub(crate) fn ascii(rendered: &str) -> String {
     let mut out = String::with_capacity(rendered.len());
     // " · " separates the facts of a header line: a comma there.
     for c in rendered.replace(" · ", ", ").chars() {

@@ -5,7 +5,7 @@ use crate::exec::runtime::RunReport;
 use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
 
 /// The table, headed by what ran where.
-pub fn table(report: &RunReport) -> String {
+pub(crate) fn table(report: &RunReport) -> String {
     let p = &report.plan;
     let mut out = String::new();
     out.push_str(&format!(
@@ -87,6 +87,6 @@ pub fn table(report: &RunReport) -> String {
 }
 
 /// The report as JSON (docs/json.md: the field names of `RunReport` and its parts, in the schema's spelling).
-pub fn json(report: &RunReport) -> crate::error::Result<String> {
+pub(crate) fn json(report: &RunReport) -> crate::error::Result<String> {
     super::json::render(report, "")
 }

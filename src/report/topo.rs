@@ -30,10 +30,10 @@ use std::fmt;
 /// and bandwidth): a table of more columns than this is not read by a person; `--json` lists every pair. Every
 /// committed fixture is below it (the largest, the NVL72 domain of `gb200-nvl72-tray --nodes 18`, has 72 GPUs
 /// and 72 NICs).
-pub const FULL_VIEW_MAX_DEVICES: usize = 128;
+pub(crate) const FULL_VIEW_MAX_DEVICES: usize = 128;
 
 /// NCCL's NET bandwidth: `speed` in Mb/s divided by 8000 gives GB/s (`topo.cc`).
-pub fn net_bw_gbs(speed_mbps: f64) -> f64 {
+pub(crate) fn net_bw_gbs(speed_mbps: f64) -> f64 {
     speed_mbps / 8000.0
 }
 
@@ -52,53 +52,53 @@ struct PciPlace {
 pub struct GpuInfo {
     /// `GPU0`, `GPU1`, ... by NVML index (`dev`), as nvidia-smi numbers them.
     pub name: String,
-    pub dev: i32,
+    pub(crate) dev: i32,
     pub rank: i32,
-    pub busid: String,
-    pub sm: u32,
+    pub(crate) busid: String,
+    pub(crate) sm: u32,
     /// NCCL's node label (`GPU/0-18000`).
-    pub nccl_label: String,
+    pub(crate) nccl_label: String,
     /// NUMA node of its CPU, `None` when unknown (-1): the driver's on a live probe, else the XML's `numaid`.
-    pub numa: Option<i64>,
+    pub(crate) numa: Option<i64>,
     /// CPU list of its NUMA node (`0-55,112-167`): the driver's on a live probe, else the XML `affinity` mask.
-    pub cpu_affinity: Option<String>,
+    pub(crate) cpu_affinity: Option<String>,
     /// Total NVLinks of this GPU (sum of `<nvlink count>`).
-    pub nvlinks: u32,
+    pub(crate) nvlinks: u32,
 }
 
 /// A network device (NCCL NET node).
 #[derive(Debug, Clone, Serialize)]
-pub struct NetInfo {
+pub(crate) struct NetInfo {
     /// Column name in the link matrix (`NIC0`), `None` for a NIC that is not a
     /// PCI device in the XML (virtio NICs seen through sockets): nvidia-smi
     /// lists only PCI NICs.
-    pub matrix_name: Option<String>,
+    pub(crate) matrix_name: Option<String>,
     /// Device name (`mlx5_0`, `eth0`).
-    pub name: String,
-    pub dev: i64,
-    pub busid: Option<String>,
-    pub speed_mbps: f64,
+    pub(crate) name: String,
+    pub(crate) dev: i64,
+    pub(crate) busid: Option<String>,
+    pub(crate) speed_mbps: f64,
     /// NCCL's NET bandwidth, GB/s.
-    pub bw_gbs: f64,
-    pub latency_us: f64,
-    pub gdr: bool,
-    pub nccl_label: String,
+    pub(crate) bw_gbs: f64,
+    pub(crate) latency_us: f64,
+    pub(crate) gdr: bool,
+    pub(crate) nccl_label: String,
 }
 
 /// The `nvidia-smi topo -m` matrix.
 #[derive(Debug, Clone, Serialize)]
-pub struct LinkMatrix {
+pub(crate) struct LinkMatrix {
     /// `GPU0.., NIC0..`
-    pub columns: Vec<String>,
+    pub(crate) columns: Vec<String>,
     /// One row per column (same order).
-    pub rows: MatrixRows,
+    pub(crate) rows: MatrixRows,
     /// NIC legend: `NIC0` is `mlx5_0`.
-    pub nic_legend: Vec<NicLegend>,
+    pub(crate) nic_legend: Vec<NicLegend>,
 }
 
 /// One cell of the matrix, in nvidia-smi's words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum LinkCell {
+pub(crate) enum LinkCell {
     /// `X`: the device itself.
     Own,
     /// `NV#`: a bonded set of # NVLinks.
@@ -140,7 +140,7 @@ pub struct MatrixRows {
 
 impl MatrixRows {
     /// Rows (= columns).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.size
     }
 
@@ -148,11 +148,11 @@ impl MatrixRows {
         self.size == 0
     }
 
-    pub fn row(&self, index: usize) -> &[LinkCell] {
+    pub(crate) fn row(&self, index: usize) -> &[LinkCell] {
         &self.cells[index * self.size..(index + 1) * self.size]
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &[LinkCell]> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &[LinkCell]> {
         self.cells.chunks(self.size.max(1))
     }
 }
@@ -168,19 +168,19 @@ impl Serialize for MatrixRows {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct NicLegend {
-    pub column: String,
-    pub name: String,
+pub(crate) struct NicLegend {
+    pub(crate) column: String,
+    pub(crate) name: String,
 }
 
 /// One path as NCCL computed it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PathCell {
-    pub ptype: PathType,
+pub(crate) struct PathCell {
+    pub(crate) ptype: PathType,
     /// Bottleneck bandwidth, GB/s.
-    pub bw_gbs: f64,
+    pub(crate) bw_gbs: f64,
     /// Links crossed.
-    pub hops: u32,
+    pub(crate) hops: u32,
 }
 
 /// NCCL's paths from each GPU (`from`) to each target (`to`: GPUs or NETs), row by row; between GPUs, a GPU's
@@ -196,13 +196,13 @@ pub struct PathTable {
 
 /// One path of a `PathTable` as `--json` lists it.
 #[derive(Debug, Clone, Serialize)]
-pub struct PathEntry<'a> {
-    pub from: &'a str,
-    pub to: &'a str,
+pub(crate) struct PathEntry<'a> {
+    pub(crate) from: &'a str,
+    pub(crate) to: &'a str,
     #[serde(rename = "type")]
-    pub ptype: &'static str,
-    pub bw_gbs: f64,
-    pub hops: u32,
+    pub(crate) ptype: &'static str,
+    pub(crate) bw_gbs: f64,
+    pub(crate) hops: u32,
 }
 
 impl PathTable {
@@ -228,7 +228,7 @@ impl PathTable {
         }
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.cells.len()
     }
 
@@ -237,7 +237,7 @@ impl PathTable {
     }
 
     /// The path from `from[i]` to `to[j]`; None on the left-out diagonal or out of range.
-    pub fn get(&self, i: usize, j: usize) -> Option<&PathCell> {
+    pub(crate) fn get(&self, i: usize, j: usize) -> Option<&PathCell> {
         if i >= self.from.len() || j >= self.to.len() || (self.skip_self && i == j) {
             return None;
         }
@@ -247,7 +247,7 @@ impl PathTable {
     }
 
     /// The `index`-th path in list order.
-    pub fn entry(&self, index: usize) -> PathEntry<'_> {
+    pub(crate) fn entry(&self, index: usize) -> PathEntry<'_> {
         let row = self.to.len() - usize::from(self.skip_self);
         let (i, mut j) = (index / row, index % row);
         if self.skip_self && j >= i {
@@ -263,7 +263,7 @@ impl PathTable {
         }
     }
 
-    pub fn cells(&self) -> &[PathCell] {
+    pub(crate) fn cells(&self) -> &[PathCell] {
         &self.cells
     }
 }
@@ -280,37 +280,37 @@ impl Serialize for PathTable {
 
 /// What `--nodes N` adds: the network between the hosts.
 #[derive(Debug, Clone, Serialize)]
-pub struct NetworkInfo {
-    pub nodes: usize,
-    pub ranks: usize,
-    pub nics_per_node: usize,
+pub(crate) struct NetworkInfo {
+    pub(crate) nodes: usize,
+    pub(crate) ranks: usize,
+    pub(crate) nics_per_node: usize,
     /// NET bandwidth of each NIC, GB/s (speed / 8000).
-    pub bw_per_nic_gbs: Vec<f64>,
+    pub(crate) bw_per_nic_gbs: Vec<f64>,
     /// Sum over the node's NICs, GB/s.
-    pub bw_per_node_gbs: f64,
+    pub(crate) bw_per_node_gbs: f64,
     /// `--net-latency`, µs, added to each NIC's reported latency.
-    pub net_latency_us: f64,
+    pub(crate) net_latency_us: f64,
 }
 
 /// Everything `planner topo` shows, with stable field names for `--json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct TopoReport {
-    pub source: String,
-    pub nodes: usize,
-    pub gpus_per_node: usize,
-    pub cpus: usize,
-    pub nvswitch: bool,
-    pub gpus: Vec<GpuInfo>,
-    pub nets: Vec<NetInfo>,
-    pub matrix: LinkMatrix,
+    pub(crate) source: String,
+    pub(crate) nodes: usize,
+    pub(crate) gpus_per_node: usize,
+    pub(crate) cpus: usize,
+    pub(crate) nvswitch: bool,
+    pub(crate) gpus: Vec<GpuInfo>,
+    pub(crate) nets: Vec<NetInfo>,
+    pub(crate) matrix: LinkMatrix,
     /// GPU to GPU, then GPU to NET, in matrix order.
-    pub gpu_paths: PathTable,
-    pub net_paths: PathTable,
+    pub(crate) gpu_paths: PathTable,
+    pub(crate) net_paths: PathTable,
     /// Present when `nodes > 1`.
-    pub network: Option<NetworkInfo>,
+    pub(crate) network: Option<NetworkInfo>,
     /// Present only on an MNNVL domain: several OS nodes fused into one NVLink domain (`topo::mnnvl`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub mnnvl: Option<crate::topo::mnnvl::MnnvlInfo>,
+    pub(crate) mnnvl: Option<crate::topo::mnnvl::MnnvlInfo>,
 }
 
 /// NVLink facts of one `<gpu>` element: (target bus id, count, tclass).
@@ -446,7 +446,7 @@ fn root_bus(busid: &str) -> &str {
 
 /// A Linux cpumask (`00000000,0000ffff,ffffffff`, most significant word first)
 /// as a CPU list (`0-47`); `None` if it is not a mask.
-pub fn cpumask_to_list(mask: &str) -> Option<String> {
+pub(crate) fn cpumask_to_list(mask: &str) -> Option<String> {
     let mut cpus = Vec::new();
     for (word_index, word) in mask.trim().split(',').rev().enumerate() {
         let bits = u32::from_str_radix(word.trim(), 16).ok()?;
@@ -460,7 +460,7 @@ pub fn cpumask_to_list(mask: &str) -> Option<String> {
 }
 
 /// NVML's CPU mask (64 CPUs per word, lowest word first) as a CPU list (`0-15`); `None` if no CPU is set.
-pub fn cpu_words_to_list(words: &[u64]) -> Option<String> {
+pub(crate) fn cpu_words_to_list(words: &[u64]) -> Option<String> {
     let cpus: Vec<usize> = (0..words.len() * 64)
         .filter(|&c| words[c / 64] & (1u64 << (c % 64)) != 0)
         .collect();
@@ -737,7 +737,7 @@ const LEGEND: &str = "Legend:
 ";
 
 /// Whether the text view summarises its matrices: more than `FULL_VIEW_MAX_DEVICES` GPUs or NICs.
-pub fn summarised(report: &TopoReport) -> bool {
+pub(crate) fn summarised(report: &TopoReport) -> bool {
     report.gpus.len() > FULL_VIEW_MAX_DEVICES || report.nets.len() > FULL_VIEW_MAX_DEVICES
 }
 
@@ -938,7 +938,7 @@ fn render_paths(
 
 /// NCCL's view: a GPU x GPU table and a GPU x NET table of `TYPE GB/s` (O(GPUs x (GPUs + NICs))), summarised
 /// when `summarised`, then the NICs.
-pub fn render_nccl_view(report: &TopoReport) -> String {
+pub(crate) fn render_nccl_view(report: &TopoReport) -> String {
     let summary = summarised(report);
     let mut out = String::new();
     let gpu_names: Vec<&str> = report.gpus.iter().map(|g| g.name.as_str()).collect();
@@ -1106,7 +1106,7 @@ fn plural(n: usize) -> &'static str {
 /// placeholders that `write_json` fills item by item. Built by taking the report apart field by field, so a
 /// field added to `TopoReport` or `LinkMatrix` does not compile until it is placed here too.
 #[derive(Serialize)]
-pub struct JsonHead<'a> {
+pub(crate) struct JsonHead<'a> {
     source: &'a str,
     nodes: usize,
     gpus_per_node: usize,
@@ -1134,7 +1134,7 @@ const MATRIX_ROWS: usize = 0;
 const GPU_PATHS: usize = 1;
 const NET_PATHS: usize = 2;
 
-pub fn json_head(report: &TopoReport) -> JsonHead<'_> {
+pub(crate) fn json_head(report: &TopoReport) -> JsonHead<'_> {
     let TopoReport {
         source,
         nodes,
@@ -1221,7 +1221,7 @@ fn path_list(paths: &PathTable) -> super::json::StreamedList<'_> {
 
 /// `--json` of `report` to `out`, the long lists item by item (the same bytes as `json::render` of the report
 /// plus a newline, without holding them): `doc` is `json_head(report)`, alone or with more keys (`WithNcclEnv`).
-pub fn write_json(
+pub(crate) fn write_json(
     out: &mut dyn std::io::Write,
     doc: &impl Serialize,
     report: &TopoReport,
@@ -1239,7 +1239,7 @@ pub fn render_json(report: &TopoReport) -> String {
 
 /// `--dot`: NCCL's graph for Graphviz, one undirected edge per connected pair
 /// (labelled with the link type and GB/s; `a/b` when the directions differ).
-pub fn render_dot(topo: &Topology) -> String {
+pub(crate) fn render_dot(topo: &Topology) -> String {
     let mut out = String::from("graph topology {\n");
     out.push_str(&format!("  label=\"{}\";\n", dot_escape(&topo.source)));
     out.push_str("  node [shape=box, fontname=\"monospace\"];\n");
@@ -1293,7 +1293,7 @@ fn dot_escape(s: &str) -> String {
 }
 
 /// `planner fixtures`: name and description of each built-in topology.
-pub fn render_fixtures(list: &[Fixture], default: &str) -> String {
+pub(crate) fn render_fixtures(list: &[Fixture], default: &str) -> String {
     let mut t = Table::new();
     t.load_style(presets::NOTHING)
         .set_content_arrangement(ContentArrangement::Disabled)
@@ -1320,7 +1320,7 @@ struct FixtureEntry<'a> {
 }
 
 /// `planner fixtures --json`.
-pub fn render_fixtures_json(list: &[Fixture], default: &str) -> String {
+pub(crate) fn render_fixtures_json(list: &[Fixture], default: &str) -> String {
     let entries: Vec<FixtureEntry> = list
         .iter()
         .map(|f| FixtureEntry {

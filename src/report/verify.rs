@@ -13,7 +13,7 @@ use crate::verify::{coll_label, RowStatus};
 use serde::Serialize;
 
 /// Microseconds with sensible precision.
-pub fn format_us(us: f64) -> String {
+pub(crate) fn format_us(us: f64) -> String {
     if us < 10.0 {
         format!("{us:.2}")
     } else if us < 1000.0 {
@@ -32,7 +32,7 @@ fn pct(v: f64) -> String {
 }
 
 /// One line about the machine and the run.
-pub fn describe_machine(run: &VerifyRun) -> String {
+pub(crate) fn describe_machine(run: &VerifyRun) -> String {
     let m = &run.machine;
     let mut gpu_names: Vec<String> = Vec::new();
     for g in &m.gpus {
@@ -233,7 +233,11 @@ pub fn render_text(run: &VerifyRun, scored: &Scored) -> String {
 /// The full text report; with `stock` (the same run scored by the stock
 /// model, `verify --load --calibration`) its predictions, errors and picks
 /// stand in extra columns next to `scored`'s.
-pub fn render_text_compared(run: &VerifyRun, scored: &Scored, stock: Option<&Scored>) -> String {
+pub(crate) fn render_text_compared(
+    run: &VerifyRun,
+    scored: &Scored,
+    stock: Option<&Scored>,
+) -> String {
     let mut out = String::new();
     compared_header(&mut out, run, scored, stock);
     let mut notes: Vec<String> = Vec::new();
@@ -520,19 +524,19 @@ fn ratios_table(out: &mut String, scored: &Scored) {
 
 /// What `--json` prints.
 #[derive(Serialize)]
-pub struct JsonReport<'a> {
-    pub machine: &'a crate::result_file::Fingerprint,
-    pub options: &'a crate::result_file::RunOptions,
+pub(crate) struct JsonReport<'a> {
+    pub(crate) machine: &'a crate::result_file::Fingerprint,
+    pub(crate) options: &'a crate::result_file::RunOptions,
     /// Only for an incomplete result file: `false`, and why it stopped when known.
     #[serde(skip_serializing_if = "is_true")]
-    pub complete: bool,
+    pub(crate) complete: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub stopped: Option<&'a crate::result_file::Stopped>,
+    pub(crate) stopped: Option<&'a crate::result_file::Stopped>,
     #[serde(flatten)]
-    pub scored: &'a Scored,
+    pub(crate) scored: &'a Scored,
     /// `verify --load --calibration`: the stock model on the same rows.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub stock: Option<StockJson<'a>>,
+    pub(crate) stock: Option<StockJson<'a>>,
 }
 
 fn is_true(value: &bool) -> bool {
@@ -541,18 +545,18 @@ fn is_true(value: &bool) -> bool {
 
 /// The stock model's scoring next to a calibrated one.
 #[derive(Serialize)]
-pub struct StockJson<'a> {
-    pub predictor: &'a str,
-    pub summaries: &'a [BackendSummary],
+pub(crate) struct StockJson<'a> {
+    pub(crate) predictor: &'a str,
+    pub(crate) summaries: &'a [BackendSummary],
     /// Per row, in the order of `rows`.
-    pub rows: Vec<StockRowJson>,
+    pub(crate) rows: Vec<StockRowJson>,
 }
 
 #[derive(Serialize)]
-pub struct StockRowJson {
-    pub predicted_us: Option<f64>,
-    pub error_pct: Option<f64>,
-    pub model_pick: bool,
+pub(crate) struct StockRowJson {
+    pub(crate) predicted_us: Option<f64>,
+    pub(crate) error_pct: Option<f64>,
+    pub(crate) model_pick: bool,
 }
 
 pub fn render_json(run: &VerifyRun, scored: &Scored) -> Result<String> {
@@ -560,7 +564,7 @@ pub fn render_json(run: &VerifyRun, scored: &Scored) -> Result<String> {
 }
 
 /// `render_json` with the stock model's scoring of the same run (`stock`).
-pub fn render_json_compared(
+pub(crate) fn render_json_compared(
     run: &VerifyRun,
     scored: &Scored,
     stock: Option<&Scored>,
@@ -599,7 +603,7 @@ fn csv_field(text: &str) -> String {
 }
 
 /// One line per row.
-pub fn render_csv(scored: &Scored) -> String {
+pub(crate) fn render_csv(scored: &Scored) -> String {
     let mut out = String::from(
         "backend,pair,bytes,status,iters,repeats,median_us,max_us,p99_us,predicted_us,error_pct,algbw_gbs,busbw_gbs,wrong,model_pick,measured_best,nccl_pick,nccl_choice,note\n",
     );
@@ -642,7 +646,7 @@ pub fn render_csv(scored: &Scored) -> String {
 /// Measured (solid, a colour per backend) and predicted (dashed) time and busbw against size:
 /// one panel per pair and one for NCCL's free choice, shaded where NCCL's free choice ran the
 /// panel's pair.
-pub fn render_svg(run: &VerifyRun, scored: &Scored) -> Result<String> {
+pub(crate) fn render_svg(run: &VerifyRun, scored: &Scored) -> Result<String> {
     use crate::plot::{Mark, Panel, Series, COLORS, DARK};
     let coll = run.options.collective;
     let factor = coll.nccl_tests_bus_factor(scored.world_size);

@@ -38,29 +38,29 @@ enum End {
 
 /// NCCL's `ncclTopoGraph` while searching.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Graph {
-    pub id: u32,
-    pub pattern: Pattern,
-    pub cross_nic: u32,
-    pub coll_net: bool,
-    pub min_channels: usize,
-    pub max_channels: usize,
-    pub n_channels: usize,
-    pub bw_intra: f32,
-    pub bw_inter: f32,
-    pub latency_inter: f32,
-    pub type_intra: PathType,
-    pub type_inter: PathType,
-    pub same_channels: bool,
-    pub n_hops: i32,
+pub(crate) struct Graph {
+    pub(crate) id: u32,
+    pub(crate) pattern: Pattern,
+    pub(crate) cross_nic: u32,
+    pub(crate) coll_net: bool,
+    pub(crate) min_channels: usize,
+    pub(crate) max_channels: usize,
+    pub(crate) n_channels: usize,
+    pub(crate) bw_intra: f32,
+    pub(crate) bw_inter: f32,
+    pub(crate) latency_inter: f32,
+    pub(crate) type_intra: PathType,
+    pub(crate) type_inter: PathType,
+    pub(crate) same_channels: bool,
+    pub(crate) n_hops: i32,
     /// `intra[c * ngpus + i]`: ranks in channel order.
-    pub intra: Vec<i32>,
+    pub(crate) intra: Vec<i32>,
     /// `inter[2c]`, `inter[2c+1]`: NET ids entered and left.
-    pub inter: Vec<i64>,
+    pub(crate) inter: Vec<i64>,
 }
 
 impl Graph {
-    pub fn new(
+    pub(crate) fn new(
         id: u32,
         pattern: Pattern,
         ngpus: usize,
@@ -1066,17 +1066,17 @@ fn round_half_away(x: f32) -> f32 {
 
 /// What to search for (NCCL sets these before `ncclTopoCompute`).
 #[derive(Debug, Clone, Copy)]
-pub struct GraphRequest {
-    pub id: u32,
-    pub pattern: Pattern,
-    pub coll_net: bool,
-    pub min_channels: usize,
-    pub max_channels: usize,
+pub(crate) struct GraphRequest {
+    pub(crate) id: u32,
+    pub(crate) pattern: Pattern,
+    pub(crate) coll_net: bool,
+    pub(crate) min_channels: usize,
+    pub(crate) max_channels: usize,
     /// `NCCL_CROSS_NIC`.
-    pub cross_nic_param: u32,
+    pub(crate) cross_nic_param: u32,
     /// Before 2.19 (`SearchRule::DupBeforePass2` off): channels are duplicated after pass 2, and pass 2 raises
     /// only a tree's bwIntra (v2.18.3-1 search.cc:947-969).
-    pub dup_before_pass2: bool,
+    pub(crate) dup_before_pass2: bool,
     /// The family whose speed ladders the search climbs (`ladder::ladder_of`).
     pub family: super::rules::Family,
 }
@@ -1104,7 +1104,7 @@ fn dup_channels(g: &mut Graph, cc_min: u32, ngpus: usize) {
 
 /// `ncclTopoCompute`: search one graph. `preset` is a graph read from a graph
 /// file (`NCCL_GRAPH_FILE`): when it has channels it is used as is.
-pub fn compute(
+pub(crate) fn compute(
     sys: &SearchSystem,
     st: &mut BwState,
     req: GraphRequest,

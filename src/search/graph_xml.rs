@@ -27,7 +27,7 @@ const XML_TYPES: [PathType; 9] = [
 ];
 
 /// C's `%g` (6 significant digits, trailing zeros removed).
-pub fn format_g(x: f64) -> String {
+pub(crate) fn format_g(x: f64) -> String {
     if x == 0.0 {
         return "0".to_string();
     }
@@ -109,7 +109,7 @@ fn graph_to_xml(g: &SearchGraph, sys: &SearchSystem) -> Result<XmlNode> {
 
 /// The XML tree NCCL dumps: ring, tree, collnet direct, collnet chain, NVLS
 /// (graphs NCCL did not compute appear empty, as in NCCL's dump).
-pub fn graphs_to_xml(graphs: &Graphs, sys: &SearchSystem) -> Result<XmlNode> {
+pub(crate) fn graphs_to_xml(graphs: &Graphs, sys: &SearchSystem) -> Result<XmlNode> {
     let or_empty = |g: &Option<SearchGraph>, id, pattern| {
         g.clone().unwrap_or_else(|| SearchGraph::empty(id, pattern))
     };
@@ -182,7 +182,7 @@ fn type_attr(node: &XmlNode, key: &str, source: &str) -> Result<PathType> {
 /// every channel must list each GPU once (the head only for NVLS), NETs must
 /// exist and enclose the channel when more than one node, and `nchannels`
 /// must match the channels listed.
-pub fn parse_graphs(root: &XmlNode, sys: &SearchSystem, source: &str) -> Result<Vec<Graph>> {
+pub(crate) fn parse_graphs(root: &XmlNode, sys: &SearchSystem, source: &str) -> Result<Vec<Graph>> {
     if root.name != "graphs" {
         return Err(Error::bad_input(format!(
             "{source}:{}: expected <graphs>, found <{}>",

@@ -15,20 +15,20 @@
 use super::rules::{has, Family, SearchRule};
 
 /// cc < 90, one node.
-pub const INTRA: &[f32] = &[
+pub(crate) const INTRA: &[f32] = &[
     40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0,
 ];
 /// cc < 90, several nodes.
-pub const INTER: &[f32] = &[
+pub(crate) const INTER: &[f32] = &[
     48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2,
     0.24, 0.12,
 ];
 /// 90 <= cc < 100, one node.
-pub const SM90_INTRA: &[f32] = &[
+pub(crate) const SM90_INTRA: &[f32] = &[
     60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0,
 ];
 /// 90 <= cc < 100, several nodes.
-pub const SM90_INTER: &[f32] = &[
+pub(crate) const SM90_INTER: &[f32] = &[
     48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24,
     0.12,
 ];
@@ -43,7 +43,7 @@ pub const SM100_INTRA_2_27: &[f32] = &[
 /// cc >= 100, one node, 2.25-2.26 (v2.25.1-1 src/graph/search.cc:940).
 pub const SM100_INTRA_2_25: &[f32] = &[90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0];
 /// cc >= 100, several nodes (2.30+: v2.30.3-1 src/graph/search.cc:1064, the 86 rung).
-pub const SM100_INTER: &[f32] = &[
+pub(crate) const SM100_INTER: &[f32] = &[
     96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0,
     2.4, 1.2, 0.24, 0.12,
 ];
@@ -59,8 +59,9 @@ pub const SM100_INTER_2_27: &[f32] = &[
 ];
 
 /// The ladder NCCL uses for the lowest compute capability `cc_min` (x10) and
-/// `inter` (more than one node), in the newest family.
-pub fn ladder(cc_min: u32, inter: bool) -> &'static [f32] {
+/// `inter` (more than one node), in the newest family (the search asks `ladder_of` with the run's family).
+#[cfg(test)]
+fn ladder(cc_min: u32, inter: bool) -> &'static [f32] {
     ladder_of(cc_min, inter, super::rules::NEWEST)
 }
 
@@ -100,7 +101,12 @@ pub fn ladder_of(cc_min: u32, inter: bool, family: Family) -> &'static [f32] {
 
 /// Index of the first rung NCCL starts from: the fastest speed not above
 /// `max_bw` whose `min_channels` copies fit in `total_bw` (the last rung if none).
-pub fn start_index(ladder: &[f32], max_bw: f32, total_bw: f32, min_channels: usize) -> usize {
+pub(crate) fn start_index(
+    ladder: &[f32],
+    max_bw: f32,
+    total_bw: f32,
+    min_channels: usize,
+) -> usize {
     let mut i = 0;
     while i < ladder.len() - 1 && (ladder[i] > max_bw || ladder[i] * min_channels as f32 > total_bw)
     {

@@ -4,12 +4,12 @@
 //! `Connection`) that the model and the executor read. No global state.
 
 pub mod connect;
-pub mod engine;
+pub(crate) mod engine;
 pub mod graph_xml;
 pub mod ladder;
 pub mod rules;
-pub mod system;
-pub mod trees;
+pub(crate) mod system;
+pub(crate) mod trees;
 
 use crate::error::Result;
 use crate::topo::{Cluster, PathType};
@@ -31,7 +31,7 @@ impl Pattern {
         self as u32
     }
     /// NCCL's pattern number (`graph.h`); None for a number NCCL does not define.
-    pub fn from_number(n: u64) -> Option<Pattern> {
+    pub(crate) fn from_number(n: u64) -> Option<Pattern> {
         [
             Pattern::BalancedTree,
             Pattern::SplitTree,
@@ -43,7 +43,7 @@ impl Pattern {
         .into_iter()
         .find(|p| p.number() as u64 == n)
     }
-    pub fn is_tree(self) -> bool {
+    pub(crate) fn is_tree(self) -> bool {
         matches!(
             self,
             Pattern::BalancedTree | Pattern::SplitTree | Pattern::Tree
@@ -157,7 +157,7 @@ impl Connection {
         Some((ring[(pos + n - 1) % n], ring[(pos + 1) % n]))
     }
     /// Whether NCCL logs a `Tree c : ...` line for `rank` (it faces another node).
-    pub fn faces_other_nodes(&self, search_channel: usize, rank: i32) -> bool {
+    pub(crate) fn faces_other_nodes(&self, search_channel: usize, rank: i32) -> bool {
         let local = rank.rem_euclid(self.gpus_per_node.max(1) as i32);
         self.tree_heads
             .get(search_channel)
@@ -238,7 +238,7 @@ pub fn graphs_from_text(
 }
 
 /// Search with some graphs given (by id); the rest are searched.
-pub fn search_with_presets(
+pub(crate) fn search_with_presets(
     cluster: &Cluster,
     opts: &SearchOptions,
     presets: &[engine::Graph],
@@ -249,7 +249,7 @@ pub fn search_with_presets(
 
 /// The search's view of one host of `cluster`; `--net-latency` is added to every
 /// NET's latency (it becomes the graphs' `latencyInter`).
-pub fn search_system(cluster: &Cluster) -> Result<system::SearchSystem> {
+pub(crate) fn search_system(cluster: &Cluster) -> Result<system::SearchSystem> {
     cluster.check()?;
     let mut sys = system::SearchSystem::new(&cluster.node, cluster.n_nodes > 1)?;
     for net in &mut sys.nets {
@@ -272,7 +272,7 @@ fn search_on(
 }
 
 /// The graphs NCCL computes at init, in NCCL's order (`init.cc`).
-pub fn search_graphs(
+pub(crate) fn search_graphs(
     sys: &system::SearchSystem,
     opts: &SearchOptions,
     presets: &[engine::Graph],

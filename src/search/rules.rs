@@ -60,10 +60,10 @@ pub enum SearchRule {
 /// One rule: first family, what it does, where it was read, whether planner switches it by version.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct SearchRuleInfo {
-    pub rule: SearchRule,
+    pub(crate) rule: SearchRule,
     pub name: &'static str,
     pub first: Family,
-    pub what: &'static str,
+    pub(crate) what: &'static str,
     pub source: &'static str,
     pub modelled: bool,
 }
@@ -268,7 +268,7 @@ pub const RULES: &[SearchRuleInfo] = &[
 ];
 
 /// The rule's record.
-pub fn info_of(rule: SearchRule) -> &'static SearchRuleInfo {
+pub(crate) fn info_of(rule: SearchRule) -> &'static SearchRuleInfo {
     RULES.iter().find(|r| r.rule == rule).unwrap_or(&RULES[0])
 }
 
@@ -279,7 +279,7 @@ pub fn has(family: Family, rule: SearchRule) -> bool {
 }
 
 /// NCCL's `MAXCHANNELS` in `family`.
-pub fn max_channels(family: Family) -> usize {
+pub(crate) fn max_channels(family: Family) -> usize {
     if has(family, SearchRule::MaxChannels64) {
         crate::limits::MAX_CHANNELS
     } else {

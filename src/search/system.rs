@@ -12,13 +12,13 @@ use petgraph::stable_graph::{EdgeIndex, NodeIndex};
 use petgraph::visit::EdgeRef;
 use std::sync::Arc;
 
-pub use crate::limits::MAX_CHANNELS;
+pub(crate) use crate::limits::MAX_CHANNELS;
 /// `limits::LOC_BW` in the search's `float`.
 const LOC_BW: f32 = crate::limits::LOC_BW as f32;
 
 /// What crossing one link costs beyond the link itself (`followPath`).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum RevCharge {
+pub(crate) enum RevCharge {
     None,
     /// Entering a pre-Ampere GPU from a non-GPU start also uses 1/8 of the bandwidth backwards.
     Eighth(u32),
@@ -30,31 +30,31 @@ pub enum RevCharge {
 /// link and on whether the path started at a GPU, not on the path, so it is kept once per link: a search system
 /// holds about four million hops at NCCL's largest host (576 GPUs and 576 NICs), stored as bare link indices.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LinkCost {
+pub(crate) struct LinkCost {
     /// A PCI link (costs 1.2x on `intel_overhead` paths).
-    pub pci: bool,
+    pub(crate) pci: bool,
     /// The backward charge on a path that started at a GPU.
-    pub rev_from_gpu: RevCharge,
+    pub(crate) rev_from_gpu: RevCharge,
     /// The backward charge on a path that started elsewhere (a NET or an NVSwitch).
-    pub rev_from_other: RevCharge,
+    pub(crate) rev_from_other: RevCharge,
 }
 
 /// A path as the search uses it: type, bottleneck bandwidth, and the run of `SearchSystem::hops` it crosses.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SPath {
-    pub ptype: PathType,
-    pub bw: f32,
+pub(crate) struct SPath {
+    pub(crate) ptype: PathType,
+    pub(crate) bw: f32,
     start: u32,
     count: u16,
     /// GPU-started PHB path through an Intel x86 root complex: PCI links cost 1.2x.
-    pub intel_overhead: bool,
+    pub(crate) intel_overhead: bool,
     /// Started at a GPU (chooses `LinkCost::rev_from_gpu`).
-    pub from_gpu: bool,
+    pub(crate) from_gpu: bool,
 }
 
 impl SPath {
     /// NCCL's state for "no path": type DIS, bandwidth 0, no hops.
-    pub fn none() -> Self {
+    pub(crate) fn none() -> Self {
         SPath {
             ptype: PathType::Dis,
             bw: 0.0,
@@ -71,65 +71,65 @@ impl SPath {
             ..SPath::none()
         }
     }
-    pub fn count(&self) -> usize {
+    pub(crate) fn count(&self) -> usize {
         self.count as usize
     }
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct SNet {
+pub(crate) struct SNet {
     /// NCCL's NET id (`systemId << 56 | dev`), what graphs store in `inter`.
-    pub id: i64,
-    pub dev: i64,
+    pub(crate) id: i64,
+    pub(crate) dev: i64,
     /// NICs sharing an asic and port share bandwidth (`net.asic` = the `guid`).
-    pub asic: u64,
-    pub port: i64,
-    pub bw: f32,
-    pub latency: f32,
-    pub coll: bool,
+    pub(crate) asic: u64,
+    pub(crate) port: i64,
+    pub(crate) bw: f32,
+    pub(crate) latency: f32,
+    pub(crate) coll: bool,
     /// The GPU this NET is the preferred NIC of, or -1 (`ncclTopoGetLocalGpu`).
-    pub local_gpu: i32,
+    pub(crate) local_gpu: i32,
 }
 
 #[derive(Debug, Clone)]
-pub struct SearchSystem {
-    pub ngpus: usize,
-    pub gpu_rank: Vec<i32>,
-    pub gpu_dev: Vec<i32>,
+pub(crate) struct SearchSystem {
+    pub(crate) ngpus: usize,
+    pub(crate) gpu_rank: Vec<i32>,
+    pub(crate) gpu_dev: Vec<i32>,
     /// NCCL node id of each GPU (graph XML writes `systemId<<56 | dev`).
-    pub gpu_system_id: Vec<u64>,
-    pub gpu_label: Vec<String>,
-    pub gpu_cc: Vec<u32>,
+    pub(crate) gpu_system_id: Vec<u64>,
+    pub(crate) gpu_label: Vec<String>,
+    pub(crate) gpu_cc: Vec<u32>,
     /// `gpuPciBw`, truncated to an int as NCCL's score does; -1 without a PCI link.
-    pub gpu_pci_bw: Vec<i32>,
-    pub nets: Vec<SNet>,
+    pub(crate) gpu_pci_bw: Vec<i32>,
+    pub(crate) nets: Vec<SNet>,
     /// Per NET, the NETs (itself included) on the same asic and port, which share its bandwidth.
-    pub net_port_peers: Vec<Vec<usize>>,
-    pub n_nvs: usize,
-    pub gpu_gpu: Vec<SPath>,
-    pub gpu_net: Vec<SPath>,
-    pub net_gpu: Vec<SPath>,
-    pub nvs_gpu: Vec<SPath>,
-    pub gpu_nvs: Vec<SPath>,
+    pub(crate) net_port_peers: Vec<Vec<usize>>,
+    pub(crate) n_nvs: usize,
+    pub(crate) gpu_gpu: Vec<SPath>,
+    pub(crate) gpu_net: Vec<SPath>,
+    pub(crate) net_gpu: Vec<SPath>,
+    pub(crate) nvs_gpu: Vec<SPath>,
+    pub(crate) gpu_nvs: Vec<SPath>,
     /// The links every path crosses, end to end: the topology's own list (`PathTable::shared_links`), whose
     /// runs the paths name.
     hops: Arc<Vec<EdgeIndex>>,
     /// Per link, by `EdgeIndex::index()`.
-    pub link_cost: Vec<LinkCost>,
+    pub(crate) link_cost: Vec<LinkCost>,
     /// Initial bandwidth of every directed link, by `EdgeIndex::index()`.
-    pub link_bw: Vec<f32>,
+    pub(crate) link_bw: Vec<f32>,
     /// More than one node: channels enter and leave through NETs.
-    pub inter: bool,
-    pub max_bw: f32,
-    pub total_bw: f32,
-    pub cpu_arch: CpuArch,
-    pub cpu_vendor: CpuVendor,
+    pub(crate) inter: bool,
+    pub(crate) max_bw: f32,
+    pub(crate) total_bw: f32,
+    pub(crate) cpu_arch: CpuArch,
+    pub(crate) cpu_vendor: CpuVendor,
     /// `ncclTopoGetLocalNet(gpu, c)` for c in 0..MAXCHANNELS, as NET indices.
-    pub local_net: Vec<Vec<usize>>,
+    pub(crate) local_net: Vec<Vec<usize>>,
     /// Next-GPU sort keys (`ncclGpuScore`), see `score_keys`: by [gpu * ngpus + candidate].
-    pub intra_key: Vec<u64>,
+    pub(crate) intra_key: Vec<u64>,
     /// By [net * ngpus + candidate].
-    pub inter_key: Vec<u64>,
+    pub(crate) inter_key: Vec<u64>,
     /// `ncclTopoGetLocal` from each NET to GPUs (fixed once the paths are: the search asks it at every step).
     net_local_gpus: Vec<(Vec<usize>, PathType)>,
 }
@@ -137,10 +137,10 @@ pub struct SearchSystem {
 /// The search's mutable state: remaining bandwidth per link and NET, and which
 /// GPUs each channel already visits.
 #[derive(Debug, Clone)]
-pub struct BwState {
-    pub link_bw: Vec<f32>,
-    pub net_bw: Vec<f32>,
-    pub used: Vec<u64>,
+pub(crate) struct BwState {
+    pub(crate) link_bw: Vec<f32>,
+    pub(crate) net_bw: Vec<f32>,
+    pub(crate) used: Vec<u64>,
 }
 
 /// The search's per-GPU columns, in the topology's GPU order.
@@ -246,7 +246,7 @@ fn search_nets(topo: &Topology, nets: &[NodeIndex]) -> Result<Vec<SNet>> {
 }
 
 impl SearchSystem {
-    pub fn new(topo: &Topology, inter: bool) -> Result<Self> {
+    pub(crate) fn new(topo: &Topology, inter: bool) -> Result<Self> {
         let src = &topo.source;
         let gpus: Vec<NodeIndex> = topo.nodes(NodeKind::Gpu).to_vec();
         let nets: Vec<NodeIndex> = topo.nodes(NodeKind::Net).to_vec();
@@ -426,39 +426,39 @@ impl SearchSystem {
         self.inter_key = inter;
     }
 
-    pub fn nnets(&self) -> usize {
+    pub(crate) fn nnets(&self) -> usize {
         self.nets.len()
     }
 
     /// The links `path` crosses (`EdgeIndex::index()`), in order.
     #[inline(always)]
-    pub fn hops(&self, path: &SPath) -> &[EdgeIndex] {
+    pub(crate) fn hops(&self, path: &SPath) -> &[EdgeIndex] {
         let start = path.start as usize;
         self.hops.get(start..start + path.count()).unwrap_or(&[])
     }
-    pub fn gpu_gpu(&self, a: usize, b: usize) -> &SPath {
+    pub(crate) fn gpu_gpu(&self, a: usize, b: usize) -> &SPath {
         &self.gpu_gpu[a * self.ngpus + b]
     }
-    pub fn gpu_net(&self, g: usize, n: usize) -> &SPath {
+    pub(crate) fn gpu_net(&self, g: usize, n: usize) -> &SPath {
         &self.gpu_net[g * self.nets.len() + n]
     }
-    pub fn net_gpu(&self, n: usize, g: usize) -> &SPath {
+    pub(crate) fn net_gpu(&self, n: usize, g: usize) -> &SPath {
         &self.net_gpu[n * self.ngpus + g]
     }
 
-    pub fn cc_min(&self) -> u32 {
+    pub(crate) fn cc_min(&self) -> u32 {
         self.gpu_cc.iter().copied().min().unwrap_or(0)
     }
 
-    pub fn gpu_index_of_rank(&self, rank: i32) -> Option<usize> {
+    pub(crate) fn gpu_index_of_rank(&self, rank: i32) -> Option<usize> {
         self.gpu_rank.iter().position(|&r| r == rank)
     }
 
-    pub fn net_index_of_id(&self, id: i64) -> Option<usize> {
+    pub(crate) fn net_index_of_id(&self, id: i64) -> Option<usize> {
         self.nets.iter().position(|n| n.id == id)
     }
 
-    pub fn fresh_state(&self) -> BwState {
+    pub(crate) fn fresh_state(&self) -> BwState {
         BwState {
             link_bw: self.link_bw.clone(),
             net_bw: self.nets.iter().map(|n| n.bw).collect(),
@@ -505,12 +505,12 @@ impl SearchSystem {
 
     /// `ncclTopoGetLocal` from GPU g to NETs: the NETs with the highest
     /// bandwidth, then the best path type; and that type.
-    pub fn local_nets_of_gpu(&self, g: usize) -> (Vec<usize>, PathType) {
+    pub(crate) fn local_nets_of_gpu(&self, g: usize) -> (Vec<usize>, PathType) {
         get_local((0..self.nnets()).map(|n| self.gpu_net(g, n)))
     }
 
     /// `ncclTopoGetLocal` from NET n to GPUs.
-    pub fn local_gpus_of_net(&self, n: usize) -> (&[usize], PathType) {
+    pub(crate) fn local_gpus_of_net(&self, n: usize) -> (&[usize], PathType) {
         match self.net_local_gpus.get(n) {
             Some((gpus, ptype)) => (gpus, *ptype),
             None => (&[], PathType::Dis),
@@ -550,7 +550,7 @@ impl SearchSystem {
     }
 
     /// `ncclTopoGetGpuMinPath` / `MaxPath` over GPU->GPU (skipping self) or GPU->NET paths.
-    pub fn gpu_path_type_range(&self, to_net: bool) -> (PathType, PathType) {
+    pub(crate) fn gpu_path_type_range(&self, to_net: bool) -> (PathType, PathType) {
         let mut min = PathType::Sys;
         let mut max = PathType::Loc;
         for g in 0..self.ngpus {
@@ -572,7 +572,7 @@ impl SearchSystem {
     }
 
     /// `ncclTopoSplitNvLink`: exactly two NVLink islands.
-    pub fn split_nvlink(&self) -> bool {
+    pub(crate) fn split_nvlink(&self) -> bool {
         let n = self.ngpus;
         let mut domain: Vec<usize> = (0..n).collect();
         for g in 0..n {

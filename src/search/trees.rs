@@ -9,15 +9,15 @@
 /// One node's place in one tree: parent, two children (-1 = none), and which
 /// child of its parent it is (0 = `down0`, 1 = `down1`; 0 for the root).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BtreeNode {
-    pub up: i32,
-    pub down0: i32,
-    pub down1: i32,
-    pub child_type: u8,
+pub(crate) struct BtreeNode {
+    pub(crate) up: i32,
+    pub(crate) down0: i32,
+    pub(crate) down1: i32,
+    pub(crate) child_type: u8,
 }
 
 /// `ncclGetBtree(n, rank)`.
-pub fn btree(n: i32, rank: i32) -> BtreeNode {
+pub(crate) fn btree(n: i32, rank: i32) -> BtreeNode {
     // Lowest set bit of rank; for rank 0 the first power of two >= n.
     let mut bit = 1;
     while bit < n {
@@ -57,7 +57,7 @@ pub fn btree(n: i32, rank: i32) -> BtreeNode {
 }
 
 /// `ncclGetDtree(n, rank)`: the node's place in tree 0 and in tree 1.
-pub fn dtree(n: i32, rank: i32) -> [BtreeNode; 2] {
+pub(crate) fn dtree(n: i32, rank: i32) -> [BtreeNode; 2] {
     let t0 = btree(n, rank);
     let t1 = if n % 2 == 1 {
         // Shift by one rank.
@@ -84,7 +84,7 @@ pub fn dtree(n: i32, rank: i32) -> [BtreeNode; 2] {
 }
 
 /// `log2i`: floor(log2 n) for n >= 1, 0 for n <= 1 (NCCL's tree depth estimate).
-pub fn log2_floor(n: usize) -> usize {
+pub(crate) fn log2_floor(n: usize) -> usize {
     if n <= 1 {
         0
     } else {

@@ -17,7 +17,7 @@ use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableDiGraph};
 use crate::limits::{LOC_BW, MAX_NET_LATENCY_US, MAX_TOPO_NODES_PER_KIND};
 
 /// NCCL's per-link NVLink bandwidth by compute capability (`ncclTopoNVLinkBw`).
-pub fn nvlink_bw(sm: u32) -> f32 {
+pub(crate) fn nvlink_bw(sm: u32) -> f32 {
     match sm {
         s if s >= 100 => 40.1,
         s if s >= 90 => 20.6,
@@ -77,7 +77,7 @@ fn inter_cpu_bw(cpu: &CpuNode) -> f64 {
 }
 
 /// NCCL's Intel generation from family/model (`ncclTopoAddCpu`).
-pub fn intel_model(cpu: &CpuNode) -> Option<super::IntelModel> {
+pub(crate) fn intel_model(cpu: &CpuNode) -> Option<super::IntelModel> {
     use super::IntelModel::*;
     if cpu.vendor != CpuVendor::Intel {
         return None;
@@ -91,7 +91,7 @@ pub fn intel_model(cpu: &CpuNode) -> Option<super::IntelModel> {
 }
 
 /// `busIdToInt64`: the hex digits of a bus id, separators skipped.
-pub fn bus_id_to_u64(busid: &str) -> u64 {
+pub(crate) fn bus_id_to_u64(busid: &str) -> u64 {
     let digits: String = busid
         .chars()
         .filter(|c| *c != ':' && *c != '.')
@@ -923,7 +923,11 @@ pub fn from_xml(root: &XmlNode, source: &str) -> Result<Topology> {
 }
 
 /// Build a topology from NCCL XML (`<system version="1">`).
-pub fn from_xml_with(root: &XmlNode, source: &str, options: &PathOptions) -> Result<Topology> {
+pub(crate) fn from_xml_with(
+    root: &XmlNode,
+    source: &str,
+    options: &PathOptions,
+) -> Result<Topology> {
     if root.name != "system" {
         return Err(Error::bad_input(format!(
             "{source}:{}: the top element is <{}>, expected <system> (an NCCL topology file)",

@@ -31,7 +31,7 @@ impl Cluster {
         self.gpus_per_node().saturating_mul(self.n_nodes)
     }
     /// The node count and the rank count it makes against `limits::MAX_NODES` and `limits::MAX_RANKS`.
-    pub fn check(&self) -> crate::error::Result<()> {
+    pub(crate) fn check(&self) -> crate::error::Result<()> {
         crate::limits::check_nodes(
             &format!("{}: node count", self.node.source),
             self.n_nodes as u64,

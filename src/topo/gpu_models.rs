@@ -6,24 +6,24 @@
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GpuModel {
     /// The `--gpu` value.
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     /// What it is, for warnings and the list of known models.
-    pub description: &'static str,
+    pub(crate) description: &'static str,
     /// NCCL's `sm`: compute capability x 10.
     pub sm: u32,
     /// Active NVLinks per GPU (0: a PCIe card, NVLink bridges not assumed).
     pub nvlinks: u32,
     /// NVLink generation, for the warning.
-    pub nvlink_gen: u32,
+    pub(crate) nvlink_gen: u32,
     /// The NIC speed of the vendor's reference system (Gb/s), used for NICs nothing else names.
-    pub reference_nic_gbits: u32,
+    pub(crate) reference_nic_gbits: u32,
     /// The reference system's NIC, for the warning.
-    pub reference_nic: &'static str,
+    pub(crate) reference_nic: &'static str,
     /// Whether the driver allows P2P between these GPUs over PCIe (false on GeForce cards: written as planner's
     /// `nvml_p2p="0"`, so NCCL's paths go through the CPU and its SHM transport carries every hop).
-    pub driver_p2p: bool,
+    pub(crate) driver_p2p: bool,
     /// GPUDirect RDMA (`gdr`): data-center and professional boards; not GeForce.
-    pub gdr: bool,
+    pub(crate) gdr: bool,
     /// The card's PCIe host interface: generation and lanes (spec sheet), for reference and tests; a `--topo` file's
     /// own `link_speed`/`link_width` are what NCCL reads.
     pub pcie_gen: u32,
@@ -252,25 +252,25 @@ pub fn find(name: &str) -> Option<&'static GpuModel> {
     GPU_MODELS.iter().find(|m| m.name == name)
 }
 
-pub fn names() -> Vec<&'static str> {
+pub(crate) fn names() -> Vec<&'static str> {
     GPU_MODELS.iter().map(|m| m.name).collect()
 }
 
 /// A NIC whose PCI vendor:device says what it is.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct KnownNic {
-    pub vendor: &'static str,
-    pub device: &'static str,
-    pub description: &'static str,
-    pub speed_gbits: u32,
+pub(crate) struct KnownNic {
+    pub(crate) vendor: &'static str,
+    pub(crate) device: &'static str,
+    pub(crate) description: &'static str,
+    pub(crate) speed_gbits: u32,
     /// What the network plugin reports as `latency` (µs).
-    pub latency_us: u32,
+    pub(crate) latency_us: u32,
 }
 
 /// Sources: EFA 1d0f:efa0 is the first-generation EFA of p4d/p4de (aws-ofi-nccl topology/p4d-24xl-topo.xml), 100
 /// Gb/s each (AWS p4d: "400 Gbps ... 4x 100 Gbps EFA"); the plugin reports latency 75 µs on p4d/p4de
 /// (aws-ofi-nccl src/platform-aws.cpp:83-101, `.latency = 75.0`).
-pub const KNOWN_NICS: &[KnownNic] = &[KnownNic {
+pub(crate) const KNOWN_NICS: &[KnownNic] = &[KnownNic {
     vendor: "0x1d0f",
     device: "0xefa0",
     description: "EFA (1d0f:efa0, p4d/p4de)",
@@ -278,7 +278,7 @@ pub const KNOWN_NICS: &[KnownNic] = &[KnownNic {
     latency_us: 75,
 }];
 
-pub fn known_nic(vendor: Option<&str>, device: Option<&str>) -> Option<&'static KnownNic> {
+pub(crate) fn known_nic(vendor: Option<&str>, device: Option<&str>) -> Option<&'static KnownNic> {
     let (vendor, device) = (vendor?.to_ascii_lowercase(), device?.to_ascii_lowercase());
     KNOWN_NICS
         .iter()

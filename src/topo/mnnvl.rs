@@ -32,32 +32,32 @@ use crate::xml::{parse_int, parse_u64, XmlNode};
 use serde::Serialize;
 
 /// `NVML_GPU_FABRIC_STATE_COMPLETED` (nvml.h); the only state in which NCCL enables MNNVL (`mnnvl.cc:28`).
-pub const FABRIC_STATE_COMPLETED: u32 = 3;
+pub(crate) const FABRIC_STATE_COMPLETED: u32 = 3;
 /// `NVML_GPU_FABRIC_STATE_NOT_SUPPORTED`: what NCCL assumes when NVML has no fabric info (`init.cc:647`).
-pub const FABRIC_STATE_NOT_SUPPORTED: u32 = 0;
+pub(crate) const FABRIC_STATE_NOT_SUPPORTED: u32 = 0;
 /// `NCCL_MAX_LOCAL_RANKS` (`device.h:87` in 2.28.9, `:92` in 2.30.7): the most ranks one node (or clique) may hold;
 /// it is the GB200/GB300 NVL72 rack.
-pub const MAX_CLIQUE_GPUS: usize = 72;
+pub(crate) const MAX_CLIQUE_GPUS: usize = 72;
 
 /// A GPU's NVLink fabric identity as NVML reports it (`nvmlGpuFabricInfo_v2_t`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct FabricInfo {
     /// `clusterUuid` as the two 64-bit halves NCCL prints (`%lx.%lx`, `init.cc:669`).
-    pub cluster_uuid: [u64; 2],
+    pub(crate) cluster_uuid: [u64; 2],
     pub clique_id: u32,
     /// `NVML_GPU_FABRIC_STATE_*`: 0 not supported, 1 not started, 2 in progress, 3 completed.
-    pub state: u32,
-    pub health_mask: u32,
+    pub(crate) state: u32,
+    pub(crate) health_mask: u32,
 }
 
 impl FabricInfo {
     /// The UUID as NCCL logs it.
-    pub fn uuid_text(&self) -> String {
+    pub(crate) fn uuid_text(&self) -> String {
         format!("{:x}.{:x}", self.cluster_uuid[0], self.cluster_uuid[1])
     }
 
     /// The planner attributes of a `<gpu>` element; `None` when it has none (a GPU without fabric).
-    pub fn from_gpu_xml(gpu: &XmlNode, source: &str) -> Result<Option<FabricInfo>> {
+    pub(crate) fn from_gpu_xml(gpu: &XmlNode, source: &str) -> Result<Option<FabricInfo>> {
         let Some(uuid) = gpu.attr("fabric_uuid") else {
             return Ok(None);
         };
@@ -107,7 +107,7 @@ pub enum MnnvlEnable {
 
 impl MnnvlEnable {
     /// `NCCL_MNNVL_ENABLE` as NCCL reads it (an integer: 0 off, 1 force, anything else auto).
-    pub fn from_value(value: Option<i64>) -> MnnvlEnable {
+    pub(crate) fn from_value(value: Option<i64>) -> MnnvlEnable {
         match value {
             Some(0) => MnnvlEnable::Off,
             Some(1) => MnnvlEnable::On,
@@ -140,7 +140,7 @@ pub enum Decision {
 }
 
 /// The fabric identity of every GPU of one tray's XML, in document order; `None` for a GPU without one.
-pub fn tray_fabric(root: &XmlNode, source: &str) -> Result<Vec<Option<FabricInfo>>> {
+pub(crate) fn tray_fabric(root: &XmlNode, source: &str) -> Result<Vec<Option<FabricInfo>>> {
     root.descendants()
         .into_iter()
         .filter(|n| n.name == "gpu")
@@ -236,7 +236,7 @@ pub fn decide(
 
 /// The XML NCCL's fusion builds for one clique (`topo.cc:1493-1529`, `xml.cc:305-320`): the tray's `<cpu>` subtrees
 /// once per tray in clique-rank order, each tray with its own `host_hash`, GPU ranks numbered tray by tray.
-pub fn fused_xml(tray: &XmlNode, trays: usize) -> XmlNode {
+pub(crate) fn fused_xml(tray: &XmlNode, trays: usize) -> XmlNode {
     let gpus_per_tray = tray
         .descendants()
         .iter()
@@ -272,7 +272,7 @@ pub fn fused_xml(tray: &XmlNode, trays: usize) -> XmlNode {
 
 /// The cluster NCCL would see for `nodes` copies of `tray`: one fused node per clique when MNNVL forms, else `None`
 /// (the caller replicates the tray through its NICs as for any other machine).
-pub fn cluster(
+pub(crate) fn cluster(
     tray: &Topology,
     nodes: usize,
     net_latency_us: f64,
@@ -362,18 +362,18 @@ pub fn log_lines(cluster: &Cluster, rank: i32) -> Vec<String> {
 
 /// What `--json` says about an MNNVL domain.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MnnvlInfo {
+pub(crate) struct MnnvlInfo {
     /// OS nodes (trays) fused into each NVLink domain.
-    pub os_nodes: usize,
-    pub gpus_per_os_node: usize,
+    pub(crate) os_nodes: usize,
+    pub(crate) gpus_per_os_node: usize,
     /// Ranks of one clique (NCCL's `localRanks`, its node being the whole domain).
-    pub clique_size: usize,
+    pub(crate) clique_size: usize,
     /// NVLink domains (NCCL's `nNodes`), joined through the NICs when more than one.
-    pub domains: usize,
+    pub(crate) domains: usize,
 }
 
 /// The domain of an MNNVL cluster; None when the cluster is not one.
-pub fn info(cluster: &Cluster) -> Option<MnnvlInfo> {
+pub(crate) fn info(cluster: &Cluster) -> Option<MnnvlInfo> {
     let hosts = host_count(&cluster.node);
     (hosts > 1).then(|| MnnvlInfo {
         os_nodes: hosts,
@@ -384,12 +384,12 @@ pub fn info(cluster: &Cluster) -> Option<MnnvlInfo> {
 }
 
 /// One line for people: what the domain is and how NCCL counts it; None when the cluster is not MNNVL.
-pub fn summary(cluster: &Cluster) -> Option<String> {
+pub(crate) fn summary(cluster: &Cluster) -> Option<String> {
     info(cluster).map(|i| i.summary())
 }
 
 impl MnnvlInfo {
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         format!(
             "MNNVL: {} OS nodes x {} GPUs in one NVLink domain (one clique of {} ranks); NCCL counts it as 1 node{}",
             self.os_nodes,

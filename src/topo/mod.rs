@@ -34,7 +34,7 @@ pub enum NodeKind {
 }
 
 impl NodeKind {
-    pub const ALL: [NodeKind; 6] = [
+    pub(crate) const ALL: [NodeKind; 6] = [
         NodeKind::Gpu,
         NodeKind::Pci,
         NodeKind::Nvs,
@@ -43,14 +43,14 @@ impl NodeKind {
         NodeKind::Net,
     ];
     /// The name NCCL prints (`GPU`, `PCI`, `NVS`, `CPU`, `NIC`, `NET`).
-    pub fn nccl_name(self) -> &'static str {
+    pub(crate) fn nccl_name(self) -> &'static str {
         ["GPU", "PCI", "NVS", "CPU", "NIC", "NET"][self as usize]
     }
 }
 
 /// NCCL's link types; the numbers equal the path type a link alone makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-pub enum LinkKind {
+pub(crate) enum LinkKind {
     Loc = 0,
     Nvl = 1,
     C2c = 3,
@@ -60,7 +60,7 @@ pub enum LinkKind {
 }
 
 impl LinkKind {
-    pub fn nccl_name(self) -> &'static str {
+    pub(crate) fn nccl_name(self) -> &'static str {
         match self {
             LinkKind::Loc => "LOC",
             LinkKind::Nvl => "NVL",
@@ -90,7 +90,7 @@ pub enum PathType {
 }
 
 impl PathType {
-    pub const ALL: [PathType; 12] = [
+    pub(crate) const ALL: [PathType; 12] = [
         PathType::Loc,
         PathType::Nvl,
         PathType::Nvb,
@@ -109,17 +109,17 @@ impl PathType {
             "LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS", "NET", "DIS",
         ][self as usize]
     }
-    pub fn from_index(i: usize) -> Option<PathType> {
+    pub(crate) fn from_index(i: usize) -> Option<PathType> {
         PathType::ALL.get(i).copied()
     }
     /// Parse NCCL's names (graph XML `typeintra`, `NCCL_P2P_LEVEL`), case-insensitive.
-    pub fn from_name(name: &str) -> Option<PathType> {
+    pub(crate) fn from_name(name: &str) -> Option<PathType> {
         PathType::ALL
             .iter()
             .copied()
             .find(|t| t.nccl_name().eq_ignore_ascii_case(name.trim()))
     }
-    pub fn from_link(kind: LinkKind) -> PathType {
+    pub(crate) fn from_link(kind: LinkKind) -> PathType {
         match kind {
             LinkKind::Loc => PathType::Loc,
             LinkKind::Nvl => PathType::Nvl,
@@ -149,7 +149,7 @@ pub enum CpuVendor {
 
 /// Intel CPU generation as NCCL classifies it by model number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum IntelModel {
+pub(crate) enum IntelModel {
     Broadwell,
     Skylake,
     SapphireRapids,
@@ -159,60 +159,60 @@ pub enum IntelModel {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GpuNode {
     /// NVML / CUDA device index on its host (`dev`).
-    pub dev: i32,
+    pub(crate) dev: i32,
     /// NCCL rank (`rank`).
-    pub rank: i32,
+    pub(crate) rank: i32,
     /// Compute capability x10 + minor, e.g. 90 for sm_90.
     pub sm: u32,
     /// GPU Direct RDMA supported (`gdr`).
-    pub gdr: bool,
+    pub(crate) gdr: bool,
     /// PCI bus id, lower case (`0000:00:06.0`).
-    pub busid: String,
+    pub(crate) busid: String,
     /// Whether the driver allows P2P between this GPU and its PCIe peers: planner's `nvml_p2p` attribute (NCCL
     /// ignores it; at init it asks NVML, `nvmlDeviceGetP2PStatus` in `ncclTopoCheckP2p`), `nvml_p2p="0"` on
     /// GeForce cards, whose driver refuses P2P. Default: allowed.
     #[serde(skip)]
-    pub nvml_p2p: bool,
+    pub(crate) nvml_p2p: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CpuNode {
+pub(crate) struct CpuNode {
     /// NUMA node (-1 when unknown, as in VMs).
-    pub numa: i64,
-    pub arch: CpuArch,
-    pub vendor: CpuVendor,
-    pub family: u32,
-    pub model: u32,
+    pub(crate) numa: i64,
+    pub(crate) arch: CpuArch,
+    pub(crate) vendor: CpuVendor,
+    pub(crate) family: u32,
+    pub(crate) model: u32,
     /// CPU list or mask as written in the XML `affinity` attribute, if any.
-    pub affinity: Option<String>,
+    pub(crate) affinity: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NetNode {
     /// Net plugin device index (`dev`).
-    pub dev: i64,
+    pub(crate) dev: i64,
     pub name: String,
     /// Link speed in Mb/s (`speed`).
     pub speed_mbps: f64,
     /// Latency in µs reported by the plugin (`latency`, 0 for IB and sockets).
     pub latency_us: f64,
-    pub port: i64,
+    pub(crate) port: i64,
     /// NIC ASIC identity (`guid`, or the NET id when absent): ports of one NIC share it.
-    pub asic: u64,
+    pub(crate) asic: u64,
     /// Identity of the parent PCI device (same value = same PCI function), for rail matching.
-    pub pci_id: u64,
+    pub(crate) pci_id: u64,
     /// Channels the NIC accepts (`maxconn`, default 64).
-    pub max_channels: i64,
+    pub(crate) max_channels: i64,
     pub gdr: bool,
     /// CollNet (SHARP) capable (`coll`).
-    pub coll: bool,
+    pub(crate) coll: bool,
     /// GPU index (into `by_kind[Gpu]`) NCCL considers local to this NET, if any
     /// (`ncclTopoGetLocalGpu`), filled in by the path computation.
-    pub local_gpu: Option<usize>,
+    pub(crate) local_gpu: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub enum NodeData {
+pub(crate) enum NodeData {
     Gpu(GpuNode),
     /// PCI switch or bridge; `busid` empty for made-up parents.
     Pci {
@@ -230,10 +230,10 @@ pub enum NodeData {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Node {
-    pub kind: NodeKind,
+    pub(crate) kind: NodeKind,
     /// NCCL's 64-bit id: `(systemId << 56) | localId` (bus id as hex for PCI devices).
-    pub id: u64,
-    pub data: NodeData,
+    pub(crate) id: u64,
+    pub(crate) data: NodeData,
 }
 
 impl Node {
@@ -246,13 +246,13 @@ impl Node {
             self.id & 0x00ff_ffff_ffff_ffff
         )
     }
-    pub fn gpu(&self) -> Option<&GpuNode> {
+    pub(crate) fn gpu(&self) -> Option<&GpuNode> {
         match &self.data {
             NodeData::Gpu(g) => Some(g),
             _ => None,
         }
     }
-    pub fn cpu(&self) -> Option<&CpuNode> {
+    pub(crate) fn cpu(&self) -> Option<&CpuNode> {
         match &self.data {
             NodeData::Cpu(c) => Some(c),
             _ => None,
@@ -268,11 +268,11 @@ impl Node {
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Link {
-    pub kind: LinkKind,
+    pub(crate) kind: LinkKind,
     /// GB/s in this direction, as NCCL assigns it. NCCL computes bandwidths in
     /// `float`; the values stored here are those `f32` results widened, so a
     /// stage that must reproduce NCCL's float arithmetic can narrow them losslessly.
-    pub bw: f64,
+    pub(crate) bw: f64,
 }
 
 /// NCCL's view of how one node reaches another: a view into the topology's path table.
@@ -282,7 +282,7 @@ pub struct Path<'a> {
     /// Bottleneck bandwidth, GB/s.
     pub bw: f64,
     /// The directed links crossed, in order (empty for a node to itself).
-    pub links: &'a [EdgeIndex],
+    pub(crate) links: &'a [EdgeIndex],
 }
 
 impl Path<'_> {
@@ -298,7 +298,7 @@ pub struct Topology {
     /// because the search consumes bandwidth per direction.
     pub graph: StableDiGraph<Node, Link>,
     /// Nodes of each kind in NCCL's order (the index NCCL's search uses).
-    pub by_kind: [Vec<NodeIndex>; 6],
+    pub(crate) by_kind: [Vec<NodeIndex>; 6],
     /// Outgoing links of each node in NCCL's order (bandwidth descending as
     /// `ncclTopoConnectNodes` keeps them, then the PCI up-link moved last by
     /// `ncclTopoSortSystem`). NCCL's breadth-first searches follow this order.
@@ -308,7 +308,7 @@ pub struct Topology {
     /// Host hash from the XML (`host_hash`), kept for round trips.
     pub host_hash: Option<String>,
     /// The XML this topology was built from, kept so `--xml` writes exactly it.
-    pub xml: XmlNode,
+    pub(crate) xml: XmlNode,
     /// Where it came from (`fixture hgx-h200-8`, a file path, `live probe`).
     pub source: String,
     /// The driver's CPU and NUMA affinity of each GPU, from a live probe (empty otherwise). NCCL's XML may lack them
@@ -320,11 +320,11 @@ pub struct Topology {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DriverAffinity {
     /// NCCL's spelling of the bus id ("0000:00:06.0").
-    pub busid: String,
+    pub(crate) busid: String,
     /// CPU mask, 64 CPUs per word, lowest first.
-    pub cpu_mask: Option<Vec<u64>>,
+    pub(crate) cpu_mask: Option<Vec<u64>>,
     /// The nearest NUMA node (the lowest in NVML's node-scope memory affinity).
-    pub numa_node: Option<u32>,
+    pub(crate) numa_node: Option<u32>,
 }
 
 impl DriverAffinity {
@@ -375,7 +375,7 @@ impl Topology {
         self.paths.get(from, to)
     }
     /// Lowest and highest compute capability over all GPUs (x10).
-    pub fn sm_range(&self) -> (u32, u32) {
+    pub(crate) fn sm_range(&self) -> (u32, u32) {
         let sms: Vec<u32> = self.gpus().map(|(_, g)| g.sm).collect();
         (
             sms.iter().copied().min().unwrap_or(0),
@@ -383,7 +383,7 @@ impl Topology {
         )
     }
     /// First CPU's description (NCCL uses it for vendor-dependent constants).
-    pub fn first_cpu(&self) -> Option<&CpuNode> {
+    pub(crate) fn first_cpu(&self) -> Option<&CpuNode> {
         self.nodes(NodeKind::Cpu)
             .first()
             .and_then(|&i| self.graph[i].cpu())
@@ -395,7 +395,7 @@ impl Topology {
     }
     /// The node a link leads to. Links come from `adjacency` and `paths`, which name only existing links
     /// (`build` checks that before it returns a topology).
-    pub fn link_target(&self, edge: EdgeIndex) -> NodeIndex {
+    pub(crate) fn link_target(&self, edge: EdgeIndex) -> NodeIndex {
         self.graph
             .edge_endpoints(edge)
             .map(|(_, to)| to)

@@ -73,7 +73,7 @@ impl PathTable {
     }
 
     /// The path from `from` to `to`, if NCCL has one.
-    pub fn get(&self, from: NodeIndex, to: NodeIndex) -> Option<Path<'_>> {
+    pub(crate) fn get(&self, from: NodeIndex, to: NodeIndex) -> Option<Path<'_>> {
         let cell = self.cells[self.cell(from, to)?];
         Some(Path {
             ptype: cell.ptype?,
@@ -83,12 +83,16 @@ impl PathTable {
     }
 
     /// Every path's links end to end (what `link_run` indexes), shared rather than copied.
-    pub fn shared_links(&self) -> Arc<Vec<EdgeIndex>> {
+    pub(crate) fn shared_links(&self) -> Arc<Vec<EdgeIndex>> {
         Arc::clone(&self.links)
     }
 
     /// Where the links of the path from `from` to `to` sit in `shared_links`.
-    pub fn link_run(&self, from: NodeIndex, to: NodeIndex) -> Option<std::ops::Range<usize>> {
+    pub(crate) fn link_run(
+        &self,
+        from: NodeIndex,
+        to: NodeIndex,
+    ) -> Option<std::ops::Range<usize>> {
         let cell = self.cells[self.cell(from, to)?];
         cell.ptype.map(|_| cell.run())
     }
@@ -177,25 +181,25 @@ impl PathTable {
 
 /// The environment knobs that change paths (NCCL's defaults in `Default`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct PathOptions {
+pub(crate) struct PathOptions {
     /// `NCCL_P2P_LEVEL` / `NCCL_P2P_DISABLE=1` (LOC); `None` = NCCL's default.
-    pub p2p_level: Option<PathType>,
+    pub(crate) p2p_level: Option<PathType>,
     /// `NCCL_NVB_DISABLE`: no NVLink routes through an intermediate GPU.
-    pub nvb_disable: bool,
+    pub(crate) nvb_disable: bool,
     /// `NCCL_PXN_DISABLE`.
-    pub pxn_disable: bool,
+    pub(crate) pxn_disable: bool,
     /// `NCCL_PXN_C2C` (default on): a PXN relay may reach its NIC through C2C.
-    pub pxn_c2c: bool,
+    pub(crate) pxn_c2c: bool,
     /// `NCCL_NET_GDR_LEVEL`; `None` = PXB.
-    pub gdr_level: Option<PathType>,
+    pub(crate) gdr_level: Option<PathType>,
     /// `NCCL_NET_GDR_C2C` (default on).
-    pub gdr_c2c: bool,
+    pub(crate) gdr_c2c: bool,
     /// `NCCL_IB_DISABLE`: NCCL's IB plugin refuses to start (net_ib/init.cc:291) and NCCL falls back to its
     /// socket transport, which takes host memory only (net_socket.cc:170 `ptrSupport = NCCL_PTR_HOST`): no NIC
     /// keeps GPU Direct RDMA, so GPU<->NIC traffic goes through the CPU as paths.cc:845-852 sets it.
-    pub ib_disable: bool,
+    pub(crate) ib_disable: bool,
     /// `NCCL_IB_HCA`: the NICs kept; the others are left out of the topology.
-    pub ib_hca: Option<crate::probe::net::IfList>,
+    pub(crate) ib_hca: Option<crate::probe::net::IfList>,
 }
 
 impl Default for PathOptions {
@@ -214,7 +218,7 @@ impl Default for PathOptions {
 }
 
 /// Fill `topo.paths` as NCCL does.
-pub fn compute(topo: &mut Topology, options: &PathOptions) -> Result<()> {
+pub(crate) fn compute(topo: &mut Topology, options: &PathOptions) -> Result<()> {
     if options.ib_disable {
         for &net in &topo.nodes(NodeKind::Net).to_vec() {
             if let super::NodeData::Net(data) = &mut topo.graph[net].data {
@@ -661,7 +665,7 @@ fn add_inter_step(
 }
 
 /// `ncclGetLocalCpu`: the CPU fewest hops away.
-pub fn local_cpu(topo: &Topology, gpu: NodeIndex) -> Result<NodeIndex> {
+pub(crate) fn local_cpu(topo: &Topology, gpu: NodeIndex) -> Result<NodeIndex> {
     let mut best: Option<(usize, NodeIndex)> = None;
     for &cpu in topo.nodes(NodeKind::Cpu) {
         let hops = topo.path(gpu, cpu).map_or(0, |p| p.hops());
@@ -680,7 +684,7 @@ pub fn local_cpu(topo: &Topology, gpu: NodeIndex) -> Result<NodeIndex> {
 
 /// `ncclTopoGetLocal`: indices (within `to_kind`) of the nodes with the best
 /// bandwidth from `from`, then the best path type.
-pub fn best_local(topo: &Topology, from: NodeIndex, to_kind: NodeKind) -> Vec<usize> {
+pub(crate) fn best_local(topo: &Topology, from: NodeIndex, to_kind: NodeKind) -> Vec<usize> {
     let mut max_bw = 0.0;
     let mut min_type = PathType::Dis;
     let mut found = Vec::new();
@@ -701,7 +705,7 @@ pub fn best_local(topo: &Topology, from: NodeIndex, to_kind: NodeKind) -> Vec<us
 }
 
 /// `mirrorBits`: reverse the low log2(pow2) bits of `val`.
-pub fn mirror_bits(val: usize, pow2: usize) -> usize {
+pub(crate) fn mirror_bits(val: usize, pow2: usize) -> usize {
     let mut mirror = 0;
     let (mut b, mut mb) = (1, pow2 >> 1);
     while b < pow2 {

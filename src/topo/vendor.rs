@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::xml::XmlNode;
 
 /// The far end NCCL writes for an NVLink whose peer it cannot see (an NVSwitch outside a VM), as the fixtures do.
-pub const INVISIBLE_NVSWITCH: &str = "fffffff:ff:ff.0";
+pub(crate) const INVISIBLE_NVSWITCH: &str = "fffffff:ff:ff.0";
 /// NCCL's PCI class of an NVSwitch (xml.cc:866 assumes it for an invisible far end).
 const NVSWITCH_CLASS: &str = "0x068000";
 
@@ -23,7 +23,7 @@ pub fn is_partial(root: &XmlNode) -> bool {
 
 /// What a bare `<pci>` endpoint of a vendor file stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Endpoint {
+pub(crate) enum Endpoint {
     Gpu,
     Nic,
     Other,
@@ -32,7 +32,7 @@ pub enum Endpoint {
 /// From the PCI class (0x03xxxx display/3D controller = GPU when the vendor is NVIDIA or unnamed, 0x02xxxx network
 /// controller = NIC: 0x020000 Ethernet/EFA, 0x020700 InfiniBand), else from the vendor id (10de NVIDIA; 15b3
 /// Mellanox, 1d0f Amazon EFA) when the file gives no class. Azure's files give only classes, AWS's both.
-pub fn endpoint_kind(pci: &XmlNode) -> Endpoint {
+pub(crate) fn endpoint_kind(pci: &XmlNode) -> Endpoint {
     let vendor = pci.attr("vendor").map(str::to_ascii_lowercase);
     let nvidia_or_unnamed = matches!(vendor.as_deref(), None | Some("0x10de"));
     match pci.attr("class").map(str::to_ascii_lowercase) {

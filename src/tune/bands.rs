@@ -6,30 +6,30 @@ use crate::model::Pair;
 
 /// The pick at one measured (or evaluated) size.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SizePick {
-    pub bytes: u64,
-    pub pair: Pair,
+pub(crate) struct SizePick {
+    pub(crate) bytes: u64,
+    pub(crate) pair: Pair,
     /// The measured time of `pair` at `bytes`, µs.
-    pub measured_us: Option<f64>,
+    pub(crate) measured_us: Option<f64>,
     /// A model's time of `pair` at `bytes` (the stock model's, or the calibrated one's), µs.
-    pub predicted_us: Option<f64>,
+    pub(crate) predicted_us: Option<f64>,
 }
 
 /// One band: every size in `min_bytes..=max_bytes` runs `pair`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Band {
-    pub min_bytes: u64,
-    pub max_bytes: u64,
-    pub pair: Pair,
+pub(crate) struct Band {
+    pub(crate) min_bytes: u64,
+    pub(crate) max_bytes: u64,
+    pub(crate) pair: Pair,
     /// The largest picked size inside the band, where `measured_us` / `predicted_us` were taken.
-    pub at_bytes: u64,
-    pub measured_us: Option<f64>,
-    pub predicted_us: Option<f64>,
+    pub(crate) at_bytes: u64,
+    pub(crate) measured_us: Option<f64>,
+    pub(crate) predicted_us: Option<f64>,
 }
 
 /// The last byte count below the log2 midpoint between sizes `lower < upper`: floor(sqrt(lower x upper)), which
 /// is >= `lower` and < `upper`, so both sizes stay in their own band. (For 1 MiB and 2 MiB: 1482910.)
-pub fn log2_midpoint(lower: u64, upper: u64) -> u64 {
+pub(crate) fn log2_midpoint(lower: u64, upper: u64) -> u64 {
     debug_assert!(lower < upper);
     let product = u128::from(lower) * u128::from(upper);
     // floor(sqrt(a*b)) <= sqrt(b*b) = b, and < b because a < b; so it fits in u64.
@@ -38,7 +38,7 @@ pub fn log2_midpoint(lower: u64, upper: u64) -> u64 {
 
 /// Bands from picks. `picks` may come in any order; a size that occurs twice keeps its first pick.
 /// Empty input gives no band.
-pub fn merge(picks: &[SizePick]) -> Vec<Band> {
+pub(crate) fn merge(picks: &[SizePick]) -> Vec<Band> {
     let mut sorted: Vec<SizePick> = picks.to_vec();
     sorted.sort_by_key(|p| p.bytes);
     sorted.dedup_by_key(|p| p.bytes);

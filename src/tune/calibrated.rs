@@ -11,11 +11,11 @@ use crate::model::{Coll, Pair};
 use crate::predict::Predictor;
 
 /// Grid points per doubling of the size.
-pub const GRID_STEPS_PER_OCTAVE: u32 = 8;
+pub(crate) const GRID_STEPS_PER_OCTAVE: u32 = 8;
 
 /// `round(2^(k / steps))` for every k with `lo <= size <= hi` (lo at least 1), without repeats. Powers of two are
 /// exact grid points.
-pub fn log2_grid(lo: u64, hi: u64, steps_per_octave: u32) -> Vec<u64> {
+pub(crate) fn log2_grid(lo: u64, hi: u64, steps_per_octave: u32) -> Vec<u64> {
     let lo = lo.max(1);
     let steps = f64::from(steps_per_octave.max(1));
     let first = ((lo as f64).log2() * steps).floor() as i64;
@@ -30,7 +30,7 @@ pub fn log2_grid(lo: u64, hi: u64, steps_per_octave: u32) -> Vec<u64> {
 }
 
 /// The collectives the calibration has fitted pairs for, in NCCL's order.
-pub fn collectives(cal: &Calibration) -> Vec<Coll> {
+pub(crate) fn collectives(cal: &Calibration) -> Vec<Coll> {
     Coll::ALL
         .into_iter()
         .filter(|c| cal.pairs.iter().any(|p| p.coll == *c))
@@ -38,7 +38,7 @@ pub fn collectives(cal: &Calibration) -> Vec<Coll> {
 }
 
 /// The sizes to evaluate for `coll`: the grid over the fitted sizes of all its pairs.
-pub fn grid_for(cal: &Calibration, coll: Coll) -> Vec<u64> {
+pub(crate) fn grid_for(cal: &Calibration, coll: Coll) -> Vec<u64> {
     let fits = cal.pairs.iter().filter(|p| p.coll == coll);
     let lo = fits.clone().map(|p| p.min_bytes).min();
     let hi = fits.map(|p| p.max_bytes).max();
@@ -50,7 +50,7 @@ pub fn grid_for(cal: &Calibration, coll: Coll) -> Vec<u64> {
 
 /// Decisions for `coll` at every size of `sizes`. `stock`: the stock NCCL model for NCCL's own choice (None: only
 /// calibrated picks).
-pub fn decide(
+pub(crate) fn decide(
     cal: &Calibration,
     coll: Coll,
     sizes: &[u64],

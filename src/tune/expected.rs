@@ -27,34 +27,34 @@ use crate::units::format_size;
 use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
 
 /// The smallest size the plan decides at (nccl-tests' `-b 8`); below it the first band reaches down to 0 bytes.
-pub const GRID_LO: u64 = 8;
+pub(crate) const GRID_LO: u64 = 8;
 /// The largest size the plan decides at (16 GiB, above every public nccl-tests sweep); the last band reaches up to
 /// `u64::MAX`.
-pub const GRID_HI: u64 = 16 << 30;
+pub(crate) const GRID_HI: u64 = 16 << 30;
 
 /// What `planner tune --expected` needs: the topology and NCCL's environment, the NCCL table for NCCL's own pick,
 /// the expected model's options and constants, and the margin.
 #[derive(Debug, Clone)]
-pub struct ExpectedRequest {
-    pub source: Source,
+pub(crate) struct ExpectedRequest {
+    pub(crate) source: Source,
     /// `--graph FILE` (NCCL's graphs instead of the search), if any.
-    pub graph: Option<String>,
-    pub table: TuningTable,
+    pub(crate) graph: Option<String>,
+    pub(crate) table: TuningTable,
     /// The NCCL version the user named (`--nccl-version`), recorded in the plan when it is a full version.
-    pub nccl_version: Option<String>,
-    pub nvls: NvlsFlag,
-    pub options: ExpectOptions,
-    pub params: Params,
-    pub margin_percent: f64,
+    pub(crate) nccl_version: Option<String>,
+    pub(crate) nvls: NvlsFlag,
+    pub(crate) options: ExpectOptions,
+    pub(crate) params: Params,
+    pub(crate) margin_percent: f64,
 }
 
 /// The line `planner tune --expected` prints above its tables: no measurement was used.
-pub const NO_MEASUREMENT: &str = "No measurement was used: this plan is planner's expected model of the machine's \
+pub(crate) const NO_MEASUREMENT: &str = "No measurement was used: this plan is planner's expected model of the machine's \
 links (every time below is expected, not measured and not NCCL's estimate); check it with `planner verify` before \
 trusting it.";
 
 /// The expected model of the request's machine, and the plan from it.
-pub fn make(request: &ExpectedRequest) -> Result<Tuned> {
+pub(crate) fn make(request: &ExpectedRequest) -> Result<Tuned> {
     let margin = request.margin_percent;
     if !(margin.is_finite() && (0.0..=100.0).contains(&margin)) {
         return Err(Error::bad_input(format!(
@@ -161,7 +161,12 @@ fn fastest(all: &[Expectation]) -> Option<&Expectation> {
 
 /// The decision at one size: None where the size gives no call (all-gather and reduce-scatter need 16 B per rank)
 /// or NCCL has no pair here.
-pub fn decide_size(expected: &Expected, coll: Coll, bytes: u64, margin: f64) -> Option<Decision> {
+pub(crate) fn decide_size(
+    expected: &Expected,
+    coll: Coll,
+    bytes: u64,
+    margin: f64,
+) -> Option<Decision> {
     let call = Call::new(coll, bytes, expected.n_ranks(), 1).ok()?;
     let eval = expected.model.evaluate(&call).ok()?;
     let winner = eval.winner();
@@ -220,7 +225,7 @@ pub fn decide_size(expected: &Expected, coll: Coll, bytes: u64, margin: f64) -> 
 
 /// The decisions at powers of two, every time labelled expected (`tune --expected`'s table; `render::decisions_table`
 /// labels its times for measured and calibrated plans).
-pub fn decisions_table(decisions: &[Decision]) -> String {
+pub(crate) fn decisions_table(decisions: &[Decision]) -> String {
     let mut t = Table::new();
     t.load_style(presets::UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Disabled)

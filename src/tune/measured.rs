@@ -55,7 +55,7 @@ fn usable(row: &Row) -> bool {
 
 /// Decisions for every size that has at least one usable pinned NCCL row, in size order. `stock` gives NCCL's choice
 /// where the `auto` row does not say, and every `predicted_us`. Also returns notes for stderr.
-pub fn decide(
+pub(crate) fn decide(
     coll: Coll,
     rows: &[Row],
     stock: &dyn Predictor,

@@ -16,11 +16,11 @@
 //! Tree/Simple from run to run (Tree/Simple is 1.5-4.4 % faster there; run-to-run noise above 1 MiB is up to
 //! 5.9 %, `bench/results/calibration-cv-2026-12-01/README.md`).
 
-pub mod bands;
-pub mod calibrated;
-pub mod expected;
-pub mod measured;
-pub mod render;
+pub(crate) mod bands;
+pub(crate) mod calibrated;
+pub(crate) mod expected;
+pub(crate) mod measured;
+pub(crate) mod render;
 
 use crate::calibrate::{self, Calibration};
 use crate::error::{Error, Result};
@@ -36,12 +36,12 @@ pub use nccl_tuner_planner::plan::{
 };
 
 /// `--margin` when not given, percent.
-pub const DEFAULT_MARGIN_PERCENT: f64 = 5.0;
+pub(crate) const DEFAULT_MARGIN_PERCENT: f64 = 5.0;
 
 /// Why a size got its pick.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Reason {
+pub(crate) enum Reason {
     /// Another pair beat NCCL's choice by more than the margin (measured: with repeats apart).
     Faster,
     /// NCCL's choice is the fastest pair.
@@ -71,32 +71,32 @@ impl Reason {
 
 /// The pick at one size, with the evidence.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Decision {
+pub(crate) struct Decision {
     #[serde(rename = "collective")]
-    pub coll: Coll,
-    pub bytes: u64,
+    pub(crate) coll: Coll,
+    pub(crate) bytes: u64,
     /// NCCL's own choice, and where it is known from ("auto row", "stock model").
-    pub nccl: Option<Pair>,
-    pub nccl_from: Option<&'static str>,
+    pub(crate) nccl: Option<Pair>,
+    pub(crate) nccl_from: Option<&'static str>,
     /// NCCL's choice's time (measured, or calibrated), µs.
-    pub nccl_us: Option<f64>,
+    pub(crate) nccl_us: Option<f64>,
     /// The fastest pair and its time (measured median, or calibrated), µs.
-    pub best: Option<Pair>,
-    pub best_us: Option<f64>,
+    pub(crate) best: Option<Pair>,
+    pub(crate) best_us: Option<f64>,
     /// (nccl_us - best_us) / nccl_us x 100.
-    pub gain_percent: Option<f64>,
+    pub(crate) gain_percent: Option<f64>,
     /// What the plan runs at this size.
-    pub pick: Pair,
-    pub reason: Reason,
+    pub(crate) pick: Pair,
+    pub(crate) reason: Reason,
     /// The pick's measured median (verify input), µs.
-    pub measured_us: Option<f64>,
+    pub(crate) measured_us: Option<f64>,
     /// The pick's time by the stock model (verify input) or the calibrated model (calibration input), µs.
-    pub predicted_us: Option<f64>,
+    pub(crate) predicted_us: Option<f64>,
 }
 
 /// What a plan is made from.
 #[derive(Debug, Clone, PartialEq)]
-pub enum TuneInput {
+pub(crate) enum TuneInput {
     /// A `planner verify` result file.
     Verify(String),
     /// A calibration file.
@@ -105,7 +105,7 @@ pub enum TuneInput {
 
 impl TuneInput {
     /// The file the plan is made from.
-    pub fn path(&self) -> &str {
+    pub(crate) fn path(&self) -> &str {
         match self {
             TuneInput::Verify(path) | TuneInput::Calibration(path) => path,
         }
@@ -114,29 +114,29 @@ impl TuneInput {
 
 /// Everything `planner tune` needs to make a plan.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TuneRequest {
-    pub input: TuneInput,
-    pub margin_percent: f64,
+pub(crate) struct TuneRequest {
+    pub(crate) input: TuneInput,
+    pub(crate) margin_percent: f64,
     /// Ranks of the communicator, for input that does not say (a calibration from nccl-tests text).
-    pub ranks: Option<u32>,
+    pub(crate) ranks: Option<u32>,
     /// Calibration input: the topology for the stock NCCL model, when given with `--topo`/`--fixture` (otherwise
     /// the calibration's verify source files, where they are still in place).
-    pub topology: Option<Source>,
+    pub(crate) topology: Option<Source>,
 }
 
 /// A plan and how it came about.
 #[derive(Debug, Clone, Serialize)]
 pub struct Tuned {
-    pub plan: Plan,
-    pub decisions: Vec<Decision>,
+    pub(crate) plan: Plan,
+    pub(crate) decisions: Vec<Decision>,
     /// Where NCCL's choices came from where the data does not say ("stock model (...)"), if anywhere.
-    pub stock_model: Option<String>,
+    pub(crate) stock_model: Option<String>,
     /// Remarks for stderr (unused rows, missing topology, ...).
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 /// Reads the input, decides per size, merges into bands and returns a validated plan.
-pub fn make(request: &TuneRequest) -> Result<Tuned> {
+pub(crate) fn make(request: &TuneRequest) -> Result<Tuned> {
     let margin = request.margin_percent;
     if !(margin.is_finite() && (0.0..=100.0).contains(&margin)) {
         return Err(Error::bad_input(format!(
@@ -152,7 +152,7 @@ pub fn make(request: &TuneRequest) -> Result<Tuned> {
 /// Reads and validates a plan file; anything wrong is bad input naming the file.
 /// Its free-text provenance is made printable (`fsio::printable`): `--show` echoes it on the terminal, where a
 /// newline would forge a line and an escape sequence would drive the terminal.
-pub fn load_plan(path: &str) -> Result<Plan> {
+pub(crate) fn load_plan(path: &str) -> Result<Plan> {
     let text = crate::units::read_input_file(path)?;
     let mut plan = Plan::from_json(&text)
         .map_err(|e| Error::bad_input(format!("{path}: invalid plan: {e}")))?;
@@ -295,9 +295,9 @@ fn from_calibration(path: &str, request: &TuneRequest) -> Result<Tuned> {
 
 /// The communicator shape the plan's rules name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shape {
-    pub n_ranks: u32,
-    pub n_nodes: u32,
+pub(crate) struct Shape {
+    pub(crate) n_ranks: u32,
+    pub(crate) n_nodes: u32,
 }
 
 fn shape(
@@ -537,7 +537,7 @@ fn checked_nccl_version(version: Option<&str>, notes: &mut Vec<String>) -> Optio
 }
 
 /// The model's collective as the plan names it.
-pub fn plan_coll(coll: Coll) -> nccl_tuner_planner::Coll {
+pub(crate) fn plan_coll(coll: Coll) -> nccl_tuner_planner::Coll {
     use nccl_tuner_planner::Coll as P;
     match coll {
         Coll::Broadcast => P::Broadcast,
@@ -550,7 +550,7 @@ pub fn plan_coll(coll: Coll) -> nccl_tuner_planner::Coll {
 
 /// The model's algorithm as the plan names it (NCCL's menu only: planner's own algorithms, which NCCL cannot
 /// run, never reach a plan).
-pub fn plan_algo(algo: Algo) -> nccl_tuner_planner::Algo {
+pub(crate) fn plan_algo(algo: Algo) -> nccl_tuner_planner::Algo {
     use nccl_tuner_planner::Algo as P;
     match algo {
         Algo::Tree => P::Tree,
@@ -564,7 +564,7 @@ pub fn plan_algo(algo: Algo) -> nccl_tuner_planner::Algo {
 }
 
 /// The model's protocol as the plan names it.
-pub fn plan_proto(proto: Proto) -> nccl_tuner_planner::Proto {
+pub(crate) fn plan_proto(proto: Proto) -> nccl_tuner_planner::Proto {
     use nccl_tuner_planner::Proto as P;
     match proto {
         Proto::Ll => P::Ll,

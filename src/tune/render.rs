@@ -42,7 +42,7 @@ fn table(header: Vec<&str>, right_aligned: &[usize]) -> Table {
 }
 
 /// The provenance as `# ` lines.
-pub fn provenance_lines(plan: &Plan) -> String {
+pub(crate) fn provenance_lines(plan: &Plan) -> String {
     let p = &plan.provenance;
     format!(
         "# plan v{} for the NCCL tuner plugin: {}, made by planner {} at unix {}\n\
@@ -63,7 +63,7 @@ pub fn provenance_lines(plan: &Plan) -> String {
 }
 
 /// The bands in rule order per (collective, nRanks, nNodes) and size, headed by the provenance (`--show`).
-pub fn plan_table(plan: &Plan) -> String {
+pub(crate) fn plan_table(plan: &Plan) -> String {
     let mut t = table(
         vec![
             "collective",
@@ -107,7 +107,7 @@ fn sorted_rules(plan: &Plan) -> Vec<(usize, &super::Rule)> {
 }
 
 /// `--show --json`: the provenance and the bands in the same order as the table, each with its rule index.
-pub fn plan_json(plan: &Plan) -> Value {
+pub(crate) fn plan_json(plan: &Plan) -> Value {
     let bands: Vec<Value> = sorted_rules(plan)
         .into_iter()
         .map(|(i, r)| {
@@ -128,7 +128,7 @@ pub fn plan_json(plan: &Plan) -> Value {
 
 /// One row per decided size: NCCL's choice and time, the fastest pair and time, the gain, the pick and why.
 /// `every_size` false shows only powers of two (a calibration's grid has 8 sizes per doubling).
-pub fn decisions_table(decisions: &[Decision], every_size: bool) -> String {
+pub(crate) fn decisions_table(decisions: &[Decision], every_size: bool) -> String {
     let mut t = table(
         vec![
             "collective",
@@ -168,7 +168,7 @@ pub fn decisions_table(decisions: &[Decision], every_size: bool) -> String {
 }
 
 /// `planner tune --json` (making a plan): the plan as written, every decision, the stock model used and the notes.
-pub fn tuned_json(tuned: &Tuned) -> Value {
+pub(crate) fn tuned_json(tuned: &Tuned) -> Value {
     json!({
         "plan": tuned.plan,
         "measurement_used": tuned.plan.provenance.source_kind != super::SourceKind::Expected,

@@ -12,8 +12,8 @@ use crate::model::Pair;
 use crate::units::format_size;
 
 /// Deterministic native rows, one size every `delay_ms`.
-pub struct FakeNative {
-    pub delay_ms: u64,
+pub(crate) struct FakeNative {
+    pub(crate) delay_ms: u64,
 }
 
 impl NativeBackend for FakeNative {

@@ -19,7 +19,7 @@ use std::cell::RefCell;
 pub struct Gaps(Vec<(StopReason, String)>);
 
 impl Gaps {
-    pub fn push(&mut self, reason: StopReason, detail: impl Into<String>) {
+    pub(crate) fn push(&mut self, reason: StopReason, detail: impl Into<String>) {
         let detail = detail.into();
         if !self.0.iter().any(|(r, d)| *r == reason && *d == detail) {
             self.0.push((reason, detail));
@@ -29,7 +29,7 @@ impl Gaps {
         self.0.is_empty()
     }
     /// One record: the most important reason, every detail (the first 4) in order.
-    pub fn stopped(&self) -> Option<Stopped> {
+    pub(crate) fn stopped(&self) -> Option<Stopped> {
         let reason = self.0.iter().map(|(r, _)| *r).min()?;
         let mut details: Vec<String> = self
             .0
@@ -55,7 +55,7 @@ impl Gaps {
 }
 
 /// Mark `run` complete or, with gaps, incomplete and why.
-pub fn close_run(run: &mut VerifyRun, gaps: &Gaps) {
+pub(crate) fn close_run(run: &mut VerifyRun, gaps: &Gaps) {
     run.stopped = gaps.stopped();
     run.complete = run.stopped.is_none();
 }
@@ -67,7 +67,7 @@ pub fn write_atomically(path: &str, text: &str) -> Result<()> {
 
 /// The progress of a run that also keeps its result file up to date: rows are appended as each
 /// size finishes and the file is rewritten (incomplete) at once.
-pub struct Keeping<'a> {
+pub(crate) struct Keeping<'a> {
     inner: &'a dyn Progress,
     path: String,
     run: RefCell<Option<VerifyRun>>,
@@ -76,7 +76,7 @@ pub struct Keeping<'a> {
 }
 
 impl<'a> Keeping<'a> {
-    pub fn new(inner: &'a dyn Progress, path: &str) -> Keeping<'a> {
+    pub(crate) fn new(inner: &'a dyn Progress, path: &str) -> Keeping<'a> {
         Keeping {
             inner,
             path: path.to_string(),
@@ -97,7 +97,7 @@ impl<'a> Keeping<'a> {
 
     /// The run failed part-way with `error`: record it in the file, which keeps every row
     /// measured so far. No-op before the run started.
-    pub fn fail(&self, error: &Error) {
+    pub(crate) fn fail(&self, error: &Error) {
         if let Some(run) = self.run.borrow_mut().as_mut() {
             run.complete = false;
             run.stopped = Some(Stopped {
@@ -109,7 +109,7 @@ impl<'a> Keeping<'a> {
     }
 
     /// Whether the file was started (it holds the rows measured so far).
-    pub fn started(&self) -> bool {
+    pub(crate) fn started(&self) -> bool {
         self.run.borrow().is_some()
     }
 }

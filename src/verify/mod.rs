@@ -5,14 +5,14 @@
 //! The vocabulary of a measurement (rows, iteration plan, statistics) is `crate::measure`, the data types
 //! `crate::dtype`, the pair `crate::model::Pair`, the result file `crate::result_file`.
 
-pub mod fake;
+pub(crate) mod fake;
 pub mod keep;
-pub mod native;
+pub(crate) mod native;
 pub mod rendezvous;
 pub mod run;
 pub mod score;
-pub mod session;
-pub mod tuner;
+pub(crate) mod session;
+pub(crate) mod tuner;
 
 pub use crate::dtype::Dtype;
 pub use crate::measure::{
@@ -68,8 +68,8 @@ pub enum Regime {
 }
 
 impl Regime {
-    pub const ALL: [Regime; 3] = [Regime::Small, Regime::Medium, Regime::Large];
-    pub fn of(bytes: u64) -> Regime {
+    pub(crate) const ALL: [Regime; 3] = [Regime::Small, Regime::Medium, Regime::Large];
+    pub(crate) fn of(bytes: u64) -> Regime {
         if bytes < 64 << 10 {
             Regime::Small
         } else if bytes <= 16 << 20 {
@@ -78,7 +78,7 @@ impl Regime {
             Regime::Large
         }
     }
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Regime::Small => "< 64 KiB",
             Regime::Medium => "64 KiB - 16 MiB",
@@ -88,7 +88,7 @@ impl Regime {
 }
 
 /// FNV-1a, 64 bit: a stable fingerprint of a topology's XML text (the tuner plan's hash, one definition).
-pub use nccl_tuner_planner::plan::fnv1a64;
+pub(crate) use nccl_tuner_planner::plan::fnv1a64;
 
 #[cfg(test)]
 mod tests {

@@ -17,10 +17,10 @@ use crate::model::Pair;
 use crate::units::format_size;
 
 /// The executor with the rings and trees it runs on.
-pub struct NativeExec {
+pub(crate) struct NativeExec {
     /// Runtime channels (the communicator's channel count; NCCL's per-size
     /// rule then picks how many a call uses).
-    pub channels: usize,
+    pub(crate) channels: usize,
 }
 
 fn rows_with(pair: Pair, sizes: &[u64], status: RowStatus, note: &str) -> Vec<Row> {

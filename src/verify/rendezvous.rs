@@ -10,7 +10,7 @@
 //! missing ranks, tells the ranks that did join, and fails.
 
 use crate::error::{Error, Result};
-pub use crate::measure::hostname;
+pub(crate) use crate::measure::hostname;
 use serde::{Deserialize, Serialize};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -19,14 +19,14 @@ use std::time::{Duration, Instant};
 /// This process's place in a multi-process run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LauncherEnv {
-    pub rank: usize,
-    pub world_size: usize,
+    pub(crate) rank: usize,
+    pub(crate) world_size: usize,
     /// GPU of this process on its node; None when the launcher did not say.
-    pub local_rank: Option<usize>,
-    pub master_addr: String,
-    pub master_port: u16,
+    pub(crate) local_rank: Option<usize>,
+    pub(crate) master_addr: String,
+    pub(crate) master_port: u16,
     /// Which variables these came from ("RANK/WORLD_SIZE", "OMPI_COMM_WORLD_*", ...).
-    pub source: String,
+    pub(crate) source: String,
 }
 
 /// The launchers' variable names: (rank, world size, local rank, label).
@@ -54,7 +54,7 @@ const LAUNCHERS: [(&str, &str, &str, &str); 4] = [
 
 impl LauncherEnv {
     /// From this process's environment.
-    pub fn from_env() -> Result<Option<LauncherEnv>> {
+    pub(crate) fn from_env() -> Result<Option<LauncherEnv>> {
         LauncherEnv::from_lookup(|k| std::env::var(k).ok())
     }
 
@@ -140,7 +140,7 @@ pub struct Rendezvous {
     pub rank: usize,
     pub world_size: usize,
     /// Host of every rank, by rank.
-    pub hosts: Vec<String>,
+    pub(crate) hosts: Vec<String>,
     /// Rank 0: connections to ranks 1..world (index rank - 1).
     peers: Vec<TcpStream>,
     /// Other ranks: the connection to rank 0.
@@ -181,7 +181,7 @@ fn list(ranks: &[usize]) -> String {
 
 impl Rendezvous {
     /// Join the rendezvous, waiting at most `timeout` for everyone.
-    pub fn join(env: &LauncherEnv, timeout: Duration) -> Result<Rendezvous> {
+    pub(crate) fn join(env: &LauncherEnv, timeout: Duration) -> Result<Rendezvous> {
         if env.rank == 0 {
             Rendezvous::host(env, timeout)
         } else {
@@ -377,7 +377,7 @@ impl Rendezvous {
     }
 
     /// Rank 0 sends `message` to everyone; every rank returns it.
-    pub fn broadcast(&mut self, message: Option<&[u8]>) -> Result<Vec<u8>> {
+    pub(crate) fn broadcast(&mut self, message: Option<&[u8]>) -> Result<Vec<u8>> {
         if self.rank == 0 {
             let message = message
                 .ok_or_else(|| Error::runtime("rendezvous: rank 0 has nothing to broadcast"))?;
@@ -399,7 +399,7 @@ impl Rendezvous {
     }
 
     /// Every rank sends `message`; rank 0 gets all of them by rank, the others None.
-    pub fn gather(&mut self, message: &[u8]) -> Result<Option<Vec<Vec<u8>>>> {
+    pub(crate) fn gather(&mut self, message: &[u8]) -> Result<Option<Vec<Vec<u8>>>> {
         if self.rank == 0 {
             let mut all = vec![message.to_vec()];
             for (i, peer) in self.peers.iter_mut().enumerate() {

@@ -26,35 +26,35 @@ use std::time::Duration;
 
 /// What the user asked for.
 #[derive(Debug, Clone)]
-pub struct VerifyRequest {
-    pub collective: Coll,
-    pub dtype: Dtype,
-    pub sizes: Vec<u64>,
-    pub pairs: PairSelection,
+pub(crate) struct VerifyRequest {
+    pub(crate) collective: Coll,
+    pub(crate) dtype: Dtype,
+    pub(crate) sizes: Vec<u64>,
+    pub(crate) pairs: PairSelection,
     /// `--pairs` as typed, for the result file.
-    pub pairs_text: String,
-    pub backends: Vec<Backend>,
-    pub plan: IterPlan,
-    pub graph: bool,
-    pub timeout: Duration,
+    pub(crate) pairs_text: String,
+    pub(crate) backends: Vec<Backend>,
+    pub(crate) plan: IterPlan,
+    pub(crate) graph: bool,
+    pub(crate) timeout: Duration,
     /// GPUs of this machine to use (None: all).
-    pub gpus: Option<usize>,
+    pub(crate) gpus: Option<usize>,
     /// `--tuner`: NCCL's free choice once more with the planner tuner plugin
     /// and this plan (the `tuned` row).
-    pub tuner: Option<TunerSetup>,
+    pub(crate) tuner: Option<TunerSetup>,
 }
 
 /// The topology the predictions are for.
 #[derive(Debug, Clone, Default)]
-pub struct TopologyRecord {
-    pub source: String,
-    pub xml: Option<String>,
-    pub nodes: usize,
-    pub net_latency_us: f64,
+pub(crate) struct TopologyRecord {
+    pub(crate) source: String,
+    pub(crate) xml: Option<String>,
+    pub(crate) nodes: usize,
+    pub(crate) net_latency_us: f64,
 }
 
 /// Progress callbacks (the CLI draws a bar).
-pub trait Progress {
+pub(crate) trait Progress {
     fn start(&self, total: u64);
     fn job(&self, label: &str);
     fn step(&self, label: &str);
@@ -84,7 +84,7 @@ impl Progress for Silent {
 /// The executor of our own kernels, as verify drives it. The native stage
 /// provides it; `measure` returns one row per size (status, times per repeat
 /// as the mean of a back-to-back loop, #wrong), timed like the NCCL backend.
-pub trait NativeBackend {
+pub(crate) trait NativeBackend {
     fn measure(
         &self,
         request: &VerifyRequest,
@@ -153,7 +153,7 @@ fn nccl_jobs(request: &VerifyRequest, pairs: &[(Pair, Vec<u64>)]) -> Vec<Job> {
 }
 
 /// The pairs to run and at which sizes.
-pub fn plan_pairs(
+pub(crate) fn plan_pairs(
     request: &VerifyRequest,
     predictor: &dyn Predictor,
 ) -> Result<Vec<(Pair, Vec<u64>)>> {
@@ -518,7 +518,7 @@ fn finish_run(
 /// `planner verify` in one process driving this machine's GPUs. Rows reach
 /// `progress.row_done` as each size finishes; a stop request (Ctrl-C) ends the
 /// run after the current size, and the run comes back marked incomplete.
-pub fn run_local(
+pub(crate) fn run_local(
     exe: &Path,
     request: &VerifyRequest,
     topology: &TopologyRecord,
@@ -732,7 +732,7 @@ struct JobReport {
 
 /// `planner verify --backend nccl` as one rank of a launcher's job. Rank 0
 /// returns the run; the other ranks None.
-pub fn run_distributed(
+pub(crate) fn run_distributed(
     exe: &Path,
     env: &LauncherEnv,
     request: &VerifyRequest,
@@ -953,7 +953,7 @@ fn read_reports(reports: &[Vec<u8>], other_gpus: &mut Vec<GpuInfo>) -> Vec<Strin
 
 /// The child side of every rank: the job's ranks say which rank this process
 /// is; a spec received from rank 0 carries rank 0's values, so fix them here.
-pub fn localise_spec(spec: &mut ChildSpec, env: &LauncherEnv, device_count: usize) {
+pub(crate) fn localise_spec(spec: &mut ChildSpec, env: &LauncherEnv, device_count: usize) {
     if let ChildRanks::Rank {
         rank, local_rank, ..
     } = &mut spec.ranks
@@ -964,7 +964,7 @@ pub fn localise_spec(spec: &mut ChildSpec, env: &LauncherEnv, device_count: usiz
 }
 
 /// Default name of the result file.
-pub fn default_result_path() -> PathBuf {
+pub(crate) fn default_result_path() -> PathBuf {
     PathBuf::from(format!("planner-verify-{}.json", now_unix()))
 }
 

@@ -96,7 +96,7 @@ pub struct ScoredRow {
     #[serde(flatten)]
     pub row: Row,
     /// "Ring/LL", or "auto" for NCCL's free choice.
-    pub label: String,
+    pub(crate) label: String,
     pub algbw_gbs: Option<f64>,
     pub busbw_gbs: Option<f64>,
     /// Re-scored prediction (the current model), µs.
@@ -110,7 +110,7 @@ pub struct ScoredRow {
     pub nccl_pick: bool,
     /// The `symm` row: the kernel the current model says NCCL picks.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub model_kernel: Option<String>,
+    pub(crate) model_kernel: Option<String>,
 }
 
 /// The verdict at one size of one backend.
@@ -118,22 +118,22 @@ pub struct ScoredRow {
 pub struct SizeVerdict {
     pub backend: Backend,
     pub bytes: u64,
-    pub measured_best: Option<Pair>,
-    pub best_us: Option<f64>,
-    pub model_pick: Option<Pair>,
+    pub(crate) measured_best: Option<Pair>,
+    pub(crate) best_us: Option<f64>,
+    pub(crate) model_pick: Option<Pair>,
     /// measured(model pick) / measured(best).
-    pub regret: Option<f64>,
-    pub hit: bool,
+    pub(crate) regret: Option<f64>,
+    pub(crate) hit: bool,
     /// NCCL's free choice at this size and its regret (NCCL backend only).
     pub nccl_choice: Option<NcclChoice>,
-    pub nccl_regret: Option<f64>,
+    pub(crate) nccl_regret: Option<f64>,
 }
 
 /// |error| statistics of one regime.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RegimeError {
     pub regime: Regime,
-    pub label: &'static str,
+    pub(crate) label: &'static str,
     /// Rows with both a prediction and a measurement.
     pub rows: usize,
     pub median_abs_error_pct: Option<f64>,
@@ -196,17 +196,17 @@ pub struct FreeComparison {
     /// The size where the run does worst against `auto` (largest ratio), and best.
     pub worst_ratio: Option<f64>,
     pub worst_bytes: Option<u64>,
-    pub best_ratio: Option<f64>,
+    pub(crate) best_ratio: Option<f64>,
     pub best_bytes: Option<u64>,
 }
 
 /// One size of a `FreeComparison`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ComparedSize {
-    pub bytes: u64,
+    pub(crate) bytes: u64,
     /// Medians: NCCL's default, and the other run.
-    pub auto_us: f64,
-    pub other_us: f64,
+    pub(crate) auto_us: f64,
+    pub(crate) other_us: f64,
     /// other / auto: below 1 the other run is faster.
     pub ratio: f64,
     /// What each ran (from NCCL's log): a pair, a symmetric kernel, or `classic ALGO/PROTO`.
@@ -235,7 +235,7 @@ pub struct Scored {
 
 /// What NCCL ran for a free-choice row, from its log: the symmetric kernel,
 /// `classic ALGO/PROTO` where a `symm` row took NCCL's classic path, or the pair.
-pub fn ran_label(row: &Row) -> Option<String> {
+pub(crate) fn ran_label(row: &Row) -> Option<String> {
     if let Some(launch) = &row.symmetric {
         return Some(launch.kernel.clone());
     }
@@ -599,7 +599,7 @@ fn pair_ratios(run: &VerifyRun) -> Vec<PairRatio> {
 
 /// The topology a result file carries, as a cluster: the planner's record,
 /// else NCCL's own dump.
-pub fn cluster_of_run(run: &VerifyRun) -> crate::error::Result<crate::topo::Cluster> {
+pub(crate) fn cluster_of_run(run: &VerifyRun) -> crate::error::Result<crate::topo::Cluster> {
     use crate::topo::{build, Cluster};
     use crate::xml;
     let m = &run.machine;

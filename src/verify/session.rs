@@ -20,7 +20,7 @@ use crate::topo::Cluster;
 /// The file is written as the run goes (after every finished size, `keep::Keeping`), so an interrupted or failed
 /// run leaves a readable file marked incomplete. Installs the SIGINT/SIGTERM handler: the first signal stops the
 /// run after the current size (the run comes back with `stopped`), the second exits at once.
-pub fn measure(
+pub(crate) fn measure(
     request: &VerifyRequest,
     source: &Source,
     out: Option<&str>,

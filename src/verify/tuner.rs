@@ -10,20 +10,20 @@ use crate::result_file::TunerRecord;
 use nccl_tuner_planner::plan::{fnv1a64_hex, Plan};
 use std::path::{Path, PathBuf};
 
-pub use crate::nccl::tuner_plugin::PLUGIN_FILE;
+pub(crate) use crate::nccl::tuner_plugin::PLUGIN_FILE;
 
 /// A checked `--tuner` request: the plan parses, the plugin exists.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TunerSetup {
+pub(crate) struct TunerSetup {
     /// The plan file, absolute (the child may not share our directory).
-    pub plan: PathBuf,
+    pub(crate) plan: PathBuf,
     /// FNV-1a 64 of the plan's bytes, 16 hex digits (the hash `planner tune`
     /// writes into plan provenance for its source files).
-    pub plan_hash: String,
+    pub(crate) plan_hash: String,
     /// Rules in the plan.
-    pub rules: usize,
+    pub(crate) rules: usize,
     /// The plugin, absolute.
-    pub plugin: PathBuf,
+    pub(crate) plugin: PathBuf,
 }
 
 impl TunerSetup {
@@ -31,7 +31,7 @@ impl TunerSetup {
     /// `libnccl_tuner_planner.so` beside `exe` (the planner binary) or in its
     /// `../lib` (the wheel). Bad input (exit 2, one line naming the file) when the plan
     /// cannot be read or is not a valid plan, or the plugin is not there.
-    pub fn resolve(plan: &str, plugin: Option<&str>, exe: &Path) -> Result<TunerSetup> {
+    pub(crate) fn resolve(plan: &str, plugin: Option<&str>, exe: &Path) -> Result<TunerSetup> {
         // Capped like every input file (limits::MAX_INPUT_FILE_BYTES); the message names the flag too.
         let text = crate::units::read_input_file(plan).map_err(|e| {
             let why = e.message();
@@ -73,7 +73,7 @@ impl TunerSetup {
     }
 
     /// The result file's record, with what the log said.
-    pub fn record(&self, plugin_log: Vec<String>) -> TunerRecord {
+    pub(crate) fn record(&self, plugin_log: Vec<String>) -> TunerRecord {
         TunerRecord {
             plan_path: self.plan.display().to_string(),
             plan_hash: self.plan_hash.clone(),

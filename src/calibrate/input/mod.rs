@@ -37,7 +37,7 @@ pub enum InputFormat {
 }
 
 impl InputFormat {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             InputFormat::PlannerVerify => "planner-verify",
             InputFormat::NcclTestsText => "nccl-tests-text",
@@ -146,19 +146,19 @@ impl IterStats {
 /// facts its inputs share (the one machine-description type of calibrate).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MachineInfo {
-    pub hosts: Vec<String>,
+    pub(crate) hosts: Vec<String>,
     /// GPU names by rank, where the file (the inputs) list them.
     pub gpus: Vec<String>,
     pub gpu_count: Option<usize>,
     pub driver_version: Option<String>,
-    pub cuda_version: Option<String>,
+    pub(crate) cuda_version: Option<String>,
     pub nccl_version: Option<String>,
     /// `file::topology_hash` of the topology XML the file (the inputs) carry; None: none carried one.
     pub topology_hash: Option<String>,
     /// What `topology_hash` covers (`file::TOPOLOGY_HASH_COVERS`): written into every calibration file, empty
     /// (and not written) for one input file's facts.
     #[serde(skip_serializing_if = "String::is_empty")]
-    pub topology_hash_covers: String,
+    pub(crate) topology_hash_covers: String,
 }
 
 impl MachineInfo {

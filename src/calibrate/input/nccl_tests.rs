@@ -100,13 +100,13 @@ pub(super) fn resolve_coll(
 
 /// One half (out-of-place or in-place) of an nccl-tests row.
 pub(super) struct TestsRow<'a> {
-    pub coll: Coll,
-    pub pair: Option<Pair>,
-    pub bytes: u64,
-    pub time_us: f64,
-    pub in_place: bool,
-    pub source: &'a str,
-    pub line: usize,
+    pub(crate) coll: Coll,
+    pub(crate) pair: Option<Pair>,
+    pub(crate) bytes: u64,
+    pub(crate) time_us: f64,
+    pub(crate) in_place: bool,
+    pub(crate) source: &'a str,
+    pub(crate) line: usize,
     /// `-I 1`: the half's per-iteration statistics.
     pub per_iteration: Option<super::IterStats>,
 }

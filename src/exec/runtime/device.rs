@@ -113,7 +113,7 @@ pub(super) fn gpu_of(virtual_ranks: Option<usize>, r: usize) -> usize {
 }
 
 /// How many GPUs there are (after checking that the driver is usable).
-pub fn device_count() -> Result<usize> {
+pub(crate) fn device_count() -> Result<usize> {
     gpu::require_driver()?;
     result::init().on_gpu(DRIVER, "cuInit")?;
     let n = result::device::get_count().on_gpu(DRIVER, "cuDeviceGetCount")?;

@@ -19,7 +19,7 @@ pub struct LaunchShape {
 
 impl LaunchShape {
     /// NCCL's default cluster size on sm_90+ (`init.cc`, cgaClusterSize 4).
-    pub const NCCL_CLUSTER: u32 = 4;
+    pub(crate) const NCCL_CLUSTER: u32 = 4;
 
     /// The shape for `ctas` CTAs on a GPU of compute capability `cc`. Virtual
     /// ranks need every CTA co-resident, so they get no clusters.

@@ -9,54 +9,54 @@ use super::*;
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Conn {
-    pub buff: u64,
-    pub tail: u64,
-    pub head: u64,
-    pub step: u64,
+    pub(crate) buff: u64,
+    pub(crate) tail: u64,
+    pub(crate) head: u64,
+    pub(crate) step: u64,
 }
 
 /// `struct ChannelDesc` in kernels/common.cuh.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ChannelDesc {
-    pub ring_recv: Conn,
-    pub ring_send: Conn,
-    pub tree_recv_up: Conn,
-    pub tree_send_up: Conn,
-    pub tree_recv_down: [Conn; MAX_TREE_ARITY],
-    pub tree_send_down: [Conn; MAX_TREE_ARITY],
-    pub user_ranks: [i32; MAX_RANKS],
-    pub ring_index: i32,
-    pub tree_has_up: i32,
-    pub tree_n_down: i32,
-    pub rank: i32,
-    pub local_rank: i32,
-    pub channel: i32,
-    pub pad0: i32,
-    pub pad1: i32,
+    pub(crate) ring_recv: Conn,
+    pub(crate) ring_send: Conn,
+    pub(crate) tree_recv_up: Conn,
+    pub(crate) tree_send_up: Conn,
+    pub(crate) tree_recv_down: [Conn; MAX_TREE_ARITY],
+    pub(crate) tree_send_down: [Conn; MAX_TREE_ARITY],
+    pub(crate) user_ranks: [i32; MAX_RANKS],
+    pub(crate) ring_index: i32,
+    pub(crate) tree_has_up: i32,
+    pub(crate) tree_n_down: i32,
+    pub(crate) rank: i32,
+    pub(crate) local_rank: i32,
+    pub(crate) channel: i32,
+    pub(crate) pad0: i32,
+    pub(crate) pad1: i32,
 }
 
 /// `struct KernelArgs` in kernels/common.cuh, passed by value.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct KernelArgs {
-    pub desc: u64,
-    pub abort_flag: u64,
-    pub aborted: u64,
-    pub send: [u64; MAX_RANKS],
-    pub recv: [u64; MAX_RANKS],
-    pub chan_off: [i64; MAX_CHANNELS],
-    pub chan_count: [i64; MAX_CHANNELS],
-    pub call_count: i64,
-    pub chunk_elems: i64,
-    pub nranks: i32,
-    pub nchannels: i32,
-    pub root: i32,
-    pub slices_per_chunk: i32,
-    pub steps_per_slice: i32,
-    pub step_bytes: i32,
-    pub tree_up_threads: i32,
-    pub pad: i32,
+    pub(crate) desc: u64,
+    pub(crate) abort_flag: u64,
+    pub(crate) aborted: u64,
+    pub(crate) send: [u64; MAX_RANKS],
+    pub(crate) recv: [u64; MAX_RANKS],
+    pub(crate) chan_off: [i64; MAX_CHANNELS],
+    pub(crate) chan_count: [i64; MAX_CHANNELS],
+    pub(crate) call_count: i64,
+    pub(crate) chunk_elems: i64,
+    pub(crate) nranks: i32,
+    pub(crate) nchannels: i32,
+    pub(crate) root: i32,
+    pub(crate) slices_per_chunk: i32,
+    pub(crate) steps_per_slice: i32,
+    pub(crate) step_bytes: i32,
+    pub(crate) tree_up_threads: i32,
+    pub(crate) pad: i32,
 }
 
 /// `struct PeerArgs` in kernels/beyond.cu, passed by value to the kernels
@@ -65,18 +65,18 @@ pub struct KernelArgs {
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct PeerArgs {
-    pub abort_flag: u64,
-    pub aborted: u64,
-    pub send: [u64; MAX_RANKS],
-    pub recv: [u64; MAX_RANKS],
-    pub area: [u64; MAX_RANKS],
-    pub count: i64,
-    pub nranks: i32,
-    pub nchannels: i32,
-    pub first_rank: i32,
-    pub inbox_stride: i32,
-    pub inbox_channels: i32,
-    pub pad: i32,
+    pub(crate) abort_flag: u64,
+    pub(crate) aborted: u64,
+    pub(crate) send: [u64; MAX_RANKS],
+    pub(crate) recv: [u64; MAX_RANKS],
+    pub(crate) area: [u64; MAX_RANKS],
+    pub(crate) count: i64,
+    pub(crate) nranks: i32,
+    pub(crate) nchannels: i32,
+    pub(crate) first_rank: i32,
+    pub(crate) inbox_stride: i32,
+    pub(crate) inbox_channels: i32,
+    pub(crate) pad: i32,
 }
 
 /// Sizes the kernels' static_asserts check (kernels/common.cuh, kernels/beyond.cu).

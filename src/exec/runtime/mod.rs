@@ -31,7 +31,7 @@ mod launch;
 mod layout;
 mod open;
 
-pub use device::device_count;
+pub(crate) use device::device_count;
 use device::*;
 pub use launch::LaunchShape;
 use launch::*;
@@ -45,21 +45,21 @@ pub use layout::{
 #[derive(Debug, Clone)]
 pub struct RunOptions {
     /// Timed iterations per size.
-    pub iters: usize,
+    pub(crate) iters: usize,
     /// Untimed iterations before timing.
-    pub warmup: usize,
+    pub(crate) warmup: usize,
     /// Capture the timed iterations in a CUDA graph (nccl-tests -G).
     pub graph: bool,
     /// A collective that takes longer is aborted.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Run N ranks as N buffers on GPU 0.
-    pub virtual_ranks: Option<usize>,
+    pub(crate) virtual_ranks: Option<usize>,
     /// Use only the first N GPUs (real mode).
-    pub gpus: Option<usize>,
+    pub(crate) gpus: Option<usize>,
     /// Seed of the input pattern.
-    pub seed: u32,
+    pub(crate) seed: u32,
     /// Also compare on the CPU when one rank's output is at most this many bytes.
-    pub cpu_check_bytes: u64,
+    pub(crate) cpu_check_bytes: u64,
     /// Fault injection (`planner run --inject-fault`): None in every real run.
     pub fault: Option<Fault>,
 }
@@ -79,7 +79,7 @@ pub enum Fault {
 }
 
 impl Fault {
-    pub const NAMES: &'static str = "wrong-element, hang, oom";
+    pub(crate) const NAMES: &'static str = "wrong-element, hang, oom";
 
     pub fn parse(text: &str) -> Result<Fault> {
         match text.trim().to_ascii_lowercase().as_str() {
@@ -112,46 +112,46 @@ impl Default for RunOptions {
 
 /// One measured size.
 #[derive(Debug, Clone, Serialize)]
-pub struct SizeResult {
-    pub bytes: u64,
+pub(crate) struct SizeResult {
+    pub(crate) bytes: u64,
     /// Elements per call (per rank for all-gather / reduce-scatter), as nccl-tests prints.
-    pub count: u64,
-    pub n_channels: usize,
-    pub n_threads: usize,
+    pub(crate) count: u64,
+    pub(crate) n_channels: usize,
+    pub(crate) n_threads: usize,
     /// Mean over ranks of the time per iteration, µs.
-    pub time_us: f64,
+    pub(crate) time_us: f64,
     /// Per GPU (real mode) or the one GPU (virtual), µs per iteration.
-    pub gpu_time_us: Vec<f64>,
-    pub algbw_gbs: f64,
-    pub busbw_gbs: f64,
+    pub(crate) gpu_time_us: Vec<f64>,
+    pub(crate) algbw_gbs: f64,
+    pub(crate) busbw_gbs: f64,
     /// Wrong output elements over all ranks.
-    pub wrong: u64,
+    pub(crate) wrong: u64,
     /// First wrong element: (rank, index).
-    pub first_wrong: Option<(usize, u64)>,
+    pub(crate) first_wrong: Option<(usize, u64)>,
     /// Whether the CPU also compared the output.
-    pub cpu_checked: bool,
+    pub(crate) cpu_checked: bool,
 }
 
 /// A whole `planner run`: the plan (at its largest size), the machine, the
 /// timing mode and one result per size.
 #[derive(Debug, Clone, Serialize)]
-pub struct RunReport {
-    pub plan: ExecPlan,
-    pub device: DeviceInfo,
-    pub graph: bool,
-    pub iters: usize,
-    pub warmup: usize,
-    pub results: Vec<SizeResult>,
+pub(crate) struct RunReport {
+    pub(crate) plan: ExecPlan,
+    pub(crate) device: DeviceInfo,
+    pub(crate) graph: bool,
+    pub(crate) iters: usize,
+    pub(crate) warmup: usize,
+    pub(crate) results: Vec<SizeResult>,
 }
 
 /// What the runtime ran on.
 #[derive(Debug, Clone, Serialize)]
-pub struct DeviceInfo {
-    pub gpus: Vec<String>,
-    pub driver_version: String,
-    pub nvrtc_version: String,
-    pub arch: String,
-    pub virtual_ranks: Option<usize>,
+pub(crate) struct DeviceInfo {
+    pub(crate) gpus: Vec<String>,
+    pub(crate) driver_version: String,
+    pub(crate) nvrtc_version: String,
+    pub(crate) arch: String,
+    pub(crate) virtual_ranks: Option<usize>,
 }
 
 /// Wrong elements over all ranks, the first one (rank, index), and whether the CPU compared too.
@@ -189,7 +189,7 @@ pub struct Executor {
 
 impl Executor {
     /// How many ranks `open` would give for these options, without allocating.
-    pub fn ranks_available(opts: &RunOptions) -> Result<usize> {
+    pub(crate) fn ranks_available(opts: &RunOptions) -> Result<usize> {
         let n = device_count()?;
         if n == 0 {
             return Err(Error::runtime("no GPU: the CUDA driver reports 0 devices"));
@@ -201,7 +201,7 @@ impl Executor {
         })
     }
 
-    pub fn info(&self) -> &DeviceInfo {
+    pub(crate) fn info(&self) -> &DeviceInfo {
         &self.info
     }
 
@@ -384,7 +384,7 @@ impl Executor {
     }
 
     /// Rank r's output as raw element bits.
-    pub fn read_output(&self, plan: &ExecPlan, r: usize) -> Result<Vec<u32>> {
+    pub(crate) fn read_output(&self, plan: &ExecPlan, r: usize) -> Result<Vec<u32>> {
         let g = gpu_of(self.virtual_ranks, r);
         self.gpus[g].bind()?;
         let (_, recv) = self.rank_buffers(plan, r);
@@ -421,7 +421,7 @@ impl Executor {
     }
 
     /// Check `plan` (one run, every element compared), then time it.
-    pub fn run(&self, plan: &ExecPlan, opts: &RunOptions) -> Result<SizeResult> {
+    pub(crate) fn run(&self, plan: &ExecPlan, opts: &RunOptions) -> Result<SizeResult> {
         self.check_compatible(plan)?;
         self.upload_descriptors(plan)?;
         self.prepare_buffers(plan, opts.seed)?;

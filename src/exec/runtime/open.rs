@@ -31,7 +31,7 @@ impl Executor {
     /// Open the GPUs, compile the kernel, set up the connections and buffers
     /// for `template` (the largest size and channel count any later `run`
     /// uses; later plans may have fewer channels and smaller sizes).
-    pub fn open(template: &ExecPlan, opts: &RunOptions) -> Result<Executor> {
+    pub(crate) fn open(template: &ExecPlan, opts: &RunOptions) -> Result<Executor> {
         let n_ranks = template.n_ranks;
         let gpus = open_gpus(template, opts)?;
         let info = device_info(&gpus, opts)?;

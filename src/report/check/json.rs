@@ -4,7 +4,7 @@ use super::CheckFormat;
 use crate::check::CheckReport;
 use crate::error::Result;
 
-pub struct Json;
+pub(crate) struct Json;
 
 impl CheckFormat for Json {
     fn render(&self, report: &CheckReport) -> Result<String> {

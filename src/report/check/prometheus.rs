@@ -8,11 +8,11 @@ use crate::check::{CheckReport, Status};
 use crate::error::Result;
 use std::fmt::Write;
 
-pub struct Prometheus;
+pub(crate) struct Prometheus;
 
 /// The Inspector's size bucket: the size in the largest unit (B, KB, MB, GB, TB of 1024) it is at least 1 of,
 /// floored, as `lower-(lower+1)UNIT` (`1048576` -> `1-2MB`, `3145728` -> `3-4MB`).
-pub fn message_size_label(bytes: u64) -> String {
+pub(crate) fn message_size_label(bytes: u64) -> String {
     if bytes == 0 {
         return "0B".into();
     }

@@ -6,7 +6,7 @@ use crate::error::Result;
 use crate::units::format_size;
 use comfy_table::{presets, CellAlignment, ContentArrangement};
 
-pub struct Table;
+pub(crate) struct Table;
 
 fn number(v: f64) -> String {
     if v >= 100.0 {
