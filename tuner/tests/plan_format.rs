@@ -738,3 +738,25 @@ fn a_plan_the_plugin_would_not_read_is_never_written() {
     let small = plan(big.rules[..1000].to_vec());
     assert!(small.to_json().is_ok());
 }
+
+/// The plugin line the top-level README quotes (its tuner section) is the one the plugin prints for that call. (The
+/// NCCL line quoted beside it is NCCL's own per-call format, which no committed log of a plugin run holds.)
+#[test]
+fn the_readme_quotes_the_plugins_decision_line() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+        .expect("the top-level README");
+    let quoted = readme
+        .lines()
+        .find_map(|l| l.strip_prefix("NCCL INFO planner-tuner: "))
+        .expect("a quoted planner-tuner line");
+    let pick = Pick {
+        rule_index: 0,
+        algorithm: Algo::Ring,
+        protocol: Proto::Ll,
+        channels: None,
+    };
+    assert_eq!(
+        format!("planner-tuner: {quoted}"),
+        decision_line(4, 2_097_152, 2, 1, Decision::Applied(pick))
+    );
+}
