@@ -268,32 +268,15 @@ fn descend_over(
                 }
             }
         }
-        let mut improved = false;
-        while lambda < 1e12 {
-            let mut damped = a.clone();
-            for p in 0..m {
-                damped[p][p] += lambda * (a[p][p] + 1e-12);
-            }
-            let Some(delta) = solve(damped, g.iter().map(|x| -x).collect()) else {
-                lambda *= 10.0;
-                continue;
-            };
-            let mut next = theta;
-            for (col, &j) in idx.iter().enumerate() {
-                next[j] += delta[col];
-            }
-            clamp(&mut next);
-            let l = loss(&next, terms, points, &mut scratch);
-            if l < current {
-                let gain = current - l;
-                theta = next;
-                current = l;
-                lambda = (lambda / 3.0).max(1e-12);
-                improved = gain > 1e-10 * current.max(1e-300);
-                break;
-            }
-            lambda *= 4.0;
-        }
+        let improved = damped_step(
+            &mut theta,
+            &mut current,
+            &mut lambda,
+            (&a, &g),
+            idx,
+            &clamp,
+            |t| loss(t, terms, points, &mut scratch),
+        );
         if !improved {
             break;
         }
@@ -378,37 +361,60 @@ pub(crate) fn minimise<const P: usize>(
                 a[q][p] = v;
             }
         }
-        let mut improved = false;
-        while lambda < 1e12 {
-            let mut damped = a.clone();
-            for p in 0..m {
-                damped[p][p] += lambda * (a[p][p] + 1e-12);
-            }
-            let Some(delta) = solve(damped, g.iter().map(|x| -x).collect()) else {
-                lambda *= 10.0;
-                continue;
-            };
-            let mut next = theta;
-            for (col, &j) in idx.iter().enumerate() {
-                next[j] += delta[col];
-            }
-            clamp(&mut next);
-            let l = loss_of(&next, &mut scratch);
-            if l < current {
-                let gain = current - l;
-                theta = next;
-                current = l;
-                lambda = (lambda / 3.0).max(1e-12);
-                improved = gain > 1e-10 * current.max(1e-300);
-                break;
-            }
-            lambda *= 4.0;
-        }
+        let improved = damped_step(
+            &mut theta,
+            &mut current,
+            &mut lambda,
+            (&a, &g),
+            idx,
+            &clamp,
+            |t| loss_of(t, &mut scratch),
+        );
         if !improved {
             break;
         }
     }
     (theta, current)
+}
+
+/// One Levenberg-Marquardt step from `theta` on the normal equations (`a`, `g`) of the active parameters `idx`:
+/// the damping `lambda` rises until a (clamped) step lowers the loss, and falls after one that does. True when the
+/// loss fell by more than a relative 1e-10, so another step may pay.
+fn damped_step<const P: usize>(
+    theta: &mut [f64; P],
+    current: &mut f64,
+    lambda: &mut f64,
+    (a, g): (&[Vec<f64>], &[f64]),
+    idx: &[usize],
+    clamp: &dyn Fn(&mut [f64; P]),
+    mut loss: impl FnMut(&[f64; P]) -> f64,
+) -> bool {
+    let m = idx.len();
+    while *lambda < 1e12 {
+        let mut damped = a.to_vec();
+        for p in 0..m {
+            damped[p][p] += *lambda * (a[p][p] + 1e-12);
+        }
+        let Some(delta) = solve(damped, g.iter().map(|x| -x).collect()) else {
+            *lambda *= 10.0;
+            continue;
+        };
+        let mut next = *theta;
+        for (col, &j) in idx.iter().enumerate() {
+            next[j] += delta[col];
+        }
+        clamp(&mut next);
+        let l = loss(&next);
+        if l < *current {
+            let gain = *current - l;
+            *theta = next;
+            *current = l;
+            *lambda = (*lambda / 3.0).max(1e-12);
+            return gain > 1e-10 * current.max(1e-300);
+        }
+        *lambda *= 4.0;
+    }
+    false
 }
 
 /// BIC of a soft-L1 loss over `n` points with `k` parameters.
