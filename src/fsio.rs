@@ -132,7 +132,10 @@ pub(crate) fn open_input(path: &str) -> Result<File> {
 pub(crate) fn not_a_regular_file(path: &Path) -> Option<String> {
     match std::fs::metadata(path) {
         Ok(meta) if meta.is_file() => None,
-        Ok(meta) => Some(format!("is {}, not a regular file", kind_of(meta.file_type()))),
+        Ok(meta) => Some(format!(
+            "is {}, not a regular file",
+            kind_of(meta.file_type())
+        )),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Some("no such file".to_string()),
         Err(e) => Some(format!("cannot read: {e}")),
     }
