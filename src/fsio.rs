@@ -127,6 +127,20 @@ pub(crate) fn open_input(path: &str) -> Result<File> {
     Ok(file)
 }
 
+/// Why `path` cannot be a named file the planner hands on without reading it (a plugin): `None` for a regular
+/// file (symlinks followed), else the reason — "no such file", or what it is instead of a regular file.
+pub(crate) fn not_a_regular_file(path: &Path) -> Option<String> {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_file() => None,
+        Ok(meta) => Some(format!(
+            "is {}, not a regular file",
+            kind_of(meta.file_type())
+        )),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Some("no such file".to_string()),
+        Err(e) => Some(format!("cannot read: {e}")),
+    }
+}
+
 fn check_cap(path: &str, len: u64) -> Result<()> {
     let cap = crate::limits::MAX_INPUT_FILE_BYTES;
     if len > cap {

@@ -233,6 +233,12 @@ pub(crate) fn run(args: DoctorArgs) -> Result<()> {
         // would wait on the hung copy forever. Everything worth keeping is written and flushed above.
         unsafe { libc::_exit(code.max(1)) };
     }
+    // Stopped by Ctrl-C (or SIGTERM) with what it measured kept and reported: exit as the signal would, 128 + its
+    // number, as verify does.
+    if let Some(signal) = crate::measure::stop_requested() {
+        let _ = std::io::stderr().flush();
+        std::process::exit(128 + signal);
+    }
     if code != 0 {
         std::process::exit(code);
     }

@@ -19,12 +19,10 @@ pub(crate) fn run(args: &EnvArgs) -> Result<()> {
     let plan_given = args.plan.is_some();
     let plan_arg = args.plan.as_deref().unwrap_or("plan.json");
     let plugin = match &args.tuner_plugin {
-        Some(p) if Path::new(p).is_file() => PathBuf::from(p),
-        Some(p) => {
-            return Err(Error::bad_input(format!(
-                "--tuner-plugin {p}: no such file"
-            )))
-        }
+        Some(p) => match crate::fsio::not_a_regular_file(Path::new(p)) {
+            None => PathBuf::from(p),
+            Some(why) => return Err(Error::bad_input(format!("--tuner-plugin {p}: {why}"))),
+        },
         None => {
             let exe = std::env::current_exe().map_err(|e| {
                 Error::runtime(format!(

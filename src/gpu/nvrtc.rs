@@ -64,12 +64,11 @@ fn read_source_in(dir: Option<&std::path::Path>, file: &SourceFile) -> Result<St
     match dir {
         Some(dir) => {
             let path = dir.join(file.name);
-            std::fs::read_to_string(&path).map_err(|e| {
-                Error::bad_input(format!(
-                    "PLANNER_KERNEL_DIR: cannot read {}: {e}",
-                    path.display()
-                ))
-            })
+            // Through the checked reader: a FIFO (or any non-regular file) there is refused by name, not read
+            // forever.
+            let shown = path.to_string_lossy();
+            crate::fsio::read_input_file(&shown)
+                .map_err(|e| Error::bad_input(format!("PLANNER_KERNEL_DIR: {}", e.message())))
         }
         None => Ok(file.text.to_string()),
     }
@@ -211,6 +210,28 @@ mod tests {
         let empty_dir = std::env::temp_dir();
         let err = read_source_in(Some(&empty_dir), &missing).unwrap_err();
         assert!(err.to_string().contains("nonexistent.cu"), "{err}");
+    }
+
+    #[test]
+    fn a_fifo_in_the_kernel_dir_is_refused_by_name_not_read() {
+        let dir = std::env::temp_dir().join(format!("planner-kdir-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("pattern.cu");
+        let _ = std::fs::remove_file(&fifo);
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success(), "mkfifo failed");
+        let start = std::time::Instant::now();
+        let err = read_source_in(Some(&dir), &PATTERN_CU).unwrap_err();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(start.elapsed() < std::time::Duration::from_secs(5));
+        assert_eq!(err.exit_code(), 2, "{err}");
+        let text = err.to_string();
+        assert!(text.contains("PLANNER_KERNEL_DIR"), "{text}");
+        assert!(text.contains("pattern.cu"), "{text}");
+        assert!(text.contains("not a regular file"), "{text}");
     }
 
     #[test]

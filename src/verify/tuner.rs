@@ -47,9 +47,9 @@ impl TunerSetup {
         let plugin = match plugin {
             Some(path) => {
                 let path = PathBuf::from(path);
-                if !path.is_file() {
+                if let Some(why) = crate::fsio::not_a_regular_file(&path) {
                     return Err(Error::bad_input(format!(
-                        "--tuner-plugin {}: no such file",
+                        "--tuner-plugin {}: {why}",
                         path.display()
                     )));
                 }

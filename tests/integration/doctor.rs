@@ -316,13 +316,31 @@ fn an_interrupted_run_keeps_what_it_measured() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(400));
+    // Signal once the result file holds a finished link test (it is rewritten, atomically, after every test), not
+    // after a fixed sleep.
+    let start = std::time::Instant::now();
+    let tests_in = |file: &std::path::Path| -> usize {
+        std::fs::read_to_string(file)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v["links"].as_array().map(|a| a.len()))
+            .unwrap_or(0)
+    };
+    while tests_in(&file) == 0 {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "no link test saved in {} after 60 s",
+            file.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     // SAFETY: sends SIGINT to the child we started (its pid), nothing else.
     unsafe {
         libc::kill(child.id() as i32, libc::SIGINT);
     }
     let out = child.wait_with_output().unwrap();
-    assert_exit(&out, 0);
+    // Exits as verify does after Ctrl-C: 128 + SIGINT.
+    assert_exit(&out, 130);
     let saved: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(saved["complete"], false);

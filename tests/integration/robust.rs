@@ -1502,3 +1502,43 @@ fn nothing_a_file_says_reaches_the_terminal_as_a_control_character() {
         }
     }
 }
+
+#[test]
+fn a_tuner_plugin_that_is_not_a_regular_file_is_refused_by_name() {
+    // `--tuner-plugin FIFO` (or a directory) said "no such file"; it names what the path is instead, exit 2.
+    let plan = scratch(
+        "plugin-plan.json",
+        br#"{"format":"planner-tuner-plan","version":1,
+ "provenance":{"planner_version":"0.1.0","created_unix":0,"machine":"test","nccl_version":"2.28.3",
+               "topology_hash":null,"source_kind":"verify","source_file":"verify.json",
+               "source_hash":"0000000000000000","margin_percent":2.0},
+ "rules":[{"collective":"AllReduce","n_ranks":2,"n_nodes":1,"min_bytes":1048576,"max_bytes":4194303,
+           "algorithm":"Ring","protocol":"LL","channels":null}]}"#,
+    );
+    let fifo = plan.with_file_name("plugin.fifo");
+    let _ = std::fs::remove_file(&fifo);
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo {}", fifo.display());
+    let dir = plan.with_file_name("plugin-dir");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (plan, fifo, dir) = (
+        plan.to_str().unwrap(),
+        fifo.to_str().unwrap(),
+        dir.to_str().unwrap(),
+    );
+    for (file, says) in [
+        (fifo, "is a FIFO, not a regular file"),
+        (dir, "is a directory, not a regular file"),
+    ] {
+        for args in [
+            vec!["verify", "--tuner", plan, "--tuner-plugin", file],
+            vec!["env", "--plan", plan, "--tuner-plugin", file],
+        ] {
+            let err = refused(&args, &["--tuner-plugin", file, says]);
+            assert!(!err.contains("no such file"), "{args:?}: {err}");
+        }
+    }
+}
