@@ -161,7 +161,8 @@ pub(crate) fn predict(
 }
 
 /// Predicted time in µs (`predict`'s total).
-pub fn predict_us(
+#[cfg(test)]
+fn predict_us(
     algo: OwnAlgo,
     coll: Coll,
     bytes: u64,

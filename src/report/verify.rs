@@ -225,11 +225,6 @@ fn render_comparison(c: &FreeComparison) -> String {
     )
 }
 
-/// The full text report.
-pub fn render_text(run: &VerifyRun, scored: &Scored) -> String {
-    render_text_compared(run, scored, None)
-}
-
 /// The full text report; with `stock` (the same run scored by the stock
 /// model, `verify --load --calibration`) its predictions, errors and picks
 /// stand in extra columns next to `scored`'s.
@@ -559,10 +554,6 @@ pub(crate) struct StockRowJson {
     pub(crate) model_pick: bool,
 }
 
-pub fn render_json(run: &VerifyRun, scored: &Scored) -> Result<String> {
-    render_json_compared(run, scored, None)
-}
-
 /// `render_json` with the stock model's scoring of the same run (`stock`).
 pub(crate) fn render_json_compared(
     run: &VerifyRun,
@@ -696,8 +687,8 @@ pub(crate) fn render_svg(run: &VerifyRun, scored: &Scored) -> Result<String> {
                 .iter()
                 .filter_map(|r| Some((r.row.bytes, r.busbw_gbs?)))
                 .collect();
-            time_series.push(Series::new(name.clone(), COLORS[*color], mark).with_points(times));
-            bw_series.push(Series::new(name.clone(), COLORS[*color], mark).with_points(bws));
+            time_series.push(Series::new(COLORS[*color], mark).with_points(times));
+            bw_series.push(Series::new(COLORS[*color], mark).with_points(bws));
             let entry = (format!("{name} (measured)"), COLORS[*color], mark);
             if !legend.contains(&entry) {
                 legend.push(entry);
@@ -711,8 +702,8 @@ pub(crate) fn render_svg(run: &VerifyRun, scored: &Scored) -> Result<String> {
         predicted.dedup_by_key(|p| p.0);
         if !predicted.is_empty() {
             let bws = predicted.iter().map(|&(b, t)| (b, busbw(b, t))).collect();
-            time_series.push(Series::new("predicted", DARK, Mark::Dashed).with_points(predicted));
-            bw_series.push(Series::new("predicted", DARK, Mark::Dashed).with_points(bws));
+            time_series.push(Series::new(DARK, Mark::Dashed).with_points(predicted));
+            bw_series.push(Series::new(DARK, Mark::Dashed).with_points(bws));
         }
         let shaded: Vec<u64> = mine
             .iter()

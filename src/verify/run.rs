@@ -71,8 +71,10 @@ pub(crate) trait Progress {
     }
 }
 
-/// No progress output.
-pub struct Silent;
+/// No progress output (tests).
+#[cfg(test)]
+struct Silent;
+#[cfg(test)]
 impl Progress for Silent {
     fn start(&self, _: u64) {}
     fn job(&self, _: &str) {}

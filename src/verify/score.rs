@@ -639,12 +639,3 @@ pub fn predictor_for_run(run: &VerifyRun) -> Box<dyn Predictor + '_> {
         }
     }
 }
-
-/// Replace every row's prediction with `predictor`'s.
-pub fn apply_predictions(run: &mut VerifyRun, predictor: &dyn Predictor) {
-    let (coll, dtype) = (run.options.collective, run.options.dtype);
-    for row in run.rows.iter_mut() {
-        (row.predicted_us, row.predicted_kernel) = predict_row(predictor, coll, dtype, row);
-    }
-    run.options.model = Some(predictor.label());
-}
