@@ -4,12 +4,12 @@
 use super::{right_align, table};
 use crate::error::{Error, Result};
 use crate::measure::Backend;
+use crate::measure::{coll_label, RowStatus};
 use crate::result_file::VerifyRun;
 use crate::units::format_size;
 use crate::verify::score::{
     ran_label, BackendSummary, FreeComparison, Scored, ScoredRow, SizeVerdict,
 };
-use crate::verify::{coll_label, RowStatus};
 use serde::Serialize;
 
 /// Microseconds with sensible precision.

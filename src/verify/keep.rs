@@ -8,8 +8,8 @@
 //! file is valid JSON at every instant. The cost is rewriting a few hundred KiB per size.
 
 use super::run::Progress;
-use super::{Row, RowStatus};
 use crate::error::Error;
+use crate::measure::{Row, RowStatus};
 use crate::result_file::{StopReason, Stopped, VerifyRun};
 use crate::units::format_size;
 use std::cell::RefCell;

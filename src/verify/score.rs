@@ -12,9 +12,11 @@
 //! - native/NCCL ratio = native median / NCCL median of the same pair and
 //!   size (below 1: ours is faster).
 
-use super::{algbw_gbs, coll_label_serde, Dtype, NcclChoice, Regime, Row, RowStatus};
+use super::Regime;
+use crate::dtype::Dtype;
 use crate::measure::median;
 use crate::measure::Backend;
+use crate::measure::{algbw_gbs, coll_label_serde, NcclChoice, Row, RowStatus};
 use crate::model::Coll;
 use crate::model::Pair;
 use crate::predict::{predict_row, ModelPredictor, Predictor, SymmetricPrediction};
