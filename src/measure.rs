@@ -437,12 +437,6 @@ pub(crate) fn stop_requested() -> Option<i32> {
         .then(|| STOP_SIGNAL.load(Ordering::SeqCst))
 }
 
-/// Ask the measurement to stop as a signal would (tests; the fake backend's faults).
-pub fn request_stop(signal: i32) {
-    STOP_SIGNAL.store(signal, Ordering::SeqCst);
-    STOP_REQUESTED.store(true, Ordering::SeqCst);
-}
-
 /// "SIGINT (Ctrl-C)" for the signals the stop handler takes, else "signal N".
 pub(crate) fn signal_name(signal: i32) -> String {
     match signal {

@@ -31,7 +31,6 @@ pub(crate) enum Mark {
 /// One line (or set of points) of a panel.
 #[derive(Debug, Clone)]
 pub struct Series {
-    pub label: String,
     pub(crate) color: RGBColor,
     pub(crate) mark: Mark,
     /// (bytes, value). For `Mark::Bars`, the value of the dot.
@@ -41,9 +40,8 @@ pub struct Series {
 }
 
 impl Series {
-    pub(crate) fn new(label: impl Into<String>, color: RGBColor, mark: Mark) -> Series {
+    pub(crate) fn new(color: RGBColor, mark: Mark) -> Series {
         Series {
-            label: label.into(),
             color,
             mark,
             points: Vec::new(),
@@ -688,7 +686,7 @@ mod tests {
 
     #[test]
     fn unplaceable_points_are_dropped() {
-        let s = Series::new("x", DARK, Mark::Line).with_points(vec![
+        let s = Series::new(DARK, Mark::Line).with_points(vec![
             (0, 1.0),
             (8, f64::INFINITY),
             (16, 0.0),
@@ -704,7 +702,7 @@ mod tests {
 
     #[test]
     fn renders_huge_and_zero_values_without_hanging() {
-        let s = Series::new("x", DARK, Mark::LinePoints).with_points(vec![
+        let s = Series::new(DARK, Mark::LinePoints).with_points(vec![
             (0, 5.0),
             (8, 1e308),
             (16, 1e-300),

@@ -7,7 +7,7 @@
 use libfuzzer_sys::fuzz_target;
 use planner::model::knobs::{parse_flat_list, parse_list, EnableMatrix};
 use planner::nccl_env::NcclEnv;
-use planner::model::{Algo, Coll, Pair, Proto};
+use planner::model::{Algo, Coll, OwnAlgo, Pair, Proto};
 use planner::units::{self, MAX_SIZE};
 
 #[path = "../common/mod.rs"]
@@ -61,7 +61,7 @@ fuzz_target!(|data: &[u8]| {
             if let Ok(p) = Proto::parse(text) {
                 assert_eq!(Proto::parse(p.nccl_name()).ok(), Some(p));
             }
-            let _ = Algo::parse_beyond_nccl(text);
+            let _ = OwnAlgo::parse(text);
             common::bad_input(planner::exec::plan::parse_collective(text));
             common::bad_input(planner::exec::plan::parse_pair(text));
         }

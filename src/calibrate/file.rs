@@ -485,11 +485,6 @@ fn canonical_node(node: &xml::XmlNode, gpu_of_bus: &BTreeMap<String, String>) ->
     )
 }
 
-/// The canonical text `topology_hash` hashes (see `TOPOLOGY_HASH_COVERS`).
-pub fn canonical_topology(xml_text: &str, source: &str) -> Result<String> {
-    Ok(canonical_of_root(&xml::parse(xml_text, source)?))
-}
-
 fn canonical_of_root(root: &xml::XmlNode) -> String {
     // GPU bus ids -> "dev" of the GPU under that pci node.
     let mut gpu_of_bus = BTreeMap::new();

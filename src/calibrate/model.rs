@@ -122,7 +122,8 @@ impl PairParams {
     }
 
     /// Effective bandwidth of the transfer at `bytes` (GB/s), latency excluded.
-    pub fn effective_bandwidth_gbs(&self, bytes: f64) -> f64 {
+    #[cfg(test)]
+    fn effective_bandwidth_gbs(&self, bytes: f64) -> f64 {
         self.bandwidth_gbs / self.transfer_factor(bytes.max(1.0))
     }
 }

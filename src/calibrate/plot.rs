@@ -38,14 +38,14 @@ pub fn render_svg(cal: &Calibration, inputs: &[Measurements]) -> Result<String> 
                 }
             }
             let color = input_colors[k % input_colors.len()];
-            series.push(Series::new(input_name(input), color, Mark::Points).with_points(pts));
+            series.push(Series::new(color, Mark::Points).with_points(pts));
         }
         let stock: Vec<(u64, f64)> = stock
             .into_iter()
             .filter_map(|(b, v)| Some((b, median(&v)?)))
             .collect();
         if stock.len() > 1 {
-            series.push(Series::new("stock NCCL model", DARK, Mark::Dashed).with_points(stock));
+            series.push(Series::new(DARK, Mark::Dashed).with_points(stock));
         }
         // The calibrated curve at eight points per power of two.
         let (l2lo, l2hi) = ((lo as f64).log2(), (hi as f64).log2());
@@ -60,8 +60,7 @@ pub fn render_svg(cal: &Calibration, inputs: &[Measurements]) -> Result<String> 
                 Some((b.round() as u64, t))
             })
             .collect();
-        series
-            .push(Series::new("calibrated", calibrated_color, Mark::Line).with_points(calibrated));
+        series.push(Series::new(calibrated_color, Mark::Line).with_points(calibrated));
         panels.push(Panel {
             title: format!("{} {}", fit.coll.nccl_name(), pair),
             series,

@@ -224,17 +224,6 @@ impl SizeArgs {
         }
         out
     }
-
-    /// The flag given, for messages naming it.
-    pub fn given(&self) -> Option<&'static str> {
-        if self.size.is_some() {
-            Some("--size")
-        } else if self.sweep.is_some() {
-            Some("--sweep")
-        } else {
-            None
-        }
-    }
 }
 
 /// What a command checks before it probes or loads a topology, so that a bad flag or file is one error line and

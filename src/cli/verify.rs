@@ -1,8 +1,10 @@
 //! `planner verify`: flags, and the thin glue between the stages and the report.
 
 use super::source::{SizeArgs, SourceArgs};
+use crate::dtype::Dtype;
 use crate::error::{Error, Result};
 use crate::measure::Backend;
+use crate::measure::IterPlan;
 use crate::model::Coll;
 use crate::nccl;
 use crate::predict::Predictor;
@@ -14,7 +16,7 @@ use crate::verify::run::{Progress, VerifyRequest};
 use crate::verify::score;
 use crate::verify::session;
 use crate::verify::tuner::TunerSetup;
-use crate::verify::{Dtype, IterPlan, PairSelection};
+use crate::verify::PairSelection;
 use std::time::Duration;
 
 #[derive(Debug, clap::Args)]

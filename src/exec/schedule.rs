@@ -19,10 +19,6 @@ pub(crate) const LL_BUFF_BYTES: usize = 8 * 512 * 8 * 16; // lines/thread x thre
 pub(crate) const LL128_BUFF_BYTES: usize = 120 * 640 * 8 * 8; // 4915200 B
 pub const SIMPLE_BUFF_BYTES: usize = 1 << 22; // 4 MiB
 
-/// LL128 line: 128 bytes on the wire, 120 of them data.
-pub const LL128_LINE_BYTES: usize = 128;
-pub const LL128_LINE_DATA_BYTES: usize = 120;
-
 /// Chunk grain per protocol (`device.h:328-334`): LL 16 B, LL128 1920 B, Simple 512 B.
 pub(crate) fn grain_bytes(protocol: Proto) -> usize {
     match protocol {

@@ -222,16 +222,6 @@ pub struct Expectation {
     pub(crate) limit: Limit,
 }
 
-/// A physical link class present on the machine, with the rate a healthy one delivers per direction.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct LinkRate {
-    pub(crate) class: String,
-    pub(crate) description: String,
-    pub(crate) lanes: u32,
-    pub(crate) expected_gbs: f64,
-    pub(crate) source: String,
-}
-
 /// NCCL's chunk sizes (its protocol constants): a step of each protocol's buffer, and NVLS's own chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Chunking {
@@ -410,7 +400,6 @@ impl Resolved {
 pub struct Expected {
     pub(crate) plan: Plan,
     pub model: Model,
-    pub params: Params,
     pub(crate) class: MachineClass,
     pub(crate) launch: Launch,
     pub(crate) resolved: Resolved,
@@ -816,7 +805,6 @@ impl Expected {
         Ok(Expected {
             plan,
             model: model.clone(),
-            params: params.clone(),
             class,
             launch: opts.launch,
             resolved,
@@ -922,70 +910,6 @@ impl Expected {
         let eval = self.model.evaluate(&call).ok()?;
         let w = eval.winner();
         self.expectation(&call, w.algo, w.proto, w.channels)
-    }
-
-    /// The physical rate of each link class on the machine, one way.
-    pub fn link_rates(&self) -> Vec<LinkRate> {
-        let mut out: Vec<LinkRate> = Vec::new();
-        for slot in &self.plan.slots {
-            let class = match slot.class {
-                LinkClass::Pcie => {
-                    format!("pcie-{:.0}gbs", slot.nominal_gbs)
-                }
-                c => c.name(),
-            };
-            if out
-                .iter()
-                .any(|l| l.class == class && l.lanes == slot.lanes)
-            {
-                continue;
-            }
-            let (description, source) = match slot.class {
-                LinkClass::NvLink(g) => (
-                    format!("NVLink {g} x{} one way", slot.lanes),
-                    self.params
-                        .source("link", &format!("nvlink{g}"), "efficiency"),
-                ),
-                LinkClass::Pcie => (
-                    format!(
-                        "PCIe link of {:.0} GB/s raw one way (host<->device, switch, root port)",
-                        slot.nominal_gbs
-                    ),
-                    self.params.source("link", "pcie", "efficiency"),
-                ),
-                LinkClass::InterSocket(_) => (
-                    "between the CPU sockets (UPI / xGMI), peer traffic one way".to_string(),
-                    self.params.source("link", "inter-socket", "intel_gbs"),
-                ),
-                LinkClass::C2c => (
-                    "NVLink-C2C CPU<->GPU one way".to_string(),
-                    self.params.source("link", "c2c", "efficiency"),
-                ),
-                LinkClass::Nic => (
-                    format!(
-                        "NIC of {:.0} Gb/s to the network, one way",
-                        slot.nominal_gbs * 8.0
-                    ),
-                    self.params.source(
-                        "net",
-                        self.class.net_kind.unwrap_or(NetKind::Ib).name(),
-                        "efficiency",
-                    ),
-                ),
-                LinkClass::HostMemory => (
-                    "host memory as SHM / non-GPUDirect staging".to_string(),
-                    self.params.source("link", "host-memory", "staging_gbs"),
-                ),
-            };
-            out.push(LinkRate {
-                class,
-                description,
-                lanes: slot.lanes,
-                expected_gbs: self.resolved.rate(slot),
-                source,
-            });
-        }
-        out
     }
 }
 

@@ -259,13 +259,6 @@ impl Params {
             .unwrap_or(0.0)
     }
 
-    pub fn source(&self, kind: &str, class: &str, name: &str) -> String {
-        self.file(kind, class)
-            .and_then(|f| f.params.iter().find(|p| p.name == name))
-            .map(|p| format!("{} ({})", p.source, f_name(self, kind, class)))
-            .unwrap_or_default()
-    }
-
     /// (file index, param index) of every constant `--fit` may change.
     pub(crate) fn fit_slots(&self) -> Vec<(usize, usize)> {
         let mut out = Vec::new();
@@ -299,13 +292,6 @@ impl Params {
             .map(|s| s + "\n")
             .map_err(|e| Error::runtime(format!("{}: {e}", f.file)))
     }
-}
-
-fn f_name(params: &Params, kind: &str, class: &str) -> String {
-    params
-        .file(kind, class)
-        .map(|f| f.file.clone())
-        .unwrap_or_default()
 }
 
 impl ParamFile {

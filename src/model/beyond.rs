@@ -45,7 +45,7 @@ impl OwnAlgo {
     /// By name, case-insensitive, with or without `_` / `-` (`OneShot`,
     /// `one-shot`, `TWO_SHOT`); None for anything else, NCCL's algorithms
     /// included.
-    pub(crate) fn parse(text: &str) -> Option<OwnAlgo> {
+    pub fn parse(text: &str) -> Option<OwnAlgo> {
         let key: String = text.chars().filter(|c| *c != '-' && *c != '_').collect();
         OwnAlgo::ALL
             .into_iter()
@@ -161,7 +161,8 @@ pub(crate) fn predict(
 }
 
 /// Predicted time in µs (`predict`'s total).
-pub fn predict_us(
+#[cfg(test)]
+fn predict_us(
     algo: OwnAlgo,
     coll: Coll,
     bytes: u64,

@@ -40,10 +40,6 @@ impl<T> Cells<T> {
             })
         }))
     }
-    /// The `[algo][proto]` rows of one function.
-    pub fn of(&self, coll: Coll) -> &AlgoProto<T> {
-        &self.0[coll as usize]
-    }
     pub(crate) fn of_mut(&mut self, coll: Coll) -> &mut AlgoProto<T> {
         &mut self.0[coll as usize]
     }

@@ -617,11 +617,6 @@ impl Rule {
     }
 }
 
-/// The catalogue entries that apply to `family`.
-pub fn rules_of(family: Family) -> Vec<&'static RuleInfo> {
-    RULES.iter().filter(|r| r.applies_to(family)).collect()
-}
-
 /// `"2.22"` -> `(2, 22)`.
 pub fn parse_family(text: &str) -> Option<Family> {
     let (major, minor) = text.split_once('.')?;

@@ -587,16 +587,6 @@ impl SymmetricTable {
         &self.family
     }
 
-    /// The NCCL tags the table was read from.
-    pub fn verified_against(&self) -> &str {
-        &self.verified_against
-    }
-
-    /// Where the table came from (built-in name or a path).
-    pub fn source(&self) -> &str {
-        &self.source
-    }
-
     /// NCCL's kernel names for a collective, in NCCL's id order (the pick's
     /// tie order), kernels NCCL never offers left out.
     pub fn kernel_names(&self, coll: Coll) -> Vec<&str> {

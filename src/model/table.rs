@@ -42,8 +42,6 @@ pub(crate) const GENERATIONS: [&str; 4] = ["Volta", "Ampere", "Hopper", "Blackwe
 /// NCCL's latency hardware classes (`NCCL_HW_*`).
 pub const HW_CLASSES: [&str; 3] = ["NVLINK", "PCI", "NET"];
 
-/// `[LL, LL128, Simple]`.
-pub type PerProto = [f64; NUM_PROTOCOLS];
 /// `[1 node, 2 nodes, >=4 nodes]`.
 pub(crate) type PerScale = [f64; 3];
 

@@ -145,7 +145,7 @@ fn best_line(msg: &str) -> Option<BestTuning> {
 }
 
 /// Pair each `Best tuning` line with the last unpaired `Input` line of its stream.
-pub fn calls(lines: &[TuningLineAt]) -> Vec<TuningCall> {
+pub(crate) fn calls(lines: &[TuningLineAt]) -> Vec<TuningCall> {
     let mut pending: Vec<(usize, TuningInput)> = Vec::new();
     let mut out = Vec::new();
     for at in lines {

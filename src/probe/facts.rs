@@ -157,7 +157,8 @@ pub(crate) fn is_invisible_remote(nvml_remote_bus_id: &str) -> bool {
 }
 
 /// A CPU mask as a Linux cpu list ("0-31,64-95").
-pub fn cpu_list(mask: &[u64]) -> String {
+#[cfg(test)]
+fn cpu_list(mask: &[u64]) -> String {
     let mut ranges: Vec<(usize, usize)> = Vec::new();
     for (w, word) in mask.iter().enumerate() {
         for b in 0..64 {

@@ -90,12 +90,6 @@ impl Warnings {
         }
     }
 
-    pub fn merge(&mut self, other: &Warnings) {
-        for (o, s) in &other.items {
-            self.add(*o, s.clone());
-        }
-    }
-
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
     }

@@ -313,8 +313,8 @@ pub(crate) fn runs_svg(d: &RunDiff) -> Result<String> {
             }
             rows.sort_by_key(|r| r.bytes);
             let points: Vec<(u64, f64)> = rows.iter().map(|r| (r.bytes, r.ratio)).collect();
-            series.push(Series::new(backend.name(), color, Mark::Line).with_points(points.clone()));
-            let mut bars = Series::new(backend.name(), color, Mark::Bars).with_points(points);
+            series.push(Series::new(color, Mark::Line).with_points(points.clone()));
+            let mut bars = Series::new(color, Mark::Bars).with_points(points);
             bars.bars = rows
                 .iter()
                 .map(|r| (r.bytes, r.ratio_lo, r.ratio_hi))

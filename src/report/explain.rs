@@ -472,10 +472,6 @@ fn ranked(eval: &Evaluation) -> (Vec<usize>, Vec<usize>) {
     (usable, masked)
 }
 
-pub fn explain_json(model: &Model, eval: &Evaluation) -> ExplainJson {
-    explain_json_calibrated(model, eval, None)
-}
-
 /// `explain_json` with the calibrated columns of `--calibration`.
 pub(crate) fn explain_json_calibrated(
     model: &Model,
@@ -515,12 +511,6 @@ fn us(v: f64) -> String {
     } else {
         format!("{v:.2}")
     }
-}
-
-/// The table for people: every usable pair ranked, the winner marked, then
-/// one line per masked pair.
-pub fn explain_text(model: &Model, eval: &Evaluation) -> String {
-    explain_text_calibrated(model, eval, None, None)
 }
 
 /// `x µs (+y%)` of `extra` over `base`.
@@ -1180,10 +1170,6 @@ pub struct SweepJson<'a> {
     pub(crate) one_rank_note: Option<&'static str>,
 }
 
-pub fn sweep_json<'a>(model: &Model, sweep: &'a Sweep) -> SweepJson<'a> {
-    sweep_json_calibrated(model, sweep, None, None)
-}
-
 /// `sweep_json` with planner's expected model (`expected`, single calls only) and the calibrated crossover map of
 /// `--calibration`.
 pub(crate) fn sweep_json_calibrated<'a>(
@@ -1302,14 +1288,12 @@ pub(crate) fn plot_svg(
         for (panels, value) in [(&mut time_panels, 1usize), (&mut bw_panels, 2)] {
             let pick = |v: &(u64, f64, f64)| (v.0, if value == 1 { v.1 } else { v.2 });
             let mut series = vec![
-                Series::new("fastest pair", GREY, Mark::Reference)
-                    .with_points(best.iter().map(pick).collect()),
-                Series::new(title.clone(), DARK, Mark::Line)
-                    .with_points(pts.iter().map(pick).collect()),
+                Series::new(GREY, Mark::Reference).with_points(best.iter().map(pick).collect()),
+                Series::new(DARK, Mark::Line).with_points(pts.iter().map(pick).collect()),
             ];
             if !expected_per_pair[i].is_empty() {
                 series.push(
-                    Series::new(format!("{title} expected"), COLORS[0], Mark::Dashed)
+                    Series::new(COLORS[0], Mark::Dashed)
                         .with_points(expected_per_pair[i].iter().map(pick).collect()),
                 );
             }
@@ -1386,8 +1370,6 @@ pub struct SmallMessageContext {
     pub physical_nodes: usize,
     /// NCCL's `nvlsSupport` as the model has it.
     pub nvls_multicast: bool,
-    /// Why NVLS is off (empty when on).
-    pub nvls_why: String,
 }
 
 /// The newest symmetric table whose family is not newer than `family`.
@@ -1437,7 +1419,6 @@ impl SmallMessageContext {
             n_nodes: model.input.n_nodes,
             physical_nodes: cluster.n_nodes * crate::topo::mnnvl::host_count(&cluster.node).max(1),
             nvls_multicast: model.input.nvls_state.supported(),
-            nvls_why: model.input.nvls_state.why(),
         }
     }
 

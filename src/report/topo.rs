@@ -144,10 +144,6 @@ impl MatrixRows {
         self.size
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.size == 0
-    }
-
     pub(crate) fn row(&self, index: usize) -> &[LinkCell] {
         &self.cells[index * self.size..(index + 1) * self.size]
     }
@@ -232,7 +228,8 @@ impl PathTable {
         self.cells.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
         self.cells.is_empty()
     }
 
@@ -1230,7 +1227,8 @@ pub(crate) fn write_json(
 }
 
 /// `--json`: the report as pretty JSON (`write_json` into a String).
-pub fn render_json(report: &TopoReport) -> String {
+#[cfg(test)]
+fn render_json(report: &TopoReport) -> String {
     let mut out = Vec::new();
     // Writing to memory what serialises plain strings and numbers cannot fail.
     let _ = write_json(&mut out, &json_head(report), report);

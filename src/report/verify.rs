@@ -4,12 +4,12 @@
 use super::{right_align, table};
 use crate::error::{Error, Result};
 use crate::measure::Backend;
+use crate::measure::{coll_label, RowStatus};
 use crate::result_file::VerifyRun;
 use crate::units::format_size;
 use crate::verify::score::{
     ran_label, BackendSummary, FreeComparison, Scored, ScoredRow, SizeVerdict,
 };
-use crate::verify::{coll_label, RowStatus};
 use serde::Serialize;
 
 /// Microseconds with sensible precision.
@@ -223,11 +223,6 @@ fn render_comparison(c: &FreeComparison) -> String {
         at(c.worst_ratio, c.worst_bytes),
         at(c.best_ratio, c.best_bytes),
     )
-}
-
-/// The full text report.
-pub fn render_text(run: &VerifyRun, scored: &Scored) -> String {
-    render_text_compared(run, scored, None)
 }
 
 /// The full text report; with `stock` (the same run scored by the stock
@@ -559,10 +554,6 @@ pub(crate) struct StockRowJson {
     pub(crate) model_pick: bool,
 }
 
-pub fn render_json(run: &VerifyRun, scored: &Scored) -> Result<String> {
-    render_json_compared(run, scored, None)
-}
-
 /// `render_json` with the stock model's scoring of the same run (`stock`).
 pub(crate) fn render_json_compared(
     run: &VerifyRun,
@@ -696,8 +687,8 @@ pub(crate) fn render_svg(run: &VerifyRun, scored: &Scored) -> Result<String> {
                 .iter()
                 .filter_map(|r| Some((r.row.bytes, r.busbw_gbs?)))
                 .collect();
-            time_series.push(Series::new(name.clone(), COLORS[*color], mark).with_points(times));
-            bw_series.push(Series::new(name.clone(), COLORS[*color], mark).with_points(bws));
+            time_series.push(Series::new(COLORS[*color], mark).with_points(times));
+            bw_series.push(Series::new(COLORS[*color], mark).with_points(bws));
             let entry = (format!("{name} (measured)"), COLORS[*color], mark);
             if !legend.contains(&entry) {
                 legend.push(entry);
@@ -711,8 +702,8 @@ pub(crate) fn render_svg(run: &VerifyRun, scored: &Scored) -> Result<String> {
         predicted.dedup_by_key(|p| p.0);
         if !predicted.is_empty() {
             let bws = predicted.iter().map(|&(b, t)| (b, busbw(b, t))).collect();
-            time_series.push(Series::new("predicted", DARK, Mark::Dashed).with_points(predicted));
-            bw_series.push(Series::new("predicted", DARK, Mark::Dashed).with_points(bws));
+            time_series.push(Series::new(DARK, Mark::Dashed).with_points(predicted));
+            bw_series.push(Series::new(DARK, Mark::Dashed).with_points(bws));
         }
         let shaded: Vec<u64> = mine
             .iter()

@@ -978,11 +978,6 @@ pub(crate) fn from_xml_with(
         by_kind: b.by_kind,
         adjacency: b.adjacency,
         paths: Default::default(),
-        host_hash: root
-            .children
-            .first()
-            .and_then(|c| c.attr("host_hash"))
-            .map(str::to_string),
         xml: root.clone(),
         source: source.to_string(),
         driver_affinity: Vec::new(),

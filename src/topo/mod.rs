@@ -305,8 +305,6 @@ pub struct Topology {
     pub adjacency: Vec<Vec<EdgeIndex>>,
     /// NCCL's paths between the nodes it computes paths to (CPU, GPU, NET, NVS); read with `path`.
     pub paths: paths::PathTable,
-    /// Host hash from the XML (`host_hash`), kept for round trips.
-    pub host_hash: Option<String>,
     /// The XML this topology was built from, kept so `--xml` writes exactly it.
     pub(crate) xml: XmlNode,
     /// Where it came from (`fixture hgx-h200-8`, a file path, `live probe`).
@@ -387,11 +385,6 @@ impl Topology {
         self.nodes(NodeKind::Cpu)
             .first()
             .and_then(|&i| self.graph[i].cpu())
-    }
-    /// Index of a node within its kind's list (NCCL's `system->nodes[type]` index).
-    pub fn kind_index(&self, idx: NodeIndex) -> Option<usize> {
-        let kind = self.graph[idx].kind;
-        self.by_kind[kind as usize].iter().position(|&n| n == idx)
     }
     /// The node a link leads to. Links come from `adjacency` and `paths`, which name only existing links
     /// (`build` checks that before it returns a topology).

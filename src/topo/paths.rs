@@ -718,20 +718,6 @@ pub(crate) fn mirror_bits(val: usize, pow2: usize) -> usize {
     mirror
 }
 
-/// `ncclTopoGetLocalNet` (policy AUTO): the NET index a GPU uses on a channel.
-pub fn local_net(topo: &Topology, gpu_index: usize, channel: usize) -> Option<usize> {
-    Some(
-        LocalMemo::new(topo)
-            .local_nets(topo, gpu_index)?
-            .on_channel(channel),
-    )
-}
-
-/// `ncclTopoGetLocalGpu`: the GPU (index) that uses this NET on some channel.
-pub fn local_gpu(topo: &Topology, net_index: usize) -> Option<usize> {
-    LocalMemo::new(topo).local_gpu(topo, net_index)
-}
-
 /// `ncclTopoCheckGdr` for writes (receives), as the path computation asks it.
 fn gdr_enabled(topo: &Topology, gpu: NodeIndex, net: NodeIndex, options: &PathOptions) -> bool {
     let net_gdr = topo.node(net).net().is_some_and(|n| n.gdr);

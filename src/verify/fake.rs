@@ -4,10 +4,10 @@
 //! this in-process stand-in; its NCCL side runs in real child processes (`nccl::child`).
 
 use super::run::{NativeBackend, Progress, VerifyRequest};
-use super::{Row, RowStatus};
 use crate::error::Result;
 use crate::measure::Backend;
 use crate::measure::FakeBackend;
+use crate::measure::{Row, RowStatus};
 use crate::model::Pair;
 use crate::units::format_size;
 

@@ -8,8 +8,8 @@
 //! file is valid JSON at every instant. The cost is rewriting a few hundred KiB per size.
 
 use super::run::Progress;
-use super::{Row, RowStatus};
-use crate::error::{Error, Result};
+use crate::error::Error;
+use crate::measure::{Row, RowStatus};
 use crate::result_file::{StopReason, Stopped, VerifyRun};
 use crate::units::format_size;
 use std::cell::RefCell;
@@ -24,9 +24,6 @@ impl Gaps {
         if !self.0.iter().any(|(r, d)| *r == reason && *d == detail) {
             self.0.push((reason, detail));
         }
-    }
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
     }
     /// One record: the most important reason, every detail (the first 4) in order.
     pub(crate) fn stopped(&self) -> Option<Stopped> {
@@ -58,11 +55,6 @@ impl Gaps {
 pub(crate) fn close_run(run: &mut VerifyRun, gaps: &Gaps) {
     run.stopped = gaps.stopped();
     run.complete = run.stopped.is_none();
-}
-
-/// Write `text` to `path` atomically (`fsio::write_output`: an exclusive temporary file beside it and a rename).
-pub fn write_atomically(path: &str, text: &str) -> Result<()> {
-    crate::fsio::write_output(path, text.as_bytes())
 }
 
 /// The progress of a run that also keeps its result file up to date: rows are appended as each

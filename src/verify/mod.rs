@@ -14,11 +14,6 @@ pub mod score;
 pub(crate) mod session;
 pub(crate) mod tuner;
 
-pub use crate::dtype::Dtype;
-pub use crate::measure::{
-    algbw_gbs, coll_label, coll_label_serde, logged_bytes, GpuInfo, IterPlan, NcclChoice, Row,
-    RowStatus, SymmetricLaunch, TunerDecision,
-};
 use crate::model::Pair;
 
 use crate::error::{Error, Result};
@@ -93,7 +88,9 @@ pub(crate) use nccl_tuner_planner::plan::fnv1a64;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::{median, percentile};
+    use crate::measure::{
+        coll_label, coll_label_serde, logged_bytes, median, percentile, IterPlan,
+    };
     use crate::model::{Algo, Coll, Proto};
 
     #[test]

@@ -8,11 +8,11 @@
 //! stays Ring/Tree x LL/LL128/Simple, so result files keep comparing).
 
 use super::run::{NativeBackend, Progress, VerifyRequest};
-use super::{coll_label, Row, RowStatus};
 use crate::error::{Error, Result};
 use crate::exec::plan::{self, ExecPlan, PlanChoice};
 use crate::exec::runtime::{Executor, RunOptions};
 use crate::measure::Backend;
+use crate::measure::{coll_label, Row, RowStatus};
 use crate::model::Pair;
 use crate::units::format_size;
 

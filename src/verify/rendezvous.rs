@@ -138,7 +138,6 @@ enum Verdict {
 #[derive(Debug)]
 pub struct Rendezvous {
     pub rank: usize,
-    pub world_size: usize,
     /// Host of every rank, by rank.
     pub(crate) hosts: Vec<String>,
     /// Rank 0: connections to ranks 1..world (index rank - 1).
@@ -296,7 +295,6 @@ impl Rendezvous {
         }
         Ok(Rendezvous {
             rank: 0,
-            world_size: env.world_size,
             hosts,
             peers,
             root: None,
@@ -365,7 +363,6 @@ impl Rendezvous {
         match verdict {
             Verdict::Welcome { hosts } => Ok(Rendezvous {
                 rank: env.rank,
-                world_size: env.world_size,
                 hosts,
                 peers: Vec::new(),
                 root: Some(stream),

@@ -6,9 +6,11 @@
 use super::keep::{close_run, Gaps};
 use super::rendezvous::{LauncherEnv, Rendezvous};
 use super::tuner::TunerSetup;
-use super::{fnv1a64, Dtype, GpuInfo, IterPlan, PairSelection, Row, RowStatus};
+use super::{fnv1a64, PairSelection};
+use crate::dtype::Dtype;
 use crate::error::{Error, Result};
 use crate::measure::Backend;
+use crate::measure::{GpuInfo, IterPlan, Row, RowStatus};
 use crate::model::Coll;
 use crate::model::Pair;
 use crate::nccl::spawn::{rows_from_outcome, run_child, ChildInit, ChildOutcome, RowKind};
@@ -71,8 +73,10 @@ pub(crate) trait Progress {
     }
 }
 
-/// No progress output.
-pub struct Silent;
+/// No progress output (tests).
+#[cfg(test)]
+struct Silent;
+#[cfg(test)]
 impl Progress for Silent {
     fn start(&self, _: u64) {}
     fn job(&self, _: &str) {}
@@ -971,10 +975,10 @@ pub(crate) fn default_result_path() -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::measure::TunerDecision;
     use crate::model::{Algo, Proto};
     use crate::predict::SymmetricPrediction;
     use crate::verify::score::score;
-    use crate::verify::TunerDecision;
 
     const MIB: u64 = 1 << 20;
 

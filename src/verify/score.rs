@@ -12,9 +12,11 @@
 //! - native/NCCL ratio = native median / NCCL median of the same pair and
 //!   size (below 1: ours is faster).
 
-use super::{algbw_gbs, coll_label_serde, Dtype, NcclChoice, Regime, Row, RowStatus};
+use super::Regime;
+use crate::dtype::Dtype;
 use crate::measure::median;
 use crate::measure::Backend;
+use crate::measure::{algbw_gbs, coll_label_serde, NcclChoice, Row, RowStatus};
 use crate::model::Coll;
 use crate::model::Pair;
 use crate::predict::{predict_row, ModelPredictor, Predictor, SymmetricPrediction};
@@ -638,13 +640,4 @@ pub fn predictor_for_run(run: &VerifyRun) -> Box<dyn Predictor + '_> {
             Box::new(Recorded::new(run))
         }
     }
-}
-
-/// Replace every row's prediction with `predictor`'s.
-pub fn apply_predictions(run: &mut VerifyRun, predictor: &dyn Predictor) {
-    let (coll, dtype) = (run.options.collective, run.options.dtype);
-    for row in run.rows.iter_mut() {
-        (row.predicted_us, row.predicted_kernel) = predict_row(predictor, coll, dtype, row);
-    }
-    run.options.model = Some(predictor.label());
 }

@@ -2,10 +2,10 @@
 //! load, re-render and re-score without a GPU, and say what they must.
 
 use planner::measure::Backend;
+use planner::measure::RowStatus;
 use planner::model::Pair;
 use planner::result_file::VerifyRun;
 use planner::verify::score::{predictor_for_run, score};
-use planner::verify::RowStatus;
 
 fn load(name: &str) -> VerifyRun {
     let path = format!("{}/bench/results/{name}", env!("CARGO_MANIFEST_DIR"));

@@ -4,13 +4,14 @@
 
 use crate::common::planner;
 use crate::verify_data::{self, ring_ll, KIB, MIB};
+use planner::dtype::Dtype;
 use planner::measure::Backend;
+use planner::measure::TunerDecision;
 use planner::model::Coll;
 use planner::model::Pair;
 use planner::predict::{ModelPredictor, Predictor};
 use planner::result_file::VerifyRun;
 use planner::verify::score::{score, Recorded};
-use planner::verify::{Dtype, TunerDecision};
 
 fn text(out: &std::process::Output) -> String {
     format!(

@@ -102,13 +102,6 @@ impl Measurement {
     pub fn fit_pair(&self) -> Option<Pair> {
         self.pair.or(self.nccl_choice)
     }
-    /// `Ring/LL`, or `auto` for a free-choice row whose choice is unknown.
-    pub fn pair_label(&self) -> String {
-        match self.fit_pair() {
-            Some(p) => p.to_string(),
-            None => "auto".into(),
-        }
-    }
 }
 
 /// nccl-tests' per-iteration statistics of one half (out-of-place or in-place) of one row (`-I 1`:

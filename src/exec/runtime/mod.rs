@@ -205,11 +205,6 @@ impl Executor {
         &self.info
     }
 
-    /// Bytes of FIFO memory per GPU.
-    pub fn fifo_bytes(&self) -> Vec<usize> {
-        self.conn_mem.iter().map(|m| m.bytes()).collect()
-    }
-
     fn check_compatible(&self, plan: &ExecPlan) -> Result<()> {
         let t = &self.template;
         if plan.collective != t.collective

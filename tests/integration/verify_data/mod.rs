@@ -3,14 +3,15 @@
 
 #![allow(dead_code)]
 
+use planner::dtype::Dtype;
 use planner::measure::Backend;
+use planner::measure::{
+    GpuInfo, IterPlan, NcclChoice, Row, RowStatus, SymmetricLaunch, TunerDecision,
+};
 use planner::model::Pair;
 use planner::model::{Algo, Coll, Proto};
 use planner::result_file::{
     Fingerprint, RunOptions, TunerRecord, VerifyRun, RESULT_FORMAT, RESULT_VERSION,
-};
-use planner::verify::{
-    Dtype, GpuInfo, IterPlan, NcclChoice, Row, RowStatus, SymmetricLaunch, TunerDecision,
 };
 
 pub const KIB: u64 = 1024;
