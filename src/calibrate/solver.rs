@@ -244,15 +244,7 @@ fn descend_over(
             .collect();
         // Forward-difference Jacobian of the residuals over the active parameters.
         for (col, &j) in idx.iter().enumerate() {
-            let h = 1e-6 * theta[j].abs().max(1.0);
-            let mut shifted = theta;
-            shifted[j] += h;
-            let step = if shifted[j] > UPPER[j] {
-                shifted[j] = theta[j] - h;
-                -h
-            } else {
-                h
-            };
+            let (shifted, step) = difference_point(&theta, j, UPPER[j]);
             residuals(&shifted, terms, points, &mut scratch);
             for i in 0..n {
                 jac[i][col] = (scratch[i] - r[i]) / step;
@@ -328,15 +320,7 @@ pub(crate) fn minimise<const P: usize>(
         let w: Vec<f64> = r.iter().map(|x| 1.0 / (1.0 + x * x / s2).sqrt()).collect();
         jac.resize(m, Vec::new());
         for (col, &j) in idx.iter().enumerate() {
-            let h = 1e-6 * theta[j].abs().max(1.0);
-            let mut shifted = theta;
-            shifted[j] += h;
-            let step = if shifted[j] > upper[j] {
-                shifted[j] = theta[j] - h;
-                -h
-            } else {
-                h
-            };
+            let (shifted, step) = difference_point(&theta, j, upper[j]);
             residuals(&shifted, &mut scratch);
             let column = &mut jac[col];
             column.clear();
@@ -375,6 +359,20 @@ pub(crate) fn minimise<const P: usize>(
         }
     }
     (theta, current)
+}
+
+/// The point of a forward difference in parameter `j` and its signed step: up by `h`, or down where up would pass
+/// the parameter's `upper` bound.
+fn difference_point<const P: usize>(theta: &[f64; P], j: usize, upper: f64) -> ([f64; P], f64) {
+    let h = 1e-6 * theta[j].abs().max(1.0);
+    let mut shifted = *theta;
+    shifted[j] += h;
+    if shifted[j] > upper {
+        shifted[j] = theta[j] - h;
+        (shifted, -h)
+    } else {
+        (shifted, h)
+    }
 }
 
 /// One Levenberg-Marquardt step from `theta` on the normal equations (`a`, `g`) of the active parameters `idx`:
