@@ -5,6 +5,7 @@
 
 pub mod connect;
 pub(crate) mod engine;
+mod memo;
 pub mod graph_xml;
 pub mod ladder;
 pub mod rules;
