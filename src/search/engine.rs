@@ -1207,8 +1207,10 @@ fn dup_channels(g: &mut Graph, cc_min: u32, ngpus: usize) {
     g.n_channels = dup;
 }
 
-/// `ncclTopoCompute`: search one graph. `preset` is a graph read from a graph
-/// file (`NCCL_GRAPH_FILE`): when it has channels it is used as is.
+/// `ncclTopoCompute`: search one graph on a thread of its own. `preset` is a graph read from a graph
+/// file (`NCCL_GRAPH_FILE`): when it has channels it is used as is. (`search_graphs` runs all its graphs on one
+/// such thread with `compute_with`.)
+#[cfg(test)]
 pub(crate) fn compute(
     sys: &SearchSystem,
     st: &mut BwState,
