@@ -401,7 +401,9 @@ impl<'a> Searcher<'a> {
             self.walk(g, save, time, subtree);
             return;
         }
-        let key = memo::key(
+        let mut key = self.memo.buffer();
+        memo::key_into(
+            &mut key,
             subtree as u32,
             nch,
             g.n_hops,
@@ -411,13 +413,14 @@ impl<'a> Searcher<'a> {
         );
         let first = nch * ngpus;
         if let Some((steps, best, stored_tail)) = self.memo.get(&key) {
-            let fits = steps < *time && stored_tail.len() == g.intra.len() - first;
+            let fits = steps < *time && stored_tail.len() <= g.intra.len() - first;
             if fits && !self.could_win(g, best, save) {
                 // NCCL walks this subtree, keeps nothing and restores every link: only the budget and the
-                // tail it leaves in `intra` change.
-                g.intra[first..].copy_from_slice(stored_tail);
+                // ranks it leaves in `intra` change.
+                g.intra[first..first + stored_tail.len()].copy_from_slice(stored_tail);
                 *time -= steps;
                 self.memo.note(best);
+                self.memo.recycle(key);
                 return;
             }
         }
@@ -428,7 +431,9 @@ impl<'a> Searcher<'a> {
         // Stored only when explored to its end without ending the pass, and with every link, NET and the
         // hop count back as they were (then the key after is the key before).
         if *time > 0 {
-            let after = memo::key(
+            let mut after = self.memo.buffer();
+            memo::key_into(
+                &mut after,
                 subtree as u32,
                 nch,
                 g.n_hops,
@@ -437,10 +442,16 @@ impl<'a> Searcher<'a> {
                 &self.st.net_bw,
             );
             if after == key {
+                // The subtree wrote ranks only into the channels it built: its own, and one past each channel set
+                // it completed (`best` holds the most).
+                let last_built = best.map_or(nch, |(n_channels, _)| n_channels);
+                let written = first..((last_built + 1) * ngpus).min(g.intra.len());
                 self.memo
-                    .store(key, time_before - *time, best, &g.intra[first..]);
+                    .store(&key, time_before - *time, best, &g.intra[written]);
             }
+            self.memo.recycle(after);
         }
+        self.memo.recycle(key);
     }
 
     fn walk(&mut self, g: &mut Graph, save: &mut Graph, time: &mut i32, subtree: Subtree) {

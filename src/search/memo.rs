@@ -26,7 +26,7 @@ struct Outcome {
     /// Budget it took (NCCL's `time` decrements).
     steps: i32,
     best: Best,
-    /// `intra` from the subtree's first channel on, as the subtree left it.
+    /// `intra` from the subtree's first channel to the last one it built, as the subtree left it.
     intra_tail: Box<[i32]>,
 }
 
@@ -36,26 +36,29 @@ pub(super) struct ChannelMemo {
     entries: HashMap<Box<[u32]>, Outcome, BuildHasherDefault<WordHasher>>,
     /// One summary per subtree being explored, innermost last.
     open: Vec<Best>,
+    /// Key buffers to reuse, so that only a stored key is allocated.
+    buffers: Vec<Vec<u32>>,
 }
 
 /// The boundary's key: which part of the search (`kind`), channel count, hop count, the previous channel's ranks
 /// where that part reads them, the link and NET bandwidths left (as bits: equal keys mean bit-identical states).
-pub(super) fn key(
+pub(super) fn key_into(
+    key: &mut Vec<u32>,
     kind: u32,
     n_channels: usize,
     n_hops: i32,
     previous: &[i32],
     links: &[f32],
     nets: &[f32],
-) -> Vec<u32> {
-    let mut key = Vec::with_capacity(3 + previous.len() + links.len() + nets.len());
+) {
+    key.clear();
+    key.reserve(3 + previous.len() + links.len() + nets.len());
     key.push(kind);
     key.push(n_channels as u32);
     key.push(n_hops as u32);
     key.extend(previous.iter().map(|&r| r as u32));
     key.extend(links.iter().map(|b| b.to_bits()));
     key.extend(nets.iter().map(|b| b.to_bits()));
-    key
 }
 
 /// Two summaries as one: more channels wins, then fewer hops.
@@ -106,9 +109,18 @@ impl ChannelMemo {
         best
     }
 
-    pub(super) fn store(&mut self, key: Vec<u32>, steps: i32, best: Best, intra_tail: &[i32]) {
+    /// An empty key buffer (`recycle` it when done).
+    pub(super) fn buffer(&mut self) -> Vec<u32> {
+        self.buffers.pop().unwrap_or_default()
+    }
+
+    pub(super) fn recycle(&mut self, buffer: Vec<u32>) {
+        self.buffers.push(buffer);
+    }
+
+    pub(super) fn store(&mut self, key: &[u32], steps: i32, best: Best, intra_tail: &[i32]) {
         self.entries.insert(
-            key.into_boxed_slice(),
+            key.into(),
             Outcome {
                 steps,
                 best,
