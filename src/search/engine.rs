@@ -1080,71 +1080,52 @@ impl<'a> Searcher<'a> {
 
     /// `ncclTopoSearchRec`.
     fn search_rec(&mut self, g: &mut Graph, save: &mut Graph, time: &mut i32) {
-        let (back_to_net, back_to_first) = search_params(self.sys, g.pattern);
         if self.sys.inter {
+            let (back_to_net, back_to_first) = search_params(self.sys, g.pattern);
             self.rec_net(g, save, back_to_net, back_to_first, time);
             return;
         }
         if g.pattern == Pattern::Nvls {
-            let head = g.n_channels;
-            self.try_gpu(
-                g,
-                save,
-                0,
-                back_to_net,
-                back_to_first,
-                Forced::None,
-                time,
-                End::None,
-                head,
-            );
+            self.try_start(g, save, time, Forced::None, g.n_channels);
             return;
         }
         if g.n_channels == 0 {
-            self.try_gpu(
-                g,
-                save,
-                0,
-                back_to_net,
-                back_to_first,
-                Forced::Pci,
-                time,
-                End::None,
-                0,
-            );
+            self.try_start(g, save, time, Forced::Pci, 0);
         } else if let Some(first) = self.replay_gpu(g, -1) {
-            self.try_gpu(
-                g,
-                save,
-                0,
-                back_to_net,
-                back_to_first,
-                Forced::Replay,
-                time,
-                End::None,
-                first,
-            );
+            self.try_start(g, save, time, Forced::Replay, first);
         }
         if !g.same_channels || g.n_channels == 0 {
             self.memoised(g, save, time, Subtree::Starts);
         }
     }
 
+    /// A channel on one node from `gpu`.
+    fn try_start(
+        &mut self,
+        g: &mut Graph,
+        save: &mut Graph,
+        time: &mut i32,
+        forced: Forced,
+        gpu: usize,
+    ) {
+        let (back_to_net, back_to_first) = search_params(self.sys, g.pattern);
+        self.try_gpu(
+            g,
+            save,
+            0,
+            back_to_net,
+            back_to_first,
+            forced,
+            time,
+            End::None,
+            gpu,
+        );
+    }
+
     /// The end of `search_rec` on one node: a channel from each GPU, in index order.
     fn try_starts(&mut self, g: &mut Graph, save: &mut Graph, time: &mut i32) {
-        let (back_to_net, back_to_first) = search_params(self.sys, g.pattern);
         for start in 0..self.sys.ngpus {
-            self.try_gpu(
-                g,
-                save,
-                0,
-                back_to_net,
-                back_to_first,
-                Forced::None,
-                time,
-                End::None,
-                start,
-            );
+            self.try_start(g, save, time, Forced::None, start);
         }
     }
 }
@@ -1642,49 +1623,60 @@ mod tests {
         assert!(st.link_bw.iter().all(|&b| b == 1.0));
     }
 
-    /// The memo of channel subtrees must not change any graph, to the ranks left past the last channel, nor the
-    /// state left behind: ring then tree as NCCL runs them, on every fixture, newest and oldest search rules.
+    /// Ring then tree as NCCL runs them (the tree at the ring's channel count), once with shortcuts `a` and once
+    /// with `b`: the same graphs, every field (ranks past the last channel included), and the same state left.
+    fn assert_same_searches(
+        sys: &SearchSystem,
+        name: &str,
+        family: crate::search::rules::Family,
+        dup_before_pass2: bool,
+        a: Shortcuts,
+        b: Shortcuts,
+    ) {
+        let mut st_a = sys.fresh_state();
+        let mut st_b = sys.fresh_state();
+        let mut ring_channels = 0;
+        for (id, pattern) in [(0, Pattern::Ring), (1, Pattern::BalancedTree)] {
+            let (min, max) = if id == 0 {
+                (1, 32)
+            } else {
+                (ring_channels, ring_channels)
+            };
+            let req = GraphRequest {
+                id,
+                pattern,
+                coll_net: false,
+                min_channels: min,
+                max_channels: max,
+                cross_nic_param: 2,
+                dup_before_pass2,
+                family,
+            };
+            let graph_a = compute_with(sys, &mut st_a, req, None, a);
+            let graph_b = compute_with(sys, &mut st_b, req, None, b);
+            assert_eq!(graph_a, graph_b, "{name} {family:?} graph {id}");
+            ring_channels = graph_a.n_channels;
+        }
+        assert_eq!(st_a.link_bw, st_b.link_bw, "{name} {family:?}");
+        assert_eq!(st_a.net_bw, st_b.net_bw, "{name} {family:?}");
+    }
+
+    /// The memo of channel subtrees must not change any graph nor the state left behind, on every fixture, with
+    /// the newest search rules and the oldest (2.18: channels duplicated after pass 2).
     #[test]
     fn memo_is_exact() {
+        let twins_only = Shortcuts {
+            replay_twins: true,
+            memo: false,
+        };
         let mut compared = 0;
         for f in crate::topo::fixtures::FIXTURES {
             let topo = crate::pipeline::load_fixture(f.name).unwrap();
             let Ok(sys) = SearchSystem::new(&topo, false) else {
                 continue;
             };
-            for (family, dup_before_pass2) in
-                [(crate::search::rules::NEWEST, true), ((2, 18), false)]
-            {
-                let mut st_memo = sys.fresh_state();
-                let mut st_plain = sys.fresh_state();
-                let mut ring_channels = 0;
-                for (id, pattern) in [(0, Pattern::Ring), (1, Pattern::BalancedTree)] {
-                    let (min, max) = if id == 0 {
-                        (1, 32)
-                    } else {
-                        (ring_channels, ring_channels)
-                    };
-                    let req = GraphRequest {
-                        id,
-                        pattern,
-                        coll_net: false,
-                        min_channels: min,
-                        max_channels: max,
-                        cross_nic_param: 2,
-                        dup_before_pass2,
-                        family,
-                    };
-                    let plain = Shortcuts {
-                        replay_twins: true,
-                        memo: false,
-                    };
-                    let with_memo = compute_with(&sys, &mut st_memo, req, None, Shortcuts::ALL);
-                    let without = compute_with(&sys, &mut st_plain, req, None, plain);
-                    assert_eq!(with_memo, without, "{} {family:?} graph {id}", f.name);
-                    ring_channels = with_memo.n_channels;
-                }
-                assert_eq!(st_memo.link_bw, st_plain.link_bw, "{}", f.name);
-                assert_eq!(st_memo.net_bw, st_plain.net_bw, "{}", f.name);
+            for (family, dup) in [(crate::search::rules::NEWEST, true), ((2, 18), false)] {
+                assert_same_searches(&sys, f.name, family, dup, Shortcuts::ALL, twins_only);
                 compared += 1;
             }
         }
@@ -1695,40 +1687,17 @@ mod tests {
     /// Replaying crossNic twins must not change any graph (nor the state left behind).
     #[test]
     fn twin_replay_is_exact() {
+        let twins_only = Shortcuts {
+            replay_twins: true,
+            memo: false,
+        };
         for f in crate::topo::fixtures::FIXTURES {
             let topo = crate::pipeline::load_fixture(f.name).unwrap();
             let Ok(sys) = SearchSystem::new(&topo, false) else {
                 continue;
             };
-            let mut st_fast = sys.fresh_state();
-            let mut st_slow = sys.fresh_state();
-            let mut ring_channels = 0;
-            for (id, pattern) in [(0, Pattern::Ring), (1, Pattern::BalancedTree)] {
-                let (min, max) = if id == 0 {
-                    (1, 32)
-                } else {
-                    (ring_channels, ring_channels)
-                };
-                let req = GraphRequest {
-                    id,
-                    pattern,
-                    coll_net: false,
-                    min_channels: min,
-                    max_channels: max,
-                    cross_nic_param: 2,
-                    dup_before_pass2: true,
-                    family: crate::search::rules::NEWEST,
-                };
-                let twins = Shortcuts {
-                    replay_twins: true,
-                    memo: false,
-                };
-                let fast = compute_with(&sys, &mut st_fast, req, None, twins);
-                let slow = compute_with(&sys, &mut st_slow, req, None, Shortcuts::NONE);
-                assert_eq!(fast, slow, "{} graph {id}", f.name);
-                ring_channels = fast.n_channels;
-            }
-            assert_eq!(st_fast.link_bw, st_slow.link_bw, "{}", f.name);
+            let newest = crate::search::rules::NEWEST;
+            assert_same_searches(&sys, f.name, newest, true, twins_only, Shortcuts::NONE);
         }
     }
 
