@@ -6,6 +6,7 @@
 //! solutions is found first, so it follows NCCL's exactly.
 
 use super::ladder;
+use super::memo::{self, ChannelMemo};
 use super::system::{BwState, RevCharge, SPath, SearchSystem, MAX_CHANNELS};
 use super::Pattern;
 use crate::topo::{CpuArch, CpuVendor, PathType};
@@ -19,6 +20,15 @@ const SEARCH_TIMEOUT_SAMECHANNELS: i32 = 1 << 8;
 const MAX_NVLS_ARITY: usize = 32;
 /// `NCCL_MAX_DIRECT_ARITY`.
 const MAX_DIRECT_ARITY: usize = 7;
+
+/// The parts of the search the memo stores (`memo.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Subtree {
+    /// `ncclTopoSearchRec` at a channel boundary: it replays the previous channel first, so that is in the key.
+    Channel = 0,
+    /// Its try of every GPU as the channel's start on one node: the previous channel plays no part.
+    Starts = 1,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Forced {
@@ -120,6 +130,10 @@ struct Searcher<'a> {
     /// Single-node searches run with crossNic 0, kept to replay their crossNic 2 twins.
     twins: Vec<TwinRun>,
     twins_enabled: bool,
+    /// Channel subtrees already explored in this pass (`memo.rs`); used only while `memo_active`.
+    memo: ChannelMemo,
+    memo_enabled: bool,
+    memo_active: bool,
 }
 
 /// One finished single-node search: its settings, the bandwidth state it started
@@ -173,6 +187,9 @@ impl<'a> Searcher<'a> {
             scores: Vec::with_capacity(sys.ngpus),
             twins: Vec::new(),
             twins_enabled: false,
+            memo: ChannelMemo::default(),
+            memo_enabled: false,
+            memo_active: false,
         }
     }
 
@@ -342,13 +359,18 @@ impl<'a> Searcher<'a> {
 
     /// `ncclTopoCompareGraphs`: is `g` better than the saved `refg`?
     fn better(&self, g: &Graph, refg: &Graph) -> bool {
-        if g.n_channels < g.min_channels {
+        self.better_with(g, g.n_channels, g.n_hops, refg)
+    }
+
+    /// `better` for `g` with `n_channels` channels and `n_hops` hops.
+    fn better_with(&self, g: &Graph, n_channels: usize, n_hops: i32, refg: &Graph) -> bool {
+        if n_channels < g.min_channels {
             return false;
         }
-        let nch = g.n_channels as f32;
+        let nch = n_channels as f32;
         let rch = refg.n_channels as f32;
         if g.pattern == Pattern::Nvls {
-            return (g.n_channels > refg.n_channels && g.n_channels <= self.sys.ngpus)
+            return (n_channels > refg.n_channels && n_channels <= self.sys.ngpus)
                 || nch * g.bw_inter > rch * refg.bw_inter;
         }
         if nch * g.bw_intra > rch * refg.bw_intra {
@@ -357,7 +379,86 @@ impl<'a> Searcher<'a> {
         if nch * g.bw_intra < rch * refg.bw_intra {
             return false;
         }
-        g.pattern == refg.pattern && g.cross_nic == refg.cross_nic && g.n_hops < refg.n_hops
+        g.pattern == refg.pattern && g.cross_nic == refg.cross_nic && n_hops < refg.n_hops
+    }
+
+    /// Could a channel set of a subtree whose best is `best` replace `save`? Outside NVLS (not memoised)
+    /// `better` only grows with the channel count and falls with the hop count, so the best set decides.
+    fn could_win(&self, g: &Graph, best: memo::Best, save: &Graph) -> bool {
+        best.is_some_and(|(n_channels, n_hops)| self.better_with(g, n_channels, n_hops, save))
+    }
+
+    /// The walk of `subtree` from the channel `g` is at, skipped when the memo holds it (`memo.rs`).
+    fn memoised(&mut self, g: &mut Graph, save: &mut Graph, time: &mut i32, subtree: Subtree) {
+        let nch = g.n_channels;
+        let ngpus = self.sys.ngpus;
+        let previous = match subtree {
+            Subtree::Channel if nch > 0 => (nch - 1) * ngpus..nch * ngpus,
+            Subtree::Channel => 0..0,
+            Subtree::Starts => 0..0,
+        };
+        if !self.memo_active || *time <= 0 || (subtree == Subtree::Channel && nch == 0) {
+            self.walk(g, save, time, subtree);
+            return;
+        }
+        let mut key = self.memo.buffer();
+        memo::key_into(
+            &mut key,
+            subtree as u32,
+            nch,
+            g.n_hops,
+            &g.intra[previous.clone()],
+            &self.st.link_bw,
+            &self.st.net_bw,
+        );
+        let first = nch * ngpus;
+        if let Some((steps, best, stored_tail)) = self.memo.get(&key) {
+            let fits = steps < *time && stored_tail.len() <= g.intra.len() - first;
+            if fits && !self.could_win(g, best, save) {
+                // NCCL walks this subtree, keeps nothing and restores every link: only the budget and the
+                // ranks it leaves in `intra` change.
+                g.intra[first..first + stored_tail.len()].copy_from_slice(stored_tail);
+                *time -= steps;
+                self.memo.note(best);
+                self.memo.recycle(key);
+                return;
+            }
+        }
+        let time_before = *time;
+        self.memo.open();
+        self.walk(g, save, time, subtree);
+        let best = self.memo.close();
+        // Stored only when explored to its end without ending the pass, and with every link, NET and the
+        // hop count back as they were (then the key after is the key before).
+        if *time > 0 {
+            let mut after = self.memo.buffer();
+            memo::key_into(
+                &mut after,
+                subtree as u32,
+                nch,
+                g.n_hops,
+                &g.intra[previous],
+                &self.st.link_bw,
+                &self.st.net_bw,
+            );
+            if after == key {
+                // The subtree wrote ranks only into the channels it built: its own, and one past each channel set
+                // it completed (`best` holds the most).
+                let last_built = best.map_or(nch, |(n_channels, _)| n_channels);
+                let written = first..((last_built + 1) * ngpus).min(g.intra.len());
+                self.memo
+                    .store(&key, time_before - *time, best, &g.intra[written]);
+            }
+            self.memo.recycle(after);
+        }
+        self.memo.recycle(key);
+    }
+
+    fn walk(&mut self, g: &mut Graph, save: &mut Graph, time: &mut i32, subtree: Subtree) {
+        match subtree {
+            Subtree::Channel => self.search_rec(g, save, time),
+            Subtree::Starts => self.try_starts(g, save, time),
+        }
     }
 
     /// `ncclTopoSearchNextGpuSort` with an NVSwitch: only the index neighbours are
@@ -601,6 +702,9 @@ impl<'a> Searcher<'a> {
         if step == ngpus as i32 {
             // A channel is complete: keep it if it makes a better graph, then try one more.
             g.n_channels += 1;
+            if self.memo_active {
+                self.memo.note(Some((g.n_channels, g.n_hops)));
+            }
             if self.better(g, save) {
                 save.clone_from(g);
                 if g.n_channels == g.max_channels {
@@ -608,7 +712,7 @@ impl<'a> Searcher<'a> {
                 }
             }
             if g.n_channels < g.max_channels {
-                self.search_rec(g, save, time);
+                self.memoised(g, save, time, Subtree::Channel);
             }
             g.n_channels -= 1;
             return;
@@ -930,6 +1034,12 @@ impl<'a> Searcher<'a> {
     /// least as good as anything the twin found, and equal graphs only win on fewer hops
     /// with the same crossNic. Replaying it gives NCCL's result at half the work.
     fn search_or_replay(&mut self, g: &mut Graph, save: &mut Graph, time: &mut i32) {
+        // The memo's keys leave out the pass's settings and the NETs a channel used: one pass, one node, and not
+        // NVLS (whose comparison does not grow with the channel count) nor CollNet direct.
+        self.memo.clear();
+        self.memo_active = self.memo_enabled
+            && !self.sys.inter
+            && !matches!(g.pattern, Pattern::Nvls | Pattern::CollNetDirect);
         if !self.twins_enabled {
             self.search_rec(g, save, time);
             return;
@@ -970,65 +1080,52 @@ impl<'a> Searcher<'a> {
 
     /// `ncclTopoSearchRec`.
     fn search_rec(&mut self, g: &mut Graph, save: &mut Graph, time: &mut i32) {
-        let (back_to_net, back_to_first) = search_params(self.sys, g.pattern);
         if self.sys.inter {
+            let (back_to_net, back_to_first) = search_params(self.sys, g.pattern);
             self.rec_net(g, save, back_to_net, back_to_first, time);
             return;
         }
         if g.pattern == Pattern::Nvls {
-            let head = g.n_channels;
-            self.try_gpu(
-                g,
-                save,
-                0,
-                back_to_net,
-                back_to_first,
-                Forced::None,
-                time,
-                End::None,
-                head,
-            );
+            self.try_start(g, save, time, Forced::None, g.n_channels);
             return;
         }
         if g.n_channels == 0 {
-            self.try_gpu(
-                g,
-                save,
-                0,
-                back_to_net,
-                back_to_first,
-                Forced::Pci,
-                time,
-                End::None,
-                0,
-            );
+            self.try_start(g, save, time, Forced::Pci, 0);
         } else if let Some(first) = self.replay_gpu(g, -1) {
-            self.try_gpu(
-                g,
-                save,
-                0,
-                back_to_net,
-                back_to_first,
-                Forced::Replay,
-                time,
-                End::None,
-                first,
-            );
+            self.try_start(g, save, time, Forced::Replay, first);
         }
         if !g.same_channels || g.n_channels == 0 {
-            for start in 0..self.sys.ngpus {
-                self.try_gpu(
-                    g,
-                    save,
-                    0,
-                    back_to_net,
-                    back_to_first,
-                    Forced::None,
-                    time,
-                    End::None,
-                    start,
-                );
-            }
+            self.memoised(g, save, time, Subtree::Starts);
+        }
+    }
+
+    /// A channel on one node from `gpu`.
+    fn try_start(
+        &mut self,
+        g: &mut Graph,
+        save: &mut Graph,
+        time: &mut i32,
+        forced: Forced,
+        gpu: usize,
+    ) {
+        let (back_to_net, back_to_first) = search_params(self.sys, g.pattern);
+        self.try_gpu(
+            g,
+            save,
+            0,
+            back_to_net,
+            back_to_first,
+            forced,
+            time,
+            End::None,
+            gpu,
+        );
+    }
+
+    /// The end of `search_rec` on one node: a channel from each GPU, in index order.
+    fn try_starts(&mut self, g: &mut Graph, save: &mut Graph, time: &mut i32) {
+        for start in 0..self.sys.ngpus {
+            self.try_start(g, save, time, Forced::None, start);
         }
     }
 }
@@ -1102,15 +1199,19 @@ fn dup_channels(g: &mut Graph, cc_min: u32, ngpus: usize) {
     g.n_channels = dup;
 }
 
-/// `ncclTopoCompute`: search one graph. `preset` is a graph read from a graph
-/// file (`NCCL_GRAPH_FILE`): when it has channels it is used as is.
+/// `ncclTopoCompute`: search one graph on a thread of its own. `preset` is a graph read from a graph
+/// file (`NCCL_GRAPH_FILE`): when it has channels it is used as is. (`search_graphs` runs all its graphs on one
+/// such thread with `compute_with`.)
+#[cfg(test)]
 pub(crate) fn compute(
     sys: &SearchSystem,
     st: &mut BwState,
     req: GraphRequest,
     preset: Option<&Graph>,
 ) -> Graph {
-    with_search_stack(sys.ngpus, || compute_with(sys, st, req, preset, true))
+    with_search_stack(sys.ngpus, || {
+        compute_with(sys, st, req, preset, Shortcuts::ALL)
+    })
 }
 
 /// Stack bytes per recursion level (`try_gpu` + `rec_gpu`), with room for unoptimised builds.
@@ -1357,13 +1458,35 @@ fn raise_one(
     false
 }
 
-/// `compute`, optionally without replaying crossNic twins (to check the replay).
+/// The search's shortcuts that give NCCL's result with fewer steps; each can be turned off to check it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Shortcuts {
+    /// Replay a single-node crossNic 2 search from its crossNic 0 twin (`search_or_replay`).
+    pub(crate) replay_twins: bool,
+    /// Skip channel subtrees already explored in the pass (`memo.rs`).
+    pub(crate) memo: bool,
+}
+
+impl Shortcuts {
+    pub(crate) const ALL: Shortcuts = Shortcuts {
+        replay_twins: true,
+        memo: true,
+    };
+    /// NCCL's plain walk.
+    #[cfg(test)]
+    pub(crate) const NONE: Shortcuts = Shortcuts {
+        replay_twins: false,
+        memo: false,
+    };
+}
+
+/// `compute` with the given shortcuts (all of them in `compute`; fewer to check them).
 pub(crate) fn compute_with(
     sys: &SearchSystem,
     st: &mut BwState,
     req: GraphRequest,
     preset: Option<&Graph>,
-    replay_twins: bool,
+    shortcuts: Shortcuts,
 ) -> Graph {
     let ngpus = sys.ngpus;
     let (mut graph, bounds) = start_graph(sys, &req);
@@ -1401,7 +1524,8 @@ pub(crate) fn compute_with(
     let amd_sys = sys.cpu_arch == CpuArch::X86 && sys.cpu_vendor == CpuVendor::Amd;
 
     let mut searcher = Searcher::new(sys, st);
-    searcher.twins_enabled = replay_twins && !sys.inter;
+    searcher.twins_enabled = shortcuts.replay_twins && !sys.inter;
+    searcher.memo_enabled = shortcuts.memo;
     loop {
         // search:
         let mut time = if tmp.same_channels {
@@ -1499,39 +1623,81 @@ mod tests {
         assert!(st.link_bw.iter().all(|&b| b == 1.0));
     }
 
-    /// Replaying crossNic twins must not change any graph (nor the state left behind).
+    /// Ring then tree as NCCL runs them (the tree at the ring's channel count), once with shortcuts `a` and once
+    /// with `b`: the same graphs, every field (ranks past the last channel included), and the same state left.
+    fn assert_same_searches(
+        sys: &SearchSystem,
+        name: &str,
+        family: crate::search::rules::Family,
+        dup_before_pass2: bool,
+        a: Shortcuts,
+        b: Shortcuts,
+    ) {
+        let mut st_a = sys.fresh_state();
+        let mut st_b = sys.fresh_state();
+        let mut ring_channels = 0;
+        for (id, pattern) in [(0, Pattern::Ring), (1, Pattern::BalancedTree)] {
+            let (min, max) = if id == 0 {
+                (1, 32)
+            } else {
+                (ring_channels, ring_channels)
+            };
+            let req = GraphRequest {
+                id,
+                pattern,
+                coll_net: false,
+                min_channels: min,
+                max_channels: max,
+                cross_nic_param: 2,
+                dup_before_pass2,
+                family,
+            };
+            let graph_a = compute_with(sys, &mut st_a, req, None, a);
+            let graph_b = compute_with(sys, &mut st_b, req, None, b);
+            assert_eq!(graph_a, graph_b, "{name} {family:?} graph {id}");
+            ring_channels = graph_a.n_channels;
+        }
+        assert_eq!(st_a.link_bw, st_b.link_bw, "{name} {family:?}");
+        assert_eq!(st_a.net_bw, st_b.net_bw, "{name} {family:?}");
+    }
+
+    /// The memo of channel subtrees must not change any graph nor the state left behind, on every fixture, with
+    /// the newest search rules and the oldest (2.18: channels duplicated after pass 2).
     #[test]
-    fn twin_replay_is_exact() {
+    fn memo_is_exact() {
+        let twins_only = Shortcuts {
+            replay_twins: true,
+            memo: false,
+        };
+        let mut compared = 0;
         for f in crate::topo::fixtures::FIXTURES {
             let topo = crate::pipeline::load_fixture(f.name).unwrap();
             let Ok(sys) = SearchSystem::new(&topo, false) else {
                 continue;
             };
-            let mut st_fast = sys.fresh_state();
-            let mut st_slow = sys.fresh_state();
-            let mut ring_channels = 0;
-            for (id, pattern) in [(0, Pattern::Ring), (1, Pattern::BalancedTree)] {
-                let (min, max) = if id == 0 {
-                    (1, 32)
-                } else {
-                    (ring_channels, ring_channels)
-                };
-                let req = GraphRequest {
-                    id,
-                    pattern,
-                    coll_net: false,
-                    min_channels: min,
-                    max_channels: max,
-                    cross_nic_param: 2,
-                    dup_before_pass2: true,
-                    family: crate::search::rules::NEWEST,
-                };
-                let fast = compute_with(&sys, &mut st_fast, req, None, true);
-                let slow = compute_with(&sys, &mut st_slow, req, None, false);
-                assert_eq!(fast, slow, "{} graph {id}", f.name);
-                ring_channels = fast.n_channels;
+            for (family, dup) in [(crate::search::rules::NEWEST, true), ((2, 18), false)] {
+                assert_same_searches(&sys, f.name, family, dup, Shortcuts::ALL, twins_only);
+                compared += 1;
             }
-            assert_eq!(st_fast.link_bw, st_slow.link_bw, "{}", f.name);
+        }
+        // The fixtures hold NVSwitch and PCIe machines; every one was compared twice.
+        assert!(compared >= 40, "{compared} comparisons");
+    }
+
+    /// Replaying crossNic twins must not change any graph (nor the state left behind).
+    #[test]
+    fn twin_replay_is_exact() {
+        let twins_only = Shortcuts {
+            replay_twins: true,
+            memo: false,
+        };
+        for f in crate::topo::fixtures::FIXTURES {
+            let topo = crate::pipeline::load_fixture(f.name).unwrap();
+            let Ok(sys) = SearchSystem::new(&topo, false) else {
+                continue;
+            };
+            let newest = crate::search::rules::NEWEST;
+            assert_same_searches(&sys, f.name, newest, true, twins_only, Shortcuts::NONE);
         }
     }
 

@@ -5,6 +5,7 @@
 
 pub mod connect;
 pub(crate) mod engine;
+mod memo;
 pub mod graph_xml;
 pub mod ladder;
 pub mod rules;
@@ -271,8 +272,17 @@ fn search_on(
     Ok(SearchResult { graphs, connection })
 }
 
-/// The graphs NCCL computes at init, in NCCL's order (`init.cc`).
+/// The graphs NCCL computes at init, in NCCL's order (`init.cc`), all on one thread with the stack the
+/// recursion needs (`engine::with_search_stack`: one thread start, not one per graph).
 pub(crate) fn search_graphs(
+    sys: &system::SearchSystem,
+    opts: &SearchOptions,
+    presets: &[engine::Graph],
+) -> Graphs {
+    engine::with_search_stack(sys.ngpus, || search_graphs_here(sys, opts, presets))
+}
+
+fn search_graphs_here(
     sys: &system::SearchSystem,
     opts: &SearchOptions,
     presets: &[engine::Graph],
@@ -294,7 +304,7 @@ pub(crate) fn search_graphs(
             dup_before_pass2: rules::has(opts.family, rules::SearchRule::DupBeforePass2),
             family: opts.family,
         };
-        engine::compute(sys, &mut st, req, preset(id))
+        engine::compute_with(sys, &mut st, req, preset(id), engine::Shortcuts::ALL)
     };
     // init.cc: ringGraph->maxChannels = MAXCHANNELS/2, MAXCHANNELS of the family (rules::SearchRule::MaxChannels64).
     let max_channels = rules::max_channels(opts.family);
