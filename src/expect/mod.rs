@@ -287,7 +287,13 @@ impl Chunking {
 /// The constants of one machine, resolved from `Params` (serialised into a calibration of the expected form).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Resolved {
+    /// The device side of a call's launch and completion (what a CUDA graph leaves of it), added to its time.
     pub(crate) launch_us: f64,
+    /// Eager launch only (0 under a CUDA graph, and in calibrations written before it existed): the host's cost of
+    /// one call (NCCL's enqueue and the kernel launch). nccl-tests enqueues its calls without waiting, so this
+    /// overlaps the previous call's kernel and a call takes the longer of it and the device's time (`evaluate`).
+    #[serde(default)]
+    pub(crate) host_call_us: f64,
     pub(crate) hop_us: [f64; 3],
     pub(crate) step_us: [f64; 3],
     pub(crate) channel_gbs: [f64; 3],
@@ -320,15 +326,31 @@ pub fn gpu_class(sm: u32) -> &'static str {
 }
 
 impl Resolved {
+    /// The constants of a machine whose nccl-tests runs one process per GPU (as `planner expect` assumes).
     pub(crate) fn new(params: &Params, gpu: &str, net: NetKind, launch: Launch) -> Resolved {
+        Resolved::for_process(params, gpu, net, launch, 1)
+    }
+
+    /// As `new`, for a process that drives `gpus_per_process` GPUs (nccl-tests `-g N`): under eager launch its
+    /// host enqueues every GPU's kernel of a call in turn, so each further GPU adds its launch to the host's cost.
+    pub(crate) fn for_process(
+        params: &Params,
+        gpu: &str,
+        net: NetKind,
+        launch: Launch,
+        gpus_per_process: usize,
+    ) -> Resolved {
+        let extra_gpus = gpus_per_process.max(1) as f64 - 1.0;
+        let per_extra_gpu = params.get("host", "host", "launch_per_extra_gpu_us");
         let g = |n: &str| params.get("gpu", gpu, n);
         let l = |c: &str, n: &str| params.get("link", c, n);
         let pr = |n: &str| params.get("protocol", "protocols", n);
         let nk = |n: &str| params.get("net", net.name(), n);
         Resolved {
-            launch_us: match launch {
-                Launch::Eager => g("launch_eager_us"),
-                Launch::Graph => g("launch_graph_us"),
+            launch_us: g("launch_graph_us"),
+            host_call_us: match launch {
+                Launch::Eager => g("launch_eager_us") + extra_gpus * per_extra_gpu,
+                Launch::Graph => 0.0,
             },
             hop_us: [g("hop_ll_us"), g("hop_ll128_us"), g("hop_simple_us")],
             step_us: [g("step_ll_us"), g("step_ll128_us"), g("step_simple_us")],
@@ -685,8 +707,17 @@ pub(crate) fn prepare(
 
 /// The expected time (us) of a prepared pair under constants `r`, and what limits it:
 /// launch + hops x their latency + steps x max(step synchronisation, step bytes / channel rate).
+/// Under eager launch the host's per-call cost is a floor: the host enqueues the next call while the GPU runs this
+/// one, so a call the GPU finishes sooner waits for the host (2x H200, NCCL 2.28, tests/data/expect-own: Ring/LL
+/// at 8 B takes 7.3-9.0 us eager and 5.6-5.8 us under a graph, Ring/LL128 12.0 and 12.1 us: the same once the GPU
+/// takes longer than the host).
 pub(crate) fn evaluate(plan: &Plan, r: &Resolved, pp: &Prepared) -> Option<(f64, Limit)> {
-    evaluate_with(plan, r, pp, 1.0, pp.steps)
+    let (time, limit) = evaluate_with(plan, r, pp, 1.0, pp.steps)?;
+    if r.host_call_us > time {
+        Some((r.host_call_us, Limit::Latency))
+    } else {
+        Some((time, limit))
+    }
 }
 
 /// `evaluate` with the bandwidth term (the time the volume takes at the channel rate) stretched by
