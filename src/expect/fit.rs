@@ -76,7 +76,8 @@ impl Skipped {
 pub struct Data {
     pub points: Vec<FitPoint>,
     pub plans: Vec<super::plan::Plan>,
-    combos: Vec<(String, NetKind, Launch)>,
+    /// (GPU class, network, launch, GPUs per process).
+    combos: Vec<(String, NetKind, Launch, usize)>,
     pub skipped: Skipped,
 }
 
@@ -133,18 +134,21 @@ pub(crate) struct PointRow {
     pub(crate) expected_fit_us: f64,
     pub(crate) expected_lomo_us: f64,
     pub(crate) nccl_estimate_us: f64,
+    /// What bounds the fitted expectation (`Limit::describe`), and the channels the pair runs on.
+    pub(crate) fit_limit: String,
+    pub(crate) channels: usize,
 }
 
 impl FitReport {
     /// The points as CSV.
     pub(crate) fn points_csv(&self) -> String {
         let mut s = String::from(
-            "case,machine,size_bytes,pair,range,measured_us,expected_fit_us,expected_lomo_us,nccl_estimate_us,lomo_error\n",
+            "case,machine,size_bytes,pair,range,measured_us,expected_fit_us,expected_lomo_us,nccl_estimate_us,lomo_error,channels,fit_limit\n",
         );
         for r in &self.rows {
             let _ = writeln!(
                 s,
-                "{},{},{},{},{},{:.3},{:.3},{:.3},{:.3},{:.4}",
+                "{},{},{},{},{},{:.3},{:.3},{:.3},{:.3},{:.4},{},\"{}\"",
                 r.case,
                 r.machine,
                 r.size,
@@ -154,7 +158,9 @@ impl FitReport {
                 r.expected_fit_us,
                 r.expected_lomo_us,
                 r.nccl_estimate_us,
-                r.expected_lomo_us / r.measured_us - 1.0
+                r.expected_lomo_us / r.measured_us - 1.0,
+                r.channels,
+                r.fit_limit
             );
         }
         s
@@ -415,10 +421,19 @@ impl Data {
             col("network")?,
             col("nodes")?,
         ];
+        // Optional (tests/data/expect-own has none): one process per GPU where absent.
+        let gpus_per_process_col = header.iter().position(|h| h == "gpus_per_process");
         let mut series: BTreeMap<String, u64> = BTreeMap::new();
         let mut staged = Vec::new();
         for (line, row) in rows.iter().enumerate().skip(1) {
-            if let Some((series_key, point)) = self.row_point(ctx, path, line, row, &c)? {
+            let gpus_per_process = gpus_per_process_col
+                .and_then(|i| row.get(i))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .filter(|&g| g >= 1)
+                .unwrap_or(1);
+            if let Some((series_key, point)) =
+                self.row_point(ctx, path, line, row, &c, gpus_per_process)?
+            {
                 let largest = series.entry(series_key.clone()).or_insert(0);
                 *largest = (*largest).max(point.size);
                 staged.push((series_key, point));
@@ -447,6 +462,7 @@ impl Data {
         line: usize,
         row: &[String],
         c: &[usize; 11],
+        gpus_per_process: usize,
     ) -> Result<Option<(String, FitPoint)>> {
         let get = |i: usize| row.get(c[i]).map(String::as_str).unwrap_or("");
         if get(7) != "healthy" {
@@ -543,6 +559,7 @@ impl Data {
             expected.class.gpu_class.clone(),
             net.unwrap_or(NetKind::Ib),
             launch,
+            gpus_per_process,
         );
         let combo = match self.combos.iter().position(|x| *x == combo) {
             Some(i) => i,
@@ -574,7 +591,7 @@ impl Data {
     fn resolved(&self, params: &Params) -> Vec<Resolved> {
         self.combos
             .iter()
-            .map(|(g, n, l)| Resolved::new(params, g, *n, *l))
+            .map(|(g, n, l, per_process)| Resolved::for_process(params, g, *n, *l, *per_process))
             .collect()
     }
 
@@ -863,6 +880,10 @@ pub fn fit_and_validate(data: &Data, params: &Params, sweeps: usize) -> FitRepor
             expected_fit_us: data.predict(&fit_r, i),
             expected_lomo_us: lomo_pred[i],
             nccl_estimate_us: p.nccl_estimate_us,
+            fit_limit: evaluate(&data.plans[p.plan], &fit_r[p.combo], &p.prepared)
+                .map(|(_, l)| l.describe())
+                .unwrap_or_default(),
+            channels: p.prepared.channels,
         })
         .collect();
     FitReport {

@@ -6,6 +6,9 @@
 //! time = launch + fill (the hops of the first chunk, each at its transport's latency)
 //!        + steps x max(step synchronisation, step bytes / the rate a channel gets)
 //!
+//! (a Simple step within the node adds its synchronisation, a fence, to its bytes' time instead; under eager
+//! launch the host's per-call cost is a floor under the whole),
+//!
 //! where a channel's rate is the smallest of its busiest link's share (the link's physical rate x the protocol's
 //! payload fraction / the flows on it) and the protocol's per-channel thread rate. Every constant is physical and
 //! kept as data with its source (`params`, `tuning-tables/expect/`); `fit` fits the few marked `fit` to public
@@ -287,7 +290,13 @@ impl Chunking {
 /// The constants of one machine, resolved from `Params` (serialised into a calibration of the expected form).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Resolved {
+    /// The device side of a call's launch and completion (what a CUDA graph leaves of it), added to its time.
     pub(crate) launch_us: f64,
+    /// Eager launch only (0 under a CUDA graph, and in calibrations written before it existed): the host's cost of
+    /// one call (NCCL's enqueue and the kernel launch). nccl-tests enqueues its calls without waiting, so this
+    /// overlaps the previous call's kernel and a call takes the longer of it and the device's time (`evaluate`).
+    #[serde(default)]
+    pub(crate) host_call_us: f64,
     pub(crate) hop_us: [f64; 3],
     pub(crate) step_us: [f64; 3],
     pub(crate) channel_gbs: [f64; 3],
@@ -320,15 +329,31 @@ pub fn gpu_class(sm: u32) -> &'static str {
 }
 
 impl Resolved {
+    /// The constants of a machine whose nccl-tests runs one process per GPU (as `planner expect` assumes).
     pub(crate) fn new(params: &Params, gpu: &str, net: NetKind, launch: Launch) -> Resolved {
+        Resolved::for_process(params, gpu, net, launch, 1)
+    }
+
+    /// As `new`, for a process that drives `gpus_per_process` GPUs (nccl-tests `-g N`): under eager launch its
+    /// host enqueues every GPU's kernel of a call in turn, so each further GPU adds its launch to the host's cost.
+    pub(crate) fn for_process(
+        params: &Params,
+        gpu: &str,
+        net: NetKind,
+        launch: Launch,
+        gpus_per_process: usize,
+    ) -> Resolved {
+        let extra_gpus = gpus_per_process.max(1) as f64 - 1.0;
+        let per_extra_gpu = params.get("host", "host", "launch_per_extra_gpu_us");
         let g = |n: &str| params.get("gpu", gpu, n);
         let l = |c: &str, n: &str| params.get("link", c, n);
         let pr = |n: &str| params.get("protocol", "protocols", n);
         let nk = |n: &str| params.get("net", net.name(), n);
         Resolved {
-            launch_us: match launch {
-                Launch::Eager => g("launch_eager_us"),
-                Launch::Graph => g("launch_graph_us"),
+            launch_us: g("launch_graph_us"),
+            host_call_us: match launch {
+                Launch::Eager => g("launch_eager_us") + extra_gpus * per_extra_gpu,
+                Launch::Graph => 0.0,
             },
             hop_us: [g("hop_ll_us"), g("hop_ll128_us"), g("hop_simple_us")],
             step_us: [g("step_ll_us"), g("step_ll128_us"), g("step_simple_us")],
@@ -684,21 +709,52 @@ pub(crate) fn prepare(
 }
 
 /// The expected time (us) of a prepared pair under constants `r`, and what limits it:
-/// launch + hops x their latency + steps x max(step synchronisation, step bytes / channel rate).
+/// launch + hops x their latency + steps x max(step synchronisation, step bytes / channel rate) (Simple within the
+/// node: the sum).
+/// Under eager launch the host's per-call cost is a floor: the host enqueues the next call while the GPU runs this
+/// one, so a call the GPU finishes sooner waits for the host (2x H200, NCCL 2.28, tests/data/expect-own: Ring/LL
+/// at 8 B takes 7.3-9.0 us eager and 5.6-5.8 us under a graph, Ring/LL128 12.0 and 12.1 us: the same once the GPU
+/// takes longer than the host).
 pub(crate) fn evaluate(plan: &Plan, r: &Resolved, pp: &Prepared) -> Option<(f64, Limit)> {
-    evaluate_with(plan, r, pp, 1.0, pp.steps)
+    let (time, limit) = step_form(plan, r, pp, 1.0, pp.steps, Fence::Added)?;
+    if r.host_call_us > time {
+        Some((r.host_call_us, Limit::Latency))
+    } else {
+        Some((time, limit))
+    }
 }
 
 /// `evaluate` with the bandwidth term (the time the volume takes at the channel rate) stretched by
 /// `transfer_factor`, and that volume spread over `chunk_steps` steps instead of all `pp.steps` (1 and `pp.steps`:
 /// `evaluate`). `calibrate` passes the steps that each move a new chunk, so a pipeline's fill and drain steps
-/// (a tree's levels, a ring broadcast's hops) each move a whole chunk too.
+/// (a tree's levels, a ring broadcast's hops) each move a whole chunk too. Every step here takes the longer of
+/// its synchronisation and its bytes' time, Simple's too: calibrate's form, whose fitted step and channel rate
+/// absorb the fence (its k-fold figures were set on it).
 pub fn evaluate_with(
     plan: &Plan,
     r: &Resolved,
     pp: &Prepared,
     transfer_factor: f64,
     chunk_steps: f64,
+) -> Option<(f64, Limit)> {
+    step_form(plan, r, pp, transfer_factor, chunk_steps, Fence::Overlapped)
+}
+
+/// How a Simple step's fence counts within the node: added to its bytes' time (the expected model) or overlapped
+/// with it like LL's and LL128's flags (calibrate's form).
+#[derive(Clone, Copy, PartialEq)]
+enum Fence {
+    Added,
+    Overlapped,
+}
+
+fn step_form(
+    plan: &Plan,
+    r: &Resolved,
+    pp: &Prepared,
+    transfer_factor: f64,
+    chunk_steps: f64,
+    fence: Fence,
 ) -> Option<(f64, Limit)> {
     if pp.single_rank {
         return Some((r.launch_us, Limit::Latency));
@@ -750,9 +806,20 @@ pub fn evaluate_with(
     let bw_us = pp.volume / (rate * 1e3) * transfer_factor;
     let step_bw_us = bw_us / chunk_steps.clamp(1.0, pp.steps.max(1.0));
     let net_steps = pp.net_steps.min(pp.steps);
+    // A Simple step ends with a memory fence before its flag: the channel's threads wait for their writes to land
+    // before the next step's copy, so within the node the step's synchronisation adds to its transfer. LL and
+    // LL128 carry the flag inside the data (no fence): their synchronisation overlaps the transfer. A network
+    // step's cost is the proxy's posting and polling beside the NIC's DMA: it overlaps too.
+    let intra_step = |bw: f64| {
+        if pp.proto == Proto::Simple && fence == Fence::Added {
+            bw + step_oh
+        } else {
+            bw.max(step_oh)
+        }
+    };
     let time = r.launch_us
         + fill
-        + (pp.steps - net_steps) * step_bw_us.max(step_oh)
+        + (pp.steps - net_steps) * intra_step(step_bw_us)
         + net_steps * step_bw_us.max(net_step_oh);
     let limit = if bw_us > r.launch_us + fill + pp.steps * step_oh + net_steps * r.net_step_us {
         limit_bw

@@ -1,5 +1,5 @@
-//! The expected model's constants as data: one file per GPU class, link class and network kind
-//! (`tuning-tables/expect/*.json`, embedded), each constant with its unit and source. A file is checked against
+//! The expected model's constants as data: one file per GPU class, link class and network kind, and one of the
+//! host's side of a call (`tuning-tables/expect/*.json`, embedded), each constant with its unit and source. A file is checked against
 //! its header and against physics (times and sizes > 0, bandwidths finite and > 0, fractions in (0, 1]).
 
 use crate::error::{Error, Result};
@@ -78,6 +78,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
     (
         "protocols.json",
         include_str!("../../tuning-tables/expect/protocols.json"),
+    ),
+    (
+        "host.json",
+        include_str!("../../tuning-tables/expect/host.json"),
     ),
     (
         "bands.json",
@@ -178,6 +182,7 @@ fn required(kind: &str) -> &'static [&'static str] {
             "reduce_efficiency",
         ],
         "net" => &["efficiency", "hop_us", "step_us"],
+        "host" => &["launch_per_extra_gpu_us"],
         "protocol" => &[
             "steps",
             "ll_step_bytes",
@@ -310,9 +315,9 @@ impl ParamFile {
             return Err(bad("version is not 1".to_string()));
         }
         let kind = field("kind")?.to_string();
-        if !["gpu", "link", "net", "protocol", "bands"].contains(&kind.as_str()) {
+        if !["gpu", "link", "net", "protocol", "host", "bands"].contains(&kind.as_str()) {
             return Err(bad(format!(
-                "kind '{kind}' is not one of gpu, link, net, protocol, bands"
+                "kind '{kind}' is not one of gpu, link, net, protocol, host, bands"
             )));
         }
         let class = field("class")?.to_string();
