@@ -8,7 +8,7 @@
 //! Every line is read on its own and a line this reader does not know is skipped: a log is evidence, never a
 //! format to refuse (a log from any NCCL version, cut or interleaved with other output, still says what it says).
 
-use crate::nccl_log::bare_version;
+use crate::nccl_log::{bare_version, word_after};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -92,6 +92,12 @@ pub struct LogEvidence {
     pub(crate) intra_node_p2p_unsupported: Option<usize>,
     /// Lines that belong to an NCCL log at all (0: the file has no log).
     pub(crate) nccl_lines: usize,
+    /// nccl-tests' header `# nThread 1 nGpus 8 minBytes ... graph: 0`: the GPUs one of its threads drives (`-g`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) gpus_per_thread: Option<Seen<usize>>,
+    /// The same header's `graph: 1` (nccl-tests `-G`: calls launched as CUDA graphs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) cuda_graph: Option<Seen<bool>>,
 }
 
 impl LogEvidence {
@@ -173,8 +179,30 @@ pub fn scan(text: &str) -> LogEvidence {
         if raw.contains("_perf") && !raw.trim_start().starts_with('#') {
             command_line(&mut ev, raw, number);
         }
+        if ev.gpus_per_thread.is_none()
+            && raw.trim_start().starts_with('#')
+            && raw.contains(" nGpus ")
+        {
+            nccl_tests_header(&mut ev, raw, number);
+        }
     }
     ev
+}
+
+/// `# nThread 1 nGpus 8 minBytes 8 maxBytes 17179869184 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1
+/// validation: 1 graph: 0` (nccl-tests src/common.cu): how the run launched its calls.
+fn nccl_tests_header(ev: &mut LogEvidence, raw: &str, line: usize) {
+    let after = |key: &str| word_after(raw, key).and_then(|v| v.parse::<usize>().ok());
+    // a GPU count beyond any host's is not nccl-tests' (it drives GPUs of its own host)
+    if let Some(n) = after("nGpus").filter(|n| (1..=crate::limits::MAX_RANKS).contains(n)) {
+        ev.gpus_per_thread = Some(Seen { value: n, line });
+    }
+    if let Some(g) = after("graph:").filter(|g| *g <= 1) {
+        ev.cuda_graph = Some(Seen {
+            value: g == 1,
+            line,
+        });
+    }
 }
 
 /// `NCCL_P2P_DISABLE=1 ./build/all_reduce_perf ...` or `mpirun -x NCCL_IB_HCA=mlx5_0 ... all_reduce_perf`: the
@@ -269,14 +297,7 @@ fn shape_line(ev: &mut LogEvidence, msg: &str, line: usize) {
     if !msg.contains("comm ") {
         return;
     }
-    let words: Vec<&str> = msg.split_whitespace().collect();
-    let after = |key: &str| {
-        words
-            .iter()
-            .position(|w| *w == key)
-            .and_then(|i| words.get(i + 1))
-            .and_then(|v| v.parse::<usize>().ok())
-    };
+    let after = |key: &str| word_after(msg, key).and_then(|v| v.parse::<usize>().ok());
     if ev.n_ranks.is_none() {
         if let Some(n) = after("nRanks").or_else(|| after("nranks")) {
             ev.n_ranks = Some(Seen { value: n, line });
@@ -395,6 +416,36 @@ fn connection_line(msg: &str, line: usize) -> Option<Connection> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn nccl_tests_header_says_gpus_per_thread_and_graph_launch() {
+        let ev = scan("# nThread 1 nGpus 8 minBytes 8 maxBytes 17179869184 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n");
+        assert_eq!(ev.gpus_per_thread, Some(Seen { value: 8, line: 1 }));
+        assert_eq!(
+            ev.cuda_graph,
+            Some(Seen {
+                value: false,
+                line: 1
+            })
+        );
+        let ev = scan("x\n#  nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 1048576(bytes) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 1\n");
+        assert_eq!(ev.gpus_per_thread, Some(Seen { value: 1, line: 2 }));
+        assert_eq!(
+            ev.cuda_graph,
+            Some(Seen {
+                value: true,
+                line: 2
+            })
+        );
+        // older nccl-tests print no graph field; nonsense counts are not taken
+        let ev = scan("# nThread 1 nGpus 2 minBytes 8 maxBytes 128\n# nThread 1 nGpus 4\n");
+        assert_eq!(
+            (ev.gpus_per_thread.map(|s| s.value), ev.cuda_graph),
+            (Some(2), None)
+        );
+        let ev = scan("# nThread 1 nGpus 0 graph: 7\n# nThread 1 nGpus 99999999999999999999\n");
+        assert_eq!((ev.gpus_per_thread, ev.cuda_graph), (None, None));
+    }
     use super::*;
 
     #[test]

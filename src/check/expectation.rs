@@ -39,8 +39,14 @@ pub(crate) fn for_machine(
     cluster: &Cluster,
     nccl_version: Option<&str>,
     pins: &[(String, String)],
+    options: &crate::expect::ExpectOptions,
 ) -> Result<Box<dyn BandSource>> {
-    Ok(Box::new(ExpectedModel::new(cluster, nccl_version, pins)?))
+    Ok(Box::new(ExpectedModel::new(
+        cluster,
+        nccl_version,
+        pins,
+        options,
+    )?))
 }
 
 /// `crate::expect`'s model: NCCL's pick (or the pinned pair) at the expected time, with the class's band.
@@ -53,6 +59,7 @@ impl ExpectedModel {
         cluster: &Cluster,
         nccl_version: Option<&str>,
         pins: &[(String, String)],
+        options: &crate::expect::ExpectOptions,
     ) -> Result<ExpectedModel> {
         let env = crate::nccl_env::NcclEnv::from_pairs(pins.iter().cloned());
         let table = crate::pipeline::choose_table(
@@ -66,7 +73,7 @@ impl ExpectedModel {
             table,
             env,
             crate::model::input::NvlsFlag::Auto,
-            &crate::expect::ExpectOptions::default(),
+            options,
         )?;
         Ok(ExpectedModel { expected })
     }
@@ -74,9 +81,14 @@ impl ExpectedModel {
 
 impl BandSource for ExpectedModel {
     fn name(&self) -> String {
+        let threads = match self.expected.gpus_per_thread() {
+            1 => String::new(),
+            n => format!(", {n} GPUs per thread as nccl-tests -g {n}"),
+        };
         format!(
-            "planner's expected model (machine class {}, eager launch)",
-            self.expected.class().name
+            "planner's expected model (machine class {}, {} launch{threads})",
+            self.expected.class().name,
+            self.expected.launch().name()
         )
     }
     fn expected(&self, coll: Coll, bytes: u64, pair: Option<Pair>) -> Result<Option<ExpectedBand>> {

@@ -107,6 +107,9 @@ pub struct RunFacts {
     pub(crate) nccl_version: Option<String>,
     pub(crate) hosts: Vec<String>,
     pub(crate) gpus: Vec<String>,
+    /// nccl-tests' `nGpus` (its `-g`), and its `graph:` (`-G`), from the first file whose header gives them.
+    pub(crate) gpus_per_thread: Option<usize>,
+    pub(crate) cuda_graph: Option<bool>,
 }
 
 /// One input file as read.
@@ -201,7 +204,24 @@ pub(crate) fn check(request: &CheckRequest) -> Result<CheckReport> {
         let list: Vec<String> = pins.iter().map(|(k, v)| format!("{k}={v}")).collect();
         notes.push(format!("expected with the run's {}", list.join(" ")));
     }
-    let expectation = expectation::for_machine(&cluster, run.nccl_version.as_deref(), &pins)?;
+    // nccl-tests' header says how its calls were launched: under eager launch a thread driving N GPUs enqueues N
+    // kernels per call, and a CUDA graph (-G 1) leaves the device's share only.
+    let node_gpus = cluster.node.gpu_count().max(1);
+    let launch_options = crate::expect::ExpectOptions {
+        launch: if run.cuda_graph == Some(true) {
+            crate::expect::Launch::Graph
+        } else {
+            crate::expect::Launch::Eager
+        },
+        net_kind: None,
+        gpus_per_thread: run.gpus_per_thread.unwrap_or(1).min(node_gpus),
+    };
+    let expectation = expectation::for_machine(
+        &cluster,
+        run.nccl_version.as_deref(),
+        &pins,
+        &launch_options,
+    )?;
     let mut sizes = Vec::new();
     for input in &read {
         sizes.extend(size_checks(
@@ -581,6 +601,10 @@ fn run_facts(read: &[ReadInput]) -> RunFacts {
         if run.gpus.is_empty() {
             run.gpus = m.gpus.clone();
         }
+        run.gpus_per_thread = run
+            .gpus_per_thread
+            .or(ev.gpus_per_thread.as_ref().map(|s| s.value));
+        run.cuda_graph = run.cuda_graph.or(ev.cuda_graph.as_ref().map(|s| s.value));
     }
     run
 }

@@ -32,6 +32,10 @@ pub(crate) struct ExpectArgs {
     /// Launch mode: eager (nccl-tests' default) or graph (nccl-tests -G 1)
     #[arg(long, default_value = "eager", value_name = "eager|graph")]
     pub(crate) launch: String,
+    /// GPUs one host thread drives, as nccl-tests -g N (default 1: one process per GPU, as mpirun -np 8 or PyTorch);
+    /// under eager launch each further GPU adds its kernel launch to the host's cost of a call
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub(crate) gpus_per_thread: usize,
     /// Network between nodes: ib, roce, efa, tcpx, tcpxo, socket (default: from the NIC names)
     #[arg(long, value_name = "KIND")]
     pub(crate) net_kind: Option<String>,
@@ -78,9 +82,15 @@ pub(crate) fn run(args: ExpectArgs) -> Result<()> {
     let colls = super::diff::colls(&args.coll)?;
     let sizes = args.sizes.sizes("8..8G")?;
     SizeArgs::as_run(&sizes, 4, "float32");
+    if args.gpus_per_thread == 0 {
+        return Err(Error::bad_input(
+            "--gpus-per-thread 0: a host thread drives at least 1 GPU (nccl-tests -g N, N >= 1)",
+        ));
+    }
     let opts = ExpectOptions {
         launch: Launch::parse(&args.launch)?,
         net_kind: args.net_kind.as_deref().map(NetKind::parse).transpose()?,
+        gpus_per_thread: args.gpus_per_thread,
     };
     let mut env = args.source.nccl_env.clone();
     if let Some(a) = &args.algo {
@@ -98,6 +108,14 @@ pub(crate) fn run(args: ExpectArgs) -> Result<()> {
     super::source::preflight::input_dir("--params", args.params.as_deref())?;
     let table = args.model.table(None)?;
     let cluster = args.source.source().load()?;
+    let node_gpus = cluster.node.nodes(crate::topo::NodeKind::Gpu).len();
+    if args.gpus_per_thread > node_gpus {
+        return Err(Error::bad_input(format!(
+            "--gpus-per-thread {}: more than the {} of a node here (nccl-tests -g drives GPUs of its own host)",
+            args.gpus_per_thread,
+            crate::units::count(node_gpus, "GPU")
+        )));
+    }
     let params = match &args.params {
         Some(dir) => expect::Params::load_dir(dir)?,
         None => expect::Params::builtin()?,

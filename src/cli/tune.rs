@@ -166,6 +166,7 @@ fn run_expected(args: &TuneArgs) -> Result<()> {
         options: ExpectOptions {
             launch: Launch::parse(args.launch.as_deref().unwrap_or("eager"))?,
             net_kind: args.net_kind.as_deref().map(NetKind::parse).transpose()?,
+            gpus_per_thread: 1,
         },
         params: Params::builtin()?,
         margin_percent: args.margin,

@@ -628,9 +628,11 @@ fn build_machine(
         Some(v) => table::builtin_for_version(v)?.0,
         None => table::builtin(table::newest_family())?,
     };
+    // the fit resolves each point's constants itself (its gpus_per_process column); the plan does not depend on it
     let opts = ExpectOptions {
         launch,
         net_kind: net,
+        gpus_per_thread: 1,
     };
     super::build_with(&cluster, None, table, env, flags.nvls, &opts, params).map(|(_, e)| e)
 }

@@ -131,6 +131,9 @@ pub struct ExpectOptions {
     pub(crate) launch: Launch,
     /// None: detected from the NIC names.
     pub(crate) net_kind: Option<NetKind>,
+    /// GPUs one host thread drives (nccl-tests `-g N`); 0 or 1: one (nccl-tests' default, PyTorch's one process per
+    /// GPU). Under eager launch that thread enqueues each GPU's kernel of a call in turn.
+    pub(crate) gpus_per_thread: usize,
 }
 
 /// Relative error of the class's leave-one-machine-out cross-validation, per size range.
@@ -427,6 +430,8 @@ pub struct Expected {
     pub model: Model,
     pub(crate) class: MachineClass,
     pub(crate) launch: Launch,
+    /// GPUs one host thread drives (`ExpectOptions::gpus_per_thread`, at least 1).
+    pub(crate) gpus_per_thread: usize,
     pub(crate) resolved: Resolved,
 }
 
@@ -863,17 +868,19 @@ impl Expected {
                 .unwrap_or_else(|| NetKind::detect(&plan.nic_names, gdr))
         });
         let class = machine_class(&plan, net_kind, params);
-        let resolved = Resolved::new(
+        let resolved = Resolved::for_process(
             params,
             &class.gpu_class,
             net_kind.unwrap_or(NetKind::Ib),
             opts.launch,
+            opts.gpus_per_thread.max(1),
         );
         Ok(Expected {
             plan,
             model: model.clone(),
             class,
             launch: opts.launch,
+            gpus_per_thread: opts.gpus_per_thread.max(1),
             resolved,
         })
     }
@@ -883,6 +890,9 @@ impl Expected {
     }
     pub(crate) fn launch(&self) -> Launch {
         self.launch
+    }
+    pub(crate) fn gpus_per_thread(&self) -> usize {
+        self.gpus_per_thread
     }
     pub(crate) fn n_ranks(&self) -> usize {
         self.plan.n_ranks

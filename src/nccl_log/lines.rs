@@ -62,7 +62,8 @@ pub(super) fn env_line(msg: &str) -> Option<(&str, &str)> {
     Some((name, value))
 }
 
-pub(super) fn word_after<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+/// The word after the first word `key` of `text` (`nRanks 16` -> "16").
+pub(crate) fn word_after<'a>(text: &'a str, key: &str) -> Option<&'a str> {
     let mut words = text.split_whitespace();
     while let Some(w) = words.next() {
         if w == key {

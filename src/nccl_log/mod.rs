@@ -38,6 +38,7 @@ mod table;
 pub mod tuning231;
 
 pub use cells::{table_from_log, LoggedCells};
+pub(crate) use lines::word_after;
 pub use lines::{env_setting, symmetric_line, tuner_line, tuning_line, SymmetricLogLine};
 
 use crate::error::{Error, Result};

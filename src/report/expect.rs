@@ -36,6 +36,8 @@ pub(crate) struct ExpectTable {
     pub(crate) n_ranks: usize,
     pub(crate) machine_class: String,
     pub(crate) launch: &'static str,
+    /// GPUs one host thread drives (nccl-tests `-g`); under eager launch each further one adds its kernel launch.
+    pub(crate) gpus_per_thread: usize,
     pub(crate) band_source: &'static str,
     pub(crate) rows: Vec<ExpectRow>,
 }
@@ -94,6 +96,7 @@ impl ExpectTable {
             n_ranks: expected.n_ranks(),
             machine_class: expected.class().name.clone(),
             launch: expected.launch().name(),
+            gpus_per_thread: expected.gpus_per_thread(),
             band_source: BAND_SOURCE,
             rows,
         }
@@ -113,9 +116,17 @@ fn two(v: f64) -> String {
 /// nccl-tests' layout, every value column marked expected.
 pub(crate) fn text(t: &ExpectTable) -> String {
     let mut s = String::new();
+    let threads = if t.gpus_per_thread > 1 {
+        format!(
+            ", {} GPUs per thread as nccl-tests -g {}",
+            t.gpus_per_thread, t.gpus_per_thread
+        )
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         s,
-        "# planner expect: what nccl-tests should print on {} ({} ranks, class {}, {} launch)",
+        "# planner expect: what nccl-tests should print on {} ({} ranks, class {}, {} launch{threads})",
         t.topology, t.n_ranks, t.machine_class, t.launch
     );
     let _ = writeln!(

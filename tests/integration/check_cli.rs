@@ -488,3 +488,45 @@ fn per_iteration_statistics_are_kept_and_shown() {
     assert_eq!(p.iterations, None);
     assert_eq!(m.rows.len(), 2);
 }
+
+/// nccl-tests' header says how the run launched its calls (`nGpus 8`: one thread drives the node's 8 GPUs, `-g 8`;
+/// `graph: 1`: CUDA graphs, `-G 1`), and check's expectation follows it (public E09 output, its header edited to
+/// graph: 1 for the second run).
+#[test]
+fn check_expects_the_launch_the_nccl_tests_header_names() {
+    let expected_line = |path: &str| {
+        let out = planner()
+            .args([
+                "check",
+                "--fixture",
+                "hgx-h200-8",
+                "--nodes",
+                "2",
+                "--coll",
+                "all-reduce",
+                path,
+            ])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        text.lines()
+            .find(|l| l.starts_with("Expected: "))
+            .unwrap_or_else(|| panic!("{text}"))
+            .to_string()
+    };
+    let e09 = "tests/data/check/h200-2node-sockets-e09.txt";
+    assert!(
+        expected_line(e09).contains("eager launch, 8 GPUs per thread as nccl-tests -g 8)"),
+        "{}",
+        expected_line(e09)
+    );
+    let scratch = crate::common::Scratch::new("check_graph_header");
+    let text = std::fs::read_to_string(e09).unwrap();
+    assert!(text.contains("validation: 1 graph: 0"));
+    let graph = scratch.write(
+        "e09-graph.txt",
+        text.replacen("validation: 1 graph: 0", "validation: 1 graph: 1", 1),
+    );
+    let line = expected_line(graph.to_str().unwrap());
+    assert!(line.contains("graph launch, 8 GPUs per thread"), "{line}");
+}

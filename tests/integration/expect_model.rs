@@ -211,6 +211,84 @@ fn graph_launch_halves_small_messages_and_bad_flags_exit_2() {
     }
 }
 
+/// nccl-tests `-g 8` (one thread drives all 8 GPUs): under eager launch the thread enqueues 8 kernels per call, so a
+/// call the GPUs finish sooner takes the host's time. Hand calculation from the built-in constants at 8 B on
+/// hgx-h100-8 (sm90): tuning-tables/expect/gpu-sm90.json launch_eager_us 8.6574 + 7 x host.json
+/// launch_per_extra_gpu_us 3.2504 = 31.4102 us. Under a CUDA graph the host's launch is gone, so -g does not count.
+#[test]
+fn gpus_per_thread_adds_each_gpus_launch_to_the_host_floor() {
+    let expect = |extra: &[&str]| {
+        let out = planner()
+            .args([
+                "expect",
+                "--fixture",
+                "hgx-h100-8",
+                "--coll",
+                "all-reduce",
+                "--size",
+                "8",
+                "--json",
+            ])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_exit(&out, 0);
+        json_of(&out)
+    };
+    let one = expect(&[]);
+    let eight = expect(&["--gpus-per-thread", "8"]);
+    assert_eq!(one["gpus_per_thread"], 1);
+    assert_eq!(eight["gpus_per_thread"], 8);
+    let t = |v: &serde_json::Value| v["rows"][0]["expected_time_us"].as_f64().unwrap();
+    assert!((t(&eight) - 31.4102).abs() < 1e-3, "{}", t(&eight));
+    assert!(t(&one) < 20.0, "{}", t(&one));
+    let graph = |g: &str| t(&expect(&["--launch", "graph", "--gpus-per-thread", g]));
+    assert_eq!(graph("1"), graph("8"));
+    // the header says it, in nccl-tests' own words
+    let text = run_ok(&[
+        "expect",
+        "--fixture",
+        "hgx-h100-8",
+        "--coll",
+        "all-reduce",
+        "--size",
+        "8",
+        "--gpus-per-thread",
+        "8",
+    ]);
+    assert!(
+        text.lines()
+            .next()
+            .unwrap()
+            .ends_with("eager launch, 8 GPUs per thread as nccl-tests -g 8)"),
+        "{text}"
+    );
+    // 0 GPUs, or more than the node has: one line, exit 2
+    for (n, says) in [
+        (
+            "0",
+            "--gpus-per-thread 0: a host thread drives at least 1 GPU",
+        ),
+        ("9", "more than the 8 GPUs of a node"),
+    ] {
+        let out = planner()
+            .args([
+                "expect",
+                "--fixture",
+                "hgx-h100-8",
+                "--size",
+                "8",
+                "--gpus-per-thread",
+                n,
+            ])
+            .output()
+            .unwrap();
+        assert_exit(&out, 2);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says) && err.lines().count() == 1, "{err}");
+    }
+}
+
 #[test]
 fn a_bad_parameter_file_names_the_file_and_field() {
     let dir = std::env::temp_dir().join(format!("planner-expect-params-{}", std::process::id()));

@@ -206,13 +206,8 @@ impl<'t> TextScan<'t> {
 
     /// `# nThread 1 nGpus 2 minBytes ...`: the GPUs of one process.
     fn thread_line(&mut self, number: usize, comment: &str) -> Result<()> {
-        let tokens: Vec<&str> = comment.split_whitespace().collect();
         let get = |key: &str| {
-            tokens
-                .iter()
-                .position(|t| *t == key)
-                .and_then(|i| tokens.get(i + 1))
-                .and_then(|v| v.parse::<usize>().ok())
+            crate::nccl_log::word_after(comment, key).and_then(|v| v.parse::<usize>().ok())
         };
         if let (Some(t), Some(g)) = (get("nThread"), get("nGpus")) {
             // Untrusted counts: their product is checked against the rank limit, not overflowed.
