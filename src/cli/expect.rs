@@ -108,7 +108,7 @@ pub(crate) fn run(args: ExpectArgs) -> Result<()> {
     super::source::preflight::input_dir("--params", args.params.as_deref())?;
     let table = args.model.table(None)?;
     let cluster = args.source.source().load()?;
-    let node_gpus = cluster.node.nodes(crate::topo::NodeKind::Gpu).len();
+    let node_gpus = cluster.node.gpu_count();
     if args.gpus_per_thread > node_gpus {
         return Err(Error::bad_input(format!(
             "--gpus-per-thread {}: more than the {} of a node here (nccl-tests -g drives GPUs of its own host)",

@@ -494,39 +494,31 @@ fn per_iteration_statistics_are_kept_and_shown() {
 /// graph: 1 for the second run).
 #[test]
 fn check_expects_the_launch_the_nccl_tests_header_names() {
-    let expected_line = |path: &str| {
-        let out = planner()
-            .args([
-                "check",
-                "--fixture",
-                "hgx-h200-8",
-                "--nodes",
-                "2",
-                "--coll",
-                "all-reduce",
-                path,
-            ])
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).to_string();
-        text.lines()
-            .find(|l| l.starts_with("Expected: "))
-            .unwrap_or_else(|| panic!("{text}"))
-            .to_string()
+    let expectation = |path: &str| {
+        let (v, _) = check_json(&[
+            "--fixture",
+            "hgx-h200-8",
+            "--nodes",
+            "2",
+            "--coll",
+            "all-reduce",
+            path,
+        ]);
+        v["expectation"].as_str().unwrap_or_default().to_string()
     };
-    let e09 = "tests/data/check/h200-2node-sockets-e09.txt";
+    let e09 = data("h200-2node-sockets-e09.txt");
+    let line = expectation(&e09);
     assert!(
-        expected_line(e09).contains("eager launch, 8 GPUs per thread as nccl-tests -g 8)"),
-        "{}",
-        expected_line(e09)
+        line.contains("eager launch, 8 GPUs per thread as nccl-tests -g 8)"),
+        "{line}"
     );
     let scratch = crate::common::Scratch::new("check_graph_header");
-    let text = std::fs::read_to_string(e09).unwrap();
+    let text = std::fs::read_to_string(&e09).unwrap();
     assert!(text.contains("validation: 1 graph: 0"));
     let graph = scratch.write(
         "e09-graph.txt",
         text.replacen("validation: 1 graph: 0", "validation: 1 graph: 1", 1),
     );
-    let line = expected_line(graph.to_str().unwrap());
+    let line = expectation(graph.to_str().unwrap());
     assert!(line.contains("graph launch, 8 GPUs per thread"), "{line}");
 }
