@@ -31,7 +31,9 @@ target/wheel-venv/bin/pip install --quiet "$wheel"
 venv="$PWD/target/wheel-venv"
 (cd "$venv" && bin/planner explain --size 16M >/dev/null)
 exports=$(cd /tmp && env -u NCCL_TUNER_PLUGIN "$venv/bin/planner" env 2>/dev/null)
-echo "$exports" | grep -qx "export NCCL_TUNER_PLUGIN=$venv/lib/libnccl_tuner_planner.so" \
+# A herestring, not `echo | grep -q`: grep stops at the first of the two lines, and echo writing the second into the
+# closed pipe then dies of SIGPIPE, which pipefail turns into a failure (seen once in a clean-clone CI run).
+grep -qx "export NCCL_TUNER_PLUGIN=$venv/lib/libnccl_tuner_planner.so" <<<"$exports" \
   || { echo "wheel: planner env did not name the installed plugin: $exports" >&2; exit 1; }
 "$venv/bin/python" - "$venv/lib/libnccl_tuner_planner.so" <<'PYEOF'
 import ctypes, sys
